@@ -1,0 +1,1 @@
+"""Checkpoint converters: Hugging Face, original Google TF1, keras-hub, own presets; export."""

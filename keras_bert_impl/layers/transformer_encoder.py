@@ -1,0 +1,191 @@
+"""The post-LayerNorm Transformer encoder block of BERT."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_bert_impl.layers.float32_layer_norm import Float32LayerNormalization
+
+_ACTIVATIONS = ("gelu", "gelu_approximate", "relu")
+
+
+def get_activation(name):
+    """Returns the activation function for `"gelu"`, `"gelu_approximate"` or `"relu"`.
+
+    `"gelu"` is the exact erf GELU used by Hugging Face checkpoints;
+    `"gelu_approximate"` is the tanh approximation of the original TF code.
+    """
+    if name == "gelu":
+        return lambda x: keras.activations.gelu(x, approximate=False)
+    if name == "gelu_approximate":
+        return lambda x: keras.activations.gelu(x, approximate=True)
+    if name == "relu":
+        return keras.activations.relu
+    raise ValueError(
+        f"Unknown activation {name!r}: expected one of {', '.join(_ACTIVATIONS)}."
+    )
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class TransformerEncoder(keras.layers.Layer):
+    """One BERT encoder block: self-attention and feed-forward, post-LayerNorm.
+
+    `x = LayerNorm(x + Dropout(Attention(x)))`, then
+    `x = LayerNorm(x + Dropout(Dense(act(Dense(x)))))`, exactly as in the paper
+    and in google-research/bert `modeling.py`.
+
+    Attention runs through `keras.ops.dot_product_attention`, so each backend
+    uses its fused kernel where it has one. When training with
+    `attention_dropout > 0` the attention probabilities must be materialised
+    to apply dropout, so that case takes an explicit softmax path (softmax in
+    float32). LayerNorm always computes in float32 under mixed precision.
+
+    Args:
+        num_heads: int. Number of attention heads; must divide the hidden size.
+        intermediate_dim: int. Width of the feed-forward layer.
+        dropout: float. Dropout after attention and feed-forward outputs.
+        attention_dropout: float or None. Dropout on attention probabilities;
+            `None` means the same as `dropout` (the paper's setting).
+        activation: `"gelu"` (exact, Hugging Face), `"gelu_approximate"`
+            (tanh, original TF code) or `"relu"`.
+        layer_norm_epsilon: float. Defaults to 1e-12 as in BERT.
+        kernel_initializer: initializer for dense kernels. Defaults to
+            `TruncatedNormal(stddev=0.02)`.
+        **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: float tensor `(batch, sequence_length, hidden_dim)`.
+        padding_mask: optional int/bool tensor `(batch, sequence_length)`,
+            1 (True) for real tokens, 0 for padding.
+        training: bool, enables dropout.
+
+    Example:
+    >>> import numpy as np
+    >>> block = TransformerEncoder(num_heads=2, intermediate_dim=32)
+    >>> x = np.random.rand(2, 5, 16).astype("float32")
+    >>> mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    >>> tuple(block(x, padding_mask=mask).shape)
+    (2, 5, 16)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_dim,
+        dropout=0.1,
+        attention_dropout=None,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        kernel_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        get_activation(activation)  # validates the name
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.attention_dropout = dropout if attention_dropout is None else attention_dropout
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(
+            kernel_initializer or keras.initializers.TruncatedNormal(stddev=0.02)
+        )
+        self.supports_masking = True
+
+    def build(self, inputs_shape):
+        hidden_dim = inputs_shape[-1]
+        if hidden_dim % self.num_heads != 0:
+            raise ValueError(
+                f"hidden_dim={hidden_dim} is not divisible by num_heads="
+                f"{self.num_heads}: each head needs hidden_dim / num_heads "
+                "features."
+            )
+        self.hidden_dim = hidden_dim
+        self.head_dim = hidden_dim // self.num_heads
+
+        def dense(units, name):
+            layer = keras.layers.Dense(
+                units,
+                kernel_initializer=self.kernel_initializer,
+                dtype=self.dtype_policy,
+                name=name,
+            )
+            return layer
+
+        # Query, key and value share one matmul: kernel (hidden, 3 * hidden),
+        # columns laid out [query | key | value], each head-major.
+        self.qkv_dense = dense(3 * hidden_dim, "qkv")
+        self.qkv_dense.build(inputs_shape)
+        self.attention_output_dense = dense(hidden_dim, "attention_output")
+        self.attention_output_dense.build(inputs_shape)
+        self.attention_layer_norm = Float32LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="attention_layer_norm"
+        )
+        self.attention_layer_norm.build(inputs_shape)
+        self.intermediate_dense = dense(self.intermediate_dim, "intermediate")
+        self.intermediate_dense.build(inputs_shape)
+        self.output_dense = dense(hidden_dim, "output")
+        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
+        self.output_layer_norm = Float32LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="output_layer_norm"
+        )
+        self.output_layer_norm.build(inputs_shape)
+        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.attention_dropout_layer = keras.layers.Dropout(
+            self.attention_dropout, dtype=self.dtype_policy
+        )
+        self._activation_fn = get_activation(self.activation)
+        self.built = True
+
+    def _attention(self, x, padding_mask, training):
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        qkv = self.qkv_dense(x)
+        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_dim))
+        query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        mask = None
+        if padding_mask is not None:
+            # (batch, 1, 1, key_length): every query attends to real keys only.
+            mask = ops.cast(padding_mask, "bool")[:, None, None, :]
+        scale = 1.0 / math.sqrt(self.head_dim)
+        if training and self.attention_dropout > 0:
+            scores = ops.einsum("btnh,bsnh->bnts", query, key)
+            scores = ops.cast(scores, "float32") * scale
+            if mask is not None:
+                scores = ops.where(mask, scores, -1e9)
+            probs = ops.softmax(scores, axis=-1)
+            probs = self.attention_dropout_layer(
+                ops.cast(probs, self.compute_dtype), training=training
+            )
+            context = ops.einsum("bnts,bsnh->btnh", probs, value)
+        else:
+            context = ops.dot_product_attention(query, key, value, mask=mask, scale=scale)
+        context = ops.reshape(context, (batch, length, self.hidden_dim))
+        return self.attention_output_dense(context)
+
+    def call(self, inputs, padding_mask=None, training=None):
+        x = inputs
+        attention = self._attention(x, padding_mask, training)
+        attention = self.dropout_layer(attention, training=training)
+        x = self.attention_layer_norm(x + attention)
+        ffn = self._activation_fn(self.intermediate_dense(x))
+        ffn = self.dropout_layer(self.output_dense(ffn), training=training)
+        return self.output_layer_norm(x + ffn)
+
+    def compute_output_shape(self, inputs_shape):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "activation": self.activation,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            }
+        )
+        return config

@@ -1,0 +1,260 @@
+"""BertBackbone: the BERT encoder as a functional Keras model."""
+
+import keras
+from keras import ops
+
+from keras_bert_impl.layers.float32_layer_norm import Float32LayerNormalization
+from keras_bert_impl.layers.position_embedding import PositionEmbedding
+from keras_bert_impl.layers.transformer_encoder import TransformerEncoder, get_activation
+
+
+def bert_kernel_initializer(stddev=0.02):
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertBackbone(keras.Model):
+    """BERT encoder (Devlin et al., 2018) as a functional Keras 3 model.
+
+    Token + segment + learned position embeddings, LayerNorm and dropout, then
+    `num_layers` post-LayerNorm `TransformerEncoder` blocks, and the pooler
+    (dense + tanh on the [CLS] position). Runs on the TensorFlow, JAX and
+    PyTorch backends; imports no TensorFlow.
+
+    Inputs are a dict `{"token_ids", "segment_ids", "padding_mask"}` of int
+    tensors `(batch, sequence_length)`; outputs are a dict
+    `{"sequence_output": (batch, sequence_length, hidden_dim),
+    "pooled_output": (batch, hidden_dim)}`. Names follow keras-hub.
+
+    Args:
+        vocabulary_size: int. Size of the WordPiece vocabulary.
+        num_layers: int. Number of encoder blocks.
+        num_heads: int. Attention heads per block; must divide `hidden_dim`.
+        hidden_dim: int. Width of the encoder.
+        intermediate_dim: int. Width of each feed-forward layer.
+        dropout: float. Dropout of embeddings, attention and feed-forward.
+        max_sequence_length: int. Size of the position table (512 for all
+            released checkpoints).
+        num_segments: int. Size of the segment (token type) table.
+        activation: `"gelu"` (exact erf GELU, Hugging Face checkpoints) or
+            `"gelu_approximate"` (tanh form, the original TF code).
+        layer_norm_epsilon: float. 1e-12 as in BERT.
+        attention_dropout: float or None. Dropout on attention probabilities;
+            None means `dropout`. Set 0 to always use the fused attention kernel.
+        dtype: None, a dtype or a policy name such as `"mixed_bfloat16"`.
+
+    Example:
+    >>> import numpy as np
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
+    ...                         hidden_dim=32, intermediate_dim=64,
+    ...                         max_sequence_length=16)
+    >>> out = backbone({"token_ids": np.ones((1, 8), "int32"),
+    ...                 "segment_ids": np.zeros((1, 8), "int32"),
+    ...                 "padding_mask": np.ones((1, 8), "int32")})
+    >>> tuple(out["sequence_output"].shape), tuple(out["pooled_output"].shape)
+    ((1, 8, 32), (1, 32))
+
+    Load released weights with `BertBackbone.from_preset("bert_base_en_uncased")`
+    or from a local Hugging Face / Google / keras-hub / own preset directory.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        dropout=0.1,
+        max_sequence_length=512,
+        num_segments=2,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        attention_dropout=None,
+        dtype=None,
+        **kwargs,
+    ):
+        _check_positive_ints(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+        )
+        if hidden_dim % num_heads != 0:
+            raise ValueError(
+                f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}: "
+                f"each attention head needs hidden_dim / num_heads features "
+                f"(e.g. hidden_dim={num_heads * max(1, round(hidden_dim / num_heads))})."
+            )
+        get_activation(activation)
+
+        # === Layers ===
+        self.token_embedding = keras.layers.Embedding(
+            vocabulary_size,
+            hidden_dim,
+            embeddings_initializer=bert_kernel_initializer(),
+            dtype=dtype,
+            name="token_embedding",
+        )
+        self.segment_embedding = keras.layers.Embedding(
+            num_segments,
+            hidden_dim,
+            embeddings_initializer=bert_kernel_initializer(),
+            dtype=dtype,
+            name="segment_embedding",
+        )
+        self.position_embedding = PositionEmbedding(
+            max_sequence_length, dtype=dtype, name="position_embedding"
+        )
+        self.embeddings_layer_norm = Float32LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
+        )
+        self.embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
+        self.transformer_layers = [
+            TransformerEncoder(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                activation=activation,
+                layer_norm_epsilon=layer_norm_epsilon,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.pooled_dense = keras.layers.Dense(
+            hidden_dim,
+            activation="tanh",
+            kernel_initializer=bert_kernel_initializer(),
+            dtype=dtype,
+            name="pooled_dense",
+        )
+
+        # === Functional Model ===
+        token_id_input = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        segment_id_input = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
+        padding_mask_input = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
+        tokens = self.token_embedding(token_id_input)
+        x = tokens + self.position_embedding(tokens) + self.segment_embedding(segment_id_input)
+        x = self.embeddings_layer_norm(x)
+        x = self.embeddings_dropout(x)
+        for layer in self.transformer_layers:
+            x = layer(x, padding_mask=padding_mask_input)
+        sequence_output = x
+        pooled_output = self.pooled_dense(x[:, 0, :])
+        super().__init__(
+            inputs={
+                "token_ids": token_id_input,
+                "segment_ids": segment_id_input,
+                "padding_mask": padding_mask_input,
+            },
+            outputs={"sequence_output": sequence_output, "pooled_output": pooled_output},
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.attention_dropout = attention_dropout
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "max_sequence_length": self.max_sequence_length,
+            "num_segments": self.num_segments,
+            "activation": self.activation,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "attention_dropout": self.attention_dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    def architecture_config(self):
+        """The constructor arguments that define the weights' shapes and math (no name/dtype)."""
+        config = self.get_config()
+        for key in ("name", "trainable", "dtype"):
+            config.pop(key, None)
+        return config
+
+    @property
+    def token_embedding_matrix(self):
+        return self.token_embedding.embeddings
+
+    # === Presets ===
+    @classmethod
+    def _presets(cls):
+        from keras_bert_impl.presets import backbone_presets
+
+        return backbone_presets
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, dtype=None, **kwargs):
+        """Builds a backbone from a preset name or a local directory.
+
+        `preset` is a name from `BertBackbone.presets` (resolved through the
+        local cache, then downloaded), or a directory holding one of:
+        a Hugging Face BERT (`config.json` + `model.safetensors`), an original
+        Google checkpoint (`bert_config.json` + `bert_model.ckpt.*`), a
+        keras-hub BERT preset, or a preset written by `save_to_preset`.
+        Keyword arguments override config entries (e.g. `dropout=0.0`).
+
+        Example:
+        >>> backbone = BertBackbone.from_preset("all_minilm_l6_v2_en")  # doctest: +SKIP
+        """
+        from keras_bert_impl.checkpoints.loading import load_backbone
+
+        return load_backbone(cls, preset, load_weights=load_weights, dtype=dtype, **kwargs)
+
+    def save_to_preset(self, preset_dir, vocabulary=None, lowercase=None):
+        """Writes `config.json`, `model.weights.h5` (and the vocabulary) to `preset_dir`, atomically.
+
+        `vocabulary` is a path to a vocab.txt or a list of tokens; `lowercase`
+        records the tokenizer's casing. `BertBackbone.from_preset(preset_dir)`
+        and `BertTokenizer.from_preset(preset_dir)` read it back.
+        """
+        from keras_bert_impl.checkpoints.own_preset import save_backbone_preset
+
+        save_backbone_preset(self, preset_dir, vocabulary=vocabulary, lowercase=lowercase)
+
+
+class _ClassProperty:
+    def __init__(self, fget):
+        self.fget = fget
+
+    def __get__(self, instance, owner):
+        return self.fget(owner)
+
+
+BertBackbone.presets = _ClassProperty(lambda cls: cls._presets())
+
+
+def _check_positive_ints(**values):
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
