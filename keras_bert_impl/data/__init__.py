@@ -1,0 +1,21 @@
+"""tf.data pipelines (TensorFlow-only): pretraining, GLUE, SQuAD, CoNLL-2003, corpus preparation.
+
+Submodules are imported on first attribute access.
+"""
+
+import importlib
+
+_SUBMODULES = ("corpus", "pretraining", "glue", "squad", "conll")
+_NAMES = {"pretraining_dataset": "pretraining"}
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"keras_bert_impl.data.{name}")
+        globals()[name] = module
+        return module
+    if name in _NAMES:
+        value = getattr(importlib.import_module(f"keras_bert_impl.data.{_NAMES[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'keras_bert_impl.data' has no attribute {name!r}")

@@ -1,0 +1,16 @@
+"""Task metrics: GLUE (accuracy, F1, MCC, Pearson/Spearman), SQuAD EM/F1, CoNLL entity F1.
+
+Pure NumPy/Python; submodules `glue`, `squad`, `conll` are imported on first access.
+"""
+
+import importlib
+
+_SUBMODULES = ("glue", "squad", "conll")
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"keras_bert_impl.metrics.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'keras_bert_impl.metrics' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""Text processing (TensorFlow + tensorflow-text): WordPiece tokenizer, vocabulary building, segment packing."""

@@ -1,0 +1,1 @@
+"""Training plumbing: optimizers and LR schedules, distribution strategies, callbacks, checkpointing."""
