@@ -1,0 +1,99 @@
+"""Atomic file and directory writes: readers never see a half-written file or preset."""
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+
+
+def atomic_write_bytes(path, data):
+    """Writes `data` to `path` via a temporary file in the same directory and `os.replace`.
+
+    Args:
+        path: destination file path.
+        data: bytes to write.
+
+    Example:
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> atomic_write_bytes(os.path.join(d, "a.bin"), b"abc")
+    >>> open(os.path.join(d, "a.bin"), "rb").read()
+    b'abc'
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, temp_path = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp_path, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temp_path)
+        raise
+
+
+def atomic_write_text(path, text):
+    """Writes `text` (UTF-8) to `path` atomically. See `atomic_write_bytes`."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path, obj):
+    """Writes `obj` as indented JSON to `path` atomically. See `atomic_write_bytes`."""
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_directory(target, replaceable_files=()):
+    """Yields a temporary directory that becomes `target` when the block succeeds.
+
+    The temporary directory is created beside `target` (same filesystem) and
+    renamed onto it at the end, so `target` is either absent/old or complete.
+    If `target` exists it must be empty or hold only names listed in
+    `replaceable_files` (a previous save of the same kind); it is then swapped
+    out and deleted. On any error the temporary directory is removed and
+    `target` is left untouched.
+
+    Args:
+        target: path of the directory to create.
+        replaceable_files: names that may be present in an existing `target`.
+
+    Example:
+    >>> import tempfile, os
+    >>> root = tempfile.mkdtemp()
+    >>> with atomic_directory(os.path.join(root, "preset")) as tmp:
+    ...     open(os.path.join(tmp, "config.json"), "w").write("{}")
+    2
+    >>> os.listdir(os.path.join(root, "preset"))
+    ['config.json']
+    """
+    target = os.path.abspath(os.fspath(target))
+    parent = os.path.dirname(target)
+    os.makedirs(parent, exist_ok=True)
+    if os.path.exists(target):
+        if not os.path.isdir(target):
+            raise FileExistsError(f"Cannot write a directory at {target}: a file with that name exists.")
+        foreign = sorted(set(os.listdir(target)) - set(replaceable_files))
+        if foreign:
+            raise FileExistsError(
+                f"Refusing to overwrite {target}: it already holds {foreign[:10]}, which this save "
+                f"did not write (it only replaces {sorted(replaceable_files)}). Choose an empty or new directory."
+            )
+    temp_dir = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(target) + ".", suffix=".tmp")
+    try:
+        yield temp_dir
+        if os.path.exists(target):
+            old = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(target) + ".", suffix=".old")
+            os.rmdir(old)
+            os.replace(target, old)
+            os.replace(temp_dir, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(temp_dir, target)
+    except BaseException:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        raise

