@@ -6,6 +6,7 @@ from keras import ops
 from keras_bert_impl.layers.float32_layer_norm import Float32LayerNormalization
 from keras_bert_impl.layers.position_embedding import PositionEmbedding
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder, get_activation
+from keras_bert_impl.models.functional_model import FunctionalModel
 
 
 def bert_kernel_initializer(stddev=0.02):
@@ -13,7 +14,7 @@ def bert_kernel_initializer(stddev=0.02):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertBackbone(keras.Model):
+class BertBackbone(FunctionalModel):
     """BERT encoder (Devlin et al., 2018) as a functional Keras 3 model.
 
     Token + segment + learned position embeddings, LayerNorm and dropout, then
