@@ -1,0 +1,615 @@
+"""Fine-tuning plumbing shared by the GLUE, SQuAD and CoNLL recipes.
+
+The pieces, all usable on their own:
+
+- `setup_finetuning(seed=None, mixed_precision=None)`: seeds Python, NumPy
+  and the backend (`keras.utils.set_random_seed`) and sets the global dtype
+  policy (`"mixed_float16"`, `"mixed_bfloat16"` or None/`"float32"`). Call it
+  BEFORE building the model: the policy applies to layers created afterwards.
+- `finetune(model, train_ds, ...)`: compiles `model` with BERT's AdamW
+  (warm-up over `warmup_proportion` of the steps, then linear decay; weight
+  decay 0.01 except LayerNorm/bias; gradient clipping, from
+  `keras_bert_impl.training.optimizer.create_optimizer`) and fits it for
+  `epochs`. After every epoch it evaluates (Keras `validation_ds` and/or your
+  own `eval_fn(model) -> {name: float}`, e.g. the official GLUE metric on
+  dev), logs everything to TensorBoard under `model_dir/logs`, saves the best
+  epoch's weights atomically to `model_dir/best.weights.h5`, optionally stops
+  early, and at the end restores the best weights. Returns a
+  `FinetuneResult`.
+- `bucket_by_length(dataset, boundaries, batch_size)`: dynamic padding for
+  training: groups variable-length examples into length buckets and pads each
+  batch only to its bucket's boundary, so short-sentence tasks do not pay for
+  `max_seq_length` tokens (and the model sees at most `len(boundaries)`
+  distinct shapes, which keeps XLA/JAX recompilation bounded).
+- `pad_to_boundaries(dataset, boundaries, batch_size)`: the same padding for
+  evaluation and prediction, keeping the input order.
+- `default_boundaries(max_seq_length)`: 32, 64, 128, ... up to
+  `max_seq_length`.
+
+Datasets for `bucket_by_length` / `pad_to_boundaries` yield `features` or
+`(features, label)` (or `(features, label, sample_weight)`) where `features`
+is a dict of 1-D int tensors of the same, variable length (e.g.
+`token_ids`, `segment_ids`, `padding_mask` from
+`keras_bert_impl.text.packer.SegmentPacker` with `sequence_length=None`,
+or ragged packer output converted with `.to_tensor()` per example) and
+labels are scalars or 1-D per-token tensors of the same length
+(padded with `label_padding_value`).
+
+Strategies: build the model under `strategy.scope()` and pass the same
+`strategy` to `finetune` (the optimizer is created under its scope).
+
+Example:
+>>> import numpy as np, keras, tensorflow as tf
+>>> from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+>>> setup_finetuning(seed=0)
+>>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+>>> model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+>>> x = np.random.rand(64, 4).astype("float32"); y = (x[:, 0] > 0.5).astype("int32")
+>>> train = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+>>> dev_accuracy = lambda m: {"accuracy": float((m.predict(x, verbose=0).argmax(-1) == y).mean())}
+>>> result = finetune(model, train, epochs=2, learning_rate=1e-2, eval_fn=dev_accuracy,
+...                   monitor="accuracy", verbose=0)
+>>> result.best_epoch in (1, 2), sorted(result.history)[:2]
+(True, ['accuracy', 'loss'])
+"""
+
+import dataclasses
+import logging
+import math
+import os
+import time
+
+import keras
+
+logger = logging.getLogger(__name__)
+
+BEST_WEIGHTS_NAME = "best.weights.h5"
+
+
+def setup_finetuning(seed=None, mixed_precision=None):
+    """Seeds all random generators and sets the global Keras dtype policy.
+
+    Call before building the model (the policy is read when layers are built).
+
+    Args:
+        seed: int or None. Seeds Python's `random`, NumPy and the backend
+            (`keras.utils.set_random_seed`); None leaves them unseeded.
+        mixed_precision: None, `"float32"`, `"mixed_float16"` (GPU; Keras wraps
+            the optimizer in a loss-scale optimizer at compile) or
+            `"mixed_bfloat16"` (TPU, recent GPUs/CPUs). Also accepts
+            `"fp16"`/`"bf16"`.
+
+    Example:
+    >>> setup_finetuning(seed=1, mixed_precision=None)
+    """
+    from keras_bert_impl.training.optimizer import mixed_precision_policy
+
+    policy = mixed_precision_policy(mixed_precision)
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"`seed` must be a non-negative int, got {seed!r}.")
+        keras.utils.set_random_seed(seed)
+    keras.config.set_dtype_policy(policy)
+
+
+@dataclasses.dataclass
+class FinetuneResult:
+    """What `finetune` returns.
+
+    Attributes:
+        history: dict name -> list of per-epoch values (training loss/metrics,
+            `val_*` from `validation_ds`, and the keys returned by `eval_fn`).
+        best_epoch: 1-based epoch whose weights were kept (None without any
+            evaluation: then the last epoch's weights are kept).
+        best_metrics: the evaluation values of that epoch.
+        best_weights_path: path of the saved best weights, or None without `model_dir`.
+        epoch_seconds: wall time of each epoch's training (evaluation excluded).
+        train_steps: optimizer steps per epoch used for the schedule.
+        stopped_early: whether early stopping ended training.
+    """
+
+    history: dict
+    best_epoch: int | None
+    best_metrics: dict
+    best_weights_path: str | None
+    epoch_seconds: list
+    train_steps: int
+    stopped_early: bool
+
+
+def finetune(
+    model,
+    train_ds,
+    *,
+    epochs,
+    learning_rate,
+    validation_ds=None,
+    eval_fn=None,
+    monitor=None,
+    mode="auto",
+    warmup_proportion=0.1,
+    weight_decay=0.01,
+    clipnorm=1.0,
+    optimizer="adamw",
+    steps_per_epoch=None,
+    model_dir=None,
+    strategy=None,
+    seed=None,
+    early_stopping_patience=None,
+    restore_best_weights=True,
+    tensorboard=True,
+    loss=None,
+    metrics=None,
+    callbacks=(),
+    verbose="auto",
+):
+    """Fine-tunes `model` on `train_ds` with BERT's optimizer, evaluating each epoch.
+
+    Args:
+        model: a `keras.Model`. If it is not compiled, `loss` is required; if it
+            is compiled (e.g. `BertClassifier` compiles its own loss), its loss
+            and metrics are kept and only the optimizer is replaced.
+        train_ds: a `tf.data.Dataset` (or anything `model.fit` takes) of
+            batches `(features, labels)`; shuffle it yourself (reshuffled each
+            epoch by tf.data).
+        epochs: int >= 1.
+        learning_rate: float, peak learning rate after warm-up.
+        validation_ds: optional dataset for `model.evaluate` each epoch
+            (logged as `val_loss`, `val_<metric>`).
+        eval_fn: optional callable `eval_fn(model) -> dict[str, float]` run after
+            each epoch, e.g. the task's official metrics on dev predictions.
+        monitor: name of the value that selects the best epoch and drives early
+            stopping. Default: the first key of `eval_fn`'s result, else
+            `"val_loss"` when `validation_ds` is given, else none.
+        mode: `"max"`, `"min"` or `"auto"` (min if "loss" or "error" in the name).
+        warmup_proportion: fraction of all steps used for linear warm-up.
+        weight_decay, clipnorm, optimizer: passed to `create_optimizer`.
+        steps_per_epoch: optimizer steps per epoch. Default: the dataset's
+            cardinality, or (for bucketed datasets of unknown cardinality)
+            counted by iterating `train_ds` once.
+        model_dir: optional directory for `best.weights.h5` and TensorBoard
+            `logs/`.
+        strategy: optional `tf.distribute.Strategy` the model was built under.
+        seed: optional int; seeds before compiling (see `setup_finetuning`,
+            which you should also call before building the model).
+        early_stopping_patience: None or int: stop after this many epochs
+            without improvement of `monitor`.
+        restore_best_weights: load the best epoch's weights at the end.
+        tensorboard: write TensorBoard logs when `model_dir` is set.
+        loss, metrics: compile arguments for an uncompiled model (or to override).
+        callbacks: extra Keras callbacks.
+        verbose: passed to `model.fit`.
+
+    Returns:
+        A `FinetuneResult`.
+
+    Example: see the module docstring.
+    """
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"`epochs` must be a positive int, got {epochs!r}.")
+    if not learning_rate > 0:
+        raise ValueError(f"`learning_rate` must be > 0, got {learning_rate!r}.")
+    if not 0.0 <= warmup_proportion < 1.0:
+        raise ValueError(f"`warmup_proportion` must be in [0, 1), got {warmup_proportion!r}.")
+    if mode not in ("auto", "min", "max"):
+        raise ValueError(f"`mode` must be 'auto', 'min' or 'max', got {mode!r}.")
+    if early_stopping_patience is not None and (
+        isinstance(early_stopping_patience, bool)
+        or not isinstance(early_stopping_patience, int)
+        or early_stopping_patience < 1
+    ):
+        raise ValueError(f"`early_stopping_patience` must be None or a positive int, got {early_stopping_patience!r}.")
+    if seed is not None:
+        keras.utils.set_random_seed(seed)
+
+    if steps_per_epoch is None:
+        steps_per_epoch = count_batches(train_ds)
+    num_train_steps = max(1, steps_per_epoch * epochs)
+    warmup_steps = int(round(num_train_steps * warmup_proportion))
+
+    compile_loss = loss if loss is not None else getattr(model, "loss", None)
+    if compile_loss is None:
+        raise ValueError(
+            "`model` is not compiled and no `loss` was given: pass loss=... "
+            "(e.g. keras.losses.SparseCategoricalCrossentropy(from_logits=True))."
+        )
+    compile_metrics = metrics
+    if compile_metrics is None and getattr(model, "_compile_config", None) is not None:
+        compile_metrics = model._compile_config.config.get("metrics")
+
+    from keras_bert_impl.training.optimizer import create_optimizer
+
+    def _compile():
+        opt = create_optimizer(
+            learning_rate=learning_rate,
+            num_train_steps=num_train_steps,
+            warmup_steps=warmup_steps,
+            optimizer=optimizer,
+            weight_decay=weight_decay,
+            clipnorm=clipnorm,
+        )
+        model.compile(optimizer=opt, loss=compile_loss, metrics=compile_metrics)
+
+    if strategy is not None:
+        with strategy.scope():
+            _compile()
+    else:
+        _compile()
+
+    if monitor is None and eval_fn is None and validation_ds is not None:
+        monitor = "val_loss"
+    best_tracker = BestEpochCheckpoint(
+        eval_fn=eval_fn,
+        monitor=monitor,
+        mode=mode,
+        weights_path=os.path.join(model_dir, BEST_WEIGHTS_NAME) if model_dir else None,
+        early_stopping_patience=early_stopping_patience,
+    )
+    timer = EpochTimer()
+    all_callbacks = [timer, best_tracker]
+    if model_dir and tensorboard:
+        all_callbacks.append(keras.callbacks.TensorBoard(log_dir=os.path.join(model_dir, "logs"), update_freq="epoch"))
+    all_callbacks.extend(callbacks)
+
+    fit_history = model.fit(
+        train_ds,
+        epochs=epochs,
+        steps_per_epoch=None,
+        validation_data=validation_ds,
+        callbacks=all_callbacks,
+        verbose=verbose,
+    )
+    if restore_best_weights and best_tracker.best_weights is not None:
+        model.set_weights(best_tracker.best_weights)
+    return FinetuneResult(
+        history={k: [float(v) for v in vals] for k, vals in fit_history.history.items()},
+        best_epoch=best_tracker.best_epoch,
+        best_metrics=dict(best_tracker.best_metrics),
+        best_weights_path=best_tracker.weights_path if best_tracker.best_epoch is not None else None,
+        epoch_seconds=list(timer.epoch_seconds),
+        train_steps=steps_per_epoch,
+        stopped_early=best_tracker.stopped_early,
+    )
+
+
+def count_batches(dataset):
+    """Number of batches in `dataset`: its cardinality, or counted by iterating once.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> count_batches(tf.data.Dataset.range(10).batch(4))
+    3
+    """
+    import tensorflow as tf
+
+    if not isinstance(dataset, tf.data.Dataset):
+        try:
+            return len(dataset)
+        except TypeError as error:
+            raise ValueError("Pass `steps_per_epoch`: cannot count the batches of this input.") from error
+    cardinality = int(dataset.cardinality())
+    if cardinality == tf.data.INFINITE_CARDINALITY:
+        raise ValueError("`train_ds` is infinite (repeat()): pass `steps_per_epoch`.")
+    if cardinality >= 0:
+        return cardinality
+    return int(dataset.reduce(0, lambda count, _: count + 1))
+
+
+def _resolve_mode(monitor, mode):
+    if mode != "auto":
+        return mode
+    return "min" if ("loss" in monitor or "error" in monitor) else "max"
+
+
+class EpochTimer(keras.callbacks.Callback):
+    """Records the wall time of each training epoch (before evaluation callbacks run)."""
+
+    def __init__(self):
+        super().__init__()
+        self.epoch_seconds = []
+        self._start = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._last_batch_end = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        end = getattr(self, "_last_batch_end", None) or time.perf_counter()
+        self.epoch_seconds.append(end - self._start)
+
+
+class BestEpochCheckpoint(keras.callbacks.Callback):
+    """Runs `eval_fn` each epoch, keeps (and atomically saves) the best weights, stops early.
+
+    Values returned by `eval_fn` are added to the epoch's `logs`, so later
+    callbacks (TensorBoard, CSVLogger) and `History` record them.
+
+    Args:
+        eval_fn: None or callable `eval_fn(model) -> dict[str, float]`.
+        monitor: key of the logs that decides "best" (None: keep the last epoch).
+        mode: `"auto"`, `"min"` or `"max"`.
+        weights_path: None or a `*.weights.h5` path written atomically on improvement.
+        early_stopping_patience: None or int epochs without improvement before stopping.
+
+    Example:
+    >>> cb = BestEpochCheckpoint(eval_fn=lambda m: {"f1": 0.5}, monitor="f1")
+    >>> cb.monitor
+    'f1'
+    """
+
+    def __init__(self, eval_fn=None, monitor=None, mode="auto", weights_path=None, early_stopping_patience=None):
+        super().__init__()
+        self.eval_fn = eval_fn
+        self.monitor = monitor
+        self.mode = mode
+        self.weights_path = weights_path
+        self.early_stopping_patience = early_stopping_patience
+        self.best_value = None
+        self.best_epoch = None
+        self.best_metrics = {}
+        self.best_weights = None
+        self.stopped_early = False
+        self._epochs_without_improvement = 0
+        if weights_path is not None and not str(weights_path).endswith(".weights.h5"):
+            raise ValueError(f"`weights_path` must end in '.weights.h5', got {weights_path!r}.")
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs if logs is not None else {}
+        if self.eval_fn is not None:
+            results = self.eval_fn(self.model)
+            if not isinstance(results, dict) or not results:
+                raise ValueError(f"`eval_fn` must return a non-empty dict of metric values, got {results!r}.")
+            for key, value in results.items():
+                logs[key] = float(value)
+            if self.monitor is None:
+                self.monitor = next(iter(results))
+        if self.monitor is None:
+            return
+        if self.monitor not in logs:
+            raise ValueError(
+                f"monitor={self.monitor!r} is not among this epoch's values {sorted(logs)}: "
+                f"choose one of them."
+            )
+        value = float(logs[self.monitor])
+        mode = _resolve_mode(self.monitor, self.mode)
+        improved = (
+            self.best_value is None
+            or (not math.isnan(value) and (value > self.best_value if mode == "max" else value < self.best_value))
+        )
+        if improved:
+            self.best_value = value
+            self.best_epoch = epoch + 1
+            self.best_metrics = {k: float(v) for k, v in logs.items()}
+            self.best_weights = self.model.get_weights()
+            self._epochs_without_improvement = 0
+            if self.weights_path is not None:
+                save_weights_atomically(self.model, self.weights_path)
+        else:
+            self._epochs_without_improvement += 1
+            if self.early_stopping_patience is not None and self._epochs_without_improvement >= self.early_stopping_patience:
+                self.model.stop_training = True
+                self.stopped_early = True
+
+
+def save_weights_atomically(model, path):
+    """`model.save_weights(path)` via a temporary file and `os.replace` (readers never see half a file).
+
+    Example:
+    >>> import keras, tempfile, os
+    >>> m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> p = os.path.join(tempfile.mkdtemp(), "best.weights.h5")
+    >>> save_weights_atomically(m, p); os.path.exists(p)
+    True
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    temp_path = os.path.join(directory, f".{os.getpid()}.{os.path.basename(path)}")
+    try:
+        model.save_weights(temp_path)
+        os.replace(temp_path, path)
+    finally:
+        if os.path.exists(temp_path):
+            os.remove(temp_path)
+
+
+# === Dynamic padding by length buckets ===
+
+
+def default_boundaries(max_seq_length, smallest=32):
+    """Bucket upper bounds (inclusive): `smallest`, 2*`smallest`, ... capped at `max_seq_length`.
+
+    Example:
+    >>> default_boundaries(128)
+    [32, 64, 128]
+    >>> default_boundaries(384)
+    [32, 64, 128, 256, 384]
+    """
+    if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or max_seq_length < 1:
+        raise ValueError(f"`max_seq_length` must be a positive int, got {max_seq_length!r}.")
+    boundaries, value = [], smallest
+    while value < max_seq_length:
+        boundaries.append(value)
+        value *= 2
+    boundaries.append(max_seq_length)
+    return boundaries
+
+
+def _check_boundaries(boundaries):
+    boundaries = [int(b) for b in boundaries]
+    if not boundaries or any(b <= 0 for b in boundaries) or sorted(set(boundaries)) != boundaries:
+        raise ValueError(f"`boundaries` must be strictly increasing positive ints, got {boundaries!r}.")
+    return boundaries
+
+
+def _element_length(element, length_key):
+    features = element[0] if isinstance(element, tuple) else element
+    import tensorflow as tf
+
+    return tf.shape(features[length_key])[0]
+
+
+def _pad_element_to(element, target_length, label_padding_value, feature_padding_value):
+    """Pads every 1-D+ component whose first (time) axis is variable to `target_length` (batched input)."""
+    import tensorflow as tf
+
+    def pad(tensor, value):
+        if tensor.shape.rank is None or tensor.shape.rank < 2:
+            return tensor
+        amount = target_length - tf.shape(tensor)[1]
+        paddings = [[0, 0], [0, amount]] + [[0, 0]] * (tensor.shape.rank - 2)
+        return tf.pad(tensor, paddings, constant_values=tf.cast(value, tensor.dtype))
+
+    if isinstance(element, tuple):
+        features = {k: pad(v, feature_padding_value) for k, v in element[0].items()}
+        rest = tuple(pad(t, label_padding_value) for t in element[1:])
+        return (features, *rest)
+    return {k: pad(v, feature_padding_value) for k, v in element.items()}
+
+
+def _bucket_target(length, boundaries):
+    import tensorflow as tf
+
+    bounds = tf.constant(boundaries, dtype=tf.int32)
+    index = tf.reduce_sum(tf.cast(bounds < tf.cast(length, tf.int32), tf.int32))
+    index = tf.minimum(index, len(boundaries) - 1)
+    return tf.maximum(bounds[index], tf.cast(length, tf.int32))
+
+
+def _check_lengths(dataset, boundaries, length_key):
+    import tensorflow as tf
+
+    limit = boundaries[-1]
+
+    def check(*element):
+        element = element[0] if len(element) == 1 else element
+        length = _element_length(element, length_key)
+        tf.debugging.assert_less_equal(
+            length,
+            limit,
+            message=f"an example is longer than the last bucket boundary {limit}: truncate it (max_seq_length) first",
+        )
+        return element
+
+    return dataset.map(check)
+
+
+def bucket_by_length(
+    dataset,
+    boundaries,
+    batch_size,
+    length_key="token_ids",
+    drop_remainder=False,
+    label_padding_value=0,
+    feature_padding_value=0,
+):
+    """Batches variable-length examples by length bucket, padding each batch to its bucket's boundary.
+
+    An example of length L goes to the first bucket whose boundary is >= L;
+    each batch holds `batch_size` examples of one bucket and is padded to that
+    boundary. Use for training (it changes the order of examples); shuffle
+    before calling it.
+
+    Args:
+        dataset: unbatched `tf.data.Dataset` of `features` or
+            `(features, labels[, weights])`; `features` a dict of 1-D tensors.
+        boundaries: strictly increasing ints; the last is the maximum length
+            (e.g. `default_boundaries(max_seq_length)`). Longer examples raise.
+        batch_size: int, examples per batch.
+        length_key: feature whose length decides the bucket.
+        drop_remainder: drop each bucket's final partial batch (static batch size).
+        label_padding_value: padding for per-token labels (e.g. -1 or -100 to ignore).
+        feature_padding_value: padding of features (0: [PAD], segment 0, mask 0).
+
+    Returns:
+        A batched dataset; `features[k]` has shape `(batch, boundary)`.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> ds = tf.data.Dataset.from_generator(
+    ...     lambda: (({"token_ids": [1] * n}, 0) for n in (3, 40, 5, 50)),
+    ...     output_signature=({"token_ids": tf.TensorSpec([None], tf.int32)}, tf.TensorSpec([], tf.int32)))
+    >>> [tuple(f["token_ids"].shape) for f, _ in bucket_by_length(ds, [32, 64], 2)]
+    [(2, 32), (2, 64)]
+    """
+    import tensorflow as tf
+
+    boundaries = _check_boundaries(boundaries)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+    dataset = _check_lengths(dataset, boundaries, length_key)
+    bounds = tf.constant(boundaries, dtype=tf.int64)
+
+    def key_fn(*element):
+        element = element[0] if len(element) == 1 else element
+        length = tf.cast(_element_length(element, length_key), tf.int64)
+        return tf.reduce_sum(tf.cast(bounds < length, tf.int64))
+
+    def reduce_fn(bucket_id, window):
+        target = tf.cast(tf.gather(bounds, bucket_id), tf.int32)
+        batched = window.padded_batch(
+            batch_size,
+            padding_values=_padding_values(window.element_spec, label_padding_value, feature_padding_value),
+            drop_remainder=drop_remainder,
+        )
+        return batched.map(
+            lambda *e: _pad_element_to(e[0] if len(e) == 1 else e, target, label_padding_value, feature_padding_value)
+        )
+
+    return dataset.group_by_window(key_func=key_fn, reduce_func=reduce_fn, window_size=batch_size)
+
+
+def pad_to_boundaries(
+    dataset,
+    boundaries,
+    batch_size,
+    length_key="token_ids",
+    label_padding_value=0,
+    feature_padding_value=0,
+):
+    """Batches in input order, padding each batch to the smallest boundary >= its longest example.
+
+    For evaluation and prediction: the order of examples is kept, while
+    the model sees at most `len(boundaries)` shapes.
+
+    Args: as `bucket_by_length` (without `drop_remainder`).
+
+    Example:
+    >>> import tensorflow as tf
+    >>> ds = tf.data.Dataset.from_generator(
+    ...     lambda: ({"token_ids": [1] * n} for n in (3, 40, 5)),
+    ...     output_signature={"token_ids": tf.TensorSpec([None], tf.int32)})
+    >>> [tuple(f["token_ids"].shape) for f in pad_to_boundaries(ds, [32, 64], 2)]
+    [(2, 64), (1, 32)]
+    """
+    boundaries = _check_boundaries(boundaries)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+    import tensorflow as tf
+
+    dataset = _check_lengths(dataset, boundaries, length_key)
+    batched = dataset.padded_batch(
+        batch_size, padding_values=_padding_values(dataset.element_spec, label_padding_value, feature_padding_value)
+    )
+
+    def pad(*element):
+        element = element[0] if len(element) == 1 else element
+        features = element[0] if isinstance(element, tuple) else element
+        target = _bucket_target(tf.shape(features[length_key])[1], boundaries)
+        return _pad_element_to(element, target, label_padding_value, feature_padding_value)
+
+    return batched.map(pad)
+
+
+def _padding_values(element_spec, label_padding_value, feature_padding_value):
+    import tensorflow as tf
+
+    def value(spec, v):
+        return tf.constant(v, dtype=spec.dtype) if spec.dtype != tf.string else tf.constant("", tf.string)
+
+    if isinstance(element_spec, tuple):
+        features = {k: value(s, feature_padding_value) for k, s in element_spec[0].items()}
+        return (features, *(value(s, label_padding_value) for s in element_spec[1:]))
+    return {k: value(s, feature_padding_value) for k, s in element_spec.items()}

@@ -1,0 +1,171 @@
+"""Fine-tuning plumbing: length buckets, padding in order, finetune() with best checkpoint and early stop.
+
+Uses real SST-2 dev sentences (a word-level model keeps it fast; the BERT
+heads are trained in tests/test_classifier.py).
+"""
+
+import csv
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_impl.training import finetuning
+from keras_bert_impl.training.finetuning import (
+    BestEpochCheckpoint,
+    bucket_by_length,
+    default_boundaries,
+    finetune,
+    pad_to_boundaries,
+    setup_finetuning,
+)
+
+
+@pytest.fixture(scope="module")
+def sst2_dev(shared_data):
+    with open(shared_data / "glue" / "SST-2" / "dev.tsv", encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    sentences = [r[0] for r in rows]
+    labels = np.array([int(r[1]) for r in rows], "int32")
+    return sentences, labels
+
+
+def _word_ids(sentences, vocab_size=2000):
+    vectorizer = keras.layers.TextVectorization(max_tokens=vocab_size, output_mode="int")
+    vectorizer.adapt(sentences)
+    return [vectorizer([s]).numpy()[0] for s in sentences]
+
+
+def _examples(ids, labels):
+    def gen():
+        for row, label in zip(ids, labels):
+            yield {"token_ids": row.astype("int32"), "padding_mask": np.ones_like(row, "int32")}, label
+
+    spec = {"token_ids": tf.TensorSpec([None], tf.int32), "padding_mask": tf.TensorSpec([None], tf.int32)}
+    return tf.data.Dataset.from_generator(gen, output_signature=(spec, tf.TensorSpec([], tf.int32)))
+
+
+def test_default_boundaries():
+    assert default_boundaries(128) == [32, 64, 128]
+    assert default_boundaries(100) == [32, 64, 100]
+    assert default_boundaries(16) == [16]
+    with pytest.raises(ValueError, match="max_seq_length"):
+        default_boundaries(0)
+
+
+def test_bucket_by_length_pads_to_bucket_and_keeps_every_example(sst2_dev):
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:200])
+    boundaries = [16, 32, 64]
+    batches = list(bucket_by_length(_examples(ids, labels[:200]), boundaries, batch_size=8))
+    seen = 0
+    for features, label in batches:
+        width = features["token_ids"].shape[1]
+        assert width in boundaries
+        lengths = features["padding_mask"].numpy().sum(axis=1)
+        # Each example is in the smallest bucket that holds it.
+        smallest = [min(b for b in boundaries if b >= n) for n in lengths]
+        assert set(smallest) == {width}
+        assert label.shape == (features["token_ids"].shape[0],)
+        seen += len(lengths)
+    assert seen == 200
+    # Real SST-2 sentences are short: most batches are narrower than the longest bucket.
+    assert sum(f["token_ids"].shape[1] < 64 for f, _ in batches) > len(batches) // 2
+
+
+def test_pad_to_boundaries_keeps_order(sst2_dev):
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:50])
+    batches = list(pad_to_boundaries(_examples(ids, labels[:50]), [16, 32, 64], batch_size=16))
+    got = np.concatenate([l.numpy() for _, l in batches])
+    np.testing.assert_array_equal(got, labels[:50])
+    first = batches[0][0]["token_ids"].numpy()
+    np.testing.assert_array_equal(first[0, : len(ids[0])], ids[0])
+    assert (first[0, len(ids[0]) :] == 0).all()
+
+
+def test_too_long_example_is_an_error(sst2_dev):
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:20])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="longer than the last bucket boundary 4"):
+        list(bucket_by_length(_examples(ids, labels[:20]), [2, 4], batch_size=4))
+
+
+def test_bad_arguments():
+    ds = tf.data.Dataset.range(3)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        bucket_by_length(ds, [64, 32], 8)
+    with pytest.raises(ValueError, match="batch_size"):
+        pad_to_boundaries(ds, [32], 0)
+    with pytest.raises(ValueError, match="Unknown mixed_precision"):
+        setup_finetuning(mixed_precision="fp8")
+
+
+def _bag_of_words_model(vocab_size=2000):
+    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    padding_mask = keras.Input((None,), dtype="int32", name="padding_mask")
+    x = keras.layers.Embedding(vocab_size, 16)(token_ids)
+    mask = keras.ops.expand_dims(keras.ops.cast(padding_mask, "float32"), -1)
+    x = keras.ops.sum(x * mask, axis=1) / keras.ops.maximum(keras.ops.sum(mask, axis=1), 1.0)
+    logits = keras.layers.Dense(2)(x)
+    return keras.Model({"token_ids": token_ids, "padding_mask": padding_mask}, logits)
+
+
+def test_finetune_trains_saves_best_and_stops_early(sst2_dev, tmp_path):
+    setup_finetuning(seed=0)
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences)
+    train = bucket_by_length(_examples(ids[:600], labels[:600]).shuffle(600, seed=0), [16, 32, 64], 32)
+    dev = pad_to_boundaries(_examples(ids[600:], labels[600:]), [16, 32, 64], 64)
+    dev_labels = labels[600:]
+    model = _bag_of_words_model()
+    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+
+    def eval_fn(m):
+        predictions = m.predict(dev, verbose=0).argmax(-1)
+        return {"dev_accuracy": float((predictions == dev_labels).mean())}
+
+    result = finetune(
+        model, train, epochs=6, learning_rate=5e-2, eval_fn=eval_fn, model_dir=str(tmp_path),
+        seed=0, verbose=0,
+    )
+    assert result.train_steps == sum(1 for _ in train)
+    assert len(result.epoch_seconds) == len(result.history["loss"])
+    assert result.history["loss"][-1] < result.history["loss"][0]
+    assert "dev_accuracy" in result.history and "accuracy" in result.history
+    best = max(range(len(result.history["dev_accuracy"])), key=lambda i: result.history["dev_accuracy"][i])
+    assert result.best_epoch == best + 1
+    assert result.best_metrics["dev_accuracy"] == pytest.approx(max(result.history["dev_accuracy"]))
+    assert result.best_weights_path == str(tmp_path / "best.weights.h5")
+    assert os.path.exists(result.best_weights_path)
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".weights.h5") and n != "best.weights.h5"]
+    assert os.listdir(tmp_path / "logs")  # TensorBoard event files
+    # The restored model is the best epoch's: evaluating again gives the best value.
+    assert eval_fn(model)["dev_accuracy"] == pytest.approx(result.best_metrics["dev_accuracy"])
+    reloaded = _bag_of_words_model()
+    reloaded.load_weights(result.best_weights_path)
+    assert eval_fn(reloaded)["dev_accuracy"] == pytest.approx(result.best_metrics["dev_accuracy"])
+
+
+def test_early_stopping_and_monitor_errors(sst2_dev):
+    setup_finetuning(seed=0)
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:128])
+    train = pad_to_boundaries(_examples(ids, labels[:128]), [64], 32)
+    model = _bag_of_words_model()
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    constant = lambda m: {"score": 0.5}  # never improves after epoch 1
+    result = finetune(model, train, epochs=10, learning_rate=1e-3, loss=loss, eval_fn=constant,
+                      early_stopping_patience=2, verbose=0)
+    assert result.stopped_early and len(result.history["loss"]) == 3 and result.best_epoch == 1
+    with pytest.raises(ValueError, match="monitor='f1' is not among"):
+        finetune(_bag_of_words_model(), train, epochs=1, learning_rate=1e-3, loss=loss,
+                 eval_fn=constant, monitor="f1", verbose=0)
+    with pytest.raises(ValueError, match="no `loss` was given"):
+        finetune(_bag_of_words_model(), train, epochs=1, learning_rate=1e-3, verbose=0)
+    with pytest.raises(ValueError, match="infinite"):
+        finetune(_bag_of_words_model(), train.repeat(), epochs=1, learning_rate=1e-3, loss=loss, verbose=0)
+    with pytest.raises(ValueError, match="weights.h5"):
+        BestEpochCheckpoint(weights_path="best.h5")
