@@ -1,0 +1,191 @@
+"""Choosing where training runs: TPU, several GPUs, several workers, or one device.
+
+On the TensorFlow backend this returns a `tf.distribute` strategy; on JAX a
+`keras.distribution.DataParallel` wrapped to look like one (`.scope()`,
+`.num_replicas_in_sync`); on PyTorch one device. TensorFlow is imported only
+when the TensorFlow backend asks for a strategy.
+"""
+
+import contextlib
+import json
+import os
+import socket
+import urllib.parse
+
+import keras
+
+STRATEGY_NAMES = ("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu")
+
+
+class SingleDeviceStrategy:
+    """Stand-in strategy for JAX / PyTorch on one device: a no-op scope and 1 replica."""
+
+    num_replicas_in_sync = 1
+
+    def __init__(self, device="default"):
+        self.device = device
+
+    def scope(self):
+        return contextlib.nullcontext()
+
+    def __repr__(self):
+        return f"SingleDeviceStrategy(device={self.device!r})"
+
+
+class JaxDataParallelStrategy:
+    """`keras.distribution.DataParallel` over local JAX devices, with a strategy-like interface.
+
+    The distribution is also set globally (`keras.distribution.set_distribution`)
+    so that `model.fit` shards each global batch across the devices.
+    """
+
+    def __init__(self, devices=None):
+        self.devices = list(devices or keras.distribution.list_devices())
+        self.distribution = keras.distribution.DataParallel(devices=self.devices)
+        keras.distribution.set_distribution(self.distribution)
+
+    @property
+    def num_replicas_in_sync(self):
+        return len(self.devices)
+
+    def scope(self):
+        return self.distribution.scope()
+
+    def __repr__(self):
+        return f"JaxDataParallelStrategy(devices={self.devices!r})"
+
+
+def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0):
+    """Returns the distribution strategy called `name` for the current Keras backend.
+
+    Args:
+        name: one of
+            - `"tpu"`: `TPUClusterResolver(tpu or "local")`, connect,
+              initialise the TPU system, `TPUStrategy`. Fails within seconds
+              when no TPU answers.
+            - `"mirrored"`: synchronous data parallelism over all local GPUs
+              (`MirroredStrategy`; or `devices`). Under JAX:
+              `keras.distribution.DataParallel` over the local devices.
+            - `"multiworker"`: `MultiWorkerMirroredStrategy`, cluster from the
+              `TF_CONFIG` environment variable.
+            - `"cpu"`, `"gpu"`: one device. `"auto"`: one device (the first
+              GPU if there is one, else the CPU); under JAX, DataParallel
+              when more than one local device is visible.
+        tpu: TPU name or `grpc://host:port` address for `"tpu"` (default: a
+            TPU attached to this VM, `"local"`).
+        devices: explicit device list for `"mirrored"` (e.g. logical CPUs).
+        connect_timeout: seconds to wait for a TPU worker's port to answer.
+
+    Returns:
+        An object with `.scope()` and `.num_replicas_in_sync`.
+
+    Example:
+    >>> strategy = get_strategy("cpu")
+    >>> strategy.num_replicas_in_sync
+    1
+    """
+    if name not in STRATEGY_NAMES:
+        raise ValueError(
+            f"Unknown strategy {name!r}: expected one of {', '.join(STRATEGY_NAMES)}."
+        )
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return _tensorflow_strategy(name, tpu, devices, connect_timeout)
+    if name in ("tpu", "multiworker"):
+        raise ValueError(
+            f"--strategy {name} needs KERAS_BACKEND=tensorflow (tf.distribute); "
+            f"the current backend is {backend!r}."
+        )
+    if backend == "jax":
+        local = keras.distribution.list_devices()
+        if name == "mirrored" or (name == "auto" and len(local) > 1 and devices is None):
+            return JaxDataParallelStrategy(devices or local)
+        if name == "gpu" and not keras.distribution.list_devices("gpu"):
+            raise ValueError("--strategy gpu: JAX sees no GPU on this machine.")
+        return SingleDeviceStrategy(name)
+    if name == "mirrored":
+        raise ValueError(
+            "--strategy mirrored is not supported on the torch backend; use "
+            "KERAS_BACKEND=tensorflow (MirroredStrategy) or jax (DataParallel)."
+        )
+    return SingleDeviceStrategy(name)
+
+
+def check_global_batch_size(global_batch_size, num_replicas):
+    """Returns the per-replica batch size; raises if the global batch does not split evenly.
+
+    Example:
+    >>> check_global_batch_size(32, 4)
+    8
+    """
+    if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int) or global_batch_size <= 0:
+        raise ValueError(f"--global_batch_size must be a positive int, got {global_batch_size!r}.")
+    if global_batch_size % num_replicas:
+        lower = global_batch_size - global_batch_size % num_replicas
+        raise ValueError(
+            f"--global_batch_size={global_batch_size} is not divisible by the "
+            f"{num_replicas} replicas of the strategy: each replica must get the same "
+            f"number of examples (try {lower or num_replicas} or {lower + num_replicas})."
+        )
+    return global_batch_size // num_replicas
+
+
+def _tensorflow_strategy(name, tpu, devices, connect_timeout):
+    import tensorflow as tf
+
+    if name == "tpu":
+        return _tpu_strategy(tf, tpu, connect_timeout)
+    if name == "multiworker":
+        if not os.environ.get("TF_CONFIG"):
+            raise ValueError(
+                "--strategy multiworker needs the TF_CONFIG environment variable "
+                '(e.g. {"cluster": {"worker": ["host1:port", "host2:port"]}, '
+                '"task": {"type": "worker", "index": 0}}).'
+            )
+        try:
+            json.loads(os.environ["TF_CONFIG"])
+        except json.JSONDecodeError as error:
+            raise ValueError(f"TF_CONFIG is not valid JSON: {error}") from None
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy(devices=devices)
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "gpu":
+        if not gpus:
+            raise ValueError("--strategy gpu: TensorFlow sees no GPU on this machine (use cpu).")
+        return tf.distribute.OneDeviceStrategy(gpus[0].name)
+    if name == "auto" and gpus:
+        return tf.distribute.OneDeviceStrategy(gpus[0].name)
+    return tf.distribute.OneDeviceStrategy("/cpu:0")
+
+
+def _tpu_strategy(tf, tpu, connect_timeout):
+    target = tpu or "local"
+    hint = (
+        "Name one with --tpu: the TPU's name (on Google Cloud, e.g. --tpu my-tpu-v3-8), "
+        "its address (--tpu grpc://10.0.0.2:8470), or run on a TPU VM for --tpu local."
+    )
+    if target.startswith("grpc://"):
+        _check_reachable(target, connect_timeout, hint)
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=target)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except Exception as error:  # NotFoundError, URLError, ValueError, ... all mean "no TPU"
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise RuntimeError(
+            f"No TPU was found at --tpu {target!r} ({type(error).__name__}: {first_line}). {hint}"
+        ) from None
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def _check_reachable(address, timeout, hint):
+    parsed = urllib.parse.urlparse(address)
+    try:
+        with socket.create_connection((parsed.hostname, parsed.port or 8470), timeout=timeout):
+            pass
+    except OSError as error:
+        raise RuntimeError(
+            f"No TPU was found at --tpu {address!r}: nothing answers on "
+            f"{parsed.hostname}:{parsed.port or 8470} ({error}). {hint}"
+        ) from None

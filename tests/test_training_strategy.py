@@ -1,0 +1,57 @@
+"""get_strategy and check_global_batch_size: one device, TPU fail-fast, bad input."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy
+
+
+def test_cpu_strategy_has_one_replica_and_a_scope():
+    strategy = get_strategy("cpu")
+    assert strategy.num_replicas_in_sync == 1
+    with strategy.scope():
+        pass
+
+
+def test_unknown_strategy_name_is_rejected():
+    with pytest.raises(ValueError, match="Unknown strategy 'tpus'"):
+        get_strategy("tpus")
+
+
+def test_global_batch_must_split_evenly_across_replicas():
+    assert check_global_batch_size(32, 8) == 4
+    with pytest.raises(ValueError, match=r"--global_batch_size=10 is not divisible by the 4 replicas .*try 8 or 12"):
+        check_global_batch_size(10, 4)
+
+
+def test_multiworker_without_tf_config_says_what_is_missing(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(ValueError, match="TF_CONFIG"):
+        get_strategy("multiworker")
+
+
+@pytest.mark.parametrize("tpu", [None, "grpc://127.0.0.1:1"])
+def test_tpu_strategy_without_tpu_fails_fast_with_a_hint(tpu):
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"No TPU was found at --tpu .*Name one with --tpu"):
+        get_strategy("tpu", tpu=tpu)
+    assert time.monotonic() - start < 20
+
+
+def test_pretrain_recipe_with_tpu_strategy_exits_fast_with_the_message(tmp_path):
+    recipe = os.path.join(os.path.dirname(__file__), "..", "recipes", "pretrain.py")
+    if not os.path.exists(recipe):
+        pytest.skip("recipes/pretrain.py not written yet")
+    start = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, recipe, "--strategy", "tpu", "--model_dir", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+    )
+    assert result.returncode != 0
+    assert "No TPU was found" in result.stderr and "--tpu" in result.stderr
+    assert time.monotonic() - start < 60
