@@ -1,0 +1,183 @@
+"""GLUE readers on the real files: official counts, quirks, label maps, bad input, submission files."""
+
+import os
+
+import numpy as np
+import pytest
+
+from keras_bert_impl.data import glue
+from keras_bert_impl.data.glue import GlueFormatError, read_split, write_submission
+
+# GLUE's official example counts for the splits present in shared/data/glue.
+OFFICIAL_COUNTS = {
+    ("cola", "train"): 8551, ("cola", "dev"): 1043, ("cola", "test"): 1063,
+    ("sst2", "train"): 67349, ("sst2", "dev"): 872, ("sst2", "test"): 1821,
+    ("mrpc", "train"): 3668, ("mrpc", "dev"): 408, ("mrpc", "test"): 1725,
+    ("stsb", "train"): 5749, ("stsb", "dev"): 1500, ("stsb", "test"): 1379,
+    ("rte", "train"): 2490, ("rte", "dev"): 277, ("rte", "test"): 3000,
+    ("qnli", "dev"): 5463, ("qnli", "test"): 5463,
+}
+
+
+@pytest.fixture(scope="module")
+def glue_dir(shared_data):
+    return shared_data / "glue"
+
+
+@pytest.mark.parametrize("task,split", sorted(OFFICIAL_COUNTS))
+def test_official_counts(glue_dir, task, split):
+    data = read_split(task, glue_dir, split)
+    assert len(data) == OFFICIAL_COUNTS[(task, split)]
+    assert len(data.ids) == len(data.line_numbers) == len(data)
+    if split == "test":
+        assert data.labels is None
+        assert data.ids[:2] == ["0", "1"]
+    else:
+        assert len(data.labels) == len(data)
+    assert (data.text_b is None) == (task in ("cola", "sst2"))
+    assert data.skipped_rows == 0
+
+
+def test_label_distributions_match_readmes(glue_dir):
+    # Counts from each folder's README.
+    assert np.bincount(read_split("cola", glue_dir, "dev").labels).tolist() == [322, 721]
+    assert np.bincount(read_split("sst2", glue_dir, "train").labels).tolist() == [29780, 37569]
+    assert np.bincount(read_split("mrpc", glue_dir, "train").labels).tolist() == [1194, 2474]
+    assert np.bincount(read_split("rte", glue_dir, "dev").labels).tolist() == [146, 131]  # entailment first
+    assert np.bincount(read_split("qnli", glue_dir, "dev").labels).tolist() == [2702, 2761]
+    stsb = read_split("stsb", glue_dir, "dev")
+    assert stsb.labels.dtype == np.float32 and stsb.labels[0] == 5.0 and 0 <= stsb.labels.min() <= stsb.labels.max() <= 5
+
+
+def test_real_file_quirks(glue_dir):
+    # MRPC: UTF-8 BOM before the header; quotes kept as they are.
+    mrpc = read_split("mrpc", glue_dir, "train")
+    assert mrpc.text_a[0] == 'Amrozi accused his brother, whom he called "the witness", of deliberately distorting his evidence.'
+    # SST-2: trailing space before the tab removed.
+    sst2 = read_split("sst2", glue_dir, "train")
+    assert sst2.text_a[0] == "hide new secretions from the parental units"
+    # CoLA: no header (line 1 is an example), no final newline in dev.
+    cola = read_split("cola", glue_dir, "dev")
+    assert cola.line_numbers[0] == 1 and cola.text_a[-1] == "John talked to Bill about himself."
+    # CRLF line ends (SST-2 labelled test copy) via the task folder as data_dir.
+    lines = list(glue.read_tsv_lines(glue_dir / "SST-2" / "test-labeled.tsv"))
+    assert lines[0] == (1, ["sentence", "label"]) and len(lines) == 1822
+    assert not any(f[-1].endswith("\r") for _, f in lines)
+    # The task's own folder works as data_dir too.
+    assert len(read_split("rte", glue_dir / "RTE", "dev")) == 277
+
+
+def test_task_lookup():
+    assert glue.get_task("SST-2") is glue.TASKS["sst2"]
+    assert glue.get_task("mnli").splits == ("train", "dev_matched", "dev_mismatched", "test_matched", "test_mismatched")
+    assert glue.get_task("stsb").num_classes == 1 and glue.get_task("mnli").num_classes == 3
+    with pytest.raises(ValueError, match="Unknown GLUE task 'mnlim': valid tasks are mnli, qqp, qnli, sst2, cola, stsb, mrpc, rte, wnli"):
+        glue.get_task("mnlim")
+
+
+def _copy_task(glue_dir, tmp_path, folder, name, head=5):
+    """A task folder whose `name` file holds the first `head` lines of the real one."""
+    task_dir = tmp_path / folder
+    task_dir.mkdir(exist_ok=True)
+    with open(glue_dir / folder / name, "rb") as f:
+        lines = f.read().split(b"\n")[:head]
+    (task_dir / name).write_bytes(b"\n".join(lines) + b"\n")
+    return task_dir
+
+
+def _edit_line(path, number, transform):
+    lines = path.read_bytes().split(b"\n")
+    lines[number - 1] = transform(lines[number - 1])
+    path.write_bytes(b"\n".join(lines))
+
+
+def test_missing_column_is_an_error(glue_dir, tmp_path):
+    task_dir = _copy_task(glue_dir, tmp_path, "RTE", "dev.tsv")
+    _edit_line(task_dir / "dev.tsv", 3, lambda l: l.rsplit(b"\t", 1)[0])
+    with pytest.raises(GlueFormatError, match=r"dev.tsv, line 3: 3 fields \(a missing field\); expected 4 tab-separated fields"):
+        read_split("rte", tmp_path, "dev")
+
+
+def test_extra_tab_is_an_error(glue_dir, tmp_path):
+    task_dir = _copy_task(glue_dir, tmp_path, "CoLA", "train.tsv")
+    _edit_line(task_dir / "train.tsv", 4, lambda l: l + b"\textra")
+    with pytest.raises(GlueFormatError, match=r"train.tsv, line 4: 5 fields \(an extra tab\); expected 4 tab-separated fields \(source, label"):
+        read_split("cola", tmp_path, "train")
+
+
+def test_wrong_header_is_an_error(glue_dir, tmp_path):
+    task_dir = _copy_task(glue_dir, tmp_path, "STS-B", "train.tsv")
+    _edit_line(task_dir / "train.tsv", 1, lambda l: l.replace(b"sentence2", b"sentence_2"))
+    with pytest.raises(GlueFormatError, match=r"train.tsv, line 1: header .* lacks column\(s\) \['sentence2'\]"):
+        read_split("stsb", tmp_path, "train")
+
+
+def test_label_outside_the_set_is_an_error(glue_dir, tmp_path):
+    task_dir = _copy_task(glue_dir, tmp_path, "MRPC", "dev.tsv")
+    _edit_line(task_dir / "dev.tsv", 2, lambda l: b"2" + l[1:])
+    with pytest.raises(GlueFormatError, match=r"dev.tsv, line 2: label '2' is not one of \['0', '1'\]"):
+        read_split("mrpc", tmp_path, "dev")
+    task_dir = _copy_task(glue_dir, tmp_path, "STS-B", "dev.tsv")
+    _edit_line(task_dir / "dev.tsv", 3, lambda l: l.rsplit(b"\t", 1)[0] + b"\t7.5")
+    with pytest.raises(GlueFormatError, match=r"dev.tsv, line 3: score '7.5' is not a number in \[0, 5\]"):
+        read_split("stsb", tmp_path, "dev")
+
+
+def test_empty_sentence_is_an_error(glue_dir, tmp_path):
+    task_dir = _copy_task(glue_dir, tmp_path, "SST-2", "dev.tsv")
+    _edit_line(task_dir / "dev.tsv", 5, lambda l: b" \t" + l.split(b"\t")[1])
+    with pytest.raises(GlueFormatError, match=r"dev.tsv, line 5: empty sentence in column 1"):
+        read_split("sst2", tmp_path, "dev")
+
+
+def test_invalid_utf8_is_an_error(glue_dir, tmp_path):
+    task_dir = _copy_task(glue_dir, tmp_path, "RTE", "train.tsv")
+    _edit_line(task_dir / "train.tsv", 2, lambda l: l.replace(b"Iraq", b"Ir\xe4q", 1))
+    with pytest.raises(GlueFormatError, match=r"train.tsv, line 2: not valid UTF-8"):
+        read_split("rte", tmp_path, "train")
+
+
+def test_missing_file_is_named(glue_dir, tmp_path):
+    _copy_task(glue_dir, tmp_path, "RTE", "dev.tsv")
+    with pytest.raises(FileNotFoundError, match=r"rte: missing file .*RTE/train.tsv \(the train split\).*train.tsv, dev.tsv, test.tsv"):
+        read_split("rte", tmp_path, "train")
+    with pytest.raises(FileNotFoundError, match=r"mnli: missing file .*dev_matched.tsv"):
+        read_split("mnli", tmp_path, "dev_matched")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read_split("rte", tmp_path / "nowhere", "dev")
+
+
+def test_qqp_skips_malformed_rows_with_a_count(glue_dir, tmp_path, caplog):
+    # QQP's official layout; rows built from real MRPC pairs (QQP itself is not in shared/data).
+    mrpc = read_split("mrpc", glue_dir, "dev").take(4)
+    rows = ["id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate"]
+    for i, (a, b, label) in enumerate(zip(mrpc.text_a, mrpc.text_b, mrpc.labels)):
+        rows.append(f"{i}\t{2 * i}\t{2 * i + 1}\t{a}\t{b}\t{label}")
+    rows.insert(3, "99\t7\tonly a question")  # a malformed row
+    (tmp_path / "QQP").mkdir()
+    (tmp_path / "QQP" / "dev.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        qqp = read_split("qqp", tmp_path, "dev")
+    assert len(qqp) == 4 and qqp.skipped_rows == 1 and qqp.labels.tolist() == mrpc.labels.tolist()
+    assert "skipped 1 malformed row" in caplog.text
+
+
+def test_submission_files(glue_dir, tmp_path):
+    for task in ("cola", "sst2", "mrpc", "stsb", "rte", "qnli"):
+        test = read_split(task, glue_dir, "test")
+        predictions = np.linspace(-1, 6, len(test)) if task == "stsb" else np.arange(len(test)) % 2
+        path = write_submission(task, "test", test.ids, predictions, tmp_path)
+        lines = open(path, encoding="utf-8").read().split("\n")
+        assert os.path.basename(path) == glue.TASKS[task].submission_files["test"]
+        assert lines[0] == "index\tprediction" and lines[-1] == ""
+        assert len(lines) - 2 == OFFICIAL_COUNTS[(task, "test")]
+        assert lines[1].split("\t")[0] == test.ids[0]
+    names = sorted(os.listdir(tmp_path))
+    assert names == ["CoLA.tsv", "MRPC.tsv", "QNLI.tsv", "RTE.tsv", "SST-2.tsv", "STS-B.tsv"]
+    assert open(tmp_path / "RTE.tsv").read().split("\n")[1:3] == ["0\tentailment", "1\tnot_entailment"]
+    assert open(tmp_path / "STS-B.tsv").read().split("\n")[1] == "0\t0.000"
+    assert glue.TASKS["mnli"].submission_files == {"test_matched": "MNLI-m.tsv", "test_mismatched": "MNLI-mm.tsv"}
+    with pytest.raises(ValueError, match="3 ids but 2 predictions"):
+        write_submission("rte", "test", ["0", "1", "2"], [0, 1], tmp_path)
+    with pytest.raises(ValueError, match=r"class ids in \[0, 2\)"):
+        write_submission("rte", "test", ["0"], [2], tmp_path)
