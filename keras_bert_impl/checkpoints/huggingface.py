@@ -1,6 +1,41 @@
-"""Hugging Face BERT checkpoints (config.json + model.safetensors): read, map, write."""
+"""Hugging Face BERT checkpoints (`config.json` + `model.safetensors`): read, map, write.
 
+Tensors are read with `safetensors` in NumPy form (no PyTorch needed). Names
+may carry the `bert.` prefix of `BertForPreTraining`/`BertForMaskedLM`
+checkpoints or not (`BertModel`), and LayerNorm parameters may be named
+`weight`/`bias` or the older `gamma`/`beta`. PyTorch `Linear` weights are
+`(out, in)` and are transposed; query, key and value are concatenated into the
+backbone's fused qkv kernel `(hidden, 3 * hidden)`.
+"""
+
+import json
+import logging
 import os
+import re
+
+from keras_bert_impl.checkpoints.atomic_files import atomic_directory, atomic_write_json
+from keras_bert_impl.checkpoints.vocabulary_file import vocabulary_is_lowercase, write_vocabulary_file
+from keras_bert_impl.checkpoints.weight_mapping import (
+    assign_weights,
+    export_tensors,
+    fused_qkv_target,
+    identity_target,
+    transposed_target,
+)
+
+logger = logging.getLogger("keras_bert_impl.checkpoints")
+
+# Hugging Face `hidden_act` -> BertBackbone `activation`.
+_ACTIVATION_FROM_HF = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_approximate",
+    "gelu_pytorch_tanh": "gelu_approximate",
+    "gelu_fast": "gelu_approximate",
+    "relu": "relu",
+}
+_ACTIVATION_TO_HF = {"gelu": "gelu", "gelu_approximate": "gelu_pytorch_tanh", "relu": "relu"}
+
+_SAVED_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 
 
 def pickle_refusal_message(directory):
@@ -15,3 +50,287 @@ def pickle_refusal_message(directory):
         f"'{os.path.join(directory, 'model.safetensors')}', metadata={{'format': 'pt'}})\"\n"
         "or pass allow_pytorch_pickle=True to from_preset to load it with torch.load(weights_only=True)."
     )
+
+
+def backbone_config_from_hf(hf_config, source="config.json"):
+    """Maps a Hugging Face `BertConfig` dict to BertBackbone constructor arguments.
+
+    `hidden_act` "gelu" (exact erf) maps to `"gelu"`; "gelu_new" and
+    "gelu_pytorch_tanh" (tanh form) map to `"gelu_approximate"`.
+
+    Args:
+        hf_config: the parsed `config.json`.
+        source: file name used in error messages.
+
+    Example:
+    >>> backbone_config_from_hf({"vocab_size": 10, "num_hidden_layers": 1, "num_attention_heads": 2,
+    ...     "hidden_size": 8, "intermediate_size": 16, "hidden_act": "gelu_new"})["activation"]
+    'gelu_approximate'
+    """
+    required = ("vocab_size", "num_hidden_layers", "num_attention_heads", "hidden_size", "intermediate_size")
+    missing = [key for key in required if key not in hf_config]
+    if missing:
+        raise ValueError(f"{source} lacks {missing}: not a complete BERT config.")
+    act = hf_config.get("hidden_act", "gelu")
+    if act not in _ACTIVATION_FROM_HF:
+        raise ValueError(
+            f"{source} has hidden_act={act!r}; supported: {sorted(_ACTIVATION_FROM_HF)}."
+        )
+    position_type = hf_config.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise ValueError(
+            f"{source} has position_embedding_type={position_type!r}; BertBackbone has learned "
+            "absolute positions only."
+        )
+    dropout = float(hf_config.get("hidden_dropout_prob", 0.1))
+    attention_dropout = float(hf_config.get("attention_probs_dropout_prob", dropout))
+    return {
+        "vocabulary_size": int(hf_config["vocab_size"]),
+        "num_layers": int(hf_config["num_hidden_layers"]),
+        "num_heads": int(hf_config["num_attention_heads"]),
+        "hidden_dim": int(hf_config["hidden_size"]),
+        "intermediate_dim": int(hf_config["intermediate_size"]),
+        "dropout": dropout,
+        "max_sequence_length": int(hf_config.get("max_position_embeddings", 512)),
+        "num_segments": int(hf_config.get("type_vocab_size", 2)),
+        "activation": _ACTIVATION_FROM_HF[act],
+        "layer_norm_epsilon": float(hf_config.get("layer_norm_eps", 1e-12)),
+        "attention_dropout": None if attention_dropout == dropout else attention_dropout,
+    }
+
+
+def hf_config_from_backbone(backbone):
+    """The Hugging Face `config.json` dict for a BertBackbone (a `BertModel`)."""
+    dropout = backbone.dropout
+    attention_dropout = dropout if backbone.attention_dropout is None else backbone.attention_dropout
+    return {
+        "architectures": ["BertModel"],
+        "model_type": "bert",
+        "vocab_size": backbone.vocabulary_size,
+        "hidden_size": backbone.hidden_dim,
+        "num_hidden_layers": backbone.num_layers,
+        "num_attention_heads": backbone.num_heads,
+        "intermediate_size": backbone.intermediate_dim,
+        "hidden_act": _ACTIVATION_TO_HF[backbone.activation],
+        "hidden_dropout_prob": dropout,
+        "attention_probs_dropout_prob": attention_dropout,
+        "max_position_embeddings": backbone.max_sequence_length,
+        "type_vocab_size": backbone.num_segments,
+        "initializer_range": 0.02,
+        "layer_norm_eps": backbone.layer_norm_epsilon,
+        "pad_token_id": 0,
+        "position_embedding_type": "absolute",
+        "torch_dtype": "float32",
+    }
+
+
+def read_backbone_config(directory):
+    """BertBackbone arguments from a Hugging Face directory's `config.json`."""
+    path = os.path.join(directory, "config.json")
+    with open(path, encoding="utf-8") as f:
+        return backbone_config_from_hf(json.load(f), source=path)
+
+
+def hf_weight_targets(backbone):
+    """The `WeightTarget`s of a backbone under `BertModel` tensor names (no `bert.` prefix)."""
+    targets = [
+        identity_target(backbone.token_embedding.embeddings, "embeddings.word_embeddings.weight"),
+        identity_target(backbone.position_embedding.position_embeddings, "embeddings.position_embeddings.weight"),
+        identity_target(backbone.segment_embedding.embeddings, "embeddings.token_type_embeddings.weight"),
+        identity_target(backbone.embeddings_layer_norm.gamma, "embeddings.LayerNorm.weight"),
+        identity_target(backbone.embeddings_layer_norm.beta, "embeddings.LayerNorm.bias"),
+    ]
+    for i, layer in enumerate(backbone.transformer_layers):
+        p = f"encoder.layer.{i}."
+        qkv = [p + f"attention.self.{part}" for part in ("query", "key", "value")]
+        targets += [
+            fused_qkv_target(layer.qkv_dense.kernel, [n + ".weight" for n in qkv], transposed=True),
+            fused_qkv_target(layer.qkv_dense.bias, [n + ".bias" for n in qkv], transposed=True),
+            transposed_target(layer.attention_output_dense.kernel, p + "attention.output.dense.weight"),
+            identity_target(layer.attention_output_dense.bias, p + "attention.output.dense.bias"),
+            identity_target(layer.attention_layer_norm.gamma, p + "attention.output.LayerNorm.weight"),
+            identity_target(layer.attention_layer_norm.beta, p + "attention.output.LayerNorm.bias"),
+            transposed_target(layer.intermediate_dense.kernel, p + "intermediate.dense.weight"),
+            identity_target(layer.intermediate_dense.bias, p + "intermediate.dense.bias"),
+            transposed_target(layer.output_dense.kernel, p + "output.dense.weight"),
+            identity_target(layer.output_dense.bias, p + "output.dense.bias"),
+            identity_target(layer.output_layer_norm.gamma, p + "output.LayerNorm.weight"),
+            identity_target(layer.output_layer_norm.beta, p + "output.LayerNorm.bias"),
+        ]
+    targets += [
+        transposed_target(backbone.pooled_dense.kernel, "pooler.dense.weight"),
+        identity_target(backbone.pooled_dense.bias, "pooler.dense.bias"),
+    ]
+    return targets
+
+
+def hf_skip_reason(name):
+    """Why a (normalised) Hugging Face tensor name is skipped, or None if it is a backbone weight."""
+    if name == "embeddings.position_ids":
+        return "non-weight buffer (the position index table 0..max_len-1)"
+    if name.startswith("cls."):
+        return "pretraining head (masked LM / next sentence), not part of the backbone"
+    if name.startswith(("classifier.", "qa_outputs.")):
+        return "task head, not part of the backbone"
+    return None
+
+
+def _normalise_name(name):
+    if name.startswith("bert."):
+        name = name[len("bert."):]
+    return re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name))
+
+
+class _SafetensorsReader:
+    """Lazy access to the tensors of a (possibly sharded) safetensors checkpoint."""
+
+    def __init__(self, directory):
+        from safetensors import safe_open
+
+        index_path = os.path.join(directory, "model.safetensors.index.json")
+        single = os.path.join(directory, "model.safetensors")
+        if os.path.exists(single):
+            files = {single}
+            self.description = single
+        else:
+            with open(index_path, encoding="utf-8") as f:
+                weight_map = json.load(f)["weight_map"]
+            files = {os.path.join(directory, v) for v in weight_map.values()}
+            self.description = index_path
+        self._handles = {}
+        self._file_of = {}
+        self.shapes = {}
+        for path in sorted(files):
+            handle = safe_open(path, framework="numpy")
+            self._handles[path] = handle
+            for key in handle.keys():
+                self._file_of[key] = path
+                self.shapes[key] = tuple(handle.get_slice(key).get_shape())
+
+    def read(self, name):
+        return self._handles[self._file_of[name]].get_tensor(name)
+
+
+class _PickleReader:
+    def __init__(self, directory):
+        import torch
+
+        path = os.path.join(directory, "pytorch_model.bin")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        self.tensors = {k: v.float().numpy() if v.is_floating_point() else v.numpy() for k, v in state.items()}
+        self.shapes = {k: tuple(v.shape) for k, v in self.tensors.items()}
+        self.description = path
+
+    def read(self, name):
+        return self.tensors[name]
+
+
+def load_weights(backbone, directory, allow_pytorch_pickle=False):
+    """Loads a Hugging Face BERT checkpoint into `backbone`, strictly.
+
+    Args:
+        backbone: a built `BertBackbone` whose config matches the checkpoint.
+        directory: Hugging Face directory with `model.safetensors`
+            (or `model.safetensors.index.json` and shards).
+        allow_pytorch_pickle: load `pytorch_model.bin` (a pickle) when no
+            safetensors file exists. Off by default: unpickling can run code.
+
+    Returns:
+        A `LoadReport`; `embeddings.position_ids` and `cls.*` heads are in `skipped`.
+
+    Raises:
+        CheckpointMismatchError: missing/unexpected tensors or shape mismatches
+            (each named, with both shapes).
+
+    Example:
+    >>> from keras_bert_impl import BertBackbone
+    >>> backbone = BertBackbone(**read_backbone_config(hf_dir))  # doctest: +SKIP
+    >>> print(load_weights(backbone, hf_dir))  # doctest: +SKIP
+    """
+    directory = os.fspath(directory)
+    has_safetensors = any(
+        os.path.exists(os.path.join(directory, n)) for n in ("model.safetensors", "model.safetensors.index.json")
+    )
+    if has_safetensors:
+        reader = _SafetensorsReader(directory)
+    elif os.path.exists(os.path.join(directory, "pytorch_model.bin")):
+        if not allow_pytorch_pickle:
+            raise ValueError(pickle_refusal_message(directory))
+        reader = _PickleReader(directory)
+    else:
+        raise FileNotFoundError(f"{directory} has no model.safetensors.")
+    original = {}
+    for name in reader.shapes:
+        normalised = _normalise_name(name)
+        if normalised in original:
+            raise ValueError(
+                f"{reader.description} holds both '{original[normalised]}' and '{name}', which name the same weight."
+            )
+        original[normalised] = name
+    report = assign_weights(
+        hf_weight_targets(backbone),
+        {n: reader.shapes[o] for n, o in original.items()},
+        lambda n: reader.read(original[n]),
+        reader.description,
+        skip_reason=hf_skip_reason,
+        display_name=lambda n: original.get(n, n),
+    )
+    for name, reason in report.skipped.items():
+        logger.info("Skipped %s in %s: %s", name, reader.description, reason)
+    return report
+
+
+def save_huggingface(backbone, directory, vocabulary=None, lowercase=None):
+    """Writes `backbone` as a Hugging Face `BertModel` directory, atomically.
+
+    Writes `config.json`, `model.safetensors` (float32) and, when a
+    vocabulary is given, `vocab.txt`, `tokenizer_config.json` and
+    `special_tokens_map.json`. `transformers.BertModel.from_pretrained(directory)`
+    then computes the same outputs. The activation is written as
+    `hidden_act` "gelu" (exact) or "gelu_pytorch_tanh" (approximate).
+
+    Args:
+        backbone: a `BertBackbone`.
+        directory: destination; created, or replaced if it only holds files
+            of an earlier export.
+        vocabulary: path to vocab.txt or list of tokens, optional.
+        lowercase: tokenizer casing; inferred from the vocabulary when None.
+
+    Example:
+    >>> from keras_bert_impl import BertBackbone
+    >>> import tempfile, os
+    >>> backbone = BertBackbone(vocabulary_size=20, num_layers=1, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=16, max_sequence_length=8)
+    >>> out = os.path.join(tempfile.mkdtemp(), "hf")
+    >>> save_huggingface(backbone, out)
+    >>> sorted(os.listdir(out))
+    ['config.json', 'model.safetensors']
+    """
+    from safetensors.numpy import save_file
+
+    tensors = export_tensors(hf_weight_targets(backbone))
+    with atomic_directory(directory, replaceable_files=_SAVED_FILES) as temp_dir:
+        atomic_write_json(os.path.join(temp_dir, "config.json"), hf_config_from_backbone(backbone))
+        save_file(tensors, os.path.join(temp_dir, "model.safetensors"), metadata={"format": "pt"})
+        if vocabulary is not None:
+            vocab_path = os.path.join(temp_dir, "vocab.txt")
+            write_vocabulary_file(vocabulary, vocab_path)
+            if lowercase is None:
+                lowercase = vocabulary_is_lowercase(vocab_path)
+            special = {
+                "unk_token": "[UNK]",
+                "sep_token": "[SEP]",
+                "pad_token": "[PAD]",
+                "cls_token": "[CLS]",
+                "mask_token": "[MASK]",
+            }
+            atomic_write_json(
+                os.path.join(temp_dir, "tokenizer_config.json"),
+                {
+                    "tokenizer_class": "BertTokenizer",
+                    "do_lower_case": bool(lowercase),
+                    "model_max_length": backbone.max_sequence_length,
+                    **special,
+                },
+            )
+            atomic_write_json(os.path.join(temp_dir, "special_tokens_map.json"), special)

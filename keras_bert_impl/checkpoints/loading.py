@@ -279,19 +279,6 @@ def _resolve_for_loading(preset, allow_pickle):
     return resolve_preset(preset)
 
 
-def _lowercase_from_vocabulary(vocab_path):
-    """A cased vocabulary holds many capitalised (A-Z) word pieces; an uncased one (almost) none."""
-    total = capitalised = 0
-    with open(vocab_path, encoding="utf-8") as f:
-        for line in f:
-            token = line.rstrip("\n")
-            if token.startswith("[") and token.endswith("]"):
-                continue
-            total += 1
-            capitalised += any("A" <= c <= "Z" for c in token)
-    return capitalised <= 0.01 * max(total, 1)
-
-
 def _huggingface_lowercase(directory):
     tokenizer_config = os.path.join(directory, "tokenizer_config.json")
     if os.path.exists(tokenizer_config):
@@ -336,7 +323,9 @@ def _directory_tokenizer_assets(directory, fmt):
         elif "cased" in base:
             lowercase = False
         else:
-            lowercase = _lowercase_from_vocabulary(vocabulary)
+            from keras_bert_impl.checkpoints.vocabulary_file import vocabulary_is_lowercase
+
+            lowercase = vocabulary_is_lowercase(vocabulary)
     return {"vocabulary": vocabulary, "lowercase": lowercase}
 
 

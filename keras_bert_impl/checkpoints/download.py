@@ -1,0 +1,263 @@
+"""Downloads into the preset cache: progress on stderr, `.part` files, sha256 checks, safe zip extraction.
+
+Every file is streamed to `<name>.part` and renamed into place only once it is
+complete and its sha256 (when known) matches; a mismatch deletes the partial
+file and says so. Zip archives are checked member by member before anything is
+extracted: absolute paths, `..` components and symbolic links that would write
+outside the target directory (zip-slip) are refused. Extraction happens in a
+temporary directory that is renamed into the cache, so the cache never holds a
+half-extracted preset.
+"""
+
+import contextlib
+import hashlib
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+import urllib.request
+import zipfile
+
+_CHUNK = 1 << 20
+
+
+class DownloadError(OSError):
+    """A download was incomplete or its content did not match the expected digest."""
+
+
+def _format_bytes(n):
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+class _Progress:
+    """A one-line progress report on a stream: bytes so far / total, percent, rate."""
+
+    def __init__(self, label, total, stream, interval=0.5):
+        self.label, self.total, self.stream, self.interval = label, total, stream, interval
+        self.start = self.last = time.monotonic()
+        self.done = 0
+
+    def update(self, n):
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            self._write(now, end="\r")
+
+    def finish(self):
+        self._write(time.monotonic(), end="\n")
+
+    def _write(self, now, end):
+        if self.stream is None:
+            return
+        rate = self.done / max(now - self.start, 1e-6)
+        if self.total:
+            amount = f"{_format_bytes(self.done)}/{_format_bytes(self.total)} ({100 * self.done / self.total:.0f}%)"
+        else:
+            amount = _format_bytes(self.done)
+        self.stream.write(f"{self.label}: {amount} {_format_bytes(rate)}/s{end}")
+        self.stream.flush()
+
+
+def sha256_of_file(path):
+    """Hex sha256 digest of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def download_file(url, destination, sha256=None, progress_stream=sys.stderr, timeout=60):
+    """Downloads `url` to `destination` through `destination.part`, checking size and sha256.
+
+    Args:
+        url: http(s) or file URL.
+        destination: final file path; written only when the download is complete and verified.
+        sha256: expected hex digest, or None when unknown.
+        progress_stream: where progress lines go (None for silence).
+        timeout: socket timeout in seconds.
+
+    Returns:
+        `destination`.
+
+    Raises:
+        DownloadError: the server sent fewer bytes than announced, or the
+            sha256 differs (the partial file is deleted; both digests are named).
+
+    Example:
+    >>> download_file("https://storage.googleapis.com/bert_models/2020_02_20/uncased_L-2_H-128_A-2.zip",
+    ...               "/tmp/bert_tiny.zip")  # doctest: +SKIP
+    """
+    destination = os.fspath(destination)
+    os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
+    if os.path.exists(destination) and (sha256 is None or sha256_of_file(destination) == sha256):
+        return destination
+    partial = destination + ".part"
+    digest = hashlib.sha256()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(partial, "wb") as f:
+            length = response.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else None
+            progress = _Progress(f"Downloading {os.path.basename(destination)}", total, progress_stream)
+            while True:
+                try:
+                    chunk = response.read(_CHUNK)
+                except Exception as e:  # http.client.IncompleteRead and socket errors
+                    raise DownloadError(f"Download of {url} broke off after {progress.done} bytes: {e}") from e
+                if not chunk:
+                    break
+                f.write(chunk)
+                digest.update(chunk)
+                progress.update(len(chunk))
+            progress.finish()
+        if total is not None and progress.done != total:
+            raise DownloadError(
+                f"Download of {url} is truncated: got {progress.done} of {total} bytes. "
+                f"Deleted the partial file {partial}."
+            )
+        actual = digest.hexdigest()
+        if sha256 is not None and actual != sha256:
+            raise DownloadError(
+                f"sha256 mismatch for {url}: expected {sha256}, got {actual} "
+                f"({progress.done} bytes; truncated or corrupted download). Deleted the partial file {partial}."
+            )
+        os.replace(partial, destination)
+        return destination
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(partial)
+
+
+def _check_member(info, target):
+    name = info.filename
+    mode = info.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        raise ValueError(f"Refusing to extract zip member {name!r}: it is a symbolic link (zip-slip risk).")
+    path = os.path.realpath(os.path.join(target, name))
+    if os.path.isabs(name) or (path != target and not path.startswith(target + os.sep)):
+        raise ValueError(
+            f"Refusing to extract zip member {name!r}: it would be written outside {target} (zip-slip)."
+        )
+
+
+def extract_zip(zip_path, target_dir):
+    """Extracts `zip_path` into a new directory `target_dir`, refusing members that escape it.
+
+    All members are checked before anything is written; extraction goes to a
+    temporary directory beside `target_dir` that is renamed at the end.
+
+    Args:
+        zip_path: the archive.
+        target_dir: directory to create (must not exist yet).
+
+    Raises:
+        ValueError: a member has an absolute path, `..` escaping the target,
+            or is a symbolic link (zip-slip); nothing is extracted.
+
+    Example:
+    >>> extract_zip("uncased_L-2_H-128_A-2.zip", "/tmp/bert_tiny")  # doctest: +SKIP
+    """
+    target_dir = os.path.abspath(os.fspath(target_dir))
+    parent = os.path.dirname(target_dir)
+    os.makedirs(parent, exist_ok=True)
+    temp_dir = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(target_dir) + ".", suffix=".tmp")
+    try:
+        real_temp = os.path.realpath(temp_dir)
+        with zipfile.ZipFile(zip_path) as archive:
+            members = archive.infolist()
+            for info in members:
+                _check_member(info, real_temp)
+            archive.extractall(temp_dir, members)
+        os.replace(temp_dir, target_dir)
+    except BaseException:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        raise
+    return target_dir
+
+
+def _move_into_cache(source_dir, cache_dir):
+    """Renames a complete directory to `cache_dir`, replacing an earlier (unusable) entry."""
+    cache_dir = os.path.abspath(cache_dir)
+    if os.path.exists(cache_dir):
+        old = cache_dir + f".old-{os.getpid()}"
+        os.replace(cache_dir, old)
+        os.replace(source_dir, cache_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(source_dir, cache_dir)
+    return cache_dir
+
+
+def _find_checkpoint_root(directory):
+    for root, _, files in os.walk(directory):
+        if "bert_config.json" in files:
+            return root
+    raise ValueError(f"The archive extracted to {directory} holds no bert_config.json: not a Google BERT release zip.")
+
+
+def download_google_zip(url, cache_dir, sha256=None, progress_stream=sys.stderr):
+    """Downloads an original Google BERT release zip and unpacks its checkpoint directory to `cache_dir`.
+
+    Args:
+        url: URL of the zip (e.g. `https://storage.googleapis.com/bert_models/.../uncased_L-12_H-768_A-12.zip`).
+        cache_dir: where the checkpoint directory ends up (`bert_config.json` directly inside).
+        sha256: `{zip file name: hex digest}` or None.
+        progress_stream: where progress lines go.
+
+    Returns:
+        `cache_dir`.
+
+    Example:
+    >>> download_google_zip(url, "~/.cache/keras_bert_impl/presets/bert_tiny_en_uncased")  # doctest: +SKIP
+    """
+    cache_dir = os.path.abspath(os.fspath(cache_dir))
+    zip_name = os.path.basename(url.split("?")[0])
+    downloads = os.path.join(os.path.dirname(cache_dir), ".downloads")
+    zip_path = download_file(url, os.path.join(downloads, zip_name), (sha256 or {}).get(zip_name), progress_stream)
+    extracted = os.path.join(downloads, os.path.basename(cache_dir) + f".extract-{os.getpid()}")
+    shutil.rmtree(extracted, ignore_errors=True)
+    extract_zip(zip_path, extracted)
+    try:
+        root = _find_checkpoint_root(extracted)
+        _move_into_cache(root, cache_dir)
+    finally:
+        shutil.rmtree(extracted, ignore_errors=True)
+    os.remove(zip_path)
+    return cache_dir
+
+
+def download_files(urls, cache_dir, sha256=None, progress_stream=sys.stderr):
+    """Downloads several files (e.g. a Hugging Face repo's config.json, model.safetensors, vocab.txt) into `cache_dir`.
+
+    The files are collected in a temporary directory that becomes `cache_dir`
+    only when every file is complete and verified.
+
+    Args:
+        urls: `{file name: url}`.
+        cache_dir: destination directory.
+        sha256: `{file name: hex digest}` for the files whose digest is known.
+        progress_stream: where progress lines go.
+
+    Returns:
+        `cache_dir`.
+    """
+    cache_dir = os.path.abspath(os.fspath(cache_dir))
+    parent = os.path.dirname(cache_dir)
+    os.makedirs(parent, exist_ok=True)
+    temp_dir = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(cache_dir) + ".", suffix=".tmp")
+    try:
+        for name, url in urls.items():
+            if os.path.basename(name) != name or name in ("", ".", ".."):
+                raise ValueError(f"Refusing download file name {name!r}: it must be a plain file name.")
+            download_file(url, os.path.join(temp_dir, name), (sha256 or {}).get(name), progress_stream)
+        return _move_into_cache(temp_dir, cache_dir)
+    except BaseException:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        raise
