@@ -1,0 +1,308 @@
+"""The tf.data pipeline of BERT pretraining: raw text in, masked static-shape batches out.
+
+Input files hold one sentence (or paragraph) a line and a blank line between
+documents, the format of the original BERT data (write it from raw books with
+`keras_bert_impl.data.corpus` / `recipes/prepare_corpus.py`). The pipeline:
+
+```
+files (globs, local or gs://) -> [shard by file] -> interleave: read a file, check UTF-8,
+split into documents -> [shard by document] -> shuffle documents -> repeat
+-> batches of `documents_per_batch` documents -> tokenize (ragged, in-graph)
+-> sentence pairs + NSP labels (`sentence_pairs.documents_to_examples`)
+-> unbatch -> shuffle examples -> batch(drop_remainder=True)
+-> dynamic masking (`masking.mask_batch`: tensorflow-text mask_language_model) -> prefetch
+```
+
+Tokenisation, pair building and masking run in `map` with parallel calls;
+every random choice uses stateless ops fed by `tf.data.Dataset.random`
+streams that are re-drawn on every iteration, so the same `seed` gives the
+same batches and every epoch (every pass over the data, with or without
+`repeat`) gets new pairs and new masks.
+
+Example:
+
+```python
+from keras_bert_impl.data import corpus, pretraining_dataset
+from keras_bert_impl.text.tokenizer import BertTokenizer
+
+paths = corpus.bundled_corpus()
+dataset = pretraining_dataset(paths["train"], BertTokenizer(paths["vocab"]),
+                              seq_length=128, batch_size=32, seed=1)
+batch = next(iter(dataset))
+print({name: tuple(t.shape) for name, t in batch.items()})
+```
+"""
+
+import tensorflow as tf
+
+from keras_bert_impl.data import masking, sentence_pairs
+
+OUTPUT_KEYS = (
+    "token_ids",
+    "segment_ids",
+    "padding_mask",
+    "mask_positions",
+    "mask_ids",
+    "mask_weights",
+    "next_sentence_labels",
+)
+
+
+def expand_files(files):
+    """Expands file names and glob patterns (local or `gs://`) into a sorted file list.
+
+    Args:
+        files: a string or a list of strings.
+
+    Raises:
+        ValueError: a pattern that matches no file (named), or an empty file.
+
+    Example:
+
+    >>> expand_files("../shared/data/corpus/gutenberg/pg84.txt")  # doctest: +SKIP
+    ['../shared/data/corpus/gutenberg/pg84.txt']
+    """
+    if isinstance(files, (str, bytes)) or hasattr(files, "__fspath__"):
+        files = [files]
+    files = [f.decode() if isinstance(f, bytes) else str(f) for f in files]
+    if not files:
+        raise ValueError("files is empty: pass at least one file or glob pattern")
+    expanded = []
+    for pattern in files:
+        matches = sorted(tf.io.gfile.glob(pattern))
+        if not matches:
+            raise ValueError(f"no file matches {pattern!r}")
+        for path in matches:
+            if tf.io.gfile.isdir(path):
+                continue
+            if tf.io.gfile.stat(path).length == 0:
+                raise ValueError(f"{path} is empty: a pretraining text file needs at least one sentence")
+            expanded.append(path)
+        if not expanded:
+            raise ValueError(f"{pattern!r} matches only directories")
+    return expanded
+
+
+def _read_documents(path, file_index):
+    """A file -> dataset of (document: sentences joined by newlines, document id int64)."""
+    text = tf.io.read_file(path)
+    text = tf.strings.regex_replace(text, "^\ufeff", "")
+    lines = tf.strings.strip(tf.strings.split(text, "\n"))
+    # Invalid UTF-8 does not survive a decode with replacement and an encode.
+    roundtrip = tf.strings.unicode_encode(
+        tf.strings.unicode_decode(lines, "UTF-8", errors="replace"), "UTF-8"
+    )
+    bad = tf.not_equal(roundtrip, lines)
+    first_bad = tf.reduce_min(tf.concat([tf.cast(tf.where(bad)[:, 0], tf.int64), [-1]], 0)[:1]) + 1
+    check = tf.debugging.Assert(
+        tf.logical_not(tf.reduce_any(bad)),
+        ["invalid UTF-8 in", path, "at line", first_bad,
+         "; pretraining text must be UTF-8 (convert it, e.g. iconv -f cp1252 -t utf-8)"],
+    )
+    with tf.control_dependencies([check]):
+        blank = tf.equal(lines, "")
+    doc_index = tf.cumsum(tf.cast(blank, tf.int64))
+    keep = tf.logical_not(blank)
+    documents = tf.RaggedTensor.from_value_rowids(
+        tf.boolean_mask(lines, keep), tf.boolean_mask(doc_index, keep),
+        nrows=tf.reduce_sum(tf.cast(blank, tf.int64)) + 1,
+    )
+    documents = tf.gather(documents, tf.where(documents.row_lengths() > 0)[:, 0])
+    # One string per document (sentences joined by newlines): dense elements
+    # batch and shuffle cheaper than ragged ones.
+    documents = tf.strings.reduce_join(documents, axis=1, separator="\n")
+    ids = tf.cast(file_index, tf.int64) * (1 << 32) + tf.range(tf.size(documents, out_type=tf.int64))
+    return tf.data.Dataset.from_tensor_slices((documents, ids))
+
+
+def _seed_stream(seed, salt):
+    """Infinite dataset of [2] int64 stateless seeds, new on every iteration."""
+    stream_seed = None if seed is None else seed * 7919 + salt
+    return tf.data.Dataset.random(seed=stream_seed, rerandomize_each_iteration=True).batch(2)
+
+
+def _check_tokenizer(tokenizer):
+    ids = {}
+    for name in ("cls", "sep", "mask", "pad"):
+        value = getattr(tokenizer, f"{name}_token_id", None)
+        if value is None or int(value) < 0:
+            raise ValueError(f"the tokenizer has no [{name.upper()}] token id (tokenizer.{name}_token_id)")
+        ids[name] = int(value)
+    return ids
+
+
+def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per_seq=20, batch_size=32,
+                        masking_rate=0.15, short_seq_prob=0.1, whole_word_masking=False, seed=None,
+                        shuffle=True, repeat=True, nsp=True, input_context=None, documents_per_batch=16,
+                        shuffle_buffer_size=2048):
+    """A `tf.data.Dataset` of masked BERT pretraining batches built from raw text.
+
+    Args:
+        files: text files or glob patterns (local or `gs://`), one sentence or
+            paragraph a line, a blank line between documents, UTF-8.
+        tokenizer: a `keras_bert_impl.text.BertTokenizer` (or any object with
+            the same interface: called on a 1-D string tensor it returns a
+            `tf.RaggedTensor` of int32 ids; `tokenize_with_words` for whole-word
+            masking; `cls_token_id`, `sep_token_id`, `mask_token_id`,
+            `pad_token_id`, `vocabulary_size()`).
+        seq_length: the static sequence length of every example.
+        max_predictions_per_seq: the static number of masked-LM slots.
+        batch_size: examples per batch of this dataset (under
+            `strategy.distribute_datasets_from_function` pass
+            `input_context.get_per_replica_batch_size(global_batch_size)`).
+        masking_rate: the expected fraction of non-special tokens masked.
+        short_seq_prob: the probability of a shorter target length for a
+            document (the paper's 0.1).
+        whole_word_masking: select whole words and mask all their pieces.
+        seed: an int for reproducible batches, or None.
+        shuffle: shuffle files, documents and examples.
+        repeat: repeat forever (for `model.fit(steps_per_epoch=...)`); with
+            False one pass over the data (each new pass draws new pairs and
+            masks).
+        nsp: build sentence pairs with `next_sentence_labels` (True) or single
+            segments of contiguous text for MLM only (False; the dict then has
+            no `next_sentence_labels`).
+        input_context: a `tf.distribute.InputContext`: this pipeline reads only
+            its share, by file when there are at least as many files as input
+            pipelines, else by document.
+        documents_per_batch: documents tokenised and paired together; NotNext
+            segments come from other documents of the same group.
+        shuffle_buffer_size: examples in the shuffle buffer.
+
+    Returns:
+        A `tf.data.Dataset` of dicts of int32 tensors: `token_ids`,
+        `segment_ids`, `padding_mask` `[batch_size, seq_length]`,
+        `mask_positions`, `mask_ids`, `mask_weights` `[batch_size,
+        max_predictions_per_seq]` and `next_sentence_labels` `[batch_size]`
+        (0 = IsNext, 1 = NotNext, as google-research/bert and Hugging Face).
+
+    Raises:
+        ValueError: a pattern matching no file, an empty file, a tokenizer
+            without the special tokens, or an argument out of range (named).
+            Invalid UTF-8 is reported while iterating, naming file and line.
+
+    Example:
+
+    >>> from keras_bert_impl.data import corpus
+    >>> from keras_bert_impl.text.tokenizer import BertTokenizer
+    >>> paths = corpus.bundled_corpus()
+    >>> dataset = pretraining_dataset(paths["train"], BertTokenizer(paths["vocab"]),
+    ...                               seq_length=64, batch_size=4, seed=0)
+    >>> sorted(next(iter(dataset)))  # doctest: +SKIP
+    ['mask_ids', 'mask_positions', 'mask_weights', 'next_sentence_labels', 'padding_mask', 'segment_ids', 'token_ids']
+    """
+    min_length = 5 if nsp else 3
+    if not isinstance(seq_length, int) or seq_length < min_length:
+        layout = "[CLS] A [SEP] B [SEP]" if nsp else "[CLS] A [SEP]"
+        raise ValueError(
+            f"seq_length={seq_length!r} is too small for {layout} with at least one token in each "
+            f"segment: it must be an integer >= {min_length}"
+        )
+    if not isinstance(max_predictions_per_seq, int) or not 1 <= max_predictions_per_seq <= seq_length:
+        raise ValueError(f"max_predictions_per_seq must be an integer in [1, seq_length], got {max_predictions_per_seq!r}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if not 0.0 < masking_rate <= 1.0:
+        raise ValueError(f"masking_rate must be in (0, 1], got {masking_rate!r}")
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob!r}")
+    if not isinstance(documents_per_batch, int) or documents_per_batch < 1:
+        raise ValueError(f"documents_per_batch must be a positive integer, got {documents_per_batch!r}")
+    special = _check_tokenizer(tokenizer)
+    vocab_size = int(tokenizer.vocabulary_size())
+    files = expand_files(files)
+
+    num_pipelines = input_context.num_input_pipelines if input_context else 1
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    shard_by_file = num_pipelines > 1 and len(files) >= num_pipelines
+    shard_by_document = num_pipelines > 1 and not shard_by_file
+    if seed is not None:
+        seed = int(seed) * 1009 + pipeline_id  # distinct random streams per pipeline
+    deterministic = seed is not None or shard_by_document
+
+    def salted(salt):
+        return None if seed is None else seed * 7919 + salt
+
+    file_ds = tf.data.Dataset.from_tensor_slices((files, tf.range(len(files), dtype=tf.int64)))
+    if shard_by_file:
+        file_ds = file_ds.shard(num_pipelines, pipeline_id)
+    if shuffle and not shard_by_document:
+        file_ds = file_ds.shuffle(len(files), seed=salted(1), reshuffle_each_iteration=True)
+    documents = file_ds.interleave(
+        _read_documents,
+        cycle_length=min(len(files), 4),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic,
+    )
+    if shard_by_document:
+        documents = documents.shard(num_pipelines, pipeline_id)
+    if shuffle:
+        documents = documents.shuffle(1000, seed=salted(2), reshuffle_each_iteration=True)
+    if repeat:
+        documents = documents.repeat()
+    documents = documents.batch(documents_per_batch)
+
+    def make_examples(batch, seed_pair):
+        document_text, document_ids = batch
+        sentences = tf.strings.split(document_text, "\n")
+        flat = sentences.flat_values
+        word_starts = None
+        if whole_word_masking:
+            words = tokenizer.tokenize_with_words(flat)
+            tokens = words.merge_dims(1, 2)
+            word_starts = tf.scatter_nd(
+                words.values.row_starts()[:, None],
+                tf.ones_like(words.values.row_starts(), tf.bool),
+                tf.shape(tokens.flat_values, out_type=tf.int64),
+            )
+        else:
+            tokens = tokenizer(flat)
+        tokens = tf.cast(tokens, tf.int32)
+        return sentence_pairs.documents_to_examples(
+            tokens,
+            sentences.value_rowids(),
+            document_ids,
+            seed_pair,
+            seq_length=seq_length,
+            short_seq_prob=short_seq_prob,
+            nsp=nsp,
+            cls_token_id=special["cls"],
+            sep_token_id=special["sep"],
+            pad_token_id=special["pad"],
+            word_starts=word_starts,
+        )
+
+    examples = tf.data.Dataset.zip((documents, _seed_stream(seed, 3))).map(
+        make_examples, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic
+    )
+    examples = examples.unbatch()
+    if shuffle:
+        examples = examples.shuffle(shuffle_buffer_size, seed=salted(4), reshuffle_each_iteration=True)
+    batches = examples.batch(batch_size, drop_remainder=True)
+
+    def mask(batch, seed_pair):
+        outputs = masking.mask_batch(
+            batch["token_ids"],
+            batch["lengths"],
+            seed_pair,
+            max_predictions_per_seq=max_predictions_per_seq,
+            masking_rate=masking_rate,
+            vocab_size=vocab_size,
+            mask_token_id=special["mask"],
+            special_token_ids=[special["cls"], special["sep"], special["pad"]],
+            pad_token_id=special["pad"],
+            word_starts=batch.get("word_starts"),
+        )
+        outputs["segment_ids"] = batch["segment_ids"]
+        if nsp:
+            outputs["next_sentence_labels"] = batch["next_sentence_labels"]
+        for key, value in outputs.items():
+            value.set_shape([batch_size] + list(value.shape[1:]))
+        return {key: outputs[key] for key in OUTPUT_KEYS if key in outputs}
+
+    batches = tf.data.Dataset.zip((batches, _seed_stream(seed, 5))).map(
+        mask, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic
+    )
+    options = tf.data.Options()
+    options.deterministic = deterministic
+    return batches.prefetch(tf.data.AUTOTUNE).with_options(options)
