@@ -245,6 +245,15 @@ def _is_heading(line):
     return len(line.strip()) <= 100 and bool(_HEADING.match(line))
 
 
+def _illustration_heading(match):
+    """An illustration is dropped, but a chapter heading inside it is kept (Pride and Prejudice)."""
+    for line in match.group(0)[1:-1].split("\n"):
+        line = re.sub(r"^\s*illustration:?", "", line, flags=re.IGNORECASE)
+        if line.strip() and _is_heading(line):
+            return f"\n\n{line.strip()}\n\n"
+    return ""
+
+
 def _is_title_line(paragraph):
     """Short paragraphs without lower-case letters: titles, 'THE END', printers' lines."""
     return not any(c.islower() for c in paragraph) and len(paragraph.split()) <= 12
@@ -289,7 +298,7 @@ def book_documents(text, *, min_document_words=20, fallback_document_words=2000,
     ...                min_document_words=1)
     [['It was a dark night.', 'Rain fell.'], ['Dawn came.']]
     """
-    text = _ILLUSTRATION.sub("", text)
+    text = _ILLUSTRATION.sub(_illustration_heading, text)
     blocks = _BLANK_LINES.split(text)
     chapters = [[]]  # lists of paragraphs
     headings = 0
