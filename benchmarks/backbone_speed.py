@@ -1,0 +1,255 @@
+"""Backbone speed: forward and training-step sequences/s, this package vs keras-hub (same backend)
+and Hugging Face transformers (torch eager), measured in one run. Prints one JSON line.
+
+Training step = encoder + masked-LM head over `--predictions` gathered positions (tied to the token
+embedding) + NSP head, AdamW, dropout 0.1, as the issue defines it. Also measures this machine's fp32
+matmul ceiling in the same run and reports model FLOP/s as a fraction of it.
+
+    KERAS_BACKEND=tensorflow python benchmarks/backbone_speed.py --configs tiny,small,base
+    KERAS_BACKEND=jax python benchmarks/backbone_speed.py --peers keras_hub
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_bert_impl import BertBackbone  # noqa: E402
+from keras_bert_impl.layers import MaskedLMHead, NextSentenceHead  # noqa: E402
+from keras_bert_impl.presets import backbone_presets  # noqa: E402
+
+CONFIGS = {
+    "tiny": "bert_tiny_en_uncased",
+    "mini": "bert_mini_en_uncased",
+    "small": "bert_small_en_uncased",
+    "medium": "bert_medium_en_uncased",
+    "base": "bert_base_en_uncased",
+}
+
+
+def model_flops_per_sequence(config, seq_length, predictions, training):
+    """Matmul FLOPs of one sequence (multiply-add = 2), forward; x3 for a training step."""
+    h, i, n, v = config["hidden_dim"], config["intermediate_dim"], config["num_layers"], config["vocabulary_size"]
+    per_layer = 2 * seq_length * (4 * h * h + 2 * h * i) + 2 * 2 * seq_length * seq_length * h
+    flops = n * per_layer + 2 * h * h  # pooler
+    if training:
+        flops += predictions * (2 * h * h + 2 * h * v) + 2 * h * 2
+        flops *= 3
+    return flops
+
+
+def measure_matmul_peak(size=2048, repeats=10):
+    """fp32 GFLOP/s of a square matmul, best of `repeats` (NumPy's BLAS and the Keras backend)."""
+    a = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
+    best = {}
+    a @ a
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ a
+        times.append(time.perf_counter() - start)
+    best["numpy"] = 2 * size**3 / min(times) / 1e9
+    x = keras.ops.convert_to_tensor(a)
+    keras.ops.convert_to_numpy(keras.ops.matmul(x, x))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        keras.ops.convert_to_numpy(keras.ops.matmul(x, x))
+        times.append(time.perf_counter() - start)
+    best[keras.backend.backend()] = 2 * size**3 / min(times) / 1e9
+    return best
+
+
+def make_batch(batch_size, seq_length, predictions, vocabulary_size, seed=0):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(seq_length // 2, seq_length + 1, size=batch_size)
+    padding_mask = (np.arange(seq_length)[None, :] < lengths[:, None]).astype("int32")
+    token_ids = rng.integers(1000, vocabulary_size, size=(batch_size, seq_length)).astype("int32") * padding_mask
+    segment_ids = ((np.arange(seq_length)[None, :] >= lengths[:, None] // 2) & (padding_mask > 0)).astype("int32")
+    mask_positions = np.sort(
+        np.stack([rng.choice(np.arange(1, l - 1), size=predictions, replace=False) for l in lengths]), axis=1
+    ).astype("int32")
+    x = {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+        "mask_positions": mask_positions,
+    }
+    y = {
+        "mlm": rng.integers(1000, vocabulary_size, size=(batch_size, predictions)).astype("int32"),
+        "nsp": rng.integers(0, 2, size=(batch_size,)).astype("int32"),
+    }
+    return x, y
+
+
+def build_ours(config):
+    backbone = BertBackbone(**config)
+    inputs = dict(backbone.input)
+    inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
+    out = backbone({k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")})
+    mlm = MaskedLMHead(token_embedding=backbone.token_embedding, activation=config["activation"], name="mlm")(
+        out["sequence_output"], mask_positions=inputs["mask_positions"]
+    )
+    nsp = NextSentenceHead(name="nsp")(out["pooled_output"])
+    return keras.Model(inputs, {"mlm": mlm, "nsp": nsp})
+
+
+def build_keras_hub(config):
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config["vocabulary_size"],
+        num_layers=config["num_layers"],
+        num_heads=config["num_heads"],
+        hidden_dim=config["hidden_dim"],
+        intermediate_dim=config["intermediate_dim"],
+        dropout=config["dropout"],
+        max_sequence_length=config["max_sequence_length"],
+        num_segments=config["num_segments"],
+    )
+    inputs = dict(backbone.input)
+    inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
+    out = backbone({k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")})
+    mlm = keras_hub.layers.MaskedLMHead(
+        token_embedding=backbone.token_embedding, intermediate_activation="gelu", name="mlm"
+    )(out["sequence_output"], mask_positions=inputs["mask_positions"])
+    nsp = keras.layers.Dense(2, name="nsp")(out["pooled_output"])
+    return keras.Model(inputs, {"mlm": mlm, "nsp": nsp})
+
+
+def time_keras(model, x, y, steps, jit_compile):
+    model.compile(
+        optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
+        loss={
+            "mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        },
+        jit_compile=jit_compile,
+    )
+    batch = len(y["nsp"])
+    for _ in range(2):  # compile + warm up
+        model.predict_on_batch(x)
+        model.train_on_batch(x, y)
+    forward, train = [], []
+    for _ in range(steps):
+        start = time.perf_counter()
+        model.predict_on_batch(x)
+        forward.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        model.train_on_batch(x, y)
+        train.append(time.perf_counter() - start)
+    return batch / statistics.median(forward), batch / statistics.median(train)
+
+
+def time_huggingface(config, x, y, steps):
+    import torch
+    import transformers
+
+    hf_config = transformers.BertConfig(
+        vocab_size=config["vocabulary_size"],
+        hidden_size=config["hidden_dim"],
+        num_hidden_layers=config["num_layers"],
+        num_attention_heads=config["num_heads"],
+        intermediate_size=config["intermediate_dim"],
+        max_position_embeddings=config["max_sequence_length"],
+        type_vocab_size=config["num_segments"],
+        hidden_act="gelu",
+    )
+    model = transformers.BertForPreTraining(hf_config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    ids = torch.tensor(x["token_ids"], dtype=torch.long)
+    segments = torch.tensor(x["segment_ids"], dtype=torch.long)
+    mask = torch.tensor(x["padding_mask"], dtype=torch.long)
+    positions = torch.tensor(x["mask_positions"], dtype=torch.long)
+    mlm_labels = torch.full_like(ids, -100)
+    mlm_labels.scatter_(1, positions, torch.tensor(y["mlm"], dtype=torch.long))
+    nsp_labels = torch.tensor(y["nsp"], dtype=torch.long)
+    batch = ids.shape[0]
+
+    def forward():
+        model.eval()
+        with torch.no_grad():
+            model(input_ids=ids, token_type_ids=segments, attention_mask=mask)
+
+    def train():
+        model.train()
+        out = model(input_ids=ids, token_type_ids=segments, attention_mask=mask, labels=mlm_labels, next_sentence_label=nsp_labels)
+        out.loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    for _ in range(2):
+        forward()
+        train()
+    f, t = [], []
+    for _ in range(steps):
+        start = time.perf_counter()
+        forward()
+        f.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        train()
+        t.append(time.perf_counter() - start)
+    # Note: HF scores all positions in the MLM head (no gather); that is its design.
+    return batch / statistics.median(f), batch / statistics.median(t)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configs", default="tiny,small,base")
+    parser.add_argument("--peers", default="keras_hub,huggingface", help="comma list of keras_hub, huggingface, or empty")
+    parser.add_argument("--batch_size", type=int, default=8)
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--predictions", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per measurement (median)")
+    parser.add_argument("--jit_compile", default="true", choices=["true", "false", "auto"])
+    args = parser.parse_args()
+    jit = {"true": True, "false": False, "auto": "auto"}[args.jit_compile]
+    peers = [p for p in args.peers.split(",") if p]
+    backend = keras.backend.backend()
+
+    result = {
+        "benchmark": "backbone_speed",
+        "backend": backend,
+        "jit_compile": args.jit_compile,
+        "batch_size": args.batch_size,
+        "seq_length": args.seq_length,
+        "predictions": args.predictions,
+        "machine": f"{platform.machine()} {os.cpu_count()} cpu",
+        "matmul_peak_gflops": {k: round(v, 1) for k, v in measure_matmul_peak().items()},
+        "configs": {},
+    }
+    peak = max(result["matmul_peak_gflops"].values()) * 1e9
+    for name in args.configs.split(","):
+        config = dict(backbone_presets[CONFIGS[name]]["config"], activation="gelu")
+        x, y = make_batch(args.batch_size, args.seq_length, args.predictions, config["vocabulary_size"])
+        entry = {}
+        keras.utils.set_random_seed(0)
+        fwd, train = time_keras(build_ours(config), x, y, args.steps, jit)
+        entry["ours"] = {"forward_seq_s": round(fwd, 2), "train_seq_s": round(train, 2)}
+        train_flops = model_flops_per_sequence(config, args.seq_length, args.predictions, True)
+        fwd_flops = model_flops_per_sequence(config, args.seq_length, args.predictions, False)
+        entry["ours"]["train_fraction_of_peak"] = round(train * train_flops / peak, 3)
+        entry["ours"]["forward_fraction_of_peak"] = round(fwd * fwd_flops / peak, 3)
+        if "keras_hub" in peers:
+            keras.utils.set_random_seed(0)
+            f, t = time_keras(build_keras_hub(config), x, y, args.steps, jit)
+            entry["keras_hub"] = {"forward_seq_s": round(f, 2), "train_seq_s": round(t, 2)}
+            entry["ratio_vs_keras_hub"] = {"forward": round(fwd / f, 2), "train": round(train / t, 2)}
+        if "huggingface" in peers:
+            f, t = time_huggingface(config, x, y, args.steps)
+            entry["huggingface_torch_eager"] = {"forward_seq_s": round(f, 2), "train_seq_s": round(t, 2)}
+            entry["ratio_vs_huggingface"] = {"forward": round(fwd / f, 2), "train": round(train / t, 2)}
+        result["configs"][name] = entry
+        keras.backend.clear_session()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
