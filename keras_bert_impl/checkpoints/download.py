@@ -39,6 +39,8 @@ class _Progress:
     """A one-line progress report on a stream: bytes so far / total, percent, rate."""
 
     def __init__(self, label, total, stream, interval=0.5):
+        if stream == "stderr":
+            stream = sys.stderr  # looked up at call time, so redirections of sys.stderr apply
         self.label, self.total, self.stream, self.interval = label, total, stream, interval
         self.start = self.last = time.monotonic()
         self.done = 0
@@ -74,14 +76,15 @@ def sha256_of_file(path):
     return digest.hexdigest()
 
 
-def download_file(url, destination, sha256=None, progress_stream=sys.stderr, timeout=60):
+def download_file(url, destination, sha256=None, progress_stream="stderr", timeout=60):
     """Downloads `url` to `destination` through `destination.part`, checking size and sha256.
 
     Args:
         url: http(s) or file URL.
         destination: final file path; written only when the download is complete and verified.
         sha256: expected hex digest, or None when unknown.
-        progress_stream: where progress lines go (None for silence).
+        progress_stream: a text stream for progress lines, `"stderr"` (the
+            current `sys.stderr`, the default) or None for silence.
         timeout: socket timeout in seconds.
 
     Returns:
@@ -202,7 +205,7 @@ def _find_checkpoint_root(directory):
     raise ValueError(f"The archive extracted to {directory} holds no bert_config.json: not a Google BERT release zip.")
 
 
-def download_google_zip(url, cache_dir, sha256=None, progress_stream=sys.stderr):
+def download_google_zip(url, cache_dir, sha256=None, progress_stream="stderr"):
     """Downloads an original Google BERT release zip and unpacks its checkpoint directory to `cache_dir`.
 
     Args:
@@ -233,7 +236,7 @@ def download_google_zip(url, cache_dir, sha256=None, progress_stream=sys.stderr)
     return cache_dir
 
 
-def download_files(urls, cache_dir, sha256=None, progress_stream=sys.stderr):
+def download_files(urls, cache_dir, sha256=None, progress_stream="stderr"):
     """Downloads several files (e.g. a Hugging Face repo's config.json, model.safetensors, vocab.txt) into `cache_dir`.
 
     The files are collected in a temporary directory that becomes `cache_dir`

@@ -102,7 +102,7 @@ class CheckpointMismatchError(ValueError):
 
 
 def _shape(shape):
-    return "(" + ", ".join(str(int(d)) for d in shape) + ")"
+    return str(tuple(int(d) for d in shape))
 
 
 def assign_weights(targets, shapes, read_tensor, source, skip_reason=lambda name: None, display_name=lambda n: n):
@@ -136,36 +136,40 @@ def assign_weights(targets, shapes, read_tensor, source, skip_reason=lambda name
     for target in targets:
         for name, shape in zip(target.names, target.shapes):
             expected[name] = (tuple(shape), target.variable)
-    problems, skipped = [], {}
+    mismatched, unexpected, missing, skipped = [], [], [], {}
     for name, shape in shapes.items():
         if name in expected:
             want, variable = expected[name]
             if tuple(int(d) for d in shape) != want:
-                problems.append(
+                mismatched.append(
                     f"shape mismatch for tensor '{display_name(name)}': checkpoint has {_shape(shape)}, "
-                    f"BertBackbone variable '{variable.path}' needs {_shape(want)}"
+                    f"expected {_shape(want)} (for BertBackbone variable '{variable.path}')"
                 )
             continue
         reason = skip_reason(name)
         if reason:
             skipped[display_name(name)] = reason
         else:
-            problems.append(
+            unexpected.append(
                 f"unexpected tensor '{display_name(name)}' with shape {_shape(shape)}: "
                 "it is not a BertBackbone weight (wrong architecture or a head this loader does not know)"
             )
     for name, (want, variable) in expected.items():
         if name not in shapes:
-            problems.append(
+            missing.append(
                 f"missing tensor '{display_name(name)}' (expected shape {_shape(want)}, "
                 f"for BertBackbone variable '{variable.path}')"
             )
+    problems = len(mismatched) + len(unexpected) + len(missing)
     if problems:
-        shown = problems[:25]
-        more = f"\n  ... and {len(problems) - 25} more" if len(problems) > 25 else ""
+        lines = []
+        for kind, entries in (("shape mismatches", mismatched), ("missing", missing), ("unexpected", unexpected)):
+            lines.extend(sorted(entries)[:12])
+            if len(entries) > 12:
+                lines.append(f"... and {len(entries) - 12} more {kind}")
         raise CheckpointMismatchError(
-            f"Checkpoint {source} does not match the BertBackbone config ({len(problems)} problem(s)):\n  "
-            + "\n  ".join(shown) + more
+            f"Checkpoint {source} does not match the BertBackbone config ({problems} problem(s)):\n  "
+            + "\n  ".join(lines)
         )
     loaded = []
     for target in targets:
