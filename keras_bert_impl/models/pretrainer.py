@@ -1,0 +1,179 @@
+"""BertPretrainer: the backbone with BERT's masked-LM and next-sentence heads."""
+
+import keras
+
+from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
+from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
+from keras_bert_impl.models.backbone import BertBackbone
+
+BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertPretrainer(keras.Model):
+    """BERT pretraining model: masked LM + next sentence prediction (Devlin et al., 2018).
+
+    A functional model over a `BertBackbone`: a `MaskedLMHead` scores the
+    vocabulary at `mask_positions` with its output projection tied to the
+    backbone's token embedding, and a `NextSentenceHead` classifies the pooled
+    [CLS] output (0 = IsNext, 1 = NotNext). Both heads return float32 logits,
+    also under mixed precision. Backend-agnostic (TensorFlow, JAX, PyTorch).
+
+    Inputs: dict `token_ids, segment_ids, padding_mask` (batch, seq_length)
+    and `mask_positions` (batch, max_predictions_per_seq).
+    Outputs: dict `{"mlm": (batch, max_predictions, vocabulary_size),
+    "nsp": (batch, 2)}` (no `"nsp"` when `nsp=False`).
+
+    Training: `compile()` with no arguments sets the paper's losses (sparse
+    cross-entropy on both heads; the MLM term is averaged over the real masked
+    positions through `sample_weight`) and the metrics `mlm_accuracy`,
+    `nsp_accuracy`; `fit` then logs `loss, mlm_loss, nsp_loss, mlm_accuracy,
+    nsp_accuracy`. Map the pretraining pipeline's dicts to `(x, y,
+    sample_weight)` with `keras_bert_impl.training.split_features_labels`
+    (or see `BertPretrainer.split_features_labels`).
+
+    Args:
+        backbone: a `BertBackbone`.
+        nsp: bool. Include the next-sentence head and loss (False gives a
+            RoBERTa-style MLM-only model).
+        **kwargs: `keras.Model` arguments (`name`, ...).
+
+    Example:
+    >>> import numpy as np
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2,
+    ...                         hidden_dim=16, intermediate_dim=32,
+    ...                         max_sequence_length=16)
+    >>> model = BertPretrainer(backbone)
+    >>> model.compile()
+    >>> x = {"token_ids": np.ones((2, 8), "int32"),
+    ...      "segment_ids": np.zeros((2, 8), "int32"),
+    ...      "padding_mask": np.ones((2, 8), "int32"),
+    ...      "mask_positions": np.array([[1, 2], [3, 0]], "int32")}
+    >>> out = model(x)
+    >>> tuple(out["mlm"].shape), tuple(out["nsp"].shape)
+    ((2, 2, 100), (2, 2))
+    """
+
+    def __init__(self, backbone, nsp=True, **kwargs):
+        if not isinstance(backbone, BertBackbone):
+            raise TypeError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
+        # === Layers ===
+        masked_lm_head = MaskedLMHead(
+            token_embedding=backbone.token_embedding,
+            activation=backbone.activation,
+            layer_norm_epsilon=backbone.layer_norm_epsilon,
+            dtype=backbone.dtype_policy,
+            name="mlm_head",
+        )
+        next_sentence_head = (
+            NextSentenceHead(dtype=backbone.dtype_policy, name="nsp_head") if nsp else None
+        )
+
+        # === Functional Model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in BACKBONE_INPUTS
+        }
+        inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
+        encoded = backbone({name: inputs[name] for name in BACKBONE_INPUTS})
+        outputs = {
+            "mlm": masked_lm_head(
+                encoded["sequence_output"], mask_positions=inputs["mask_positions"]
+            )
+        }
+        if nsp:
+            outputs["nsp"] = next_sentence_head(encoded["pooled_output"])
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        # Assigned after `super().__init__`: the torch backend cannot track
+        # modules on a not-yet-initialised torch.nn.Module.
+        self.backbone = backbone
+        self.masked_lm_head = masked_lm_head
+        self.next_sentence_head = next_sentence_head
+
+        # === Config ===
+        self.nsp = nsp
+
+    def compile(self, optimizer="adamw", loss=None, metrics=None, weighted_metrics=None, **kwargs):
+        """Compiles with BERT's losses and metrics unless given others.
+
+        Args:
+            optimizer: a Keras optimizer or name; for the paper's set-up pass
+                `keras_bert_impl.training.create_optimizer(...)`.
+            loss, metrics, weighted_metrics: None for the defaults (sparse
+                cross-entropy from logits on `mlm` and `nsp`; accuracy on both,
+                weighted by `sample_weight` so that padding slots of the MLM
+                predictions do not count).
+            **kwargs: `keras.Model.compile` arguments (`jit_compile`,
+                `steps_per_execution`, ...).
+        """
+        heads = ("mlm", "nsp") if self.nsp else ("mlm",)
+        if loss is None:
+            loss = {
+                head: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+                for head in heads
+            }
+        if weighted_metrics is None and metrics is None:
+            if self.nsp:
+                # Keras prefixes each metric with its output: mlm_accuracy, nsp_accuracy.
+                weighted_metrics = {
+                    head: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+                    for head in heads
+                }
+            else:
+                # With a single output Keras adds no prefix and no per-output loss.
+                weighted_metrics = {
+                    "mlm": [
+                        keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy"),
+                        keras.metrics.SparseCategoricalCrossentropy(from_logits=True, name="mlm_loss"),
+                    ]
+                }
+        super().compile(
+            optimizer=optimizer,
+            loss=loss,
+            metrics=metrics,
+            weighted_metrics=weighted_metrics,
+            **kwargs,
+        )
+
+    def compile_from_config(self, config):
+        """Re-compiles a loaded `.keras` model (optimizer, losses, metrics, options)."""
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**config)
+        if getattr(self, "optimizer", None) is not None and self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    @staticmethod
+    def split_features_labels(features, nsp=True):
+        """Maps a pipeline dict (numpy or tensors) to `(x, y, sample_weight)`.
+
+        See `keras_bert_impl.training.pretraining_inputs.split_features_labels`
+        for the tf.data version and the weighting; this one is backend-free
+        and meant for numpy batches.
+        """
+        import numpy as np
+
+        weights = np.asarray(features["mask_weights"], "float32")
+        total = max(float(weights.sum()), 1.0)
+        x = {name: features[name] for name in (*BACKBONE_INPUTS, "mask_positions")}
+        y = {"mlm": features["mask_ids"]}
+        sample_weight = {"mlm": weights * (weights.size / total)}
+        if nsp:
+            labels = np.asarray(features["next_sentence_labels"])
+            y["nsp"] = labels
+            sample_weight["nsp"] = np.ones(labels.shape, "float32")
+        return x, y, sample_weight
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "nsp": self.nsp,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        backbone = config.pop("backbone")
+        if isinstance(backbone, dict):
+            backbone = keras.saving.deserialize_keras_object(backbone)
+        return cls(backbone=backbone, **config)
