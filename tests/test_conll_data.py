@@ -1,0 +1,240 @@
+"""CoNLL-2003 reader, tag schemes, WordPiece alignment and windows, on the real shared-task files."""
+
+import numpy as np
+import pytest
+
+from keras_bert_impl.data import conll
+
+IRREGULAR_B_TAG_LINES = {"eng.train": [152428, 175436]}
+SPLITS = {"eng.train": (14041, 946), "eng.testa": (3250, 216), "eng.testb": (3453, 231)}
+
+
+@pytest.fixture(scope="module")
+def conll_dir(shared_data):
+    return shared_data / "conll2003"
+
+
+@pytest.fixture(scope="module")
+def dev_sentences(conll_dir):
+    return conll.read_conll(conll_dir / "eng.testa")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(minilm_dir):
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    return BertTokenizer.from_preset(str(minilm_dir))
+
+
+@pytest.fixture(scope="module")
+def dev_pieces(tokenizer, dev_sentences):
+    return conll.tokenize_words(tokenizer, [w for s in dev_sentences for w in s.words])
+
+
+def _raw_sentences(path):
+    """Original (word, tag) sentences by plain splitting, independent of the reader."""
+    sentences, current = [], []
+    for line in open(path, encoding="utf-8"):
+        columns = line.split()
+        if not columns or columns[0] == "-DOCSTART-":
+            if current:
+                sentences.append(current)
+            current = []
+            continue
+        current.append((columns[0], columns[-1]))
+    if current:
+        sentences.append(current)
+    return sentences
+
+
+@pytest.mark.parametrize("name", sorted(SPLITS))
+def test_official_counts_and_iob_round_trip(conll_dir, name):
+    sentences = conll.read_conll(conll_dir / name)
+    assert (len(sentences), conll.num_documents(sentences)) == SPLITS[name]
+    raw = _raw_sentences(conll_dir / name)
+    assert [s.words for s in sentences] == [[w for w, _ in r] for r in raw]
+    # Reading converts IOB1 -> IOB2; converting back gives the file's tags, except on the
+    # two ill-formed IOB1 tags of eng.train (a B-MISC after O, where IOB1 writes I-MISC).
+    differing_lines = []
+    for sentence, original in zip(sentences, raw):
+        back = conll.iob2_to_iob1(sentence.tags)
+        differing_lines += [line for line, a, (_, b) in zip(sentence.line_numbers, back, original) if a != b]
+    assert differing_lines == IRREGULAR_B_TAG_LINES.get(name, [])
+    for sentence in sentences:
+        assert not any(t.startswith("I-") and (i == 0 or sentence.tags[i - 1][2:] != t[2:])
+                       for i, t in enumerate(sentence.tags))
+
+
+def test_label_vocabulary_from_data(dev_sentences):
+    assert conll.label_vocabulary(dev_sentences) == [
+        "O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"
+    ]
+
+
+def test_find_split_files(conll_dir, tmp_path):
+    found = conll.find_split_files(conll_dir)
+    assert {k: v.rsplit("/", 1)[1] for k, v in found.items()} == {
+        "train": "eng.train", "dev": "eng.testa", "test": "eng.testb"
+    }
+    for name in ("train.txt", "valid.txt"):
+        (tmp_path / name).write_text("EU NNP I-NP I-ORG\n\n")
+    assert sorted(conll.find_split_files(tmp_path)) == ["dev", "train"]
+    with pytest.raises(FileNotFoundError, match=r"no CoNLL file for train, dev \(looked for train: eng.train or train.txt"):
+        conll.find_split_files(tmp_path / "missing")
+
+
+# === Bad input ===
+
+
+def _write(tmp_path, text, name="bad.conll"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_original_file_is_not_iob2(conll_dir):
+    # eng.testa line 5: "LEICESTERSHIRE NNP I-NP I-ORG" starts an entity with I- (IOB1).
+    with pytest.raises(ValueError, match=r"eng\.testa:5: tag 'I-ORG' follows 'O' \(or the sentence start\); in IOB2"):
+        conll.read_conll(conll_dir / "eng.testa", tag_scheme="iob2")
+
+
+def test_iob2_errors_and_iob1_repair(tmp_path):
+    path = _write(tmp_path, "-DOCSTART- -X- O O\n\nEU NNP I-NP B-ORG\nrejects VBZ I-VP O\nGerman JJ I-NP I-MISC\n\n")
+    with pytest.raises(ValueError, match=r"bad\.conll:5: tag 'I-MISC' follows 'O'.*tag_scheme='iob1'"):
+        conll.read_conll(path, tag_scheme="iob2")
+    assert conll.read_conll(path, tag_scheme="iob1")[0].tags == ["B-ORG", "O", "B-MISC"]
+    after_other_type = _write(tmp_path, "EU NNP I-NP B-ORG\nGerman JJ I-NP I-MISC\n", "b.conll")
+    with pytest.raises(ValueError, match=r"b\.conll:2: tag 'I-MISC' follows an entity of type ORG"):
+        conll.read_conll(after_other_type, tag_scheme="iob2")
+
+
+def test_wrong_column_count(tmp_path):
+    path = _write(tmp_path, "EU NNP I-NP I-ORG\nrejects VBZ I-VP O\nGerman I-MISC\n\n")
+    with pytest.raises(ValueError, match=r"bad\.conll:3: expected 4 space-separated columns .* as on line 1, got 2: 'German I-MISC'"):
+        conll.read_conll(path)
+    with pytest.raises(ValueError, match=r"bad\.conll:1: expected 3 space-separated columns .* as requested, got 4"):
+        conll.read_conll(path, num_columns=3)
+    one_column = _write(tmp_path, "EU\n", "one.conll")
+    with pytest.raises(ValueError, match=r"one\.conll:1: expected at least 2 space-separated columns"):
+        conll.read_conll(one_column)
+
+
+@pytest.mark.parametrize(
+    "tag, message",
+    [
+        ("E-PER", r"bad\.conll:2: unknown tag prefix in 'E-PER'"),
+        ("X-PER", r"bad\.conll:2: Unknown tag 'X-PER'"),
+        ("PER", r"bad\.conll:2: Unknown tag 'PER'"),
+    ],
+)
+def test_unknown_tag_prefix(tmp_path, tag, message):
+    path = _write(tmp_path, f"EU NNP I-NP I-ORG\nPeter NNP I-NP {tag}\n\n")
+    with pytest.raises(ValueError, match=message):
+        conll.read_conll(path)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "-DOCSTART- -X- O O\n\n"])
+def test_empty_file(tmp_path, text):
+    path = _write(tmp_path, text)
+    with pytest.raises(ValueError, match=r"bad\.conll: no sentences found.*is the file empty"):
+        conll.read_conll(path)
+
+
+def test_bad_tag_scheme_argument(tmp_path):
+    with pytest.raises(ValueError, match="`tag_scheme` must be 'iob1' or 'iob2', got 'bio'"):
+        conll.read_conll(_write(tmp_path, "EU NNP I-NP I-ORG\n"), tag_scheme="bio")
+
+
+# === WordPiece alignment on all of the real dev set ===
+
+LABELS = ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
+
+
+@pytest.mark.parametrize(
+    "max_seq_length, document_context",
+    [(128, False), (128, True), (12, False), (12, True)],
+)
+def test_alignment_round_trip_on_all_dev(tokenizer, dev_sentences, dev_pieces, max_seq_length, document_context):
+    features = conll.encode_sentences(
+        dev_sentences, tokenizer, LABELS, max_seq_length,
+        document_context=document_context, word_pieces=dev_pieces,
+    )
+    gold = [[LABELS.index(t) for t in s.tags] for s in dev_sentences]
+    # word labels -> token labels -> word labels
+    assert conll.word_label_ids(features, features.labels, dev_sentences) == gold
+    # Every sentence is labelled, at least one window each; nothing dropped.
+    assert set(features.sentence_index.tolist()) == set(range(len(dev_sentences)))
+    assert int((features.labels >= 0).sum()) == sum(len(s.words) for s in dev_sentences)
+    assert features.lengths.max() <= max_seq_length
+    assert (features.token_ids[:, 0] == tokenizer.cls_token_id).all()
+    rows = np.arange(len(features))
+    assert (features.token_ids[rows, features.lengths - 1] == tokenizer.sep_token_id).all()
+    assert (features.padding_mask.sum(axis=1) == features.lengths).all()
+    # Three dev sentences (ruled tables of results) need more than 128 WordPieces: split, not dropped.
+    assert features.num_split_sentences == (3 if max_seq_length == 128 else features.num_split_sentences)
+    assert features.num_split_sentences > 0 and len(features) > len(dev_sentences)
+    # '1,874-of-3,362' has 11 WordPieces, more than fit 12 tokens: cut, still labelled.
+    assert features.num_truncated_words == (1 if max_seq_length == 12 else 0)
+    if document_context:
+        # Context fills windows: on average far more tokens than the sentence alone.
+        assert features.lengths.mean() > 0.9 * max_seq_length
+
+
+def test_document_context_stays_in_document_and_labels_only_centre(tokenizer, dev_sentences, dev_pieces):
+    features = conll.encode_sentences(dev_sentences[:40], tokenizer, LABELS, 64, document_context=True,
+                                      word_pieces=dev_pieces[: sum(len(s.words) for s in dev_sentences[:40])])
+    second_document = [i for i, s in enumerate(dev_sentences[:40]) if s.document_index == 1]
+    row = int(np.nonzero(features.sentence_index == second_document[0])[0][0])
+    # The first sentence of a document has no left context: its first word follows [CLS].
+    assert features.word_index[row, 1] == 0
+    labelled = features.word_index[row] >= 0
+    assert int(labelled.sum()) == len(dev_sentences[second_document[0]].words)
+    assert (features.labels[row][~labelled] == -1).all()
+
+
+def test_long_word_error_names_file_and_line(tokenizer, conll_dir):
+    sentences = conll.read_conll(conll_dir / "eng.train")  # ruled tables: '-----...' words
+    longest = max(((s, i) for s in sentences for i in range(len(s.words))), key=lambda p: len(p[0].words[p[1]]))
+    sentence, index = longest
+    assert sentence.words[index].startswith("------")
+    line = sentence.line_numbers[index]
+    with pytest.raises(ValueError, match=rf"eng\.train:{line}: the word '-+' has \d+ WordPieces, more than fit a window of max_seq_length=16"):
+        conll.encode_sentences([sentence], tokenizer, LABELS, 16, long_word="error")
+    features = conll.encode_sentences([sentence], tokenizer, LABELS, 16)
+    assert features.num_truncated_words >= 1
+    assert conll.word_label_ids(features, features.labels, [sentence]) == [[LABELS.index(t) for t in sentence.tags]]
+
+
+def test_unknown_label_is_an_error(tokenizer, tmp_path):
+    sentences = conll.read_conll(_write(tmp_path, "Paris NNP I-NP I-LOC\n\n"))
+    with pytest.raises(ValueError, match=r"bad\.conll:1: tag 'B-LOC' is not in the label set \['O', 'B-PER'"):
+        conll.encode_sentences(sentences, tokenizer, ["O", "B-PER", "I-PER"], 16)
+
+
+def test_dataset_batches(tokenizer, dev_sentences, dev_pieces):
+    sentences = dev_sentences[:50]
+    features = conll.encode_sentences(sentences, tokenizer, LABELS, 128,
+                                      word_pieces=dev_pieces[: sum(len(s.words) for s in sentences)])
+    fixed = list(conll.make_dataset(features, 16))
+    assert [tuple(x["token_ids"].shape) for x, _ in fixed] == [(16, 128)] * 3 + [(2, 128)]
+    bucketed = list(conll.make_dataset(features, 16, boundaries=[32, 64, 128]))
+    widths = [int(x["token_ids"].shape[1]) for x, _ in bucketed]
+    assert all(w in (32, 64, 128) for w in widths) and max(widths) < 128
+    # Evaluation order is kept and padded labels are -1, so decoding works on bucketed predictions.
+    labels = [y.numpy() for _, y in bucketed]
+    rows = [row for batch in labels for row in batch]
+    assert conll.word_label_ids(features, rows, sentences) == [[LABELS.index(t) for t in s.tags] for s in sentences]
+    shuffled = conll.make_dataset(features, 16, shuffle=True, seed=0, boundaries=[32, 64, 128])
+    assert sum(int(x["token_ids"].shape[0]) for x, _ in shuffled) == len(features)
+
+
+def test_write_predictions(tmp_path, dev_sentences):
+    path = tmp_path / "predictions.txt"
+    sentences = dev_sentences[:2]
+    conll.write_conll_predictions(path, sentences, [s.tags for s in sentences])
+    lines = path.read_text().split("\n")
+    assert lines[0] == "CRICKET O O"
+    assert lines[1] == "- O O"
+    assert lines[2] == "LEICESTERSHIRE B-ORG B-ORG"
+    with pytest.raises(ValueError, match=r"eng\.testa:3: 11 words but 1 predicted tags"):
+        conll.write_conll_predictions(path, sentences[:1], [["O"]])
