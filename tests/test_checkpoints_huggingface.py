@@ -1,0 +1,144 @@
+"""Hugging Face checkpoints: strict checking (names and shapes), skipped tensors, naming variants, pickles.
+
+Every checkpoint here is the real all-MiniLM-L6-v2 safetensors file, renamed or
+altered the way real files differ (a `bert.` prefix and gamma/beta names from
+BertForPreTraining exports, pretraining heads, a config that does not match).
+"""
+
+import json
+
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_bert_impl import BertBackbone
+from keras_bert_impl.checkpoints import CheckpointMismatchError
+from keras_bert_impl.checkpoints.huggingface import load_weights, read_backbone_config
+
+
+@pytest.fixture(scope="module")
+def tensors(minilm_dir):
+    from safetensors.numpy import load_file
+
+    return load_file(str(minilm_dir / "model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def backbone(minilm_dir):
+    return BertBackbone(**read_backbone_config(str(minilm_dir)))
+
+
+def write_hf_dir(directory, minilm_dir, tensors, **config_changes):
+    from safetensors.numpy import save_file
+
+    directory.mkdir()
+    config = json.loads((minilm_dir / "config.json").read_text())
+    config.update(config_changes)
+    (directory / "config.json").write_text(json.dumps(config))
+    save_file(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    return directory
+
+
+def test_missing_tensor_is_named_with_shape(tmp_path, minilm_dir, tensors, backbone):
+    damaged = {k: v for k, v in tensors.items() if k != "encoder.layer.3.output.dense.weight"}
+    directory = write_hf_dir(tmp_path / "hf", minilm_dir, damaged)
+    with pytest.raises(CheckpointMismatchError) as info:
+        load_weights(backbone, directory)
+    message = str(info.value)
+    assert "model.safetensors does not match the BertBackbone config (1 problem(s))" in message
+    assert (
+        "missing tensor 'encoder.layer.3.output.dense.weight' (expected shape (384, 1536), "
+        "for BertBackbone variable 'transformer_layer_3/output/kernel')"
+    ) in message
+
+
+def test_unexpected_tensor_is_named_with_shape(tmp_path, minilm_dir, tensors, backbone):
+    extra = dict(tensors, **{"encoder.layer.1.attention.self.rotary.weight": np.zeros((4, 4), "float32")})
+    directory = write_hf_dir(tmp_path / "hf", minilm_dir, extra)
+    with pytest.raises(CheckpointMismatchError, match=r"unexpected tensor 'encoder\.layer\.1\.attention\.self\.rotary\.weight' with shape \(4, 4\)"):
+        load_weights(backbone, directory)
+
+
+def test_shape_mismatch_names_both_shapes(tmp_path, minilm_dir, tensors, backbone):
+    bad = dict(tensors, **{"encoder.layer.0.intermediate.dense.weight": np.zeros((1535, 384), "float32")})
+    directory = write_hf_dir(tmp_path / "hf", minilm_dir, bad)
+    with pytest.raises(CheckpointMismatchError) as info:
+        load_weights(backbone, directory)
+    assert (
+        "shape mismatch for tensor 'encoder.layer.0.intermediate.dense.weight': checkpoint has (1535, 384), "
+        "expected (1536, 384) (for BertBackbone variable 'transformer_layer_0/intermediate/kernel')"
+    ) in str(info.value)
+
+
+def test_config_that_does_not_match_the_weights(tmp_path, minilm_dir, tensors):
+    directory = write_hf_dir(tmp_path / "hf", minilm_dir, tensors, intermediate_size=1024)
+    with pytest.raises(CheckpointMismatchError) as info:
+        BertBackbone.from_preset(str(directory))
+    message = str(info.value)
+    assert "(18 problem(s))" in message  # intermediate kernel, bias and output kernel of 6 layers
+    assert (
+        "shape mismatch for tensor 'encoder.layer.0.output.dense.weight': checkpoint has (384, 1536), "
+        "expected (384, 1024)"
+    ) in message
+
+
+def test_prefixed_gamma_beta_names_load_and_heads_are_skipped(tmp_path, minilm_dir, tensors, backbone):
+    renamed = {}
+    for name, value in tensors.items():
+        name = "bert." + name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+        renamed[name] = value
+    rng = np.random.default_rng(0)
+    renamed["cls.predictions.bias"] = np.zeros(30522, "float32")
+    renamed["cls.predictions.transform.dense.weight"] = rng.normal(0, 0.02, (384, 384)).astype("float32")
+    renamed["cls.seq_relationship.weight"] = rng.normal(0, 0.02, (2, 384)).astype("float32")
+    directory = write_hf_dir(tmp_path / "hf", minilm_dir, renamed)
+    report = load_weights(backbone, directory)
+    assert "bert.embeddings.LayerNorm.gamma" in report.loaded
+    assert set(report.skipped) == {
+        "bert.embeddings.position_ids",
+        "cls.predictions.bias",
+        "cls.predictions.transform.dense.weight",
+        "cls.seq_relationship.weight",
+    }
+    assert "pretraining head" in report.skipped["cls.seq_relationship.weight"]
+    assert "cls.predictions.bias: pretraining head" in str(report)
+    layer = backbone.transformer_layers[2]
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(layer.attention_layer_norm.gamma), tensors["encoder.layer.2.attention.output.LayerNorm.weight"]
+    )
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(layer.qkv_dense.kernel)[:, 384:768], tensors["encoder.layer.2.attention.self.key.weight"].T
+    )
+
+
+def test_pytorch_pickle_is_refused_unless_allowed(tmp_path, minilm_dir, tensors):
+    import torch
+
+    directory = tmp_path / "pickle_only"
+    directory.mkdir()
+    (directory / "config.json").write_bytes((minilm_dir / "config.json").read_bytes())
+    torch.save({k: torch.from_numpy(v) for k, v in tensors.items()}, directory / "pytorch_model.bin")
+    with pytest.raises(ValueError) as info:
+        BertBackbone.from_preset(str(directory))
+    message = str(info.value)
+    assert "pytorch_model.bin" in message and "arbitrary code" in message
+    assert "safetensors" in message and "allow_pytorch_pickle=True" in message
+    loaded = BertBackbone.from_preset(str(directory), allow_pytorch_pickle=True)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(loaded.pooled_dense.kernel), tensors["pooler.dense.weight"].T
+    )
+
+
+def test_activation_mapping_and_unsupported_config(tmp_path, minilm_dir, tensors):
+    from keras_bert_impl.checkpoints.huggingface import backbone_config_from_hf
+
+    config = json.loads((minilm_dir / "config.json").read_text())
+    assert backbone_config_from_hf(config)["activation"] == "gelu"
+    for tanh_name in ("gelu_new", "gelu_pytorch_tanh"):
+        assert backbone_config_from_hf(dict(config, hidden_act=tanh_name))["activation"] == "gelu_approximate"
+    with pytest.raises(ValueError, match=r"hidden_act='swish'; supported"):
+        backbone_config_from_hf(dict(config, hidden_act="swish"))
+    with pytest.raises(ValueError, match=r"position_embedding_type='relative_key'"):
+        backbone_config_from_hf(dict(config, position_embedding_type="relative_key"))
+    with pytest.raises(TypeError, match=r"Unknown override\(s\) \['hidden_size'\]"):
+        BertBackbone.from_preset(str(minilm_dir), hidden_size=5)
