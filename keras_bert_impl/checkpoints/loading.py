@@ -225,7 +225,8 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
     Args:
         cls: the backbone class (`BertBackbone`).
         preset: a preset name or a local directory (see `resolve_preset`).
-        load_weights: bool. False builds the architecture with random weights.
+        load_weights: bool. False builds the architecture with random weights
+            (for a preset name, from the table's config without any download).
         dtype: dtype or dtype policy name for the backbone.
         **overrides: config entries to override (e.g. `dropout=0.0`). The
             key `allow_pytorch_pickle=True` lets a Hugging Face directory with
@@ -240,6 +241,14 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
     >>> backbone = load_backbone(BertBackbone, "all_minilm_l6_v2_en")  # doctest: +SKIP
     """
     allow_pickle = overrides.pop("allow_pytorch_pickle", False)
+    if not load_weights and not os.path.isdir(os.fspath(preset)):
+        from keras_bert_impl.presets import backbone_presets
+
+        if preset in backbone_presets:
+            # Architecture only: the table's config, no download.
+            config = dict(backbone_presets[preset]["config"])
+            _check_overrides(preset, config, overrides)
+            return cls(**{**config, **overrides}, dtype=dtype)
     resolved = _resolve_for_loading(preset, allow_pickle)
     if resolved.format == HUGGINGFACE:
         from keras_bert_impl.checkpoints import huggingface as module
@@ -250,11 +259,7 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
     else:
         from keras_bert_impl.checkpoints import own_preset as module
     config = module.read_backbone_config(resolved.location)
-    unknown = set(overrides) - set(config) - {"attention_dropout", "name", "trainable"}
-    if unknown:
-        raise TypeError(
-            f"Unknown override(s) {sorted(unknown)} for {preset!r}; valid config keys: {sorted(config)}."
-        )
+    _check_overrides(preset, config, overrides)
     config.update(overrides)
     backbone = cls(**config, dtype=dtype)
     if load_weights:
@@ -266,6 +271,14 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
             backbone.load_report = report
             logger.info("%s", report)
     return backbone
+
+
+def _check_overrides(preset, config, overrides):
+    unknown = set(overrides) - set(config) - {"attention_dropout", "name", "trainable"}
+    if unknown:
+        raise TypeError(
+            f"Unknown override(s) {sorted(unknown)} for {preset!r}; valid config keys: {sorted(config)}."
+        )
 
 
 def _resolve_for_loading(preset, allow_pickle):
