@@ -150,13 +150,14 @@ def _tensorflow_strategy(name, tpu, devices, connect_timeout):
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=devices)
     gpus = tf.config.list_logical_devices("GPU")
-    if name == "gpu":
-        if not gpus:
-            raise ValueError("--strategy gpu: TensorFlow sees no GPU on this machine (use cpu).")
-        return tf.distribute.OneDeviceStrategy(gpus[0].name)
-    if name == "auto" and gpus:
-        return tf.distribute.OneDeviceStrategy(gpus[0].name)
-    return tf.distribute.OneDeviceStrategy("/cpu:0")
+    if name == "gpu" and not gpus:
+        raise ValueError("--strategy gpu: TensorFlow sees no GPU on this machine (use cpu).")
+    if name == "cpu" and gpus:
+        return tf.distribute.OneDeviceStrategy("/cpu:0")
+    # One device: TensorFlow's default strategy (ops go to GPU:0 when there is
+    # one). Unlike OneDeviceStrategy it leaves datasets undistributed, so the
+    # tf.data iterator fit() reads from can be checkpointed exactly.
+    return tf.distribute.get_strategy()
 
 
 def _tpu_strategy(tf, tpu, connect_timeout):

@@ -1,0 +1,333 @@
+"""Callbacks and input plumbing of a pretraining run (TensorFlow needed for tf.data and summaries).
+
+- `IteratorAdapter`: lets `model.fit` read from a tf.data iterator that the
+  run owns, so the iterator's position can be checkpointed exactly.
+- `CheckpointEveryEpoch`: atomic checkpoint at the end of every epoch of
+  `checkpoint_every` steps.
+- `NaNGuard`: stops at the first non-finite loss, naming the step and the last
+  good checkpoint.
+- `PretrainingTensorBoard`: train/validation scalars (losses, accuracies,
+  learning rate, gradient norm, sequences/s, tokens/s), hparams, and a text
+  summary of the model's top-5 guesses for masked words of held-out sentences.
+"""
+
+import math
+import os
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras.src.trainers.data_adapters.data_adapter import DataAdapter
+
+
+class _OwnedIteratorDataset(tf.distribute.DistributedDataset):
+    """Presents an existing iterator to Keras's TF trainer as a dataset whose `iter()` is that iterator."""
+
+    def __init__(self, iterator):
+        self._iterator = iterator
+
+    def __iter__(self):
+        return self._iterator
+
+    @property
+    def element_spec(self):
+        return self._iterator.element_spec
+
+
+class IteratorAdapter(DataAdapter):
+    """A Keras data adapter over an iterator the caller owns (and checkpoints).
+
+    `model.fit(IteratorAdapter(iterator), steps_per_epoch=...)` consumes exactly
+    `steps_per_epoch` batches per epoch from `iterator` on the TensorFlow backend
+    (and on JAX/PyTorch on CPU), so after any epoch `iterator` is positioned at
+    the next unread batch.
+    """
+
+    def __init__(self, iterator):
+        self.iterator = iterator
+
+    def get_tf_dataset(self):
+        return _OwnedIteratorDataset(self.iterator)
+
+    def get_numpy_iterator(self):
+        for batch in self.iterator:
+            yield tf.nest.map_structure(lambda t: t.numpy(), batch)
+
+    def get_jax_iterator(self):
+        return self.get_numpy_iterator()
+
+    def get_torch_dataloader(self):
+        return self.get_numpy_iterator()
+
+    @property
+    def num_batches(self):
+        return None
+
+    @property
+    def batch_size(self):
+        return None
+
+    @property
+    def has_partial_batch(self):
+        return False
+
+    @property
+    def partial_batch_size(self):
+        return None
+
+
+def is_chief():
+    """False on the non-chief workers of a MultiWorkerMirroredStrategy (they write no files)."""
+    if not tf.distribute.has_strategy():
+        return True
+    resolver = getattr(tf.distribute.get_strategy(), "cluster_resolver", None)
+    if resolver is None or not getattr(resolver, "task_type", None):
+        return True
+    return resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
+                                             and "chief" not in resolver.cluster_spec().as_dict())
+
+
+class CheckpointEveryEpoch(keras.callbacks.Callback):
+    """Saves an atomic checkpoint (model, optimizer, step, iterator) after each epoch."""
+
+    def __init__(self, manager, optimizer, iterator, steps_per_epoch, state=None):
+        super().__init__()
+        self.manager = manager
+        self.optimizer = optimizer
+        self.iterator = iterator
+        self.steps_per_epoch = steps_per_epoch
+        self.state = dict(state or {})
+        self.last_path = manager.latest()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if getattr(self.model, "_nan_detected", False):
+            return
+        step = (epoch + 1) * self.steps_per_epoch
+        if is_chief():
+            self.last_path = self.manager.save(
+                step, self.model, self.optimizer, iterator=self.iterator,
+                state=dict(self.state, logs={k: float(v) for k, v in (logs or {}).items()}),
+            )
+
+
+class NaNGuard(keras.callbacks.Callback):
+    """Stops training at the first non-finite loss and raises `NaNLossError` with the step."""
+
+    def __init__(self, start_step, manager):
+        super().__init__()
+        self.manager = manager
+        self.steps_per_epoch = None
+        self.epoch = 0
+
+    def on_train_begin(self, logs=None):
+        self.steps_per_epoch = self.params.get("steps")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            from keras_bert_impl.training.pretraining_run import NaNLossError
+
+            step = self.epoch * self.steps_per_epoch + batch + 1
+            self.model._nan_detected = True  # noqa: SLF001
+            self.model.stop_training = True
+            last = self.manager.latest()
+            raise NaNLossError(
+                f"Training loss is {float(loss)} at step {step}; stopped. "
+                + (f"The last good checkpoint is {last} (it was kept)."
+                   if last else "No checkpoint was written before it.")
+                + " Lower --learning_rate, raise --warmup_steps, or use bf16 instead of fp16."
+            )
+
+
+def probe_sentences(files, tokenizer, seq_length, count=3, every=6):
+    """A few fixed held-out sentences with every `every`-th word piece masked, for the text summary."""
+    lines = []
+    for path in files:
+        with tf.io.gfile.GFile(path) as f:
+            for line in f:
+                line = line.strip()
+                if len(line.split()) >= 10:
+                    lines.append(line)
+                if len(lines) >= count:
+                    break
+        if len(lines) >= count:
+            break
+    ids = tokenizer.tokenize(tf.constant(lines)).to_list()
+    max_predictions = max(1, (seq_length - 2) // every)
+    batch = {k: [] for k in ("token_ids", "segment_ids", "padding_mask", "mask_positions",
+                             "mask_ids", "mask_weights")}
+    cls_id, sep_id, mask_id = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id
+    for row in ids:
+        row = [int(t) for t in row][: seq_length - 2]
+        tokens = [cls_id] + row + [sep_id]
+        positions = list(range(1, len(tokens) - 1, every))[:max_predictions]
+        labels = [tokens[p] for p in positions]
+        for p in positions:
+            tokens[p] = mask_id
+        pad = seq_length - len(tokens)
+        fill = max_predictions - len(positions)
+        batch["token_ids"].append(tokens + [0] * pad)
+        batch["segment_ids"].append([0] * seq_length)
+        batch["padding_mask"].append([1] * len(tokens) + [0] * pad)
+        batch["mask_positions"].append(positions + [0] * fill)
+        batch["mask_ids"].append(labels + [0] * fill)
+        batch["mask_weights"].append([1] * len(positions) + [0] * fill)
+    return {k: np.asarray(v, "int32") for k, v in batch.items()}
+
+
+def top_k_report(model, tokenizer, probe, k=5):
+    """Markdown: each probe sentence with [MASK]s, then truth -> top-k guesses per masked word."""
+    inputs = {n: probe[n] for n in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
+    logits = keras.ops.convert_to_numpy(model(inputs, training=False)["mlm"])
+    vocab = tokenizer.get_vocabulary()
+    vocab = [v.decode() if isinstance(v, bytes) else v for v in vocab]
+    parts = []
+    for i in range(len(probe["token_ids"])):
+        length = int(probe["padding_mask"][i].sum())
+        shown = " ".join(vocab[t] for t in probe["token_ids"][i][1:length - 1])
+        parts.append(f"**{shown}**\n")
+        parts.append("| masked | top-5 guesses |\n|---|---|")
+        for j in range(len(probe["mask_ids"][i])):
+            if not probe["mask_weights"][i][j]:
+                continue
+            row = logits[i, j]
+            probs = np.exp(row - row.max())
+            probs /= probs.sum()
+            best = np.argsort(-row)[:k]
+            guesses = ", ".join(f"{vocab[t]} ({probs[t]:.2f})" for t in best)
+            parts.append(f"| {vocab[probe['mask_ids'][i][j]]} | {guesses} |")
+        parts.append("")
+    return "\n".join(parts)
+
+
+class PretrainingTensorBoard(keras.callbacks.Callback):
+    """Writes the run's TensorBoard data under `logs_dir/{train,validation}`."""
+
+    def __init__(self, logs_dir, model, tokenizer, probe, *, config, start_step, log_every,
+                 global_batch_size, seq_length, hparams, profile_steps=None):
+        super().__init__()
+        self.logs_dir = logs_dir if is_chief() else os.path.join(logs_dir, "non_chief_workers")
+        self.tokenizer = tokenizer
+        self.probe = probe
+        self.log_every = log_every
+        self.global_batch_size = global_batch_size
+        self.seq_length = seq_length
+        self.hparams = hparams
+        self.profile = _parse_profile_steps(profile_steps)
+        self.start_step = start_step
+        self.epoch = 0
+        self.steps_per_epoch = None
+        self._train_writer = tf.summary.create_file_writer(os.path.join(self.logs_dir, "train"))
+        self._validation_writer = tf.summary.create_file_writer(os.path.join(self.logs_dir, "validation"))
+        self._last_time = None
+        self._last_step = start_step
+        self._profiling = False
+
+    def on_train_begin(self, logs=None):
+        from tensorboard.plugins.hparams import api as hp
+
+        self.steps_per_epoch = self.params.get("steps")
+        with self._train_writer.as_default():
+            hp.hparams(self.hparams, trial_id=os.path.basename(os.path.dirname(self.logs_dir)) or "run")
+        self._train_writer.flush()
+        self._last_time = time.time()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def _step(self, batch):
+        return self.epoch * self.steps_per_epoch + batch + 1
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.profile and self._step(batch) == self.profile[0] and not self._profiling:
+            tf.profiler.experimental.start(os.path.join(self.logs_dir, "profile"))
+            self._profiling = True
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self._step(batch)
+        if self._profiling and step >= self.profile[1]:
+            tf.profiler.experimental.stop()
+            self._profiling = False
+        if step % self.log_every and step != self.start_step + 1:
+            return
+        now = time.time()
+        steps = step - self._last_step
+        scalars = {k: float(v) for k, v in (logs or {}).items()}
+        scalars["learning_rate"] = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+        scalars["gradient_norm"] = self._gradient_norm()
+        if steps > 0 and now > self._last_time:
+            sequences = steps * self.global_batch_size / (now - self._last_time)
+            scalars["sequences_per_second"] = sequences
+            scalars["tokens_per_second"] = sequences * self.seq_length
+        with self._train_writer.as_default(step=step):
+            for name, value in scalars.items():
+                tf.summary.scalar(name, value)
+        self._train_writer.flush()
+        self._last_time, self._last_step = time.time(), step
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = (epoch + 1) * self.steps_per_epoch
+        with self._validation_writer.as_default(step=step):
+            for name, value in (logs or {}).items():
+                if name.startswith("val_"):
+                    tf.summary.scalar(name[4:], float(value))
+        self._validation_writer.flush()
+        with self._train_writer.as_default(step=step):
+            tf.summary.text("masked_word_guesses", top_k_report(self.model, self.tokenizer, self.probe))
+        self._train_writer.flush()
+        self._last_time = time.time()
+
+    def on_train_end(self, logs=None):
+        if self._profiling:
+            tf.profiler.experimental.stop()
+        self._train_writer.flush()
+        self._validation_writer.flush()
+
+    def _gradient_norm(self):
+        """Global norm of the loss gradient on the fixed held-out probe batch (no dropout)."""
+        probe = self.probe
+        x = {n: probe[n] for n in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
+        weights = probe["mask_weights"].astype("float32")
+        labels = probe["mask_ids"]
+        variables = self.model.trainable_variables
+        backend = keras.backend.backend()
+
+        def mlm_loss(logits):
+            ce = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+            return keras.ops.sum(ce * weights) / max(float(weights.sum()), 1.0)
+
+        if backend == "tensorflow":
+            with tf.GradientTape() as tape:
+                loss = mlm_loss(self.model(x, training=False)["mlm"])
+            grads = tape.gradient(loss, variables)
+            grads = [g for g in grads if g is not None]
+            return float(tf.linalg.global_norm([tf.convert_to_tensor(g) for g in grads]))
+        if backend == "jax":
+            import jax
+
+            trainable = [v.value for v in variables]
+            non_trainable = [v.value for v in self.model.non_trainable_variables]
+
+            def loss_fn(values):
+                out, _ = self.model.stateless_call(values, non_trainable, x, training=False)
+                return mlm_loss(out["mlm"])
+
+            grads = jax.grad(loss_fn)(trainable)
+            return float(np.sqrt(sum(float((np.asarray(g, "float64") ** 2).sum()) for g in grads)))
+        return float("nan")
+
+
+def _parse_profile_steps(value):
+    if not value:
+        return None
+    try:
+        start, end = (int(v) for v in str(value).split(","))
+    except ValueError:
+        raise ValueError(f"--profile_steps {value!r}: expected 'START,END', e.g. '20,25'.") from None
+    if not 0 < start <= end:
+        raise ValueError(f"--profile_steps {value!r}: expected 0 < START <= END.")
+    return start, end

@@ -1,0 +1,391 @@
+"""A complete BERT pretraining run: strategy, data, model, optimizer, fit, checkpoints, export.
+
+`run_pretraining(PretrainingConfig(...))` is what `recipes/pretrain.py` calls.
+It builds the `tf.data` pretraining pipeline, a `BertPretrainer` under the
+chosen strategy and the paper's optimizer, then trains with `model.fit` in
+"epochs" of `checkpoint_every` steps. After each epoch it evaluates on held-out
+text, writes TensorBoard summaries and an atomic checkpoint. Restarting the
+same command resumes from the newest checkpoint: model, optimizer, step and
+the input pipeline's position (the tf.data iterator itself on one device; a
+deterministic skip of the consumed batches with several replicas).
+"""
+
+import dataclasses
+import json
+import math
+import os
+import time
+
+import keras
+import numpy as np
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.pretrainer import BertPretrainer
+from keras_bert_impl.training.optimizer import create_optimizer, mixed_precision_policy
+from keras_bert_impl.training.run_checkpoints import CheckpointManager
+from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy
+
+PRESET_ALIASES = {
+    "tiny": "bert_tiny_en_uncased",
+    "mini": "bert_mini_en_uncased",
+    "small": "bert_small_en_uncased",
+    "medium": "bert_medium_en_uncased",
+    "base": "bert_base_en_uncased",
+    "large": "bert_large_en_uncased",
+}
+
+# Settings that must match for a model_dir to be resumed.
+RUN_DEFINING_SETTINGS = (
+    "model_config", "seq_length", "max_predictions_per_seq", "global_batch_size", "num_steps",
+    "warmup_steps", "learning_rate", "optimizer", "weight_decay", "mixed_precision", "seed",
+    "whole_word_masking", "nsp", "lowercase", "checkpoint_every", "train_files",
+    "init_checkpoint", "gradient_accumulation_steps",
+)
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    """Every setting of a pretraining run (the flags of `recipes/pretrain.py`).
+
+    Defaults pretrain the tiny config on the corpus bundled with the package.
+    `config` is a size (`tiny|mini|small|medium|base|large`), a preset name
+    or a JSON file of `BertBackbone` arguments; `vocabulary_size` always comes
+    from `vocab`.
+    """
+
+    strategy: str = "auto"
+    tpu: str = None
+    config: str = "tiny"
+    train_files: list = None
+    validation_files: list = None
+    vocab: str = None
+    lowercase: bool = True
+    seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    global_batch_size: int = 32
+    num_steps: int = 300
+    warmup_steps: int = 30
+    learning_rate: float = 1e-3
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    mixed_precision: str = None
+    model_dir: str = "bert_pretraining"
+    checkpoint_every: int = 100
+    keep_checkpoints: int = 3
+    log_every: int = 20
+    validation_steps: int = 10
+    seed: int = 0
+    whole_word_masking: bool = False
+    nsp: bool = True
+    init_checkpoint: str = None
+    steps_per_execution: int = 1
+    jit_compile: object = "auto"
+    profile_steps: str = None
+    gradient_accumulation_steps: int = None
+    dropout: float = None
+    deterministic: bool = False
+    verbose: int = 1
+
+    def resolved(self):
+        """Returns a copy with the bundled corpus filled in where no data was named."""
+        config = dataclasses.replace(self)
+        if not config.train_files:
+            from keras_bert_impl.data.corpus import bundled_corpus
+
+            corpus = bundled_corpus()
+            config.train_files = [corpus["train"]]
+            config.validation_files = config.validation_files or [corpus["valid"]]
+            config.vocab = config.vocab or corpus["vocab"]
+        if isinstance(config.train_files, str):
+            config.train_files = [config.train_files]
+        if isinstance(config.validation_files, str):
+            config.validation_files = [config.validation_files]
+        if not config.vocab:
+            if config.init_checkpoint and os.path.exists(os.path.join(config.init_checkpoint, "vocab.txt")):
+                config.vocab = os.path.join(config.init_checkpoint, "vocab.txt")
+            else:
+                raise ValueError("--vocab is required when --train_files is given (a WordPiece vocab.txt).")
+        return config
+
+
+def backbone_config(config, vocabulary_size):
+    """Backbone constructor arguments for `config.config` (size, preset name or JSON path)."""
+    name = config.config
+    if name.endswith(".json") or os.path.isfile(name):
+        if not os.path.isfile(name):
+            raise FileNotFoundError(f"--config {name!r}: no such JSON file.")
+        with open(name) as f:
+            arguments = json.load(f)
+        if not isinstance(arguments, dict):
+            raise ValueError(f"--config {name!r}: expected a JSON object of BertBackbone arguments.")
+    else:
+        from keras_bert_impl.presets import backbone_presets
+
+        preset = PRESET_ALIASES.get(name, name)
+        if preset not in backbone_presets:
+            raise ValueError(
+                f"--config {name!r}: expected one of {', '.join(PRESET_ALIASES)}, a preset name "
+                f"or a JSON file of BertBackbone arguments."
+            )
+        arguments = dict(backbone_presets[preset]["config"])
+    arguments["vocabulary_size"] = vocabulary_size
+    if config.dropout is not None:
+        arguments["dropout"] = config.dropout
+    if config.seq_length > arguments.get("max_sequence_length", 512):
+        raise ValueError(
+            f"--seq_length={config.seq_length} exceeds the model's max_sequence_length="
+            f"{arguments.get('max_sequence_length', 512)}."
+        )
+    return arguments
+
+
+def run_settings(config, model_config):
+    values = dataclasses.asdict(config)
+    values["model_config"] = model_config
+    return {key: values[key] for key in RUN_DEFINING_SETTINGS}
+
+
+def check_resumable(model_dir, settings):
+    """Writes `<model_dir>/run_config.json` on the first start; on restarts refuses a different run."""
+    path = os.path.join(model_dir, "run_config.json")
+    settings = json.loads(json.dumps(settings))
+    if os.path.exists(path):
+        with open(path) as f:
+            saved = json.load(f)
+        differ = [
+            f"{key}: {json.dumps(saved.get(key))} in {model_dir} vs {json.dumps(settings.get(key))} now"
+            for key in sorted(set(saved) | set(settings))
+            if saved.get(key) != settings.get(key)
+        ]
+        if differ:
+            raise ValueError(
+                f"--model_dir {model_dir} holds a run with a different configuration; refusing to "
+                f"resume it. Differences: " + "; ".join(differ)
+                + ". Use a new --model_dir (or restore the original flags)."
+            )
+        return
+    os.makedirs(model_dir, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(settings, f, indent=2)
+    os.replace(tmp, path)
+
+
+class NaNLossError(FloatingPointError):
+    """Raised when the training loss stops being finite."""
+
+
+def run_pretraining(config, dataset_fn=None):
+    """Runs (or resumes) pretraining as `config` says; returns a dict of results.
+
+    Args:
+        config: a `PretrainingConfig`.
+        dataset_fn: optional `(files, tokenizer, batch_size, seed, repeat,
+            shuffle, input_context) -> tf.data.Dataset` to replace
+            `keras_bert_impl.data.pretraining_dataset`.
+
+    Returns:
+        dict with `step`, `validation` metrics, `model_dir`, `logs_dir`,
+        `export_dir`, `sequences_per_second`.
+    """
+    import tensorflow as tf
+
+    from keras_bert_impl.data.pretraining import pretraining_dataset
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+    from keras_bert_impl.training import pretraining_callbacks as callbacks_lib
+    from keras_bert_impl.training.pretraining_inputs import split_features_labels
+
+    config = config.resolved()
+    if config.num_steps % config.checkpoint_every:
+        raise ValueError(
+            f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every="
+            f"{config.checkpoint_every} (training runs in epochs of checkpoint_every steps)."
+        )
+    if config.checkpoint_every % config.steps_per_execution:
+        raise ValueError(
+            f"--checkpoint_every={config.checkpoint_every} must be a multiple of "
+            f"--steps_per_execution={config.steps_per_execution}."
+        )
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
+
+    strategy = get_strategy(config.strategy, tpu=config.tpu)
+    replicas = strategy.num_replicas_in_sync
+    check_global_batch_size(config.global_batch_size, replicas)
+    keras.mixed_precision.set_global_policy(mixed_precision_policy(config.mixed_precision))
+
+    tokenizer = BertTokenizer(config.vocab, lowercase=config.lowercase)
+    model_config = backbone_config(config, tokenizer.vocabulary_size())
+    check_resumable(config.model_dir, run_settings(config, model_config))
+
+    build_dataset = dataset_fn or (
+        lambda files, tokenizer, batch_size, seed, repeat, shuffle, input_context: pretraining_dataset(
+            files, tokenizer, seq_length=config.seq_length,
+            max_predictions_per_seq=config.max_predictions_per_seq, batch_size=batch_size,
+            whole_word_masking=config.whole_word_masking, seed=seed, shuffle=shuffle,
+            repeat=repeat, nsp=config.nsp, input_context=input_context,
+        )
+    )
+    split = lambda features: split_features_labels(features, nsp=config.nsp)  # noqa: E731
+
+    # === Model and optimizer, under the strategy ===
+    with strategy.scope():
+        if config.init_checkpoint:
+            backbone = BertBackbone.from_preset(config.init_checkpoint, **(
+                {"dropout": config.dropout} if config.dropout is not None else {}))
+            if backbone.vocabulary_size != tokenizer.vocabulary_size():
+                raise ValueError(
+                    f"--init_checkpoint {config.init_checkpoint} has vocabulary_size="
+                    f"{backbone.vocabulary_size} but --vocab {config.vocab} has "
+                    f"{tokenizer.vocabulary_size()} tokens."
+                )
+        else:
+            backbone = BertBackbone(**model_config)
+        model = BertPretrainer(backbone, nsp=config.nsp)
+        optimizer = create_optimizer(
+            config.learning_rate, config.num_steps, config.warmup_steps,
+            optimizer=config.optimizer, weight_decay=config.weight_decay,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            mixed_precision=config.mixed_precision,
+        )
+        model.compile(
+            optimizer=optimizer,
+            jit_compile=config.jit_compile,
+            steps_per_execution=config.steps_per_execution,
+        )
+        optimizer.build(model.trainable_variables)
+
+    # === Resume ===
+    manager = CheckpointManager(os.path.join(config.model_dir, "checkpoints"), keep=config.keep_checkpoints)
+    latest = manager.latest()
+    start_step = 0
+    single_pipeline = _owns_iterator(strategy)
+    if latest:
+        with open(os.path.join(latest, "state.json")) as f:
+            start_step = json.load(f)["step"]
+
+    # === Data ===
+    if single_pipeline:
+        train_dataset = build_dataset(config.train_files, tokenizer, config.global_batch_size,
+                                      config.seed, True, True, None).map(split)
+        train_iterator = iter(train_dataset)
+        train_data = callbacks_lib.IteratorAdapter(train_iterator)
+    else:
+        train_iterator = None
+        train_data = _distributed_dataset(strategy, build_dataset, config, tokenizer, split, start_step)
+
+    validation_data = None
+    if config.validation_files:
+        validation_data = build_dataset(config.validation_files, tokenizer, config.global_batch_size,
+                                        config.seed + 1, True, False, None).map(split)
+
+    if latest:
+        manager.restore(latest, model, optimizer, iterator=train_iterator)
+        print(f"Resumed from {latest} at step {start_step}.", flush=True)
+
+    logs_dir = os.path.join(config.model_dir, "logs")
+    export_dir = os.path.join(config.model_dir, "export")
+    probe = callbacks_lib.probe_sentences(config.validation_files or config.train_files, tokenizer,
+                                          config.seq_length)
+    run_callbacks = [
+        callbacks_lib.NaNGuard(start_step, manager),
+        callbacks_lib.PretrainingTensorBoard(
+            logs_dir, model, tokenizer, probe, config=config, start_step=start_step,
+            log_every=config.log_every, global_batch_size=config.global_batch_size,
+            seq_length=config.seq_length, hparams=_hparams(config, replicas),
+            profile_steps=config.profile_steps,
+        ),
+        callbacks_lib.CheckpointEveryEpoch(manager, optimizer, train_iterator, config.checkpoint_every,
+                                           state={"config": config.config}),
+    ]
+    epochs = config.num_steps // config.checkpoint_every
+    initial_epoch = start_step // config.checkpoint_every
+    start_time = time.time()
+    history = {}
+    if initial_epoch < epochs:
+        history = model.fit(
+            train_data,
+            epochs=epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=config.checkpoint_every,
+            validation_data=validation_data,
+            validation_steps=config.validation_steps if validation_data is not None else None,
+            callbacks=run_callbacks,
+            verbose=config.verbose,
+        ).history
+    elapsed = time.time() - start_time
+    trained_steps = config.num_steps - start_step
+
+    validation = {}
+    if validation_data is not None:
+        validation = model.evaluate(validation_data, steps=config.validation_steps, verbose=0,
+                                    return_dict=True)
+    _export(backbone, export_dir, config)
+    return {
+        "step": config.num_steps,
+        "resumed_from_step": start_step,
+        "validation": {k: float(v) for k, v in validation.items()},
+        "history": {k: [float(x) for x in v] for k, v in history.items()},
+        "sequences_per_second": trained_steps * config.global_batch_size / elapsed if trained_steps else None,
+        "model_dir": config.model_dir,
+        "logs_dir": logs_dir,
+        "export_dir": export_dir,
+        "model": model,
+    }
+
+
+def _owns_iterator(strategy):
+    """True when fit() can read a plain, checkpointable tf.data iterator (one replica, no tf.distribute)."""
+    if strategy.num_replicas_in_sync != 1:
+        return False
+    if keras.backend.backend() != "tensorflow":
+        return True
+    import tensorflow as tf
+
+    return strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy()
+
+
+def _distributed_dataset(strategy, build_dataset, config, tokenizer, split, start_step):
+    """The training data for several replicas, positioned after `start_step` consumed batches.
+
+    One worker (MirroredStrategy, TPUStrategy, JAX DataParallel): one pipeline
+    of *global* batches that the strategy splits across replicas, so every
+    replica count sees the same examples in the same batches. Several workers
+    (MultiWorkerMirroredStrategy): one pipeline per worker
+    (`distribute_datasets_from_function` with its `InputContext`), each making
+    that worker's share of the global batch.
+    """
+
+    def global_batches():
+        return (build_dataset(config.train_files, tokenizer, config.global_batch_size,
+                              config.seed, True, True, None).skip(start_step).map(split))
+
+    if keras.backend.backend() != "tensorflow":
+        return global_batches()
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or (
+        strategy.extended._num_workers == 1  # noqa: SLF001
+    ):
+        return strategy.experimental_distribute_dataset(global_batches())
+
+    def dataset_for(input_context):
+        batch_size = input_context.get_per_replica_batch_size(config.global_batch_size)
+        local_replicas = input_context.num_replicas_in_sync // input_context.num_input_pipelines
+        return (build_dataset(config.train_files, tokenizer, batch_size, config.seed, True, True,
+                              input_context).skip(start_step * local_replicas).map(split))
+
+    return strategy.distribute_datasets_from_function(dataset_for)
+
+
+def _hparams(config, replicas):
+    values = {k: v for k, v in dataclasses.asdict(config).items()
+              if isinstance(v, (int, float, str, bool)) and not isinstance(v, type(None))}
+    values["num_replicas"] = replicas
+    values["backend"] = keras.backend.backend()
+    return values
+
+
+def _export(backbone, export_dir, config):
+    backbone.save_to_preset(export_dir, vocabulary=config.vocab, lowercase=config.lowercase)

@@ -1,0 +1,79 @@
+"""Pretrain BERT (MLM + NSP) on raw text: CPU, GPUs, several workers or a TPU.
+
+With no arguments: the tiny config on the corpus bundled with the package,
+a few hundred steps (a few minutes on a laptop CPU). Restarting the same
+command resumes from the newest checkpoint in --model_dir.
+
+    python recipes/pretrain.py
+    python recipes/pretrain.py --strategy tpu --tpu my-tpu --config base \\
+        --train_files 'gs://bucket/shards/*.txt' --vocab gs://bucket/vocab.txt \\
+        --global_batch_size 256 --num_steps 900000 --optimizer lamb \\
+        --mixed_precision bf16 --steps_per_execution 200 --model_dir gs://bucket/run
+"""
+
+import argparse
+import sys
+
+from keras_bert_impl.training.pretraining_run import NaNLossError, PretrainingConfig, run_pretraining
+
+
+def parse_args(argv=None):
+    d = PretrainingConfig()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--strategy", default=d.strategy, choices=["auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"])
+    p.add_argument("--tpu", default=None, help="TPU name or grpc:// address (default: local TPU VM)")
+    p.add_argument("--config", "--preset", dest="config", default=d.config,
+                   help="tiny|mini|small|medium|base|large, a preset name, or a JSON file of BertBackbone args")
+    p.add_argument("--train_files", nargs="+", default=None, help="text files or globs (default: bundled corpus)")
+    p.add_argument("--validation_files", nargs="+", default=None)
+    p.add_argument("--vocab", default=None, help="WordPiece vocab.txt (default: the bundled corpus vocab)")
+    p.add_argument("--lowercase", default=True, action=argparse.BooleanOptionalAction)
+    p.add_argument("--seq_length", type=int, default=d.seq_length)
+    p.add_argument("--max_predictions_per_seq", type=int, default=d.max_predictions_per_seq)
+    p.add_argument("--global_batch_size", type=int, default=d.global_batch_size)
+    p.add_argument("--num_steps", type=int, default=d.num_steps)
+    p.add_argument("--warmup_steps", type=int, default=d.warmup_steps)
+    p.add_argument("--learning_rate", type=float, default=d.learning_rate)
+    p.add_argument("--optimizer", default=d.optimizer, choices=["adamw", "lamb"])
+    p.add_argument("--weight_decay", type=float, default=d.weight_decay)
+    p.add_argument("--gradient_accumulation_steps", type=int, default=None)
+    p.add_argument("--mixed_precision", default=None, choices=["bf16", "fp16"])
+    p.add_argument("--model_dir", default=d.model_dir)
+    p.add_argument("--checkpoint_every", type=int, default=d.checkpoint_every)
+    p.add_argument("--keep_checkpoints", type=int, default=d.keep_checkpoints)
+    p.add_argument("--log_every", type=int, default=d.log_every)
+    p.add_argument("--validation_steps", type=int, default=d.validation_steps)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--whole_word_masking", action="store_true")
+    p.add_argument("--nsp", default=True, action=argparse.BooleanOptionalAction)
+    p.add_argument("--init_checkpoint", default=None, help="preset name or directory to continue from")
+    p.add_argument("--dropout", type=float, default=None)
+    p.add_argument("--steps_per_execution", type=int, default=d.steps_per_execution)
+    p.add_argument("--jit_compile", default="auto", type=lambda v: {"true": True, "false": False}.get(v.lower(), v))
+    p.add_argument("--profile_steps", default=None, help="'START,END' steps to trace with the TF profiler")
+    p.add_argument("--deterministic", action="store_true", help="TF op determinism (exact resume on CPU)")
+    p.add_argument("--verbose", type=int, default=1)
+    return PretrainingConfig(**vars(p.parse_args(argv)))
+
+
+def main(argv=None):
+    config = parse_args(argv)
+    try:
+        result = run_pretraining(config)
+    except (ValueError, RuntimeError, FileNotFoundError, NaNLossError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    validation = result["validation"]
+    if validation:
+        print("Held-out MLM accuracy: {:.4f}  (mlm_loss {:.4f}{})".format(
+            validation.get("mlm_accuracy", float("nan")), validation.get("mlm_loss", float("nan")),
+            f", NSP accuracy {validation['nsp_accuracy']:.4f}" if "nsp_accuracy" in validation else ""))
+    if result["sequences_per_second"]:
+        print(f"Training speed: {result['sequences_per_second']:.1f} sequences/s")
+    print(f"TensorBoard logs: {result['logs_dir']}   (tensorboard --logdir {result['logs_dir']})")
+    print(f"Exported backbone: {result['export_dir']}   (--init_checkpoint for fine-tuning)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
