@@ -1,0 +1,158 @@
+"""BertTokenizer API: offsets, words, special ids, detokenize, tf.data / tf.function, config, presets, errors."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert_impl
+from keras_bert_impl.text.tokenizer import BertTokenizer, load_vocabulary_file
+
+
+@pytest.fixture(scope="module")
+def tokenizer(minilm_dir):
+    return BertTokenizer(minilm_dir / "vocab.txt", lowercase=True)
+
+
+@pytest.fixture(scope="module")
+def hf_uncased(minilm_dir):
+    from tokenizers import Tokenizer
+
+    reference = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
+    reference.no_padding()
+    reference.no_truncation()
+    return reference
+
+
+def test_special_token_ids_and_vocabulary(tokenizer, minilm_dir):
+    assert tokenizer.vocabulary_size() == 30522
+    assert (tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.cls_token_id) == (0, 100, 101)
+    assert (tokenizer.sep_token_id, tokenizer.mask_token_id) == (102, 103)
+    assert tokenizer.id_to_token(7592) == "hello"
+    assert tokenizer.token_to_id("##able") == 3085
+    assert tokenizer.get_vocabulary() == load_vocabulary_file(minilm_dir / "vocab.txt")
+    assert tokenizer.lowercase is True
+
+
+def test_output_types_and_ranks(tokenizer):
+    batch = tokenizer(["Hello, world!", ""])
+    assert isinstance(batch, tf.RaggedTensor) and batch.dtype == tf.int32
+    assert batch.to_list() == [[7592, 1010, 2088, 999], []]
+    single = tokenizer.tokenize("Hello, world!")
+    assert single.shape.rank == 1 and single.numpy().tolist() == [7592, 1010, 2088, 999]
+    words = tokenizer.tokenize_with_words(["Unaffable people, unaffable!"])
+    assert words.shape.rank == 3
+    assert words.to_list() == [[[14477, 20961, 3468], [2111], [1010], [14477, 20961, 3468], [999]]]
+
+
+def test_works_in_tf_function_and_tf_data(tokenizer):
+    lines = ["The quick brown fox.", "Jumps over the lazy dog!", "Déjà vu"]
+    eager = tokenizer(lines).to_list()
+    assert tf.function(tokenizer.tokenize)(tf.constant(lines)).to_list() == eager
+    dataset = tf.data.Dataset.from_tensor_slices(lines).batch(2).map(tokenizer)
+    assert [row for batch in dataset for row in batch.to_list()] == eager
+    unbatched = tf.data.Dataset.from_tensor_slices(lines).map(tokenizer.tokenize)
+    assert [t.numpy().tolist() for t in unbatched] == eager
+    words = tf.data.Dataset.from_tensor_slices(lines).batch(3).map(tokenizer.tokenize_with_words)
+    assert next(iter(words)).merge_dims(-2, -1).to_list() == eager
+
+
+def _hf_offsets_in_bytes(text, encoding):
+    """HF char offsets -> byte offsets in the UTF-8 original."""
+    char_to_byte = np.cumsum([0] + [len(c.encode("utf-8")) for c in text])
+    return [(int(char_to_byte[s]), int(char_to_byte[e])) for s, e in encoding.offsets]
+
+
+def test_offsets_match_hf_offsets(tokenizer, hf_uncased, shared_data):
+    lines = (shared_data / "glue" / "MRPC" / "dev.tsv").read_text(encoding="utf-8-sig").splitlines()[1:300]
+    lines += ["Café  déjà-vu: ﬁne ½ Ｈello… 北京 x\u200by e\u0301!", "  leading and trailing  ", "Straße ΟΔΟΣ 😀👍🏽"]
+    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(lines))
+    for text, encoding, i, s, e in zip(lines, hf_uncased.encode_batch(lines, add_special_tokens=False),
+                                      ids.to_list(), starts.to_list(), ends.to_list()):
+        assert i == encoding.ids
+        assert list(zip(s, e)) == _hf_offsets_in_bytes(text, encoding), text
+
+
+def test_offsets_slice_original_text(tokenizer):
+    text = "Hello, unaffable World! Naïve café."
+    ids, starts, ends = tokenizer.tokenize_with_offsets(text)
+    raw = text.encode("utf-8")
+    pieces = [raw[s:e].decode("utf-8") for s, e in zip(starts.numpy(), ends.numpy())]
+    assert pieces == ["Hello", ",", "una", "ffa", "ble", "World", "!", "Naïve", "café", "."]
+    tokens = [tokenizer.id_to_token(i).removeprefix("##") for i in ids.numpy()]
+    assert [p.lower().replace("ï", "i").replace("é", "e") for p in pieces] == tokens
+
+
+def test_long_words_become_unk_with_whole_word_offsets(tokenizer):
+    text = "short " + "a" * 101 + " " + "b" * 100
+    ids, starts, ends = tokenizer.tokenize_with_offsets(text)
+    assert ids.numpy().tolist()[:2] == [2460, tokenizer.unk_token_id]
+    assert (starts.numpy()[1], ends.numpy()[1]) == (6, 107)
+    assert tokenizer.unk_token_id not in ids.numpy().tolist()[2:]
+
+
+def test_detokenize(tokenizer):
+    ids = tokenizer(["Unaffable café, déjà vu!", "hello"])
+    assert tokenizer.detokenize(ids).numpy().tolist() == [b"unaffable cafe , deja vu !", b"hello"]
+    assert tokenizer.detokenize(tf.constant([14477, 20961, 3468])).numpy() == b"unaffable"
+
+
+def test_cased_keeps_case_and_accents(minilm_dir):
+    cased = BertTokenizer(minilm_dir / "vocab.txt", lowercase=False)
+    assert cased.strip_accents is False
+    assert cased.normalize(["Ab Café"]).numpy()[0].decode() == "Ab Café"
+    stripped = BertTokenizer(minilm_dir / "vocab.txt", lowercase=False, strip_accents=True)
+    assert stripped.normalize(["Ab Café"]).numpy()[0].decode() == "Ab Cafe"
+
+
+def test_get_config_round_trip(tokenizer, minilm_dir):
+    config = tokenizer.get_config()
+    assert config["vocabulary"] == os.fspath(minilm_dir / "vocab.txt") and config["lowercase"] is True
+    clone = BertTokenizer.from_config(config)
+    text = ["Round trip, déjà vu."]
+    assert clone(text).to_list() == tokenizer(text).to_list()
+    from_list = BertTokenizer(tokenizer.get_vocabulary()[:1000] + ["[unused-x]"], lowercase=True)
+    assert BertTokenizer.from_config(from_list.get_config()).vocabulary_size() == 1001
+
+
+def test_from_preset_and_lazy_namespace(minilm_dir):
+    tokenizer = keras_bert_impl.BertTokenizer.from_preset("all_minilm_l6_v2_en")
+    assert tokenizer.lowercase is True and tokenizer.vocabulary_size() == 30522
+    assert tokenizer(["some text"]).to_list() == [[2070, 3793]]
+    from_dir = BertTokenizer.from_preset(str(minilm_dir))
+    assert from_dir.get_vocabulary() == tokenizer.get_vocabulary()
+    assert BertTokenizer.from_preset(str(minilm_dir), lowercase=False).lowercase is False
+
+
+def _write(path, text):
+    path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    return path
+
+
+def test_vocabulary_errors(tmp_path, minilm_dir):
+    with pytest.raises(FileNotFoundError, match="Vocabulary file not found: .*missing.txt"):
+        BertTokenizer(tmp_path / "missing.txt")
+    with pytest.raises(ValueError, match=r"empty.txt: the vocabulary file is empty"):
+        BertTokenizer(_write(tmp_path / "empty.txt", ""))
+    with pytest.raises(ValueError, match=r"lacks the special token\(s\) \[CLS\], \[MASK\]"):
+        BertTokenizer(_write(tmp_path / "v1.txt", "[PAD]\n[UNK]\n[SEP]\nhello\n"))
+    with pytest.raises(ValueError, match=r"v2.txt, line 3: duplicate token 'hello' \(first seen on line 2\)"):
+        BertTokenizer(_write(tmp_path / "v2.txt", "[PAD]\nhello\nhello\n"))
+    with pytest.raises(ValueError, match=r"v3.txt, line 2: not valid UTF-8"):
+        BertTokenizer(_write(tmp_path / "v3.txt", b"[PAD]\ncaf\xe9\n"))
+    with pytest.raises(ValueError, match=r"v4.txt, line 2: token '' is empty or contains white space"):
+        BertTokenizer(_write(tmp_path / "v4.txt", "[PAD]\n\n[UNK]\n"))
+    with pytest.raises(ValueError, match="must be a path to a vocab.txt file or a list of str tokens; got int"):
+        BertTokenizer(3)
+    with pytest.raises(ValueError, match="`max_chars_per_word` must be a positive int"):
+        BertTokenizer(minilm_dir / "vocab.txt", max_chars_per_word=0)
+
+
+def test_lookup_and_shape_errors(tokenizer):
+    with pytest.raises(ValueError, match="id 30522 is out of range: the vocabulary has 30522 tokens"):
+        tokenizer.id_to_token(30522)
+    with pytest.raises(ValueError, match="token 'not-a-token' is not in the vocabulary"):
+        tokenizer.token_to_id("not-a-token")
+    with pytest.raises(ValueError, match="expects a scalar or a 1-D batch of strings; got shape"):
+        tokenizer.tokenize_with_offsets(tf.constant([["a"]]))
