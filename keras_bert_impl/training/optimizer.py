@@ -21,6 +21,46 @@ _PRECISION_POLICIES = {
 }
 
 
+class _ClipAfterAllReduce:
+    """Clips by the global norm of the *summed* gradient under a multi-replica tf.distribute strategy.
+
+    Keras clips each replica's partial gradient before the all-reduce, so with
+    N replicas the clipped update differs from the one-device update. This
+    mixin all-reduces first, clips the full gradient, and skips the second
+    all-reduce: one-device and multi-device training take identical steps.
+    """
+
+    def _clip_gradients(self, grads):
+        self._reduced_before_clipping = False
+        if self.global_clipnorm and keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            context = tf.distribute.get_replica_context()
+            if context is not None and context.num_replicas_in_sync > 1:
+                present = [i for i, g in enumerate(grads) if g is not None]
+                reduced = context.all_reduce(tf.distribute.ReduceOp.SUM, [grads[i] for i in present])
+                grads = list(grads)
+                for i, g in zip(present, reduced):
+                    grads[i] = g
+                self._reduced_before_clipping = True
+        return super()._clip_gradients(grads)
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        if getattr(self, "_reduced_before_clipping", False):
+            return list(grads_and_vars)
+        return super()._all_reduce_sum_gradients(grads_and_vars)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class GlobalClipAdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` whose global-norm clipping sees the all-reduced gradient."""
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class GlobalClipLamb(_ClipAfterAllReduce, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` whose global-norm clipping sees the all-reduced gradient."""
+
+
 def mixed_precision_policy(mixed_precision):
     """Maps `None | "bf16" | "fp16"` (or a Keras policy name) to a Keras dtype policy name.
 
@@ -79,7 +119,7 @@ def create_optimizer(
     Example:
     >>> opt = create_optimizer(1e-4, num_train_steps=1000, warmup_steps=100)
     >>> type(opt).__name__, float(opt.weight_decay)
-    ('AdamW', 0.01)
+    ('GlobalClipAdamW', 0.01)
     """
     name = optimizer.lower() if isinstance(optimizer, str) else optimizer
     if name not in ("adamw", "lamb"):
@@ -101,7 +141,7 @@ def create_optimizer(
     schedule = WarmupLinearDecay(
         learning_rate, warmup_steps, num_train_steps, end_learning_rate=end_learning_rate
     )
-    cls = keras.optimizers.AdamW if name == "adamw" else keras.optimizers.Lamb
+    cls = GlobalClipAdamW if name == "adamw" else GlobalClipLamb
     kwargs = dict(
         learning_rate=schedule,
         beta_1=beta_1,
