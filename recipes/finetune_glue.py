@@ -1,0 +1,90 @@
+"""Fine-tunes BERT on one GLUE task, evaluates on dev each epoch and writes GLUE submission files.
+
+Reads the task's GLUE TSV files from `--data_dir` (the GLUE root holding
+`CoLA/`, `SST-2/`, ... or the task folder itself), fine-tunes a
+`BertClassifier` (regression for STS-B) with BERT's AdamW (10% warm-up,
+linear decay) on length-bucketed batches, scores the task's official
+metric(s) on dev after every epoch, keeps the best epoch, and writes to
+`--model_dir`: `dev_results.json`, `best.weights.h5`, `model.keras`,
+TensorBoard `logs/`, and `submission/<Task>.tsv` (e.g. `RTE.tsv`,
+`MNLI-m.tsv`) in the leaderboard's format.
+
+Example:
+
+    python recipes/finetune_glue.py --task rte --data_dir ../shared/data/glue \
+        --preset all_minilm_l6_v2_en --model_dir /tmp/glue_rte
+"""
+
+import argparse
+import json
+import os
+import sys
+
+TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
+    parser.add_argument("--data_dir", required=True, help="GLUE root (with the task folder) or the task folder")
+    parser.add_argument("--preset", default="all_minilm_l6_v2_en",
+                        help="backbone + tokenizer preset name or checkpoint directory")
+    parser.add_argument("--init_checkpoint", default=None,
+                        help="backbone checkpoint directory (e.g. a pretraining export); overrides --preset's weights")
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--eval_batch_size", type=int, default=64)
+    parser.add_argument("--learning_rate", type=float, default=2e-5)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--warmup_proportion", type=float, default=0.1)
+    parser.add_argument("--strategy", default="auto", help="auto, cpu, gpu, mirrored, multiworker, tpu")
+    parser.add_argument("--mixed_precision", default=None, help="bf16 or fp16")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--early_stopping_patience", type=int, default=None)
+    parser.add_argument("--train_limit", type=int, default=None, help="train on the first N examples only")
+    parser.add_argument("--no_predict_test", action="store_true", help="skip the test-set submission files")
+    parser.add_argument("--model_dir", required=True)
+    args = parser.parse_args(argv)
+    task = args.task.lower().replace("-", "")
+    if task not in TASKS:
+        parser.error(f"unknown --task {args.task!r}; valid tasks: {', '.join(TASKS)}")
+    args.task = task
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    from keras_bert_impl.training.glue_finetuning import run_glue
+
+    try:
+        results = run_glue(
+            args.task,
+            args.data_dir,
+            args.model_dir,
+            preset=args.preset,
+            init_checkpoint=args.init_checkpoint,
+            max_seq_length=args.max_seq_length,
+            batch_size=args.batch_size,
+            eval_batch_size=args.eval_batch_size,
+            learning_rate=args.learning_rate,
+            epochs=args.epochs,
+            warmup_proportion=args.warmup_proportion,
+            strategy=args.strategy,
+            seed=args.seed,
+            mixed_precision=args.mixed_precision,
+            early_stopping_patience=args.early_stopping_patience,
+            train_limit=args.train_limit,
+            predict_test=not args.no_predict_test,
+            save_model=True,
+        )
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps({"task": results["task"], "best_epoch": results["best_epoch"], **results["best"],
+                      "dev_results": os.path.join(args.model_dir, "dev_results.json"),
+                      "submission_files": results["submission_files"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""recipes/finetune_glue.py end to end on slices of the real RTE and STS-B files, and its error paths."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl.data import glue
+
+RECIPE = os.path.join(os.path.dirname(__file__), "..", "recipes", "finetune_glue.py")
+
+
+def _slice_task(glue_dir, tmp_path, folder, lines):
+    """The task folder with the first `lines` lines (header included) of each real file."""
+    target = tmp_path / "glue" / folder
+    target.mkdir(parents=True)
+    for name in ("train.tsv", "dev.tsv", "test.tsv"):
+        with open(glue_dir / folder / name, "rb") as f:
+            head = f.read().split(b"\n")[:lines]
+        (target / name).write_bytes(b"\n".join(head) + b"\n")
+    return tmp_path / "glue"
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, RECIPE, *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+def test_run_glue_rte_slice_writes_results_submission_and_model(shared_data, tmp_path):
+    from keras_bert_impl.training.glue_finetuning import run_glue
+
+    data_dir = _slice_task(shared_data / "glue", tmp_path, "RTE", 25)  # 24 examples per split
+    model_dir = str(tmp_path / "out")
+    results = run_glue("rte", data_dir, model_dir, max_seq_length=32, batch_size=8, epochs=2,
+                       learning_rate=5e-5, seed=1, save_model=True, verbose=0)
+    on_disk = json.load(open(os.path.join(model_dir, "dev_results.json")))
+    assert on_disk["best"] == results["best"] and list(results["best"]) == ["accuracy"]
+    assert results["train_examples"] == 24 and results["dev_examples"] == {"dev": 24}
+    assert len(results["history"]["accuracy"]) == 2 and results["best_epoch"] in (1, 2)
+    assert results["history"]["loss"][0] > 0 and results["train_sequences_per_second"] > 0
+    lines = open(os.path.join(model_dir, "submission", "RTE.tsv")).read().splitlines()
+    assert lines[0] == "index\tprediction" and len(lines) == 25
+    assert {l.split("\t")[1] for l in lines[1:]} <= {"entailment", "not_entailment"}
+    assert os.path.exists(os.path.join(model_dir, "best.weights.h5")) and os.listdir(os.path.join(model_dir, "logs"))
+    # The saved model carries its preprocessor: raw strings in, label names out.
+    model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
+    dev = glue.read_split("rte", data_dir, "dev")
+    labels = model.predict_labels((dev.text_a[:4], dev.text_b[:4]))
+    assert len(labels) == 4 and set(labels) <= {"entailment", "not_entailment"}
+    pairs = model.predict_labels(list(zip(dev.text_a[:4], dev.text_b[:4])))
+    assert pairs == labels
+
+
+def test_regression_on_stsb_slice_loss_goes_down(shared_data, tmp_path):
+    from keras_bert_impl.training.glue_finetuning import run_glue
+
+    data_dir = _slice_task(shared_data / "glue", tmp_path, "STS-B", 33)
+    results = run_glue("stsb", data_dir, str(tmp_path / "out"), max_seq_length=32, batch_size=8, epochs=2,
+                       learning_rate=1e-4, seed=0, verbose=0)
+    assert list(results["best"]) == ["pearson", "spearman"]
+    assert results["history"]["loss"][-1] < results["history"]["loss"][0]
+    scores = [float(l.split("\t")[1]) for l in open(tmp_path / "out" / "submission" / "STS-B.tsv").read().splitlines()[1:]]
+    assert len(scores) == 32 and all(0.0 <= s <= 5.0 for s in scores)
+
+
+def test_unknown_task_lists_valid_names(tmp_path):
+    result = _run("--task", "mnlii", "--data_dir", str(tmp_path), "--model_dir", str(tmp_path / "o"))
+    assert result.returncode == 2
+    assert "unknown --task 'mnlii'; valid tasks: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli" in result.stderr
+
+
+def test_missing_file_in_data_dir_is_named(shared_data, tmp_path):
+    data_dir = _slice_task(shared_data / "glue", tmp_path, "MRPC", 5)
+    os.remove(data_dir / "MRPC" / "dev.tsv")
+    result = _run("--task", "mrpc", "--data_dir", str(data_dir), "--model_dir", str(tmp_path / "o"))
+    assert result.returncode == 2
+    assert "mrpc: missing file" in result.stderr and "MRPC/dev.tsv (the dev split)" in result.stderr
