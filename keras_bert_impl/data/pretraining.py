@@ -88,15 +88,19 @@ def _read_documents(path, file_index):
     text = tf.io.read_file(path)
     text = tf.strings.regex_replace(text, "^\ufeff", "")
     lines = tf.strings.strip(tf.strings.split(text, "\n"))
-    # Invalid UTF-8 does not survive a decode with replacement and an encode.
-    roundtrip = tf.strings.unicode_encode(
-        tf.strings.unicode_decode(lines, "UTF-8", errors="replace"), "UTF-8"
-    )
-    bad = tf.not_equal(roundtrip, lines)
-    first_bad = tf.reduce_min(tf.concat([tf.cast(tf.where(bad)[:, 0], tf.int64), [-1]], 0)[:1]) + 1
+    # Invalid UTF-8 does not survive a transcoding with replacement; the line
+    # is looked for only when the whole file fails the check.
+    valid = tf.equal(tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace"), text)
+
+    def first_bad_line():
+        roundtrip = tf.strings.unicode_transcode(lines, "UTF-8", "UTF-8", errors="replace")
+        bad = tf.cast(tf.where(tf.not_equal(roundtrip, lines))[:, 0], tf.int64)
+        return tf.concat([bad, [-1]], 0)[0] + 1
+
+    line = tf.cond(valid, lambda: tf.constant(0, tf.int64), first_bad_line)
     check = tf.debugging.Assert(
-        tf.logical_not(tf.reduce_any(bad)),
-        ["invalid UTF-8 in", path, "at line", first_bad,
+        valid,
+        ["invalid UTF-8 in", path, "at line", line,
          "; pretraining text must be UTF-8 (convert it, e.g. iconv -f cp1252 -t utf-8)"],
     )
     with tf.control_dependencies([check]):

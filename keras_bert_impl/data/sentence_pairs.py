@@ -11,8 +11,8 @@ With `nsp=True` (the paper, google-research/bert `create_pretraining_data.py`):
   probability `short_seq_prob` a length uniform in `[2, seq_length - 3]`;
 - the document's sentences are grouped into chunks of contiguous sentences of
   about the target length (a chunk starts at the sentence whose start offset
-  crosses a multiple of the target; the grid is shifted by a random phase, so
-  chunks differ from epoch to epoch);
+  crosses a multiple of the target; in documents longer than the target the
+  grid is shifted by a random phase, so chunks differ from epoch to epoch);
 - segment A is the first 1 .. n-1 sentences of a chunk of n >= 2 sentences (a
   random cut at a sentence boundary); a chunk of a single sentence is cut at a
   random token;
@@ -32,7 +32,8 @@ With `nsp=True` (the paper, google-research/bert `create_pretraining_data.py`):
 
 With `nsp=False` (MLM only, as RoBERTa's DOC-SENTENCES): every document's
 token stream is cut into windows of the target length (`seq_length - 2`, or
-shorter with `short_seq_prob`) with a random phase, `[CLS] window [SEP]`.
+shorter with `short_seq_prob`), shifted by a random phase in documents longer
+than the target, `[CLS] window [SEP]`.
 
 Sentences longer than the segment budget (a 10 MB line, say) are first cut
 into pieces of at most `seq_length - 3` tokens, so no text is dropped and no
@@ -125,9 +126,13 @@ def documents_to_examples(tokens, sentence_documents, document_ids, seed, *, seq
         [num_docs], seeds[1], minval=2, maxval=max_tokens + 1, dtype=tf.int64
     )
     target = tf.where(u < short_seq_prob, tf.minimum(short_length, max_tokens), tf.fill([num_docs], max_tokens))
+    # A random shift of the chunk grid of documents longer than their target
+    # (shorter ones stay whole).
+    doc_length = tf.math.unsorted_segment_sum(lengths, sent_doc, num_docs)
     phase = tf.cast(
         tf.floor(tf.random.stateless_uniform([num_docs], seeds[2]) * tf.cast(target, tf.float32)), tf.int64
     )
+    phase = tf.where(doc_length > target, phase, 0)
 
     if not nsp:
         tok_doc = tf.repeat(sent_doc, lengths)
