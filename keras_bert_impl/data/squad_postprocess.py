@@ -1,0 +1,296 @@
+"""SQuAD post-processing: from start/end logits of windows to answer texts.
+
+- `postprocess_predictions(features, start_logits, end_logits)`: for every
+  example, the `n_best_size` best start and end positions of each of its
+  windows are paired (end >= start, at most `max_answer_length` tokens, start
+  where the window gives the token maximal context), scored by
+  `start_logit + end_logit`, and the best span's text is cut from the
+  *original* context by character offsets (original casing, accents and
+  spacing). For SQuAD v2.0 the null score is the lowest `start_logit[CLS] +
+  end_logit[CLS]` over the windows, and `null_odds[id] = null_score -
+  best_span_score` (the official `na_probs`).
+- `apply_null_threshold(best_answers, null_odds, threshold)`: "" where
+  `null_odds > threshold`; `tune_null_threshold` picks the threshold that
+  maximises F1 on a dev file, as the BERT paper does.
+- `answer_questions(model, tokenizer, questions, contexts)`: answers raw
+  question/context strings with a `BertSpanExtractor` (text, score, span).
+
+Example:
+>>> from keras_bert_impl.data.squad_postprocess import answer_question  # doctest: +SKIP
+>>> answer_question(model, tokenizer, "Who sat?", "The cat sat on the mat.")  # doctest: +SKIP
+{'text': 'The cat', 'score': 11.2, 'probability': 0.93, 'start': 0, 'end': 7}
+"""
+
+import collections
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class SquadPredictions:
+    """What `postprocess_predictions` returns.
+
+    Attributes:
+        predictions: dict id -> answer text (v2.0: "" when `null_odds >
+            null_score_diff_threshold`).
+        best_answers: dict id -> best non-null answer text.
+        nbest: dict id -> list of dicts `text, score, probability,
+            start_logit, end_logit, start, end` (character span), best first;
+            for v2.0 the null answer (text "") is among them.
+        null_odds: dict id -> null score minus best span score (v2.0; empty
+            for v1.1).
+    """
+
+    predictions: dict
+    best_answers: dict
+    nbest: dict
+    null_odds: dict
+
+
+def _softmax(scores):
+    scores = np.asarray(scores, np.float64)
+    if scores.size == 0:
+        return scores
+    exp = np.exp(scores - scores.max())
+    return exp / exp.sum()
+
+
+def _top_indices(logits, valid, k):
+    candidates = np.flatnonzero(valid)
+    if candidates.size > k:
+        order = np.argpartition(-logits[candidates], k - 1)[:k]
+        candidates = candidates[order]
+    return candidates[np.argsort(-logits[candidates], kind="stable")]
+
+
+def postprocess_predictions(
+    features,
+    start_logits,
+    end_logits,
+    n_best_size=20,
+    max_answer_length=30,
+    version_2_with_negative=False,
+    null_score_diff_threshold=0.0,
+):
+    """Turns window logits into answer texts (see the module docstring).
+
+    Args:
+        features: `keras_bert_impl.data.squad.SquadFeatures`.
+        start_logits, end_logits: arrays `(num_windows, length)` in the order
+            of `features` (`length` may be shorter than `max_seq_length` if
+            the batches were padded less).
+        n_best_size: start and end candidates per window, and answers kept.
+        max_answer_length: longest answer in tokens.
+        version_2_with_negative: SQuAD v2.0: consider "no answer".
+        null_score_diff_threshold: v2.0: predict "" if `null_odds` exceeds it.
+
+    Returns:
+        `SquadPredictions`.
+    """
+    start_logits = np.asarray(start_logits, np.float32)
+    end_logits = np.asarray(end_logits, np.float32)
+    if len(start_logits) != len(features) or len(end_logits) != len(features):
+        raise ValueError(
+            f"Got logits for {len(start_logits)}/{len(end_logits)} windows, but there are "
+            f"{len(features)} windows: predict over `features` in order without dropping any."
+        )
+    windows_of_example = collections.defaultdict(list)
+    for window, example_index in enumerate(features.example_index):
+        windows_of_example[int(example_index)].append(window)
+
+    predictions, best_answers, nbest_all, null_odds = {}, {}, {}, {}
+    for example_index, example in enumerate(features.examples):
+        windows = windows_of_example.get(example_index, [])
+        candidates = []
+        null_score = None
+        for w in windows:
+            length = min(start_logits.shape[1], features.token_char_start.shape[1])
+            starts = start_logits[w, :length]
+            ends = end_logits[w, :length]
+            char_start = features.token_char_start[w, :length]
+            char_end = features.token_char_end[w, :length]
+            in_context = char_start >= 0
+            window_null = float(starts[0] + ends[0])
+            if null_score is None or window_null < null_score:
+                null_score = window_null
+            start_indexes = _top_indices(starts, in_context & features.token_is_max_context[w, :length], n_best_size)
+            end_indexes = _top_indices(ends, in_context, n_best_size)
+            if start_indexes.size == 0 or end_indexes.size == 0:
+                continue
+            span_lengths = end_indexes[None, :] - start_indexes[:, None] + 1
+            valid = (span_lengths >= 1) & (span_lengths <= max_answer_length)
+            rows, cols = np.nonzero(valid)
+            s_idx, e_idx = start_indexes[rows], end_indexes[cols]
+            scores = starts[s_idx] + ends[e_idx]
+            candidates.extend(
+                zip(
+                    scores.tolist(),
+                    starts[s_idx].tolist(),
+                    ends[e_idx].tolist(),
+                    char_start[s_idx].tolist(),
+                    char_end[e_idx].tolist(),
+                )
+            )
+        candidates.sort(key=lambda c: -c[0])
+        nbest, seen = [], set()
+        for score, s_logit, e_logit, c_start, c_end in candidates:
+            text = example.context[c_start:c_end]
+            if text in seen:
+                continue
+            seen.add(text)
+            nbest.append({"text": text, "score": score, "start_logit": s_logit, "end_logit": e_logit, "start": c_start, "end": c_end})
+            if len(nbest) >= n_best_size:
+                break
+        best_text = nbest[0]["text"] if nbest else ""
+        best_score = nbest[0]["score"] if nbest else None
+        if version_2_with_negative and null_score is not None:
+            null_entry = {"text": "", "score": null_score, "start_logit": None, "end_logit": None, "start": -1, "end": -1}
+            nbest = sorted(nbest + [null_entry], key=lambda entry: -entry["score"])[: max(n_best_size, 1) + 1]
+            # With no valid span the null answer wins by construction.
+            odds = null_score - best_score if best_score is not None else float(abs(null_score) + 1e4)
+            null_odds[example.qas_id] = odds
+            predictions[example.qas_id] = "" if odds > null_score_diff_threshold else best_text
+        else:
+            predictions[example.qas_id] = best_text
+        for entry, probability in zip(nbest, _softmax([entry["score"] for entry in nbest])):
+            entry["probability"] = float(probability)
+        best_answers[example.qas_id] = best_text
+        nbest_all[example.qas_id] = nbest
+    return SquadPredictions(predictions=predictions, best_answers=best_answers, nbest=nbest_all, null_odds=null_odds)
+
+
+def apply_null_threshold(best_answers, null_odds, threshold):
+    """Answer "" where `null_odds[id] > threshold`, else the best span.
+
+    Example:
+    >>> apply_null_threshold({"a": "x", "b": "y"}, {"a": -1.0, "b": 2.0}, 0.5)
+    {'a': 'x', 'b': ''}
+    """
+    return {qid: ("" if null_odds[qid] > threshold else text) for qid, text in best_answers.items()}
+
+
+def tune_null_threshold(dataset, best_answers, null_odds):
+    """The null-score threshold that maximises F1 on `dataset` (official `find_best_thresh`).
+
+    Args:
+        dataset: the parsed SQuAD v2.0 dict (or its `"data"` list) with gold answers.
+        best_answers: dict id -> best non-null answer text.
+        null_odds: dict id -> null score minus best span score.
+
+    Returns:
+        `(threshold, evaluation)` where `evaluation` is `evaluate_v2` of the
+        predictions with that threshold applied.
+    """
+    from keras_bert_impl.metrics.squad import evaluate_v2
+
+    search = evaluate_v2(dataset, best_answers, na_probs=null_odds)
+    threshold = float(search["best_f1_thresh"])
+    predictions = apply_null_threshold(best_answers, null_odds, threshold)
+    evaluation = evaluate_v2(dataset, predictions, na_probs=null_odds, na_prob_threshold=threshold)
+    return threshold, evaluation
+
+
+def predict_logits(model, features, batch_size=32):
+    """Runs `model` over every window of `features`; returns `(start_logits, end_logits)` `(N, L)`.
+
+    Batches are padded only to the length bucket they need; the logits are
+    padded back to `max_seq_length` with the masked value.
+    """
+    from keras_bert_impl.layers.span_head import MASKED_LOGIT
+
+    n, max_len = features.token_ids.shape
+    start = np.full((n, max_len), MASKED_LOGIT, np.float32)
+    end = np.full((n, max_len), MASKED_LOGIT, np.float32)
+    row = 0
+    for batch in features.to_dataset(batch_size, training=False):
+        out = model.predict_on_batch(batch)
+        s, e = np.asarray(out["start_logits"]), np.asarray(out["end_logits"])
+        start[row : row + len(s), : s.shape[1]] = s
+        end[row : row + len(e), : e.shape[1]] = e
+        row += len(s)
+    return start, end
+
+
+def answer_questions(
+    model,
+    tokenizer,
+    questions,
+    contexts,
+    max_seq_length=384,
+    doc_stride=128,
+    max_query_length=64,
+    max_answer_length=30,
+    n_best_size=20,
+    version_2_with_negative=False,
+    null_score_diff_threshold=0.0,
+    batch_size=32,
+):
+    """Answers raw questions about raw contexts with a fine-tuned `BertSpanExtractor`.
+
+    Args:
+        model: a `BertSpanExtractor` (or any model with the same inputs/outputs).
+        tokenizer: the model's `BertTokenizer`.
+        questions, contexts: lists of str of the same length (or one str each).
+        max_seq_length, doc_stride, max_query_length: window settings.
+        max_answer_length, n_best_size: post-processing settings.
+        version_2_with_negative, null_score_diff_threshold: allow "no answer" ("").
+
+    Returns:
+        A list of dicts `{"text", "score", "probability", "start", "end"}`:
+        the answer cut from the context (`context[start:end]`), its
+        `start_logit + end_logit` and its softmax probability among the n-best.
+
+    Example:
+    >>> answers = answer_questions(model, tokenizer, ["Who sat?"], ["The cat sat."])  # doctest: +SKIP
+    """
+    from keras_bert_impl.data.squad import SquadExample, convert_examples_to_features
+
+    if isinstance(questions, str):
+        questions = [questions]
+    if isinstance(contexts, str):
+        contexts = [contexts]
+    if len(questions) != len(contexts):
+        raise ValueError(f"Got {len(questions)} questions but {len(contexts)} contexts: pass one context per question.")
+    examples = []
+    for i, (question, context) in enumerate(zip(questions, contexts)):
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError(f"questions[{i}]: expected a non-empty string, got {question!r}.")
+        if not isinstance(context, str) or not context.strip():
+            raise ValueError(f"contexts[{i}]: expected a non-empty string, got {context!r}.")
+        examples.append(SquadExample(qas_id=str(i), title="", question=question, context=context, answers=()))
+    features = convert_examples_to_features(
+        examples, tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride, max_query_length=max_query_length
+    )
+    start, end = predict_logits(model, features, batch_size=batch_size)
+    result = postprocess_predictions(
+        features,
+        start,
+        end,
+        n_best_size=n_best_size,
+        max_answer_length=max_answer_length,
+        version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=null_score_diff_threshold,
+    )
+    answers = []
+    for example in examples:
+        text = result.predictions[example.qas_id]
+        entry = next((e for e in result.nbest[example.qas_id] if e["text"] == text), None)
+        if entry is None:
+            answers.append({"text": text, "score": None, "probability": None, "start": -1, "end": -1})
+            continue
+        answers.append(
+            {
+                "text": text,
+                "score": entry["score"],
+                "probability": entry["probability"],
+                "start": entry["start"],
+                "end": entry["end"],
+            }
+        )
+    return answers
+
+
+def answer_question(model, tokenizer, question, context, **kwargs):
+    """`answer_questions` for one question: a dict `{"text", "score", "probability", "start", "end"}`."""
+    return answer_questions(model, tokenizer, [question], [context], **kwargs)[0]

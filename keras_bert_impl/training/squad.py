@@ -1,0 +1,164 @@
+"""SQuAD fine-tuning pieces shared by `recipes/finetune_squad.py` and `benchmarks/squad.py`.
+
+- `split_articles(dataset, num_train_articles)`: the article-level split of
+  one file (the documented dev split used while the train file is absent).
+- `predict_squad(model, features, gold=...)`: logits over all windows,
+  post-processing, and (when `gold` holds answers) the official evaluation;
+  for SQuAD v2.0 the null-score threshold is tuned on `gold` unless given.
+- `write_squad_outputs(model_dir, result)`: `predictions.json`,
+  `null_odds.json` (v2.0) and `eval.json`, written atomically in the official
+  formats.
+
+Example:
+>>> from keras_bert_impl.training.squad import predict_squad  # doctest: +SKIP
+>>> result = predict_squad(model, features, gold=dev_json, version="1.1")  # doctest: +SKIP
+>>> result.metrics  # doctest: +SKIP
+{'exact_match': 80.8, 'f1': 88.5}
+"""
+
+import dataclasses
+import os
+
+from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
+from keras_bert_impl.data.squad_postprocess import (
+    apply_null_threshold,
+    postprocess_predictions,
+    predict_logits,
+    tune_null_threshold,
+)
+from keras_bert_impl.metrics.squad import evaluate_v1, evaluate_v2
+
+
+@dataclasses.dataclass
+class SquadResult:
+    """Predictions and scores of one run over a file.
+
+    Attributes:
+        predictions: dict id -> answer text (official `predictions.json`).
+        null_odds: dict id -> null score minus best span score (v2.0).
+        metrics: the official evaluation (empty when no gold answers).
+        null_score_diff_threshold: threshold used (v2.0).
+        num_windows: windows predicted.
+        predict_seconds: wall time of the model's forward passes.
+    """
+
+    predictions: dict
+    null_odds: dict
+    metrics: dict
+    null_score_diff_threshold: float | None
+    num_windows: int
+    predict_seconds: float
+
+
+def split_articles(dataset, num_train_articles):
+    """Splits a SQuAD dict by article: the first `num_train_articles` and the rest (file order).
+
+    Example:
+    >>> first, rest = split_articles({"version": "1.1", "data": [{"title": "a"}, {"title": "b"}]}, 1)
+    >>> [a["title"] for a in first["data"]], [a["title"] for a in rest["data"]]
+    (['a'], ['b'])
+    """
+    articles = dataset["data"]
+    if not 0 < num_train_articles < len(articles):
+        raise ValueError(
+            f"num_train_articles={num_train_articles} must be between 1 and {len(articles) - 1} "
+            f"(the file has {len(articles)} articles)."
+        )
+    version = dataset.get("version")
+    return (
+        {"version": version, "data": articles[:num_train_articles]},
+        {"version": version, "data": articles[num_train_articles:]},
+    )
+
+
+def _has_gold_answers(gold):
+    data = gold["data"] if isinstance(gold, dict) else gold
+    return any(
+        qa.get("answers") or qa.get("is_impossible")
+        for article in data
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    )
+
+
+def predict_squad(
+    model,
+    features,
+    gold=None,
+    version="1.1",
+    batch_size=32,
+    n_best_size=20,
+    max_answer_length=30,
+    null_score_diff_threshold=None,
+):
+    """Predicts every question of `features` and evaluates against `gold`.
+
+    Args:
+        model: a `BertSpanExtractor`.
+        features: `SquadFeatures` of the questions (not `is_training`).
+        gold: the parsed SQuAD dict the features come from (for evaluation and
+            v2.0 threshold tuning), or None.
+        version: `"1.1"` or `"2.0"`.
+        batch_size: windows per forward pass.
+        n_best_size, max_answer_length: post-processing settings.
+        null_score_diff_threshold: v2.0: fixed threshold; None tunes it on
+            `gold` (F1-optimal, as in the BERT paper) or uses 0.0 without gold.
+
+    Returns:
+        `SquadResult`.
+    """
+    import time
+
+    if version not in ("1.1", "2.0"):
+        raise ValueError(f"`version` must be '1.1' or '2.0', got {version!r}.")
+    start = time.perf_counter()
+    start_logits, end_logits = predict_logits(model, features, batch_size=batch_size)
+    seconds = time.perf_counter() - start
+    version_2 = version == "2.0"
+    processed = postprocess_predictions(
+        features,
+        start_logits,
+        end_logits,
+        n_best_size=n_best_size,
+        max_answer_length=max_answer_length,
+        version_2_with_negative=version_2,
+        null_score_diff_threshold=0.0 if null_score_diff_threshold is None else null_score_diff_threshold,
+    )
+    has_gold = gold is not None and _has_gold_answers(gold)
+    metrics, threshold = {}, None
+    predictions = processed.predictions
+    if version_2:
+        threshold = 0.0 if null_score_diff_threshold is None else float(null_score_diff_threshold)
+        if has_gold and null_score_diff_threshold is None:
+            threshold, metrics = tune_null_threshold(gold, processed.best_answers, processed.null_odds)
+        elif has_gold:
+            metrics = evaluate_v2(gold, predictions, na_probs=processed.null_odds, na_prob_threshold=threshold)
+        predictions = apply_null_threshold(processed.best_answers, processed.null_odds, threshold)
+        metrics = dict(metrics, null_score_diff_threshold=threshold) if metrics else metrics
+    elif has_gold:
+        metrics = evaluate_v1(gold, predictions)
+    return SquadResult(
+        predictions=predictions,
+        null_odds=processed.null_odds,
+        metrics=metrics,
+        null_score_diff_threshold=threshold,
+        num_windows=len(features),
+        predict_seconds=seconds,
+    )
+
+
+def write_squad_outputs(model_dir, result, extra_eval=None):
+    """Writes `predictions.json`, `null_odds.json` (v2.0) and `eval.json` to `model_dir` atomically.
+
+    Returns:
+        dict name -> path of the files written.
+    """
+    os.makedirs(model_dir, exist_ok=True)
+    paths = {"predictions": os.path.join(model_dir, "predictions.json")}
+    atomic_write_json(paths["predictions"], result.predictions)
+    if result.null_odds:
+        paths["null_odds"] = os.path.join(model_dir, "null_odds.json")
+        atomic_write_json(paths["null_odds"], result.null_odds)
+    paths["eval"] = os.path.join(model_dir, "eval.json")
+    atomic_write_json(paths["eval"], dict(result.metrics, **(extra_eval or {})))
+    return paths
