@@ -142,3 +142,24 @@ def test_activation_mapping_and_unsupported_config(tmp_path, minilm_dir, tensors
         backbone_config_from_hf(dict(config, position_embedding_type="relative_key"))
     with pytest.raises(TypeError, match=r"Unknown override\(s\) \['hidden_size'\]"):
         BertBackbone.from_preset(str(minilm_dir), hidden_size=5)
+
+
+def test_sharded_safetensors_checkpoint_loads(tmp_path, minilm_dir, tensors, backbone):
+    from safetensors.numpy import save_file
+
+    directory = tmp_path / "sharded"
+    directory.mkdir()
+    (directory / "config.json").write_bytes((minilm_dir / "config.json").read_bytes())
+    names = sorted(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[: len(names) // 2],
+              "model-00002-of-00002.safetensors": names[len(names) // 2 :]}
+    weight_map = {}
+    for shard, shard_names in shards.items():
+        save_file({n: tensors[n] for n in shard_names}, str(directory / shard), metadata={"format": "pt"})
+        weight_map.update({n: shard for n in shard_names})
+    (directory / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    report = load_weights(backbone, directory)
+    assert report.source.endswith("model.safetensors.index.json") and len(report.loaded) == 103
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(backbone.token_embedding.embeddings), tensors["embeddings.word_embeddings.weight"]
+    )
