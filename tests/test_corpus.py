@@ -1,0 +1,210 @@
+"""Tests of corpus preparation on real Project Gutenberg books (../shared/data/corpus/gutenberg)."""
+
+import json
+import os
+import pathlib
+import re
+import runpy
+import sys
+
+import pytest
+
+from keras_bert_impl.data import corpus
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def books(shared_data):
+    return shared_data / "corpus" / "gutenberg"
+
+
+@pytest.fixture(scope="module")
+def frankenstein(books):
+    return corpus.file_documents(books / "pg84.txt")
+
+
+def test_frankenstein_letters_and_chapters_become_documents(frankenstein):
+    # 4 letters + 24 chapters
+    assert len(frankenstein) == 28
+    assert frankenstein[0][:2] == ["To Mrs. Saville, England.", "St. Petersburgh, Dec. 11th, 17—."]
+    assert frankenstein[0][2] == (
+        "You will rejoice to hear that no disaster has accompanied the commencement of an enterprise "
+        "which you have regarded with such evil forebodings."
+    )  # three hard-wrapped lines joined
+    assert frankenstein[-1][-1] == "He was soon borne away by the waves and lost in darkness and distance."
+
+
+def test_boilerplate_headings_and_contents_are_dropped(frankenstein, books):
+    sentences = [s for d in frankenstein for s in d]
+    assert not any("gutenberg" in s.lower() for s in sentences)
+    assert not any(re.fullmatch(r"(Letter|Chapter) \d+", s) for s in sentences)
+    assert "CONTENTS" not in sentences
+    tale = corpus.file_documents(books / "98-0.txt")
+    assert len(tale) == 45  # 6 + 24 + 15 chapters; table of contents and book titles dropped
+    assert tale[0][0].startswith("It was the best of times, it was the worst of times")
+    assert tale[-1][-1].startswith("“It is a far, far better thing that I do")
+
+
+def test_chapter_heading_inside_illustration(books):
+    # Pride and Prejudice's "Chapter I." is the last line of an [Illustration: ...] block
+    documents = corpus.file_documents(books / "pg1342.txt")
+    assert len(documents) == 62  # the preface + 61 chapters
+    assert documents[1][0] == (
+        "It is a truth universally acknowledged, that a single man in possession of a good fortune "
+        "must be in want of a wife."
+    )
+    assert documents[2][0] == "Mr. Bennet was among the earliest of those who waited on Mr. Bingley."
+
+
+@pytest.mark.parametrize(
+    "book, count",
+    [("158-0.txt", 55), ("1400-0.txt", 59), ("2554-0.txt", 42), ("4300-0.txt", 18)],
+    ids=["emma", "great_expectations", "crime_and_punishment", "ulysses"],
+)
+def test_other_heading_styles(books, book, count):
+    documents = corpus.file_documents(books / book)
+    assert count <= len(documents) <= count + 2  # a front-matter or closing document may remain
+    words = sum(len(s.split()) for d in documents for s in d)
+    raw_words = len((books / book).read_text(encoding="utf-8-sig").split())
+    assert 0.9 * raw_words < words < raw_words  # the book is kept, the boilerplate is not
+
+
+def test_sentence_splitter_on_real_prose():
+    paragraph = (
+        "“My dear Mr. Bennet,” said his lady to him one day, “have you heard that\n"
+        "Netherfield Park is let at last?”"
+    )
+    assert corpus.split_sentences(paragraph) == [
+        "“My dear Mr. Bennet,” said his lady to him one day, “have you heard that Netherfield Park is let at last?”"
+    ]
+    assert corpus.split_sentences(
+        "“Tell us your name!” said the man. “Quick!” “Pip, sir.” Dr. Manette and St. Antoine. "
+        "A Room with a View, by E. M. Forster. Wait... I see."
+    ) == [
+        "“Tell us your name!” said the man.",
+        "“Quick!”",
+        "“Pip, sir.”",
+        "Dr. Manette and St. Antoine.",
+        "A Room with a View, by E. M. Forster.",
+        "Wait...",
+        "I see.",
+    ]
+    assert corpus.split_sentences("—Introibo ad altare Dei. —Come up, Kinch! Come up, you fearful jesuit!") == [
+        "—Introibo ad altare Dei.",
+        "—Come up, Kinch!",
+        "Come up, you fearful jesuit!",
+    ]
+
+
+def test_long_unpunctuated_passages_are_cut(books):
+    ulysses = corpus.file_documents(books / "4300-0.txt", max_sentence_words=50)
+    lengths = [len(s.split()) for d in ulysses for s in d]
+    assert max(lengths) == 50
+    whole = corpus.file_documents(books / "4300-0.txt", max_sentence_words=None)
+    assert max(len(s.split()) for d in whole for s in d) > 1000  # Molly Bloom's soliloquy
+
+
+def test_paragraph_a_line_input_is_only_sentence_split(frankenstein, books, tmp_path):
+    # Frankenstein's first letter, its hard-wrapped paragraphs put one a line
+    # (italics underscores dropped, as the Gutenberg reader drops them).
+    text = corpus.strip_gutenberg_boilerplate(corpus.read_text(books / "pg84.txt"))
+    letter = text[text.index("\nLetter 1\n") + 10 : text.index("\nLetter 2\n")]
+    paragraphs = [" ".join(block.replace("_", "").split()) for block in re.split(r"\n\s*\n", letter)]
+    path = tmp_path / "lines.txt"
+    path.write_text("\n".join(p for p in paragraphs if p) + "\n\nA second document.\n", encoding="utf-8")
+    assert corpus.file_documents(path) == [frankenstein[0], ["A second document."]]
+
+
+def test_fallback_fixed_size_documents(books, tmp_path):
+    text = corpus.strip_gutenberg_boilerplate(corpus.read_text(books / "pg84.txt"))
+    without_headings = "\n".join(
+        line for line in text.split("\n") if not re.fullmatch(r"\s*(Letter|Chapter) \d+\s*", line)
+    )
+    documents = corpus.book_documents(without_headings, fallback_document_words=5000)
+    words = [sum(len(s.split()) for s in d) for d in documents]
+    assert len(documents) == pytest.approx(sum(words) / 5000, abs=2)
+    assert all(w >= 5000 for w in words[:-1]) and max(words) < 7000
+
+
+def test_old_gutenberg_markers(books):
+    text = corpus.read_text(books / "pg84.txt")
+    old = re.sub(r"\*\*\* START OF THE PROJECT GUTENBERG EBOOK[^\n]*", "*END*THE SMALL PRINT! FOR PUBLIC DOMAIN ETEXTS*Ver.04.29.93*END*", text)
+    old = re.sub(r"\s*\*\*\* END OF THE PROJECT GUTENBERG EBOOK[^\n]*", "\nEnd of the Project Gutenberg EBook of Frankenstein", old)
+    assert old != text
+    assert corpus.book_documents(corpus.strip_gutenberg_boilerplate(old)) == corpus.book_documents(
+        corpus.strip_gutenberg_boilerplate(text)
+    )
+
+
+def test_invalid_utf8_names_file_and_line(shared_data):
+    path = shared_data / "bad_input" / "pg84_cp1252_excerpt.txt"
+    line = path.read_bytes().count(b"\n", 0, 1570) + 1  # first invalid byte at 1570 (its README)
+    with pytest.raises(ValueError, match=re.escape(f"{path}:{line}: invalid UTF-8 (byte 0x97")):
+        corpus.file_documents(path)
+    documents = corpus.file_documents(path, errors="replace", input_format="wrapped", min_document_words=1)
+    assert any("\ufffd" in s for d in documents for s in d)
+
+
+def test_bad_inputs(tmp_path, books):
+    with pytest.raises(ValueError, match=r"input pattern '.*no-such-\*\.txt' matches no file"):
+        corpus.prepare_corpus(str(tmp_path / "no-such-*.txt"), tmp_path / "out.txt")
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"empty.txt: no text found"):
+        corpus.file_documents(empty)
+    with pytest.raises(ValueError, match=r"no Project Gutenberg start marker"):
+        corpus.file_documents(empty, input_format="gutenberg")
+    with pytest.raises(ValueError, match=r"input_format must be one of"):
+        corpus.file_documents(books / "pg84.txt", input_format="pdf")
+    with pytest.raises(ValueError, match=r"valid_every must be an integer >= 2"):
+        corpus.prepare_corpus(str(books / "pg84.txt"), tmp_path / "t.txt", valid_output=tmp_path / "v.txt")
+
+
+def test_prepare_corpus_writes_atomically_and_counts(books, tmp_path):
+    out, valid = tmp_path / "train.txt", tmp_path / "valid.txt"
+    stats = corpus.prepare_corpus(
+        [str(books / "pg84.txt"), str(books / "pg2641.txt")], out, valid_output=valid, valid_every=5
+    )
+    assert sorted(os.listdir(tmp_path)) == ["train.txt", "valid.txt"]  # no temporary file left
+    for path, counts in ((out, stats["train"]), (valid, stats["valid"])):
+        text = path.read_text(encoding="utf-8")
+        documents = [d.split("\n") for d in text.strip("\n").split("\n\n")]
+        assert counts.documents == len(documents)
+        assert counts.sentences == sum(len(d) for d in documents)
+        assert counts.words == len(text.split())
+        assert all(s.strip() == s and s for d in documents for s in d)
+    assert stats["valid"].documents == (28 + 22) // 5
+
+
+def run_recipe(monkeypatch, *args):
+    monkeypatch.setattr(sys, "argv", ["prepare_corpus.py", *args])
+    runpy.run_path(str(REPO / "recipes" / "prepare_corpus.py"), run_name="__main__")
+
+
+def test_recipe_prints_counts_and_reports_errors(books, tmp_path, shared_data, monkeypatch, capsys):
+    run_recipe(monkeypatch, "--input", str(books / "pg84.txt"), "--output", str(tmp_path / "out.txt"))
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {
+        "split": "train", **vars(corpus.CorpusStats().add(corpus.file_documents(books / "pg84.txt")))
+    }
+    bad = shared_data / "bad_input" / "pg2641_cp1252_excerpt.txt"
+    with pytest.raises(SystemExit) as exit_info:
+        run_recipe(monkeypatch, "--input", str(bad), "--output", str(tmp_path / "bad.txt"))
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert f"{bad}:" in error and "invalid UTF-8" in error
+    assert not (tmp_path / "bad.txt").exists()
+
+
+def test_bundled_corpus():
+    paths = corpus.bundled_corpus()
+    assert sorted(paths) == ["train", "valid", "vocab"]
+    vocab = pathlib.Path(paths["vocab"]).read_text(encoding="utf-8").split("\n")
+    assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    readme = (pathlib.Path(paths["train"]).parent / "README.md").read_text(encoding="utf-8")
+    for split in ("train", "valid"):
+        text = pathlib.Path(paths[split]).read_text(encoding="utf-8")
+        documents = text.strip("\n").split("\n\n")
+        sentences = text.count("\n") - (len(documents) - 1)
+        row = f"| `{split}.txt` | {len(documents)} | {sentences:,} | {len(text.split()):,} |"
+        assert row in readme
