@@ -280,6 +280,15 @@ def run_pretraining(config, dataset_fn=None):
         validation_data = build_dataset(config.validation_files, tokenizer, config.global_batch_size,
                                         config.seed + 1, True, False, None).map(split)
 
+    if not single_pipeline and keras.backend.backend() == "tensorflow":
+        from keras_bert_impl.training.keras_workarounds import (
+            build_before_distributed_fit,
+            patch_multiworker_metric_reduction,
+        )
+
+        patch_multiworker_metric_reduction()
+        build_before_distributed_fit(model, strategy, _placeholder_batch(config, replicas))
+
     if latest:
         manager.restore(latest, model, optimizer, iterator=train_iterator)
         print(f"Resumed from {latest} at step {start_step}.", flush=True)
@@ -377,6 +386,18 @@ def _distributed_dataset(strategy, build_dataset, config, tokenizer, split, star
                               input_context).skip(start_step * local_replicas).map(split))
 
     return strategy.distribute_datasets_from_function(dataset_for)
+
+
+def _placeholder_batch(config, replicas):
+    """An all-zeros `(x, y, sample_weight)` of the per-replica shape, to build metrics before fit."""
+    n, length, predictions = config.global_batch_size // replicas, config.seq_length, config.max_predictions_per_seq
+    x = {"token_ids": np.zeros((n, length), "int32"), "segment_ids": np.zeros((n, length), "int32"),
+         "padding_mask": np.ones((n, length), "int32"), "mask_positions": np.zeros((n, predictions), "int32")}
+    y = {"mlm": np.zeros((n, predictions), "int32")}
+    w = {"mlm": np.ones((n, predictions), "float32")}
+    if config.nsp:
+        y["nsp"], w["nsp"] = np.zeros((n,), "int32"), np.ones((n,), "float32")
+    return x, y, w
 
 
 def _hparams(config, replicas):

@@ -1,0 +1,124 @@
+"""Subprocess body of the distribution tests (each mode needs a fresh process).
+
+    python distributed_training_script.py MODE OUTPUT_JSON
+
+MODE `mirrored`: 2 logical CPUs; 5 steps with MirroredStrategy and 5 with one
+device, same global batches -> per-step losses of both.
+MODE `multiworker`: one worker of a MultiWorkerMirroredStrategy (TF_CONFIG set
+by the caller); 10 steps -> sha of weights and the weights' sum.
+MODE `jax_data_parallel`: KERAS_BACKEND=jax with 2 host devices; DataParallel;
+a few steps -> losses and the number of replicas.
+"""
+
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+MODE, OUTPUT = sys.argv[1], sys.argv[2]
+
+import numpy as np  # noqa: E402
+
+if MODE == "mirrored":
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+import keras  # noqa: E402
+
+keras.config.disable_traceback_filtering()
+
+from keras_bert_impl.models.backbone import BertBackbone  # noqa: E402
+from keras_bert_impl.models.pretrainer import BertPretrainer  # noqa: E402
+from keras_bert_impl.training.optimizer import create_optimizer  # noqa: E402
+from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy  # noqa: E402
+from pretraining_batches import make_batches  # noqa: E402
+
+SHARED = os.environ["KERAS_BERT_IMPL_SHARED_DATA"]
+TOKENIZER_JSON = os.environ["MINILM_TOKENIZER_JSON"]
+GLOBAL_BATCH = 8
+
+
+def build(strategy, steps):
+    keras.utils.set_random_seed(1)
+    with strategy.scope():
+        backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16,
+                                intermediate_dim=32, max_sequence_length=32, dropout=0.0)
+        model = BertPretrainer(backbone)
+        model.compile(optimizer=create_optimizer(1e-3, steps, 1), jit_compile=False)
+    return model
+
+
+def per_step_losses(model, data, steps):
+    history = model.fit(data, epochs=steps, steps_per_epoch=1, verbose=0).history
+    return history["loss"]
+
+
+batches = make_batches(SHARED, TOKENIZER_JSON, num_examples=GLOBAL_BATCH * 10)
+
+if MODE == "mirrored":
+    import tensorflow as tf
+
+    from keras_bert_impl.training.pretraining_inputs import split_features_labels
+
+    dataset = tf.data.Dataset.from_tensor_slices(batches).batch(GLOBAL_BATCH, drop_remainder=True)
+    dataset = dataset.map(split_features_labels)
+    single = get_strategy("cpu")
+    single_losses = per_step_losses(build(single, 5), dataset, 5)
+    mirrored = get_strategy("mirrored", devices=["/cpu:0", "/cpu:1"])
+    check_global_batch_size(GLOBAL_BATCH, mirrored.num_replicas_in_sync)
+    mirrored_model = build(mirrored, 5)
+    mirrored_losses = per_step_losses(mirrored_model, mirrored.experimental_distribute_dataset(dataset), 5)
+    result = {"replicas": mirrored.num_replicas_in_sync, "single": single_losses, "mirrored": mirrored_losses}
+elif MODE == "multiworker":
+    import tensorflow as tf
+
+    from keras_bert_impl.training.pretraining_inputs import split_features_labels
+
+    strategy = get_strategy("multiworker")
+    per_replica = check_global_batch_size(GLOBAL_BATCH, strategy.num_replicas_in_sync)
+
+    def dataset_fn(context):
+        data = tf.data.Dataset.from_tensor_slices(batches)
+        data = data.shard(context.num_input_pipelines, context.input_pipeline_id)
+        return data.batch(per_replica, drop_remainder=True).map(split_features_labels).repeat()
+
+    model = build(strategy, 10)
+    from keras_bert_impl.training.keras_workarounds import (
+        build_before_distributed_fit,
+        patch_multiworker_metric_reduction,
+    )
+
+    patch_multiworker_metric_reduction()
+
+    x, y, w = BertPretrainer.split_features_labels({k: v[:per_replica] for k, v in batches.items()})
+    build_before_distributed_fit(model, strategy, (x, y, w))
+    losses = per_step_losses(model, strategy.distribute_datasets_from_function(dataset_fn), 10)
+    weights = [np.asarray(v.numpy()) for v in model.trainable_variables]
+    task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+    np.savez(OUTPUT + ".npz", *weights)
+    result = {"replicas": strategy.num_replicas_in_sync, "task": task, "losses": losses}
+elif MODE == "jax_data_parallel":
+    import jax
+
+    strategy = get_strategy("mirrored")
+    x, y, w = BertPretrainer.split_features_labels(batches)
+    model = build(strategy, 4)
+    history = model.fit(x, y, sample_weight=w, batch_size=GLOBAL_BATCH, epochs=4,
+                        steps_per_epoch=2, verbose=0).history
+    kernel = model.backbone.token_embedding.embeddings.value
+    result = {
+        "replicas": strategy.num_replicas_in_sync,
+        "devices": len(jax.devices()),
+        "losses": history["loss"],
+        "distribution": type(keras.distribution.distribution()).__name__,
+        "embedding_sharding_devices": len(kernel.sharding.device_set),
+    }
+else:
+    raise SystemExit(f"unknown mode {MODE}")
+
+with open(OUTPUT, "w") as f:
+    json.dump(result, f)
