@@ -487,12 +487,6 @@ def convert_examples_to_features(
     if max_query_length is not None:
         if isinstance(max_query_length, bool) or not isinstance(max_query_length, int) or max_query_length < 1:
             raise ValueError(f"`max_query_length` must be a positive int or None, got {max_query_length!r}.")
-        if max_query_length + 4 > max_seq_length:
-            raise ValueError(
-                f"max_query_length={max_query_length} leaves no room for context in max_seq_length="
-                f"{max_seq_length}: a window holds [CLS] question [SEP] context [SEP], so "
-                f"max_query_length must be at most max_seq_length - 4 = {max_seq_length - 4}."
-            )
     if not examples:
         raise ValueError("No examples to convert.")
     cls_id, sep_id, pad_id = int(tokenizer.cls_token_id), int(tokenizer.sep_token_id), int(tokenizer.pad_token_id)
@@ -519,7 +513,8 @@ def convert_examples_to_features(
             raise ValueError(
                 f"Question {example.qas_id!r} has {len(query_ids)} tokens: with [CLS] and two [SEP] "
                 f"it leaves no room for context in max_seq_length={max_seq_length}; raise "
-                f"max_seq_length or set max_query_length (at most {max_seq_length - 4})."
+                f"max_seq_length or set max_query_length to at most max_seq_length - 4 = {max_seq_length - 4} "
+                f"(now {max_query_length})."
             )
         answer_span = None
         if is_training and not example.is_impossible:

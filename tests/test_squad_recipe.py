@@ -1,0 +1,113 @@
+"""recipes/finetune_squad.py end to end on a slice of the real dev file, and answer_question."""
+
+import gzip
+import json
+import pathlib
+import sys
+
+import pytest
+
+from keras_bert_impl import BertBackbone, BertSpanExtractor
+from keras_bert_impl.data import squad
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def tiny_preset(tmp_path_factory, minilm_dir):
+    """A small randomly initialised backbone with the real uncased vocabulary, saved as a preset."""
+    preset = tmp_path_factory.mktemp("preset") / "tiny"
+    backbone = BertBackbone(
+        vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=128
+    )
+    backbone.save_to_preset(preset, vocabulary=str(minilm_dir / "vocab.txt"), lowercase=True)
+    return preset
+
+
+@pytest.fixture(scope="module")
+def dev_slice(shared_data):
+    data = squad.load_squad_json(shared_data / "squad" / "dev-v1.1.json.gz")
+    paragraph = data["data"][0]["paragraphs"][0]
+    return {"version": "1.1", "data": [{"title": "Super_Bowl_50", "paragraphs": [paragraph]}]}
+
+
+def _load_recipe():
+    sys.path.insert(0, str(REPO_ROOT / "recipes"))
+    try:
+        import finetune_squad
+    finally:
+        sys.path.pop(0)
+    return finetune_squad
+
+
+def test_recipe_v1_trains_predicts_and_writes_official_files(tmp_path, tiny_preset, dev_slice, capsys):
+    train = tmp_path / "train.json.gz"
+    with gzip.open(train, "wt", encoding="utf-8") as f:
+        json.dump(dev_slice, f)
+    predict = tmp_path / "dev.json"
+    predict.write_text(json.dumps(dev_slice), encoding="utf-8")
+    model_dir = tmp_path / "run"
+    recipe = _load_recipe()
+    recipe.main([
+        "--version", "1.1", "--train_file", str(train), "--predict_file", str(predict),
+        "--preset", str(tiny_preset), "--max_seq_length", "128", "--doc_stride", "64",
+        "--batch_size", "8", "--epochs", "1", "--learning_rate", "1e-3", "--model_dir", str(model_dir),
+    ])
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    predictions = json.loads((model_dir / "predictions.json").read_text())
+    context = dev_slice["data"][0]["paragraphs"][0]["context"]
+    qids = [qa["id"] for qa in dev_slice["data"][0]["paragraphs"][0]["qas"]]
+    assert sorted(predictions) == sorted(qids)
+    assert all(text and text in context for text in predictions.values())
+    evaluation = json.loads((model_dir / "eval.json").read_text())
+    assert set(evaluation) >= {"exact_match", "f1", "train_windows", "predict_windows"}
+    assert 0.0 <= evaluation["exact_match"] <= evaluation["f1"] <= 100.0
+    assert printed["f1"] == evaluation["f1"]
+    assert (model_dir / "model.keras").exists() and not (model_dir / "null_odds.json").exists()
+
+    # v2.0 predict-only from the fine-tuned .keras file: null_odds.json and the tuned threshold.
+    v2 = json.loads(json.dumps(dev_slice))
+    v2["version"] = "v2.0"
+    qas = v2["data"][0]["paragraphs"][0]["qas"]
+    qas[0] = {"id": "impossible", "question": "Who painted the Mona Lisa?", "answers": [], "is_impossible": True}
+    predict_v2 = tmp_path / "dev-v2.json"
+    predict_v2.write_text(json.dumps(v2), encoding="utf-8")
+    recipe.main([
+        "--version", "2.0", "--predict_file", str(predict_v2), "--init_checkpoint", str(model_dir / "model.keras"),
+        "--tokenizer", str(tiny_preset), "--max_seq_length", "128", "--epochs", "0", "--model_dir", str(tmp_path / "v2"),
+    ])
+    null_odds = json.loads((tmp_path / "v2" / "null_odds.json").read_text())
+    assert sorted(null_odds) == sorted(qa["id"] for qa in qas)
+    evaluation = json.loads((tmp_path / "v2" / "eval.json").read_text())
+    assert evaluation["NoAns_total"] == 1 and evaluation["HasAns_total"] == len(qas) - 1
+    assert "null_score_diff_threshold" in evaluation
+    predictions = json.loads((tmp_path / "v2" / "predictions.json").read_text())
+    threshold = evaluation["null_score_diff_threshold"]
+    assert all((predictions[q] == "") == (null_odds[q] > threshold) for q in predictions)
+
+
+def test_recipe_rejects_bad_flags(capsys):
+    recipe = _load_recipe()
+    with pytest.raises(SystemExit):
+        recipe.parse_args(["--predict_file", "x.json", "--preset", "p", "--model_dir", "m"])
+    assert "--train_file is required unless --epochs 0" in capsys.readouterr().err
+
+
+def test_answer_question_returns_a_span_of_the_raw_context(tiny_preset):
+    from keras_bert_impl.data.squad_postprocess import answer_question, answer_questions
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    tokenizer = BertTokenizer.from_preset(str(tiny_preset))
+    model = BertSpanExtractor(BertBackbone.from_preset(str(tiny_preset)))
+    context = "Der Fluss Rhein fließt durch Köln. " * 12  # non-ASCII, several windows at 64 tokens
+    answer = answer_question(model, tokenizer, "Where does the Rhine flow?", context, max_seq_length=64, doc_stride=16)
+    assert answer["text"] == context[answer["start"] : answer["end"]] and answer["text"]
+    assert 0.0 < answer["probability"] <= 1.0 and isinstance(answer["score"], float)
+    # v2.0 with a threshold below every null odds: "no answer".
+    no_answer = answer_question(model, tokenizer, "Where?", context, max_seq_length=64, doc_stride=16,
+                                version_2_with_negative=True, null_score_diff_threshold=-1e9)
+    assert no_answer["text"] == ""
+    with pytest.raises(ValueError, match=r"contexts\[1\]: expected a non-empty string, got ' '"):
+        answer_questions(model, tokenizer, ["a?", "b?"], ["text", " "])
+    with pytest.raises(ValueError, match="Got 1 questions but 2 contexts"):
+        answer_questions(model, tokenizer, ["a?"], ["x", "y"])
