@@ -1,0 +1,217 @@
+"""CoNLL-2003 NER benchmark: keras_bert_impl vs Hugging Face BertForTokenClassification (torch, CPU).
+
+Fine-tunes the same checkpoint (`all_minilm_l6_v2_en`, the real
+sentence-transformers/all-MiniLM-L6-v2 weights) both ways with the same
+setup: first-WordPiece labels (others ignored), IOB2 tags from the original
+IOB1 files, AdamW (weight decay 0.01 except LayerNorm/bias), linear warm-up
+over 10% of the steps then linear decay, global clip-norm 1.0, dropout 0.1,
+batch size, learning rate, epochs, the same (optionally truncated) training
+and evaluation sentences. Both are scored with `keras_bert_impl.metrics.conll`
+(conlleval rules). Prints one JSON line: dev/test entity F1, training wall
+time and training sequences per second for each.
+
+Differences kept on purpose (each side's usual practice): keras_bert_impl pads
+batches to length buckets 32/64/128 and splits sentences longer than the window
+into several windows; Hugging Face pads each batch to its longest sentence and
+truncates at 128 pieces (words cut off are predicted "O").
+
+    nice python benchmarks/conll.py --train_sentences 2000 --eval_sentences 1000 --epochs 1
+
+On a busy shared CPU use a subset (documented in the output: `train_sentences`,
+`eval_sentences`); the full protocol is `--train_sentences 0 --eval_sentences 0
+--epochs 3`.
+"""
+
+import argparse
+import json
+import os
+import time
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "conll2003"))
+    parser.add_argument("--preset", default="all_minilm_l6_v2_en")
+    parser.add_argument("--train_sentences", type=int, default=2000, help="first N training sentences (0: all 14,041)")
+    parser.add_argument("--eval_sentences", type=int, default=1000, help="first N dev and test sentences (0: all)")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--learning_rate", type=float, default=5e-5)
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--threads", type=int, default=0, help="torch/TF intra-op threads (0: library default)")
+    parser.add_argument("--skip", choices=("keras", "hf"), default=None)
+    return parser.parse_args(argv)
+
+
+def _limit(sentences, n):
+    return sentences if not n else sentences[:n]
+
+
+def run_keras(args, label_names, train, dev, test):
+    from keras_bert_impl import BertBackbone, BertTokenClassifier
+    from keras_bert_impl.data import conll
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+    from keras_bert_impl.training.conll import evaluate_conll
+    from keras_bert_impl.training.finetuning import default_boundaries, finetune, setup_finetuning
+
+    setup_finetuning(seed=args.seed)
+    tokenizer = BertTokenizer.from_preset(args.preset)
+    boundaries = default_boundaries(args.max_seq_length)
+    encoded = {
+        name: conll.encode_sentences(sentences, tokenizer, label_names, args.max_seq_length)
+        for name, sentences in (("train", train), ("dev", dev), ("test", test))
+    }
+    model = BertTokenClassifier(BertBackbone.from_preset(args.preset), len(label_names))
+    train_ds = conll.make_dataset(encoded["train"], args.batch_size, shuffle=True, seed=args.seed, boundaries=boundaries)
+    start = time.perf_counter()
+    fit = finetune(model, train_ds, epochs=args.epochs, learning_rate=args.learning_rate, seed=args.seed, verbose=0)
+    wall = time.perf_counter() - start
+    from keras_bert_impl.training.conll import ConllSplit
+
+    scores = {}
+    for name, sentences in (("dev", dev), ("test", test)):
+        split = ConllSplit(name, sentences, encoded[name])
+        scores[name] = evaluate_conll(model, split, label_names, 64, boundaries).scores["f1"]
+    train_seconds = sum(fit.epoch_seconds)
+    return {
+        "dev_f1": scores["dev"],
+        "test_f1": scores["test"],
+        "train_wall_seconds": wall,
+        "train_seconds": train_seconds,
+        "train_sequences_per_second": len(encoded["train"]) * args.epochs / train_seconds,
+        "seconds_per_epoch": train_seconds / args.epochs,
+    }
+
+
+def run_hf(args, label_names, train, dev, test):
+    import numpy as np
+    import torch
+    from transformers import AutoTokenizer, BertForTokenClassification, get_linear_schedule_with_warmup
+
+    from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets
+    from keras_bert_impl.metrics.conll import conll_entity_scores
+
+    torch.manual_seed(args.seed)
+    model_dir = os.path.dirname(resolve_tokenizer_assets(args.preset)["vocabulary"])
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    label_ids = {name: i for i, name in enumerate(label_names)}
+
+    def encode(sentences):
+        encoding = tokenizer([s.words for s in sentences], is_split_into_words=True, truncation=True,
+                             max_length=args.max_seq_length)
+        examples = []
+        for i, s in enumerate(sentences):
+            word_ids = encoding.word_ids(i)
+            labels, previous = [], None
+            for word in word_ids:
+                labels.append(label_ids[s.tags[word]] if word is not None and word != previous else -100)
+                previous = word
+            examples.append((encoding["input_ids"][i], labels, word_ids))
+        return examples
+
+    def collate(batch):
+        length = max(len(ids) for ids, _, _ in batch)
+        input_ids = torch.zeros((len(batch), length), dtype=torch.long)
+        attention = torch.zeros((len(batch), length), dtype=torch.long)
+        labels = torch.full((len(batch), length), -100, dtype=torch.long)
+        for row, (ids, labs, _) in enumerate(batch):
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            attention[row, : len(ids)] = 1
+            labels[row, : len(labs)] = torch.tensor(labs)
+        return input_ids, attention, labels
+
+    train_examples = encode(train)
+    model = BertForTokenClassification.from_pretrained(model_dir, num_labels=len(label_names))
+    no_decay = ("bias", "LayerNorm.weight")
+    groups = [
+        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
+        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, eps=1e-6)
+    steps_per_epoch = (len(train_examples) + args.batch_size - 1) // args.batch_size
+    total = steps_per_epoch * args.epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(round(0.1 * total)), total)
+    generator = np.random.default_rng(args.seed)
+    model.train()
+    start = time.perf_counter()
+    for _ in range(args.epochs):
+        order = generator.permutation(len(train_examples))
+        for first in range(0, len(order), args.batch_size):
+            input_ids, attention, labels = collate([train_examples[i] for i in order[first : first + args.batch_size]])
+            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+    train_seconds = time.perf_counter() - start
+
+    model.eval()
+    scores = {}
+    for name, sentences in (("dev", dev), ("test", test)):
+        examples = encode(sentences)
+        predicted = []
+        with torch.no_grad():
+            for first in range(0, len(examples), 64):
+                batch = examples[first : first + 64]
+                input_ids, attention, _ = collate(batch)
+                logits = model(input_ids=input_ids, attention_mask=attention).logits.argmax(-1).numpy()
+                for row, (_, _, word_ids) in enumerate(batch):
+                    sentence = sentences[first + row]
+                    tags, previous = ["O"] * len(sentence.words), None
+                    for position, word in enumerate(word_ids):
+                        if word is not None and word != previous:
+                            tags[word] = label_names[logits[row, position]]
+                        previous = word
+                    predicted.append(tags)
+        scores[name] = conll_entity_scores([s.tags for s in sentences], predicted)["f1"]
+    return {
+        "dev_f1": scores["dev"],
+        "test_f1": scores["test"],
+        "train_seconds": train_seconds,
+        "train_sequences_per_second": len(train_examples) * args.epochs / train_seconds,
+        "seconds_per_epoch": train_seconds / args.epochs,
+    }
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.threads:
+        os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(args.threads))
+        import torch
+
+        torch.set_num_threads(args.threads)
+    from keras_bert_impl.data import conll
+
+    files = conll.find_split_files(args.data_dir)
+    train_all = conll.read_conll(files["train"])
+    label_names = conll.label_vocabulary(train_all)
+    train = _limit(train_all, args.train_sentences)
+    dev = _limit(conll.read_conll(files["dev"]), args.eval_sentences)
+    test = _limit(conll.read_conll(files["test"]), args.eval_sentences)
+    result = {
+        "benchmark": "conll2003_ner",
+        "preset": args.preset,
+        "train_sentences": len(train),
+        "eval_sentences": {"dev": len(dev), "test": len(test)},
+        "epochs": args.epochs,
+        "batch_size": args.batch_size,
+        "learning_rate": args.learning_rate,
+        "max_seq_length": args.max_seq_length,
+    }
+    if args.skip != "keras":
+        result["keras_bert_impl"] = run_keras(args, label_names, train, dev, test)
+    if args.skip != "hf":
+        result["huggingface_torch"] = run_hf(args, label_names, train, dev, test)
+    if "keras_bert_impl" in result and "huggingface_torch" in result:
+        ours, ref = result["keras_bert_impl"], result["huggingface_torch"]
+        result["dev_f1_difference"] = ours["dev_f1"] - ref["dev_f1"]
+        result["test_f1_difference"] = ours["test_f1"] - ref["test_f1"]
+        result["speedup_per_epoch"] = ref["seconds_per_epoch"] / ours["seconds_per_epoch"]
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
