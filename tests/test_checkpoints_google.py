@@ -99,8 +99,13 @@ def expected(minilm_dir, batch):
     return numpy_outputs(BertBackbone.from_preset(str(minilm_dir), activation="gelu_approximate"), batch)
 
 
-def test_google_checkpoint_loads_with_equal_outputs(google_dir, batch, expected):
-    backbone = BertBackbone.from_preset(str(google_dir))
+@pytest.fixture(scope="module")
+def google_backbone(google_dir):
+    return BertBackbone.from_preset(str(google_dir))
+
+
+def test_google_checkpoint_loads_with_equal_outputs(google_backbone, batch, expected):
+    backbone = google_backbone
     # The original TF code's "gelu" is the tanh approximation.
     assert backbone.activation == "gelu_approximate"
     sequence, pooled = max_diffs(numpy_outputs(backbone, batch), expected, batch["padding_mask"])
@@ -113,6 +118,16 @@ def test_google_checkpoint_loads_with_equal_outputs(google_dir, batch, expected)
     assert "step counter" in skipped["global_step"]
     assert "optimizer slot" in skipped["bert/pooler/dense/kernel/adam_m"]
     assert "bert/encoder/layer_5/attention/self/value/kernel" in backbone.load_report.loaded
+
+
+def test_tanh_gelu_backbone_exports_to_transformers(google_backbone, batch, expected, tmp_path):
+    from keras_bert_impl.checkpoints import save_huggingface
+    from minilm_reference import transformers_outputs
+
+    save_huggingface(google_backbone, tmp_path / "hf")
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["hidden_act"] == "gelu_pytorch_tanh"
+    sequence, pooled = max_diffs(transformers_outputs(tmp_path / "hf", batch), expected, batch["padding_mask"])
+    assert sequence <= 1e-5 and pooled <= 1e-5
 
 
 def test_google_tokenizer_assets(google_dir):
