@@ -151,3 +151,15 @@ def test_every_source_failing_is_reported(tmp_path, monkeypatch):
     assert "google_zip" in message and "404" in message
     assert "Python package 'no_such_package_xyz' is not installed" in message
     assert str(tmp_path / "cache" / "test_unreachable") in message
+
+
+def test_a_download_that_is_not_a_zip_is_deleted_and_reported(served, tmp_path):
+    from keras_bert_impl.checkpoints.download import download_google_zip
+
+    root, data, _ = served
+    (root / "release.zip").write_bytes(data)  # a real file, but not a zip archive
+    cache_dir = tmp_path / "cache" / "some_preset"
+    with serve_directory(root) as (url, _):
+        with pytest.raises(DownloadError, match=r"release\.zip did not give a valid zip archive"):
+            download_google_zip(f"{url}/release.zip", cache_dir, progress_stream=None)
+    assert not cache_dir.exists() and os.listdir(tmp_path / "cache" / ".downloads") == []

@@ -226,7 +226,11 @@ def download_google_zip(url, cache_dir, sha256=None, progress_stream="stderr"):
     zip_path = download_file(url, os.path.join(downloads, zip_name), (sha256 or {}).get(zip_name), progress_stream)
     extracted = os.path.join(downloads, os.path.basename(cache_dir) + f".extract-{os.getpid()}")
     shutil.rmtree(extracted, ignore_errors=True)
-    extract_zip(zip_path, extracted)
+    try:
+        extract_zip(zip_path, extracted)
+    except zipfile.BadZipFile as e:
+        os.remove(zip_path)
+        raise DownloadError(f"{url} did not give a valid zip archive ({e}); deleted {zip_path}.") from e
     try:
         root = _find_checkpoint_root(extracted)
         _move_into_cache(root, cache_dir)
