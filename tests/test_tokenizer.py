@@ -156,3 +156,13 @@ def test_lookup_and_shape_errors(tokenizer):
         tokenizer.token_to_id("not-a-token")
     with pytest.raises(ValueError, match="expects a scalar or a 1-D batch of strings; got shape"):
         tokenizer.tokenize_with_offsets(tf.constant([["a"]]))
+
+
+def test_invalid_utf8_is_read_as_replacement_characters(tokenizer, hf_uncased, shared_data):
+    raw_lines = (shared_data / "bad_input" / "pg2641_cp1252_excerpt.txt").read_bytes().split(b"\n")
+    invalid = [line for line in raw_lines if line.decode("utf-8", errors="replace") != line.decode("latin-1")]
+    assert invalid  # real Windows-1252 bytes
+    expected = [e.ids for e in hf_uncased.encode_batch(
+        [line.decode("utf-8", errors="replace") for line in raw_lines], add_special_tokens=False)]
+    assert tokenizer(tf.constant(raw_lines)).to_list() == expected
+    assert tokenizer.tokenize_with_offsets(tf.constant(raw_lines))[0].to_list() == expected
