@@ -60,6 +60,7 @@ def run_glue(
     mixed_precision=None,
     early_stopping_patience=None,
     train_limit=None,
+    dev_limit=None,
     predict_test=True,
     save_model=False,
     verbose="auto",
@@ -86,6 +87,7 @@ def run_glue(
         mixed_precision: None, "bf16" or "fp16".
         early_stopping_patience: None or epochs without dev improvement.
         train_limit: use only the first N training examples (documented subsets).
+        dev_limit: evaluate on the first N examples of each dev split only.
         predict_test: write submission files for the test split(s).
         save_model: also save the best model (with its preprocessor) as
             `model_dir/model.keras`, which `keras.saving.load_model` reads
@@ -109,6 +111,8 @@ def run_glue(
     if train_limit is not None:
         train = train.take(train_limit)
     dev_splits = [glue_data.read_split(task, data_dir, s) for s in task.dev_splits]
+    if dev_limit is not None:
+        dev_splits = [s.take(dev_limit) for s in dev_splits]
     test_splits = [glue_data.read_split(task, data_dir, s) for s in task.test_splits] if predict_test else []
 
     setup_finetuning(seed=seed, mixed_precision=mixed_precision)
@@ -186,6 +190,7 @@ def run_glue(
         "stopped_early": result.stopped_early,
         "train_seconds": train_seconds,
         "seconds_per_epoch": train_seconds / max(1, epochs_run),
+        "epoch_seconds": [float(x) for x in result.epoch_seconds],
         "train_sequences_per_second": len(train) * epochs_run / train_seconds if train_seconds else None,
         "eval_seconds": float(sum(eval_seconds)),
         "total_seconds": total_seconds,
@@ -204,6 +209,7 @@ def run_glue(
             "seed": seed,
             "mixed_precision": mixed_precision,
             "train_limit": train_limit,
+            "dev_limit": dev_limit,
             "strategy": strategy,
         },
     }

@@ -1,0 +1,220 @@
+"""GLUE fine-tuning benchmark: keras_bert_impl vs Hugging Face transformers (torch CPU), same checkpoint and recipe.
+
+For each task, fine-tunes the real all-MiniLM-L6-v2 checkpoint with
+`keras_bert_impl.training.glue_finetuning.run_glue` and, with
+`--reference`, Hugging Face `BertForSequenceClassification` (torch, CPU)
+from the same files, with the same hyper-parameters: AdamW (eps 1e-6,
+weight decay 0.01 except biases and LayerNorm), peak learning rate, 10%
+linear warm-up then linear decay, global-norm clipping 1.0, dropout 0.1,
+batch size, max length, `longest_first` pair truncation, epochs, best epoch
+on dev, seeds 0..n-1. Batches: ours are length-bucketed (32/64/128);
+the reference pads each shuffled batch to its longest example
+(`DataCollatorWithPadding`, the usual HF setup).
+
+Prints one JSON line: per task and implementation, the dev metric(s) of the
+best epoch (mean over seeds and each seed), training seconds per epoch and
+training sequences per second. `--train_limit N` trains on the first N
+examples (a documented subset, the same for both).
+
+    nice python benchmarks/glue.py --tasks rte,mrpc,stsb,cola,sst2 --reference --seeds 1
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", default="rte,mrpc,stsb,cola,sst2")
+    parser.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "glue"))
+    parser.add_argument("--preset", default="all_minilm_l6_v2_en")
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--learning_rate", type=float, default=2e-5)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..n-1; metrics averaged")
+    parser.add_argument("--train_limit", default=None,
+                        help="N, or task=N,task=N: train on the first N examples (same subset for both)")
+    parser.add_argument("--dev_limit", type=int, default=None, help="evaluate on the first N dev examples only")
+    parser.add_argument("--reference", action="store_true", help="also run Hugging Face transformers (torch CPU)")
+    parser.add_argument("--skip_ours", action="store_true")
+    parser.add_argument("--threads", type=int, default=2, help="intra-op threads for both implementations")
+    parser.add_argument("--output", default=None, help="also append each run as a JSON line to this file")
+    return parser.parse_args(argv)
+
+
+def _limits(spec, tasks):
+    if spec is None:
+        return {t: None for t in tasks}
+    if "=" not in spec:
+        return {t: int(spec) for t in tasks}
+    limits = {t: None for t in tasks}
+    for item in spec.split(","):
+        task, value = item.split("=")
+        limits[task] = int(value)
+    return limits
+
+
+def run_ours(task, args, seed, train_limit):
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    from keras_bert_impl.training.glue_finetuning import run_glue
+
+    with tempfile.TemporaryDirectory() as model_dir:
+        results = run_glue(
+            task, args.data_dir, model_dir, preset=args.preset, max_seq_length=args.max_seq_length,
+            batch_size=args.batch_size, learning_rate=args.learning_rate, epochs=args.epochs, seed=seed,
+            train_limit=train_limit, dev_limit=args.dev_limit, predict_test=False, verbose=0,
+        )
+    return {
+        "best": results["best"],
+        "best_epoch": results["best_epoch"],
+        "seconds_per_epoch": results["seconds_per_epoch"],
+        "epoch_seconds": results["epoch_seconds"],
+        "train_sequences_per_second": results["train_sequences_per_second"],
+        "train_examples": results["train_examples"],
+    }
+
+
+def run_reference(task_name, args, seed, train_limit):
+    """Hugging Face BertForSequenceClassification, a plain torch loop (what Trainer does, minus its extras)."""
+    import torch
+    import transformers
+
+    from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets  # noqa: F401 (same files as ours)
+    from keras_bert_impl.data import glue
+    from keras_bert_impl.metrics.glue import TASK_METRICS, glue_metrics
+
+    torch.set_num_threads(args.threads)
+    model_dir = _checkpoint_dir(args.preset)
+    task = glue.get_task(task_name)
+    train = glue.read_split(task, args.data_dir, "train")
+    if train_limit is not None:
+        train = train.take(train_limit)
+    devs = [glue.read_split(task, args.data_dir, s) for s in task.dev_splits]
+    if args.dev_limit is not None:
+        devs = [d.take(args.dev_limit) for d in devs]
+
+    transformers.set_seed(seed)
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(model_dir)
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        model_dir, num_labels=task.num_classes, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1
+    )
+
+    def encode(split):
+        texts = (split.text_a,) if split.text_b is None else (split.text_a, split.text_b)
+        return tokenizer(*texts, truncation="longest_first", max_length=args.max_seq_length)
+
+    def batches(encoded, labels, order, batch_size):
+        for start in range(0, len(order), batch_size):
+            index = order[start : start + batch_size]
+            features = tokenizer.pad({k: [encoded[k][i] for i in index] for k in encoded}, return_tensors="pt")
+            label = None
+            if labels is not None:
+                label = torch.tensor(labels[index], dtype=torch.float32 if task.is_regression else torch.long)
+            yield features, label
+
+    train_encoded = encode(train)
+    steps_per_epoch = -(-len(train) // args.batch_size)
+    total_steps = steps_per_epoch * args.epochs
+    no_decay = ("bias", "LayerNorm.weight")
+    groups = [
+        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
+        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, eps=1e-6)
+    scheduler = transformers.get_linear_schedule_with_warmup(optimizer, int(round(0.1 * total_steps)), total_steps)
+    generator = np.random.default_rng(seed)
+    history, epoch_seconds = [], []
+    for _ in range(args.epochs):
+        model.train()
+        start = time.perf_counter()
+        for features, labels in batches(train_encoded, train.labels, generator.permutation(len(train)), args.batch_size):
+            loss = model(**features, labels=labels).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+        epoch_seconds.append(time.perf_counter() - start)
+        model.eval()
+        metrics = {}
+        for dev in devs:
+            encoded = encode(dev)
+            outputs = []
+            with torch.no_grad():
+                for features, _ in batches(encoded, None, np.arange(len(dev)), 64):
+                    outputs.append(model(**features).logits.numpy())
+            logits = np.concatenate(outputs)
+            predictions = logits[:, 0] if task.is_regression else logits.argmax(-1)
+            prefix = "" if len(devs) == 1 else dev.split.replace("dev_", "") + "_"
+            metrics.update({prefix + k: v for k, v in glue_metrics(task.name, dev.labels, predictions).items()})
+        history.append(metrics)
+    monitor = next(iter(history[0]))
+    best_index = int(np.argmax([m[monitor] for m in history]))
+    seconds = float(np.mean(epoch_seconds))
+    return {
+        "best": history[best_index],
+        "best_epoch": best_index + 1,
+        "seconds_per_epoch": seconds,
+        "epoch_seconds": epoch_seconds,
+        "train_sequences_per_second": len(train) / seconds,
+        "train_examples": len(train),
+    }
+
+
+def _checkpoint_dir(preset):
+    if os.path.isdir(preset):
+        return preset
+    from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets
+
+    return os.path.dirname(resolve_tokenizer_assets(preset)["vocabulary"])
+
+
+def summarize(runs):
+    keys = list(runs[0]["best"])
+    return {
+        "dev": {k: float(np.mean([r["best"][k] for r in runs])) for k in keys},
+        "dev_per_seed": [r["best"] for r in runs],
+        "best_epoch_per_seed": [r["best_epoch"] for r in runs],
+        "seconds_per_epoch": float(np.mean([r["seconds_per_epoch"] for r in runs])),
+        # Epochs after the first: without one-off compilation (XLA) costs.
+        "seconds_per_later_epoch": float(np.mean([np.mean(r["epoch_seconds"][1:] or r["epoch_seconds"]) for r in runs])),
+        "train_sequences_per_second": float(np.mean([r["train_sequences_per_second"] for r in runs])),
+        "train_examples": runs[0]["train_examples"],
+    }
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    limits = _limits(args.train_limit, tasks)
+    report = {"benchmark": "glue_finetuning", "preset": args.preset, "max_seq_length": args.max_seq_length,
+              "batch_size": args.batch_size, "learning_rate": args.learning_rate, "epochs": args.epochs,
+              "seeds": args.seeds, "threads": args.threads, "dev_limit": args.dev_limit, "tasks": {}}
+    impls = ([] if args.skip_ours else [("keras_bert_impl", run_ours)]) + (
+        [("hf_transformers_torch", run_reference)] if args.reference else [])
+    for task in tasks:
+        report["tasks"][task] = {"train_limit": limits[task]}
+        for name, function in impls:
+            runs = []
+            for seed in range(args.seeds):
+                run = function(task, args, seed, limits[task])
+                runs.append(run)
+                if args.output:
+                    with open(args.output, "a") as f:
+                        f.write(json.dumps({"task": task, "impl": name, "seed": seed, **run}) + "\n")
+            report["tasks"][task][name] = summarize(runs)
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
