@@ -106,8 +106,8 @@ elif MODE == "jax_data_parallel":
 
     strategy = get_strategy("mirrored")
     x, y, w = BertPretrainer.split_features_labels(batches)
-    model = build(strategy, 4)
-    history = model.fit(x, y, sample_weight=w, batch_size=GLOBAL_BATCH, epochs=4,
+    model = build(strategy, 6)
+    history = model.fit(x, y, sample_weight=w, batch_size=GLOBAL_BATCH, epochs=3,
                         steps_per_epoch=2, verbose=0).history
     kernel = model.backbone.token_embedding.embeddings.value
     result = {

@@ -76,12 +76,11 @@ def test_multiworker_two_processes_hold_equal_weights(tmp_path, shared_data, min
         np.testing.assert_array_equal(w0[name], w1[name])
 
 
-@pytest.mark.multibackend
 def test_jax_data_parallel_over_two_host_devices_trains(tmp_path, shared_data, minilm_dir):
     pytest.importorskip("jax")
     env = _env(shared_data, minilm_dir, KERAS_BACKEND="jax",
                XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
-    result = _run("jax_data_parallel", tmp_path, env)
+    result = _run("jax_data_parallel", tmp_path, env, timeout=600)
     assert result["replicas"] == 2 and result["devices"] == 2
     assert result["distribution"] == "DataParallel"
     assert result["embedding_sharding_devices"] == 2  # weights replicated on both devices
