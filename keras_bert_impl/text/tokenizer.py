@@ -288,9 +288,12 @@ class BertTokenizer(tf.Module):
 
     def _wordpiece_words(self, words):
         """WordPiece on a ragged/flat string tensor of words -> one more ragged dim of ids."""
-        pieces = self._wordpiece.tokenize(words)
+        return self._wordpiece.tokenize(self._unknown_if_too_long(words))
+
+    def _unknown_if_too_long(self, words):
+        """Words of more than `max_chars_per_word` characters -> the unknown token (a whole-word match)."""
         too_long = tf.strings.length(words, unit="UTF8_CHAR") > self._max_chars_per_word
-        return _replace_rows(pieces, too_long, self._unknown_id)
+        return tf.where(too_long, tf.constant(self._unknown_token), words)
 
     # ---------------------------------------------------------- tokenising
     def tokenize_with_words(self, strings):
@@ -349,11 +352,12 @@ class BertTokenizer(tf.Module):
 
         words, word_starts, _ = tf_text.regex_split_with_offsets(normalized, " ")  # [batch, words]
         flat_words = words.flat_values
-        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(flat_words)  # [words, pieces]
-        too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > self._max_chars_per_word
-        pieces = _replace_rows(pieces, too_long, self._unknown_id)
-        piece_starts = _replace_rows(piece_starts, too_long, 0)
-        piece_ends = _replace_rows(piece_ends, too_long, tf.cast(tf.strings.length(flat_words), piece_ends.dtype))
+        checked_words = self._unknown_if_too_long(flat_words)
+        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(checked_words)  # [words, pieces]
+        # A too-long word is one [UNK] piece covering the whole word.
+        replaced = tf.gather(tf.not_equal(checked_words, flat_words), pieces.value_rowids())
+        word_bytes = tf.gather(tf.cast(tf.strings.length(flat_words), piece_ends.dtype), pieces.value_rowids())
+        piece_ends = piece_ends.with_flat_values(tf.where(replaced, word_bytes, piece_ends.flat_values))
 
         # Normalised byte offsets -> global byte positions -> code point index -> original byte offsets.
         word_base = tf.gather(row_byte_base, words.value_rowids()) + word_starts.flat_values
@@ -432,16 +436,3 @@ def _split_on_spaces(normalized):
     if isinstance(words, tf.RaggedTensor):
         return tf.ragged.boolean_mask(words, tf.ragged.map_flat_values(lambda v: tf.strings.length(v) > 0, words))
     return tf.boolean_mask(words, tf.strings.length(words) > 0)
-
-
-def _replace_rows(pieces, replace, value):
-    """In ragged [words, pieces], replaces the rows where `replace` is true by [value] (scalar or per row)."""
-    kept = tf.ragged.boolean_mask(pieces, _broadcast_rows(pieces, tf.logical_not(replace)))
-    value = tf.cast(tf.broadcast_to(value, tf.shape(replace)), pieces.dtype)
-    unk = tf.RaggedTensor.from_row_lengths(tf.boolean_mask(value, replace), tf.cast(replace, tf.int64))
-    return tf.concat([kept, unk], axis=1)
-
-
-def _broadcast_rows(ragged, row_mask):
-    """A boolean ragged tensor shaped like `ragged`, each row filled with row_mask[row]."""
-    return ragged.with_values(tf.gather(row_mask, ragged.value_rowids()))
