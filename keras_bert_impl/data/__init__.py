@@ -5,7 +5,7 @@ Submodules are imported on first attribute access.
 
 import importlib
 
-_SUBMODULES = ("corpus", "pretraining", "glue", "squad", "conll")
+_SUBMODULES = ("corpus", "pretraining", "glue", "squad", "squad_postprocess", "conll")
 _NAMES = {"pretraining_dataset": "pretraining"}
 
 
