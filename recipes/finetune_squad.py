@@ -124,4 +124,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (ValueError, FileNotFoundError) as error:  # bad files or flags: one clear line, no traceback
+        sys.exit(f"finetune_squad: error: {error}")
