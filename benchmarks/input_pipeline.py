@@ -126,8 +126,10 @@ def main():
         cores = available if spec == "all" else min(int(spec), available)
         child = subprocess.run(
             [sys.executable, __file__, *sys.argv[1:], "--child_cores", str(cores)],
-            capture_output=True, text=True, check=True,
+            capture_output=True, text=True,
         )
+        if child.returncode:
+            sys.exit(f"measurement on {cores} core(s) failed:\n{child.stderr[-3000:]}")
         pipeline[str(cores)] = json.loads(child.stdout.strip().splitlines()[-1])
 
     from keras_bert_impl.data import corpus

@@ -1,6 +1,7 @@
 """Tests of the pretraining tf.data pipeline on real text (the bundled Gutenberg corpus)."""
 
 import collections
+import os
 import pathlib
 
 import numpy as np
@@ -400,3 +401,26 @@ def test_bad_arguments(paths, tokenizer, tmp_path):
         pretraining_dataset(paths["valid"], tokenizer, short_seq_prob=-0.1)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         pretraining_dataset(paths["valid"], tokenizer, batch_size=0)
+
+
+def test_tfrecord_documents_give_the_same_batches_as_text(paths, tokenizer, tmp_path):
+    from keras_bert_impl.data.document_records import write_document_records
+
+    stats = write_document_records(paths["valid"], tokenizer, str(tmp_path / "records" / "valid"), num_shards=2)
+    documents = document_tokens(paths["valid"], tokenizer)
+    assert stats["documents"] == len(documents) and stats["tokens"] == sum(len(d) for d in documents)
+    assert sorted(os.listdir(tmp_path / "records")) == [
+        "valid-00000-of-00002.tfrecord", "valid-00001-of-00002.tfrecord"
+    ]
+    # Documents are dealt round-robin to the shards and read back alternately:
+    # the same documents in the same order, so the same seed gives the same batches.
+    options = dict(seq_length=64, max_predictions_per_seq=10, batch_size=16, seed=7, shuffle=False,
+                   repeat=False, whole_word_masking=True)
+    from_text = list(pretraining_dataset(paths["valid"], tokenizer, **options))
+    from_records = list(pretraining_dataset(str(tmp_path / "records" / "valid-*.tfrecord"), tokenizer, **options))
+    assert len(from_text) == len(from_records) > 10
+    for a, b in zip(from_text, from_records):
+        for key in a:
+            np.testing.assert_array_equal(a[key].numpy(), b[key].numpy())
+    with pytest.raises(ValueError, match=r"mixes TFRecord shards of tokenised documents \(\*\.tfrecord\) and text"):
+        pretraining_dataset([paths["valid"], stats["files"][0]], tokenizer)

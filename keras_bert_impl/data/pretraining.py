@@ -35,7 +35,7 @@ print({name: tuple(t.shape) for name, t in batch.items()})
 
 import tensorflow as tf
 
-from keras_bert_impl.data import masking, sentence_pairs
+from keras_bert_impl.data import document_records, masking, sentence_pairs
 
 OUTPUT_KEYS = (
     "token_ids",
@@ -120,6 +120,14 @@ def _read_documents(path, file_index):
     return tf.data.Dataset.from_tensor_slices((documents, ids))
 
 
+@tf.autograph.experimental.do_not_convert
+def _read_records(path, file_index):
+    """A TFRecord shard -> dataset of (token ids, sentence lengths, document id)."""
+    records = tf.data.TFRecordDataset(path).map(document_records.parse_document_record)
+    base = tf.cast(file_index, tf.int64) * (1 << 32)
+    return records.enumerate().map(lambda i, record: (record[0], record[1], base + i))
+
+
 def _seed_stream(seed, salt):
     """Infinite dataset of [2] int64 stateless seeds, new on every iteration."""
     stream_seed = None if seed is None else seed * 7919 + salt
@@ -144,7 +152,9 @@ def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per
 
     Args:
         files: text files or glob patterns (local or `gs://`), one sentence or
-            paragraph a line, a blank line between documents, UTF-8.
+            paragraph a line, a blank line between documents, UTF-8; or TFRecord
+            shards of tokenised documents (`*.tfrecord`, written by
+            `recipes/prepare_pretraining_data.py` with the same vocabulary).
         tokenizer: a `keras_bert_impl.text.BertTokenizer` (or any object with
             the same interface: called on a 1-D string tensor it returns a
             `tf.RaggedTensor` of int32 ids; `tokenize_with_words` for whole-word
@@ -216,6 +226,13 @@ def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per
     special = _check_tokenizer(tokenizer)
     vocab_size = int(tokenizer.vocabulary_size())
     files = expand_files(files)
+    records = [document_records.is_record_file(f) for f in files]
+    if any(records) and not all(records):
+        raise ValueError(
+            "files mixes TFRecord shards of tokenised documents (*.tfrecord) and text files: "
+            f"pass one kind ({sum(records)} of {len(files)} are .tfrecord)"
+        )
+    from_records = all(records)
 
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
@@ -234,7 +251,7 @@ def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per
     if shuffle and not shard_by_document:
         file_ds = file_ds.shuffle(len(files), seed=salted(1), reshuffle_each_iteration=True)
     documents = file_ds.interleave(
-        _read_documents,
+        _read_records if from_records else _read_documents,
         cycle_length=min(len(files), 4),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=deterministic,
@@ -245,30 +262,44 @@ def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per
         documents = documents.shuffle(1000, seed=salted(2), reshuffle_each_iteration=True)
     if repeat:
         documents = documents.repeat()
-    documents = documents.batch(documents_per_batch)
+    documents = (documents.ragged_batch if from_records else documents.batch)(documents_per_batch)
 
     # The map functions have no tensor-dependent Python control flow: skipping
     # AutoGraph conversion saves seconds of tracing per dataset.
+    if from_records and whole_word_masking:
+        # A piece that does not start with "##" starts a word (as tokenize_with_words splits).
+        starts_word = tf.constant([not t.startswith("##") for t in tokenizer.get_vocabulary()])
+
     @tf.autograph.experimental.do_not_convert
     def make_examples(batch, seed_pair):
-        document_text, document_ids = batch
-        sentences = tf.strings.split(document_text, "\n")
-        flat = sentences.flat_values
         word_starts = None
-        if whole_word_masking:
-            words = tokenizer.tokenize_with_words(flat)
-            tokens = words.merge_dims(1, 2)
-            word_starts = tf.scatter_nd(
-                words.values.row_starts()[:, None],
-                tf.ones_like(words.values.row_starts(), tf.bool),
-                tf.shape(tokens.flat_values, out_type=tf.int64),
+        if from_records:
+            token_ids, sentence_lengths, document_ids = batch
+            tokens = tf.RaggedTensor.from_row_lengths(
+                token_ids.flat_values, sentence_lengths.flat_values, validate=False
             )
+            sentence_documents = sentence_lengths.value_rowids()
+            if whole_word_masking:
+                word_starts = tf.gather(starts_word, tokens.flat_values)
         else:
-            tokens = tokenizer(flat)
+            document_text, document_ids = batch
+            sentences = tf.strings.split(document_text, "\n")
+            sentence_documents = sentences.value_rowids()
+            flat = sentences.flat_values
+            if whole_word_masking:
+                words = tokenizer.tokenize_with_words(flat)
+                tokens = words.merge_dims(1, 2)
+                word_starts = tf.scatter_nd(
+                    words.values.row_starts()[:, None],
+                    tf.ones_like(words.values.row_starts(), tf.bool),
+                    tf.shape(tokens.flat_values, out_type=tf.int64),
+                )
+            else:
+                tokens = tokenizer(flat)
         tokens = tf.cast(tokens, tf.int32)
         return sentence_pairs.documents_to_examples(
             tokens,
-            sentences.value_rowids(),
+            sentence_documents,
             document_ids,
             seed_pair,
             seq_length=seq_length,

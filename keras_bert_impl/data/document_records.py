@@ -1,0 +1,132 @@
+"""TFRecord shards of tokenised documents: tokenisation paid once, for pod-scale pretraining.
+
+One `tf.train.Example` per document with two int64 features:
+
+- `token_ids`: the WordPiece ids of all the document's sentences, concatenated;
+- `sentence_lengths`: the number of ids of each sentence, in order.
+
+`pretraining_dataset` reads these shards (file names ending in `.tfrecord`)
+exactly like text: pairs and masks are still drawn on the fly, every epoch.
+Whole-word masking takes word boundaries from the vocabulary (a piece starting
+with `##` continues a word), which is what `BertTokenizer.tokenize_with_words`
+gives. Write the shards with `write_document_records` or
+`recipes/prepare_pretraining_data.py`.
+
+Example:
+
+```python
+from keras_bert_impl.data import corpus
+from keras_bert_impl.data.document_records import write_document_records
+from keras_bert_impl.text.tokenizer import BertTokenizer
+
+paths = corpus.bundled_corpus()
+stats = write_document_records(paths["train"], BertTokenizer(paths["vocab"]), "/tmp/records/train", num_shards=2)
+print(stats)  # {'files': [...-00000-of-00002.tfrecord, ...], 'documents': 142, 'sentences': ..., 'tokens': ...}
+```
+"""
+
+import os
+
+import tensorflow as tf
+
+RECORD_SUFFIX = ".tfrecord"
+
+FEATURES = {
+    "token_ids": tf.io.RaggedFeature(tf.int64),
+    "sentence_lengths": tf.io.RaggedFeature(tf.int64),
+}
+
+
+def is_record_file(path):
+    """True for the file names `pretraining_dataset` reads as document records."""
+    return str(path).endswith(RECORD_SUFFIX)
+
+
+def parse_document_record(serialized):
+    """A serialised record -> (token_ids [tokens] int32, sentence_lengths [sentences] int64)."""
+    features = tf.io.parse_single_example(serialized, FEATURES)
+    return tf.cast(features["token_ids"], tf.int32), features["sentence_lengths"]
+
+
+def _example(token_ids, sentence_lengths):
+    return tf.train.Example(
+        features=tf.train.Features(
+            feature={
+                "token_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=token_ids)),
+                "sentence_lengths": tf.train.Feature(int64_list=tf.train.Int64List(value=sentence_lengths)),
+            }
+        )
+    ).SerializeToString()
+
+
+def write_document_records(files, tokenizer, output_prefix, *, num_shards=1):
+    """Tokenises text files (the pretraining text format) into TFRecord shards of documents.
+
+    Documents are dealt round-robin to the shards, so shards have about the
+    same size (one shard per input pipeline or more lets `pretraining_dataset`
+    shard by file).
+
+    Args:
+        files: text files or globs (local or `gs://`), one sentence a line, a
+            blank line between documents, UTF-8 (checked: the error names the
+            file and line).
+        tokenizer: a `BertTokenizer`.
+        output_prefix: shards are written as
+            `{output_prefix}-00000-of-0000N.tfrecord`, each first to a temporary
+            name in the same folder, then renamed.
+        num_shards: the number of shards.
+
+    Returns:
+        A dict: `files` (the shards), `documents`, `sentences`, `tokens`.
+
+    Raises:
+        ValueError: bad `num_shards`, a pattern matching no file, an empty file.
+        tf.errors.InvalidArgumentError: invalid UTF-8 (file and line named).
+    """
+    from keras_bert_impl.data import pretraining
+
+    if not isinstance(num_shards, int) or num_shards < 1:
+        raise ValueError(f"num_shards must be a positive integer, got {num_shards!r}")
+    paths = pretraining.expand_files(files)
+    folder = os.path.dirname(output_prefix)
+    if folder:
+        tf.io.gfile.makedirs(folder)
+    names = [f"{output_prefix}-{i:05d}-of-{num_shards:05d}{RECORD_SUFFIX}" for i in range(num_shards)]
+    temporary = [f"{name}.tmp-{os.getpid()}" for name in names]
+    writers = [tf.io.TFRecordWriter(name) for name in temporary]
+
+    documents = tf.data.Dataset.from_tensor_slices((paths, tf.range(len(paths), dtype=tf.int64)))
+    documents = documents.flat_map(pretraining._read_documents).batch(64)
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize(text, ids):
+        sentences = tf.strings.split(text, "\n")
+        tokens = tokenizer(sentences.flat_values)
+        lengths = tf.RaggedTensor.from_value_rowids(
+            tf.cast(tokens.row_lengths(), tf.int64), sentences.value_rowids(), nrows=sentences.nrows()
+        )
+        per_document = tf.RaggedTensor.from_row_lengths(
+            tf.cast(tokens.flat_values, tf.int64), tf.reduce_sum(lengths, axis=1)
+        )
+        return per_document, lengths
+
+    stats = {"files": names, "documents": 0, "sentences": 0, "tokens": 0}
+    try:
+        for token_ids, lengths in documents.map(tokenize, num_parallel_calls=tf.data.AUTOTUNE):
+            for ids, sentence_lengths in zip(token_ids.to_list(), lengths.to_list()):
+                writers[stats["documents"] % num_shards].write(_example(ids, sentence_lengths))
+                stats["documents"] += 1
+                stats["sentences"] += len(sentence_lengths)
+                stats["tokens"] += len(ids)
+        for writer in writers:
+            writer.close()
+        for source, target in zip(temporary, names):
+            tf.io.gfile.rename(source, target, overwrite=True)
+    except BaseException:
+        for writer in writers:
+            writer.close()
+        for name in temporary:
+            if tf.io.gfile.exists(name):
+                tf.io.gfile.remove(name)
+        raise
+    return stats
