@@ -54,4 +54,4 @@ def test_pretrain_recipe_with_tpu_strategy_exits_fast_with_the_message(tmp_path)
     )
     assert result.returncode != 0
     assert "No TPU was found" in result.stderr and "--tpu" in result.stderr
-    assert time.monotonic() - start < 60
+    assert time.monotonic() - start < 90  # interpreter + TensorFlow start-up included
