@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import sys
 import time
 
 DEFAULT_SQUAD = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "squad", "dev-v1.1.json.gz")
@@ -213,6 +214,7 @@ def main():
         import keras
 
         report[f"keras_{keras.backend.backend()}"] = run_keras(args, train_features, eval_features, eval_gold)
+        print(json.dumps({"partial": report}), file=sys.stderr, flush=True)  # salvageable if the next part is cut
     if "hf" in frameworks:
         report["hf_torch"] = run_huggingface(args, train_features, eval_features, eval_gold)
     print(json.dumps(report))
