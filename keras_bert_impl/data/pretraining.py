@@ -2,7 +2,9 @@
 
 Input files hold one sentence (or paragraph) a line and a blank line between
 documents, the format of the original BERT data (write it from raw books with
-`keras_bert_impl.data.corpus` / `recipes/prepare_corpus.py`). The pipeline:
+`keras_bert_impl.data.corpus` / `recipes/prepare_corpus.py`), or are TFRecord
+shards of tokenised documents (`*.tfrecord`, `keras_bert_impl.data.document_records`,
+`recipes/prepare_pretraining_data.py`), which skip the tokenisation. The pipeline:
 
 ```
 files (globs, local or gs://) -> [shard by file] -> interleave: read a file, check UTF-8,
