@@ -1,8 +1,11 @@
 """Tests of the pretraining tf.data pipeline on real text (the bundled Gutenberg corpus)."""
 
 import collections
+import json
 import os
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -424,3 +427,40 @@ def test_tfrecord_documents_give_the_same_batches_as_text(paths, tokenizer, tmp_
             np.testing.assert_array_equal(a[key].numpy(), b[key].numpy())
     with pytest.raises(ValueError, match=r"mixes TFRecord shards of tokenised documents \(\*\.tfrecord\) and text"):
         pretraining_dataset([paths["valid"], stats["files"][0]], tokenizer)
+
+
+DISTRIBUTED_SCRIPT = """
+import json, sys
+import tensorflow as tf
+from keras_bert_impl.data import pretraining_dataset
+from keras_bert_impl.text.tokenizer import BertTokenizer
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+tokenizer = BertTokenizer(sys.argv[2])
+contexts = []
+
+def dataset_fn(context):
+    contexts.append((context.num_input_pipelines, context.input_pipeline_id, context.num_replicas_in_sync))
+    return pretraining_dataset(sys.argv[1], tokenizer, seq_length=32, max_predictions_per_seq=5,
+                               batch_size=context.get_per_replica_batch_size(8), seed=1, input_context=context)
+
+batch = next(iter(strategy.distribute_datasets_from_function(dataset_fn)))
+shapes = {key: [list(t.shape) for t in strategy.experimental_local_results(value)] for key, value in batch.items()}
+print(json.dumps({"contexts": contexts, "shapes": shapes}))
+"""
+
+
+def test_distribute_datasets_from_function(paths, minilm_dir):
+    # A fresh process: logical CPU devices must be set before TensorFlow starts.
+    result = subprocess.run(
+        [sys.executable, "-c", DISTRIBUTED_SCRIPT, paths["valid"], str(minilm_dir / "vocab.txt")],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["contexts"] == [[1, 0, 2]]  # one worker: one input pipeline for both replicas
+    assert report["shapes"]["token_ids"] == [[4, 32], [4, 32]]
+    assert report["shapes"]["mask_positions"] == [[4, 5], [4, 5]]
+    assert report["shapes"]["next_sentence_labels"] == [[4], [4]]
