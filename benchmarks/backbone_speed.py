@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -250,6 +251,7 @@ def main():
             entry["huggingface_torch_eager"] = {"forward_seq_s": round(f, 2), "train_seq_s": round(t, 2)}
             entry["ratio_vs_huggingface"] = {"forward": round(fwd / f, 2), "train": round(train / t, 2)}
         result["configs"][name] = entry
+        print(f"[{name}] {json.dumps(entry)}", file=sys.stderr, flush=True)  # progress; the JSON line comes last
         keras.backend.clear_session()
     print(json.dumps(result))
 
