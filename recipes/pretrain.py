@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from keras_bert_impl.training.pretraining_run import NaNLossError, PretrainingConfig, run_pretraining
+from keras_bert_impl.training.run_checkpoints import CheckpointWriteError
 
 
 def parse_args(argv=None):
@@ -60,7 +61,7 @@ def main(argv=None):
     config = parse_args(argv)
     try:
         result = run_pretraining(config)
-    except (ValueError, RuntimeError, FileNotFoundError, NaNLossError) as error:
+    except (ValueError, RuntimeError, FileNotFoundError, NaNLossError, CheckpointWriteError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     validation = result["validation"]

@@ -26,6 +26,10 @@ import numpy as np
 _NAME = re.compile(r"^ckpt-(\d+)$")
 
 
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (e.g. the disk is full); the previous one is intact."""
+
+
 class CheckpointManager:
     """Writes and finds checkpoints under `directory`.
 
@@ -96,6 +100,17 @@ class CheckpointManager:
             if os.path.exists(final):
                 shutil.rmtree(final)
             os.rename(tmp, final)
+            _fsync_directory(self.directory)
+        except OSError as error:
+            shutil.rmtree(tmp, ignore_errors=True)
+            previous = self.latest()
+            raise CheckpointWriteError(
+                error.errno,
+                f"Could not write checkpoint {final} ({error.strerror or error}). "
+                + (f"The previous checkpoint {previous} is intact and a restart resumes from it."
+                   if previous else "No earlier checkpoint exists.")
+                + " Free disk space (or point --model_dir elsewhere) and run the same command again.",
+            ) from error
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -131,6 +146,20 @@ class CheckpointManager:
         for name in os.listdir(self.directory):
             if name.startswith(".tmp-ckpt-"):
                 shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+
+
+def _fsync_directory(path):
+    """Makes a rename inside `path` durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _assign(variable, value, path):

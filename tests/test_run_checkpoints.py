@@ -1,0 +1,102 @@
+"""CheckpointManager: atomic saves, pruning, and a full disk that leaves the previous checkpoint intact."""
+
+import errno
+import os
+
+import numpy as np
+import pytest
+
+import keras
+
+from keras_bert_impl.training import run_checkpoints
+from keras_bert_impl.training.run_checkpoints import CheckpointManager, CheckpointWriteError
+
+
+def _model_and_optimizer(seed):
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    optimizer = keras.optimizers.AdamW(1e-3)
+    optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+
+def _weights(model):
+    return [np.array(v.numpy()) for v in model.variables]
+
+
+def test_save_restore_round_trip_and_keep_prunes(tmp_path):
+    manager = CheckpointManager(str(tmp_path), keep=2)
+    model, optimizer = _model_and_optimizer(0)
+    for step in (10, 20, 30):
+        manager.save(step, model, optimizer, state={"note": step})
+    assert manager.all_steps() == [20, 30]
+    assert manager.latest().endswith("ckpt-000000030")
+    other, other_optimizer = _model_and_optimizer(1)
+    state = manager.restore(manager.latest(), other, other_optimizer)
+    assert state["step"] == 30 and state["note"] == 30
+    for a, b in zip(_weights(model), _weights(other)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_full_disk_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    manager = CheckpointManager(str(tmp_path), keep=3)
+    model, optimizer = _model_and_optimizer(0)
+    good = manager.save(100, model, optimizer)
+    saved = _weights(model)
+
+    # Change the weights, then let the disk fill up half-way through the next save.
+    for v in model.trainable_variables:
+        v.assign(v.numpy() + 1.0)
+    real_savez = np.savez
+
+    def savez_then_disk_full(file, **arrays):
+        file.write(b"PK\x03\x04 partial bytes of a zip")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(run_checkpoints.np, "savez", savez_then_disk_full)
+    with pytest.raises(CheckpointWriteError) as info:
+        manager.save(200, model, optimizer)
+    message = str(info.value)
+    assert "ckpt-000000200" in message and "No space left on device" in message
+    assert good in message and "intact" in message
+    assert info.value.errno == errno.ENOSPC
+    monkeypatch.setattr(run_checkpoints.np, "savez", real_savez)
+
+    # Nothing half-written is visible: no ckpt-200, no temporary directory, and latest() is the old one.
+    assert sorted(os.listdir(tmp_path)) == ["ckpt-000000100"]
+    assert manager.latest() == good
+    restored, restored_optimizer = _model_and_optimizer(1)
+    manager.restore(manager.latest(), restored, restored_optimizer)
+    for a, b in zip(saved, _weights(restored)):
+        np.testing.assert_array_equal(a, b)
+
+    # With space again, the same call succeeds.
+    assert manager.save(200, model, optimizer).endswith("ckpt-000000200")
+
+
+def test_a_leftover_temporary_directory_is_ignored_and_cleaned(tmp_path):
+    manager = CheckpointManager(str(tmp_path), keep=3)
+    model, optimizer = _model_and_optimizer(0)
+    manager.save(1, model, optimizer)
+    # What a SIGKILL during a save leaves behind: a temporary directory, and a
+    # ckpt directory without state.json (never produced by save, but be safe).
+    os.makedirs(tmp_path / ".tmp-ckpt-000000002-deadbeef")
+    (tmp_path / ".tmp-ckpt-000000002-deadbeef" / "variables.npz").write_bytes(b"PK\x03")
+    os.makedirs(tmp_path / "ckpt-000000003")
+    assert manager.latest().endswith("ckpt-000000001")
+    manager.save(4, model, optimizer)
+    assert not any(name.startswith(".tmp-") for name in os.listdir(tmp_path))
+    assert manager.all_steps() == [1, 4]
+
+
+def test_restore_of_a_different_model_names_the_checkpoint(tmp_path):
+    manager = CheckpointManager(str(tmp_path))
+    model, optimizer = _model_and_optimizer(0)
+    path = manager.save(5, model, optimizer)
+    keras.utils.set_random_seed(0)
+    bigger = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(2)])
+    bigger_optimizer = keras.optimizers.AdamW(1e-3)
+    bigger_optimizer.build(bigger.trainable_variables)
+    with pytest.raises(ValueError, match="different model or optimizer configuration") as info:
+        manager.restore(path, bigger, bigger_optimizer)
+    assert path in str(info.value)
