@@ -136,10 +136,12 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
     losses = []
     for _ in range(args.epochs):
         for features, labels in train_ds:
+            # Drop the filler rows (label -1) that keep our batches a fixed size.
+            keep = torch.from_numpy(labels["start_logits"].numpy() >= 0)
             out = model(
-                **to_torch(features),
-                start_positions=torch.from_numpy(labels["start_logits"].numpy()).long(),
-                end_positions=torch.from_numpy(labels["end_logits"].numpy()).long(),
+                **{k: v[keep] for k, v in to_torch(features).items()},
+                start_positions=torch.from_numpy(labels["start_logits"].numpy()).long()[keep],
+                end_positions=torch.from_numpy(labels["end_logits"].numpy()).long()[keep],
             )
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -156,7 +158,7 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
     row = 0
     start = time.perf_counter()
     with torch.no_grad():
-        for features in eval_features.to_dataset(64, training=False):
+        for features in eval_features.to_dataset(64, training=False, fixed_batch_size=False):
             out = model(**to_torch(features))
             s, e = out.start_logits.numpy(), out.end_logits.numpy()
             start_logits[row : row + len(s), : s.shape[1]] = s

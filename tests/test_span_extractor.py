@@ -55,6 +55,19 @@ def test_span_loss_is_mean_of_start_and_end_cross_entropy():
 
 
 @pytest.mark.multibackend
+def test_span_loss_ignores_rows_labelled_minus_one():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(4, 6)).astype("float32")
+    labels = np.array([2, 5, -1, -1])
+    loss = float(keras.ops.convert_to_numpy(SpanLoss()(labels, logits)))
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    expected = 0.5 * -np.mean([log_probs[0, 2], log_probs[1, 5]])
+    assert loss == pytest.approx(expected, rel=1e-5)
+    # Only the two real rows matter: the same as the loss of the unpadded batch.
+    assert loss == pytest.approx(float(keras.ops.convert_to_numpy(SpanLoss()(labels[:2], logits[:2]))), rel=1e-6)
+
+
+@pytest.mark.multibackend
 def test_span_extractor_trains_and_round_trips_keras_file(tmp_path):
     keras.utils.set_random_seed(0)
     model = BertSpanExtractor(_backbone())

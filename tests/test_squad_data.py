@@ -314,3 +314,30 @@ def test_question_longer_than_max_seq_length_allows(tokenizer):
     features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=64, max_query_length=16)
     assert features.truncated_questions == 1
     assert features.token_ids[0, 17] == tokenizer.sep_token_id and features.segment_ids[0, 18] == 1
+
+
+def test_batches_have_a_fixed_size_and_filler_rows_are_dropped(tokenizer, first_articles):
+    from keras_bert_impl.data.squad_postprocess import predict_logits
+
+    examples, _ = squad.read_squad_examples(first_articles, is_training=True)
+    features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=128, doc_stride=48, is_training=True)
+    batch_size = 16
+    assert len(features) % batch_size  # so that some batches need filling
+
+    labelled = 0
+    for inputs, labels in features.to_dataset(batch_size, training=True, shuffle_seed=0):
+        assert inputs["token_ids"].shape[0] == batch_size and labels["start_logits"].shape == (batch_size,)
+        real = labels["start_logits"].numpy() >= 0
+        assert (real == (labels["end_logits"].numpy() >= 0)).all()
+        labelled += int(real.sum())
+    assert labelled == len(features)  # every window once per epoch, none dropped
+
+    class EchoModel:  # logits = the token ids, so each row shows which window it came from
+        def predict_on_batch(self, batch):
+            ids = batch["token_ids"].numpy().astype("float32")
+            return {"start_logits": ids, "end_logits": -ids}
+
+    start, end = predict_logits(EchoModel(), features, batch_size=batch_size)
+    width = features.token_ids.shape[1]
+    np.testing.assert_array_equal(start[:, :width][features.padding_mask == 1], features.token_ids[features.padding_mask == 1])
+    np.testing.assert_array_equal(end[:, :width][features.padding_mask == 1], -features.token_ids[features.padding_mask == 1])

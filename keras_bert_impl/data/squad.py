@@ -377,7 +377,7 @@ class SquadFeatures:
         """The labels as `{"start_logits": start_positions, "end_logits": end_positions}`."""
         return {"start_logits": self.start_positions, "end_logits": self.end_positions}
 
-    def to_dataset(self, batch_size, training=False, shuffle_seed=None, boundaries=None):
+    def to_dataset(self, batch_size, training=False, shuffle_seed=None, boundaries=None, fixed_batch_size=True):
         """A batched `tf.data.Dataset` of `(inputs, labels)` (training) or `inputs` (prediction).
 
         Windows are padded only to the smallest of `boundaries` (default
@@ -385,6 +385,14 @@ class SquadFeatures:
         the batch. For training they are shuffled and grouped into length
         buckets (`bucket_by_length`), so short contexts do not pay for 384
         tokens; for prediction the order of the windows is kept.
+
+        With `fixed_batch_size` (default) every batch has exactly `batch_size`
+        rows, so a compiled (XLA) step sees at most `len(boundaries)` shapes
+        instead of recompiling for each bucket's last, partial batch. The
+        partial batches are filled up with copies of their first window: in
+        training their labels are -1, which `SpanLoss` ignores (the loss stays
+        the mean over the real windows); in prediction the extra rows come
+        last, and `predict_logits` drops them.
         """
         import tensorflow as tf
 
@@ -416,9 +424,30 @@ class SquadFeatures:
                 pad_to_bucket_boundary=False,
             )
             dataset = dataset.map(lambda f, y: (_pad_to_boundary(f, boundaries), y))
+            if fixed_batch_size:
+                dataset = dataset.map(lambda f, y: (_fill_rows(f, batch_size), _fill_rows(y, batch_size, -1)))
         else:
             dataset = pad_to_boundaries(dataset, boundaries, batch_size)
+            if fixed_batch_size:
+                dataset = dataset.map(lambda f: _fill_rows(f, batch_size))
         return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _fill_rows(tensors, batch_size, fill_value=None):
+    """Fills a batch up to `batch_size` rows: copies of row 0, or `fill_value` rows."""
+    import tensorflow as tf
+
+    def fill(tensor):
+        missing = batch_size - tf.shape(tensor)[0]
+        if fill_value is None:
+            extra = tf.repeat(tensor[:1], missing, axis=0)
+        else:
+            extra = tf.fill(tf.concat([[missing], tf.shape(tensor)[1:]], 0), tf.cast(fill_value, tensor.dtype))
+        out = tf.concat([tensor, extra], 0)
+        out.set_shape([batch_size] + tensor.shape.as_list()[1:])
+        return out
+
+    return {k: fill(v) for k, v in tensors.items()}
 
 
 def _pad_to_boundary(features, boundaries):

@@ -12,7 +12,9 @@ class SpanLoss(keras.losses.Loss):
     """Half the sparse softmax cross-entropy of one span boundary, from logits.
 
     Used for both the start and the end output, so the total loss is the mean
-    of the start and end cross-entropies, as in google-research/bert.
+    of the start and end cross-entropies, as in google-research/bert. Rows
+    whose label is negative (e.g. the filler rows of a fixed-size last batch)
+    are ignored: the loss is the mean over the rows with a label >= 0.
 
     Example:
     >>> import numpy as np
@@ -25,7 +27,14 @@ class SpanLoss(keras.losses.Loss):
         super().__init__(name=name, reduction=reduction, **kwargs)
 
     def call(self, y_true, y_pred):
-        return 0.5 * keras.losses.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
+        y_true = keras.ops.cast(keras.ops.reshape(y_true, (-1,)), "int32")
+        valid = keras.ops.cast(y_true >= 0, y_pred.dtype)
+        per_row = keras.losses.sparse_categorical_crossentropy(
+            keras.ops.maximum(y_true, 0), y_pred, from_logits=True
+        )
+        # "sum_over_batch_size" divides by all rows; rescale so it is the mean over the labelled ones.
+        scale = keras.ops.cast(keras.ops.shape(valid)[0], y_pred.dtype) / keras.ops.maximum(keras.ops.sum(valid), 1.0)
+        return 0.5 * per_row * valid * scale
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
