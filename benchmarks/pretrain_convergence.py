@@ -180,6 +180,7 @@ def main(argv=None):
     for name in args.configs:
         result[name] = {"keras_bert_impl": run_keras(name, args, train, valid, vocab_size),
                         "huggingface_torch": run_huggingface(name, args, train, valid, vocab_size)}
+        print(json.dumps({"partial": result}), file=sys.stderr, flush=True)
     print(json.dumps(result))
     return 0
 
