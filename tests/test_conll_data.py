@@ -221,11 +221,30 @@ def test_dataset_batches(tokenizer, dev_sentences, dev_pieces):
     widths = [int(x["token_ids"].shape[1]) for x, _ in bucketed]
     assert all(w in (32, 64, 128) for w in widths) and max(widths) < 128
     # Evaluation order is kept and padded labels are -1, so decoding works on bucketed predictions.
+    # Every batch has 16 rows (one compiled shape per bucket); the last is filled up after the real windows.
+    assert all(int(x["token_ids"].shape[0]) == 16 for x, _ in bucketed)
     labels = [y.numpy() for _, y in bucketed]
     rows = [row for batch in labels for row in batch]
+    assert all((row == -1).all() for row in rows[len(features):])
+    rows = rows[: len(features)]
     assert conll.word_label_ids(features, rows, sentences) == [[LABELS.index(t) for t in s.tags] for s in sentences]
-    shuffled = conll.make_dataset(features, 16, shuffle=True, seed=0, boundaries=[32, 64, 128])
-    assert sum(int(x["token_ids"].shape[0]) for x, _ in shuffled) == len(features)
+    unfilled = list(conll.make_dataset(features, 16, boundaries=[32, 64, 128], fixed_batch_size=False))
+    assert sum(int(x["token_ids"].shape[0]) for x, _ in unfilled) == len(features)
+    shuffled = list(conll.make_dataset(features, 16, shuffle=True, seed=0, boundaries=[32, 64, 128]))
+    assert all(int(x["token_ids"].shape[0]) == 16 for x, _ in shuffled)
+    # Each real window once per epoch; filler rows carry no label.
+    assert sum(int((y.numpy() >= 0).any(axis=1).sum()) for _, y in shuffled) == len(features)
+
+    class EchoModel:  # "logits" whose argmax is the token id modulo 9, to check that rows line up
+        def predict_on_batch(self, inputs):
+            return np.eye(9, dtype="float32")[inputs["token_ids"] % 9]
+
+    from keras_bert_impl.text.entity_prediction import predict_token_label_ids
+
+    predicted = predict_token_label_ids(EchoModel(), features, batch_size=16, boundaries=[32, 64, 128])
+    assert len(predicted) == len(features)
+    for row, ids, length in zip(predicted, features.token_ids, features.lengths):
+        np.testing.assert_array_equal(row[:length], ids[:length] % 9)
 
 
 def test_write_predictions(tmp_path, dev_sentences):

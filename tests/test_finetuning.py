@@ -86,6 +86,22 @@ def test_pad_to_boundaries_keeps_order(sst2_dev):
     assert (first[0, len(ids[0]) :] == 0).all()
 
 
+def test_fill_batches_gives_fixed_shapes_and_ignorable_labels(sst2_dev):
+    import tensorflow as tf
+
+    from keras_bert_impl.training.finetuning import bucket_by_length, fill_batches
+
+    dataset = tf.data.Dataset.from_tensor_slices(({"token_ids": [[1, 2, 0], [3, 0, 0], [4, 5, 6]]}, [0, 1, 1]))
+    batches = list(fill_batches(dataset.batch(2), 2, label_fill_value=-1))
+    assert [b[0]["token_ids"].numpy().tolist() for b in batches] == [[[1, 2, 0], [3, 0, 0]], [[4, 5, 6], [4, 5, 6]]]
+    assert [b[1].numpy().tolist() for b in batches] == [[0, 1], [1, -1]]
+    assert list(fill_batches(dataset.batch(2), 2).element_spec[0].values())[0].shape.as_list() == [2, 3]
+    features_only = list(fill_batches(dataset.map(lambda f, y: f).batch(2), 2))
+    assert features_only[-1]["token_ids"].numpy().tolist() == [[4, 5, 6], [4, 5, 6]]
+    with pytest.raises(ValueError, match="batch_size"):
+        fill_batches(dataset.batch(2), 0)
+
+
 def test_too_long_example_is_an_error(sst2_dev):
     sentences, labels = sst2_dev
     ids = _word_ids(sentences[:20])

@@ -572,6 +572,7 @@ def make_dataset(
     boundaries=None,
     with_labels=True,
     drop_remainder=False,
+    fixed_batch_size=True,
 ):
     """A `tf.data.Dataset` of `(inputs, labels)` batches for `BertTokenClassifier`.
 
@@ -590,6 +591,11 @@ def make_dataset(
             bucket of their longest window.
         with_labels: yield `(inputs, labels)` or `inputs` only.
         drop_remainder: static batch size (fixed-shape mode only).
+        fixed_batch_size: with `boundaries`, fill each bucket's last, partial
+            batch up to `batch_size` rows (`finetuning.fill_batches`: copies
+            of a real window, labels -1 in training; in prediction the filler
+            rows come last and `predict_token_label_ids` drops them), so an
+            XLA-compiled step sees one shape per bucket.
 
     Returns:
         A batched `tf.data.Dataset`.
@@ -627,6 +633,8 @@ def make_dataset(
         dataset = finetuning.pad_to_boundaries(
             dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL
         )
+    if boundaries is not None and fixed_batch_size:
+        dataset = finetuning.fill_batches(dataset, batch_size, label_fill_value=IGNORE_LABEL)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 

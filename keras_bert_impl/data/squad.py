@@ -396,7 +396,7 @@ class SquadFeatures:
         """
         import tensorflow as tf
 
-        from keras_bert_impl.training.finetuning import default_boundaries, pad_to_boundaries
+        from keras_bert_impl.training.finetuning import default_boundaries, fill_batches, pad_to_boundaries
 
         max_seq_length = self.token_ids.shape[1]
         boundaries = list(boundaries or default_boundaries(max_seq_length))
@@ -425,29 +425,12 @@ class SquadFeatures:
             )
             dataset = dataset.map(lambda f, y: (_pad_to_boundary(f, boundaries), y))
             if fixed_batch_size:
-                dataset = dataset.map(lambda f, y: (_fill_rows(f, batch_size), _fill_rows(y, batch_size, -1)))
+                dataset = fill_batches(dataset, batch_size, label_fill_value=-1)
         else:
             dataset = pad_to_boundaries(dataset, boundaries, batch_size)
             if fixed_batch_size:
-                dataset = dataset.map(lambda f: _fill_rows(f, batch_size))
+                dataset = fill_batches(dataset, batch_size)
         return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def _fill_rows(tensors, batch_size, fill_value=None):
-    """Fills a batch up to `batch_size` rows: copies of row 0, or `fill_value` rows."""
-    import tensorflow as tf
-
-    def fill(tensor):
-        missing = batch_size - tf.shape(tensor)[0]
-        if fill_value is None:
-            extra = tf.repeat(tensor[:1], missing, axis=0)
-        else:
-            extra = tf.fill(tf.concat([[missing], tf.shape(tensor)[1:]], 0), tf.cast(fill_value, tensor.dtype))
-        out = tf.concat([tensor, extra], 0)
-        out.set_shape([batch_size] + tensor.shape.as_list()[1:])
-        return out
-
-    return {k: fill(v) for k, v in tensors.items()}
 
 
 def _pad_to_boundary(features, boundaries):

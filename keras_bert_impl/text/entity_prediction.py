@@ -37,7 +37,8 @@ def predict_token_label_ids(model, features, batch_size=64, boundaries=None):
     for batch in dataset:
         inputs = {k: v.numpy() for k, v in batch.items()}
         logits = model.predict_on_batch(inputs)
-        rows.extend(np.argmax(np.asarray(logits), axis=-1))
+        real = min(len(logits), len(features.token_ids) - len(rows))  # drop filler rows of the last batch
+        rows.extend(np.argmax(np.asarray(logits)[:real], axis=-1))
     return rows
 
 
