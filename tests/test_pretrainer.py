@@ -101,3 +101,28 @@ def test_split_features_labels_on_tf_data(batch):
     np.testing.assert_array_equal(y["nsp"].numpy(), batch["next_sentence_labels"][:8])
     with pytest.raises(KeyError, match=r"lacks \['mask_ids'\]"):
         split_features_labels({k: v for k, v in batch.items() if k != "mask_ids"})
+
+
+# Measured on TensorFlow; JAX and torch agree to ~1e-8 (the test holds them to 1e-5).
+EXPECTED_PROBE_GRADIENT_NORM = 0.18739512
+
+
+def _deterministic_weights(model):
+    """The same values on every backend: seeded by each variable's path (the variable order differs)."""
+    import zlib
+
+    for v in model.weights:
+        rng = np.random.default_rng(zlib.crc32(v.path.encode()))
+        v.assign(rng.normal(0.0, 0.05, tuple(v.shape)).astype("float32"))
+
+
+@pytest.mark.multibackend
+def test_probe_gradient_norm_is_finite_and_equal_on_every_backend(batch):
+    from keras_bert_impl.training.pretraining_callbacks import probe_gradient_norm
+
+    model = BertPretrainer(tiny_backbone())
+    _deterministic_weights(model)
+    norm = probe_gradient_norm(model, {k: np.asarray(v) for k, v in batch.items()})
+    print(f"{keras.backend.backend()} probe gradient norm: {norm!r}")
+    assert np.isfinite(norm) and norm > 0
+    assert norm == pytest.approx(EXPECTED_PROBE_GRADIENT_NORM, rel=1e-5)
