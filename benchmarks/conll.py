@@ -11,7 +11,8 @@ and evaluation sentences. Both are scored with `keras_bert_impl.metrics.conll`
 time and training sequences per second for each.
 
 Differences kept on purpose (each side's usual practice): keras_bert_impl pads
-batches to length buckets 32/64/128 and splits sentences longer than the window
+batches to the length boundary (32/48/64/96/128) of their longest sentence (random batches, not
+grouped by length) and splits sentences longer than the window
 into several windows; Hugging Face pads each batch to its longest sentence and
 truncates at 128 pieces (words cut off are predicted "O").
 
@@ -53,11 +54,11 @@ def run_keras(args, label_names, train, dev, test):
     from keras_bert_impl.data import conll
     from keras_bert_impl.text.tokenizer import BertTokenizer
     from keras_bert_impl.training.conll import evaluate_conll
-    from keras_bert_impl.training.finetuning import default_boundaries, finetune, setup_finetuning
+    from keras_bert_impl.training.finetuning import finetune, setup_finetuning
 
     setup_finetuning(seed=args.seed)
     tokenizer = BertTokenizer.from_preset(args.preset)
-    boundaries = default_boundaries(args.max_seq_length)
+    boundaries = conll.default_boundaries(args.max_seq_length)
     encoded = {
         name: conll.encode_sentences(sentences, tokenizer, label_names, args.max_seq_length)
         for name, sentences in (("train", train), ("dev", dev), ("test", test))

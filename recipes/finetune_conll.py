@@ -74,13 +74,13 @@ def main(argv=None):
     from keras_bert_impl.text.entity_prediction import predict_entities
     from keras_bert_impl.text.tokenizer import BertTokenizer
     from keras_bert_impl.training.conll import ConllEpochEvaluator, evaluate_conll, load_conll_split, write_conll_outputs
-    from keras_bert_impl.training.finetuning import default_boundaries, finetune, setup_finetuning
+    from keras_bert_impl.training.finetuning import finetune, setup_finetuning
     from keras_bert_impl.training.strategy import get_strategy
 
     setup_finetuning(seed=args.seed, mixed_precision=args.mixed_precision)
     fine_tuned = bool(args.init_checkpoint and args.init_checkpoint.endswith(".keras"))
     tokenizer = BertTokenizer.from_preset(args.tokenizer or args.preset or args.init_checkpoint)
-    boundaries = None if args.static_shapes else default_boundaries(args.max_seq_length)
+    boundaries = None if args.static_shapes else conll.default_boundaries(args.max_seq_length)
     window = dict(max_seq_length=args.max_seq_length, document_context=args.document_context)
 
     files = conll.find_split_files(args.data_dir) if args.data_dir else {}
