@@ -103,3 +103,21 @@ def test_bad_arguments(backbone):
         BertClassifier(backbone, num_classes=2, dropout=1.0)
     with pytest.raises(ValueError, match="`label_names` must list 3 names"):
         BertClassifier(backbone, num_classes=3, label_names=["a", "b"])
+
+
+@pytest.mark.parametrize("num_classes", [2, 1])
+def test_weight_zero_filler_rows_change_neither_loss_nor_metric(shared_data, minilm_dir, backbone, num_classes):
+    rows = _read_tsv(shared_data / "glue" / "STS-B" / "train.tsv", 12)
+    features = _encode(minilm_dir, [r[7] for r in rows], [r[8] for r in rows])
+    scores = np.array([float(r[9]) for r in rows], "float32")
+    labels = scores if num_classes == 1 else (scores > 2.5).astype("int32")
+    model = BertClassifier(backbone, num_classes=num_classes, dropout=0.0)
+    plain = model.evaluate(features, labels, verbose=0, return_dict=True)
+    # The same 12 examples in a batch of 16: 4 copies of the first with label 0 and weight 0.
+    filled = {k: np.concatenate([v, np.repeat(v[:1], 4, axis=0)]) for k, v in features.items()}
+    filled_labels = np.concatenate([labels, np.zeros(4, labels.dtype)])
+    weights = np.concatenate([np.ones(12, "float32"), np.zeros(4, "float32")])
+    weighted = model.evaluate(filled, filled_labels, sample_weight=weights, batch_size=16, verbose=0, return_dict=True)
+    assert weighted["loss"] == pytest.approx(plain["loss"], rel=1e-5)
+    if num_classes == 2:
+        assert weighted["accuracy"] == pytest.approx(plain["accuracy"], abs=1e-6)

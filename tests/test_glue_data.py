@@ -181,3 +181,30 @@ def test_submission_files(glue_dir, tmp_path):
         write_submission("rte", "test", ["0", "1", "2"], [0, 1], tmp_path)
     with pytest.raises(ValueError, match=r"class ids in \[0, 2\)"):
         write_submission("rte", "test", ["0"], [2], tmp_path)
+
+
+def test_make_dataset_batches_are_fixed_size_with_zero_weight_fillers(shared_data):
+    from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+    from keras_bert_impl.training.glue_finetuning import predict_split
+
+    split = glue.read_split("rte", shared_data / "glue", "dev")
+    preprocessor = ClassifierPreprocessor(BertTokenizer.from_preset("all_minilm_l6_v2_en"), sequence_length=128)
+    assert len(split) % 32
+    for training in (True, False):
+        batches = list(glue.make_dataset(split, preprocessor, 32, training=training, shuffle_seed=0))
+        assert all(int(f["token_ids"].shape[0]) == 32 and int(w.shape[0]) == 32 for f, _, w in batches)
+        assert sum(float(w.numpy().sum()) for _, _, w in batches) == len(split)
+        if not training:  # order kept, real rows first: the labels read back in file order
+            labels = np.concatenate([y.numpy()[w.numpy() > 0] for _, y, w in batches])
+            np.testing.assert_array_equal(labels, split.labels)
+
+    class FirstTokenModel:  # "predicts" class = first context token id parity, to check row alignment
+        def predict(self, dataset, verbose=0):
+            return np.concatenate([np.eye(2)[f["token_ids"].numpy()[:, 1] % 2] for f in dataset])
+
+    eval_ds = glue.make_dataset(split, preprocessor, 32)
+    unfilled = glue.make_dataset(split, preprocessor, 32, fixed_batch_size=False)
+    expected = np.concatenate([f["token_ids"].numpy()[:, 1] % 2 for f, _ in unfilled])
+    predicted = predict_split(FirstTokenModel(), eval_ds, len(split))
+    np.testing.assert_array_equal(predicted, expected)

@@ -469,8 +469,9 @@ def make_dataset(
     shuffle_buffer=None,
     boundaries=None,
     drop_remainder=False,
+    fixed_batch_size=True,
 ):
-    """A `tf.data.Dataset` of `(features, label)` batches (features only for test splits).
+    """A `tf.data.Dataset` of `(features, label[, weight])` batches (features only for test splits).
 
     Training batches are shuffled and length-bucketed (`bucket_by_length`:
     each batch padded to its bucket's boundary); evaluation batches keep the
@@ -487,10 +488,19 @@ def make_dataset(
         shuffle_buffer: default: the whole split.
         boundaries: bucket boundaries; default `default_boundaries(preprocessor.sequence_length)`.
         drop_remainder: for training, drop partial batches.
+        fixed_batch_size: every batch has exactly `batch_size` rows, so an
+            XLA-compiled step sees one shape per boundary instead of
+            recompiling for each bucket's last, partial batch. Batches then
+            are `(features, label, weight)`: the missing rows are copies of
+            the batch's first example with label 0 and weight 0 (the
+            classifier's loss divides by the sum of the weights, so the mean
+            is over the real rows; Keras metrics skip weight-0 rows). Test
+            batches (no labels) are filled the same way; their filler rows
+            come last: keep the first `len(split)` predictions.
     """
     import tensorflow as tf
 
-    from keras_bert_impl.training.finetuning import bucket_by_length, default_boundaries, pad_to_boundaries
+    from keras_bert_impl.training.finetuning import bucket_by_length, default_boundaries, fill_batches, pad_to_boundaries
 
     if boundaries is None:
         boundaries = default_boundaries(preprocessor.sequence_length)
@@ -516,4 +526,9 @@ def make_dataset(
         dataset = pad_to_boundaries(dataset, boundaries, batch_size)
     if split.labels is None:
         dataset = dataset.map(lambda features: features)
+        if fixed_batch_size:
+            dataset = fill_batches(dataset, batch_size)
+    elif fixed_batch_size:
+        dataset = dataset.map(lambda features, label: (features, label, tf.ones(tf.shape(label)[:1], tf.float32)))
+        dataset = fill_batches(dataset, batch_size, label_fill_value=0)
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -115,19 +115,25 @@ class BertClassifier(FunctionalModel):
         """`keras.Model.compile` with task defaults; `"auto"` picks them.
 
         Defaults: AdamW(5e-5); classification: `SparseCategoricalCrossentropy(
-        from_logits=True)` and accuracy; regression: `MeanSquaredError` and no
-        metric.
+        from_logits=True)` and accuracy (a weighted metric); regression: `MeanSquaredError` and no
+        metric. Both losses average over the sum of the sample weights
+        (`reduction="mean_with_sample_weight"`), so weight-0 filler rows of a
+        fixed-size batch do not dilute the mean; without weights this is the
+        usual batch mean.
         """
         if optimizer == "auto":
             optimizer = keras.optimizers.AdamW(5e-5)
         if loss == "auto":
             loss = (
-                keras.losses.MeanSquaredError()
+                keras.losses.MeanSquaredError(reduction="mean_with_sample_weight")
                 if self.is_regression
-                else keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+                else keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="mean_with_sample_weight")
             )
         if metrics == "auto":
-            metrics = None if self.is_regression else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            metrics = None
+            if not self.is_regression and "weighted_metrics" not in kwargs:
+                # Weighted, so that weight-0 filler rows are not counted.
+                kwargs["weighted_metrics"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     # === Raw strings ===

@@ -214,8 +214,10 @@ def finetune(
             "(e.g. keras.losses.SparseCategoricalCrossentropy(from_logits=True))."
         )
     compile_metrics = metrics
+    compile_weighted_metrics = None
     if compile_metrics is None and getattr(model, "_compile_config", None) is not None:
         compile_metrics = model._compile_config.config.get("metrics")
+        compile_weighted_metrics = model._compile_config.config.get("weighted_metrics")
 
     from keras_bert_impl.training.optimizer import create_optimizer
 
@@ -228,7 +230,7 @@ def finetune(
             weight_decay=weight_decay,
             clipnorm=clipnorm,
         )
-        model.compile(optimizer=opt, loss=compile_loss, metrics=compile_metrics)
+        model.compile(optimizer=opt, loss=compile_loss, metrics=compile_metrics, weighted_metrics=compile_weighted_metrics)
 
     if strategy is not None:
         with strategy.scope():

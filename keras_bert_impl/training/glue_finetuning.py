@@ -23,10 +23,14 @@ from keras_bert_impl.data import glue as glue_data
 from keras_bert_impl.metrics import glue as glue_metrics
 
 
-def predict_split(model, dataset):
-    """Class ids (argmax) or regression scores of `model` on a batched features/labels dataset, in order."""
+def predict_split(model, dataset, count=None):
+    """Class ids (argmax) or regression scores of `model` on a batched features/labels dataset, in order.
+
+    `count`: number of real examples; the filler rows of a fixed-size last
+    batch (`make_dataset(fixed_batch_size=True)`) after them are dropped.
+    """
     outputs = model.predict(dataset.map(lambda features, *rest: features), verbose=0)
-    outputs = np.asarray(outputs)
+    outputs = np.asarray(outputs)[:count]
     return outputs[:, 0] if outputs.shape[-1] == 1 else outputs.argmax(axis=-1)
 
 
@@ -34,7 +38,7 @@ def evaluate_splits(model, task, splits, datasets):
     """Official metrics on each labelled split; with several dev splits (MNLI) names get the split as prefix."""
     results = {}
     for split, dataset in zip(splits, datasets):
-        metrics = glue_metrics.glue_metrics(task.name, split.labels, predict_split(model, dataset))
+        metrics = glue_metrics.glue_metrics(task.name, split.labels, predict_split(model, dataset, len(split.labels)))
         prefix = "" if len(splits) == 1 else split.split.replace("dev_", "") + "_"
         results.update({prefix + name: value for name, value in metrics.items()})
     return results
@@ -167,7 +171,7 @@ def run_glue(
     submission_files = []
     for split in test_splits:
         test_ds = glue_data.make_dataset(split, preprocessor, eval_batch_size)
-        predictions = np.asarray(model.predict(test_ds, verbose=0))
+        predictions = np.asarray(model.predict(test_ds, verbose=0))[: len(split.ids)]
         predictions = predictions[:, 0] if task.is_regression else predictions.argmax(axis=-1)
         path = glue_data.write_submission(task, split.split, split.ids, predictions, os.path.join(model_dir, "submission"))
         submission_files.append(path)
