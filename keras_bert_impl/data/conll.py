@@ -619,8 +619,9 @@ def make_dataset(
             over a batch's labelled words, so grouping would give each word of
             a short sentence (tables, headlines) several times the weight of a
             word in a long news sentence; random batches keep the weighting of
-            the reference implementations (measured: grouping cost about 1 F1
-            point on CoNLL-2003 after one epoch).
+            the reference implementations. Measured, one epoch, one seed:
+            grouped dev/test F1 0.824/0.787 at 21.0 seq/s, random 0.828/0.791
+            at 16.5 seq/s (Hugging Face: 0.835/0.798 at 21.6 seq/s).
         with_labels: yield `(inputs, labels)` or `inputs` only.
         drop_remainder: static batch size (fixed-shape mode only).
         fixed_batch_size: with `boundaries`, fill each bucket's last, partial
