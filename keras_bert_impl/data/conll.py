@@ -577,15 +577,10 @@ def default_boundaries(max_seq_length=128):
     >>> default_boundaries(256)
     [32, 48, 64, 96, 128, 256]
     """
-    if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or max_seq_length < 1:
-        raise ValueError(f"`max_seq_length` must be a positive int, got {max_seq_length!r}.")
-    steps = [32, 48, 64, 96, 128]
-    boundaries = [b for b in steps if b < max_seq_length]
-    value = 256
-    while boundaries and boundaries[-1] < max_seq_length and value < max_seq_length:
-        boundaries.append(value)
-        value *= 2
-    return boundaries + [max_seq_length]
+    from keras_bert_impl.training import finetuning
+
+    boundaries = finetuning.default_boundaries(max_seq_length)  # validates; 32, 64, 128, ... max
+    return sorted(set(boundaries) | {b for b in (48, 96) if b < max_seq_length})
 
 
 def make_dataset(

@@ -424,12 +424,10 @@ class SquadFeatures:
                 pad_to_bucket_boundary=False,
             )
             dataset = dataset.map(lambda f, y: (_pad_to_boundary(f, boundaries), y))
-            if fixed_batch_size:
-                dataset = fill_batches(dataset, batch_size, label_fill_value=-1)
         else:
             dataset = pad_to_boundaries(dataset, boundaries, batch_size)
-            if fixed_batch_size:
-                dataset = fill_batches(dataset, batch_size)
+        if fixed_batch_size:  # prediction batches have no labels: only features are filled
+            dataset = fill_batches(dataset, batch_size, label_fill_value=-1)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
 

@@ -290,6 +290,7 @@ class PretrainingTensorBoard(keras.callbacks.Callback):
     def _gradient_norm(self):
         return probe_gradient_norm(self.model, self.probe)
 
+
 def probe_gradient_norm(model, probe):
     """Global norm of the MLM loss gradient on a fixed batch (no dropout), on any Keras backend.
 
