@@ -208,3 +208,34 @@ def test_make_dataset_batches_are_fixed_size_with_zero_weight_fillers(shared_dat
     expected = np.concatenate([f["token_ids"].numpy()[:, 1] % 2 for f, _ in unfilled])
     predicted = predict_split(FirstTokenModel(), eval_ds, len(split))
     np.testing.assert_array_equal(predicted, expected)
+
+
+def test_default_boundaries_are_finer_for_short_sentences():
+    assert glue.default_boundaries(128) == [16, 32, 48, 64, 96, 128]
+    assert glue.default_boundaries(100) == [16, 32, 48, 64, 96, 100]
+    assert glue.default_boundaries(512)[-4:] == [192, 256, 384, 512]
+    with pytest.raises(ValueError, match="max_seq_length"):
+        glue.default_boundaries(0)
+
+
+def test_make_dataset_training_tokenizes_once_and_reshuffles_each_epoch(shared_data):
+    from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    split = glue.read_split("cola", shared_data / "glue", "dev").take(300)
+    preprocessor = ClassifierPreprocessor(BertTokenizer.from_preset("all_minilm_l6_v2_en"), sequence_length=128)
+    dataset = glue.make_dataset(split, preprocessor, 32, training=True, shuffle_seed=0)
+
+    def epoch():
+        rows, widths = [], set()
+        for features, _, weight in dataset:
+            widths.add(int(features["token_ids"].shape[1]))
+            keep = weight.numpy() > 0
+            rows += [tuple(r[r > 0]) for r in features["token_ids"].numpy()[keep]]
+        return rows, widths
+
+    (first, widths), (second, _) = epoch(), epoch()
+    expected = sorted(tuple(preprocessor.unpadded(t)["token_ids"].numpy()) for t in split.text_a)
+    assert sorted(first) == sorted(second) == expected  # every example once per epoch, same token ids
+    assert first != second  # reshuffled
+    assert 16 in widths and widths <= set(glue.default_boundaries(128))  # CoLA sentences fill the 16-token bucket
