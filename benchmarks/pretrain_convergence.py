@@ -14,6 +14,11 @@ and prints one JSON line: held-out MLM accuracy, NSP accuracy and training
 sequences/s of both.
 
     python benchmarks/pretrain_convergence.py --steps 300 --configs tiny mini
+    python benchmarks/pretrain_convergence.py --configs tiny --model_seeds 0,1,2   # seed spread
+
+`--seed` fixes the data (the same batches for every run); `--model_seeds`
+repeats each training with other initialisations and dropout draws and
+reports the means (and each seed).
 """
 
 import argparse
@@ -54,7 +59,7 @@ def prepare_data(args, workdir):
         tokenizer.vocabulary_size()
 
 
-def run_keras(config_name, args, train, valid, vocab_size):
+def run_keras(config_name, args, train, valid, vocab_size, model_seed):
     import keras
 
     from keras_bert_impl.models.backbone import BertBackbone
@@ -63,21 +68,20 @@ def run_keras(config_name, args, train, valid, vocab_size):
     from keras_bert_impl.training.optimizer import create_optimizer
     from keras_bert_impl.training.pretraining_run import PRESET_ALIASES
 
-    keras.utils.set_random_seed(args.seed)
+    keras.utils.set_random_seed(model_seed)
     config = dict(backbone_presets[PRESET_ALIASES[config_name]]["config"], vocabulary_size=vocab_size)
     model = BertPretrainer(BertBackbone(**config))
     model.compile(optimizer=create_optimizer(args.learning_rate, args.steps, args.warmup_steps),
                   jit_compile=args.jit_compile)
     split = BertPretrainer.split_features_labels
 
-    def batches():
-        while True:
-            for batch in train:
-                yield split(batch)
+    def batches(first):  # the reference's order: batch `first`, `first + 1`, ...
+        for batch in train[first:]:
+            yield split(batch)
 
-    model.fit(batches(), steps_per_epoch=2, epochs=1, verbose=0)  # compile outside the timing
+    model.fit(batches(0), steps_per_epoch=2, epochs=1, verbose=0)  # compile outside the timing
     start = time.perf_counter()
-    model.fit(batches(), steps_per_epoch=args.steps - 2, epochs=1, verbose=0)
+    model.fit(batches(2), steps_per_epoch=args.steps - 2, epochs=1, verbose=0)
     elapsed = time.perf_counter() - start
     mlm_correct = mlm_total = nsp_correct = nsp_total = 0
     for batch in valid:
@@ -92,14 +96,14 @@ def run_keras(config_name, args, train, valid, vocab_size):
             "sequences_per_second": (args.steps - 2) * args.batch_size / elapsed}
 
 
-def run_huggingface(config_name, args, train, valid, vocab_size):
+def run_huggingface(config_name, args, train, valid, vocab_size, model_seed):
     import torch
     from transformers import BertConfig, BertForPreTraining, get_linear_schedule_with_warmup
 
     from keras_bert_impl.presets import backbone_presets
     from keras_bert_impl.training.pretraining_run import PRESET_ALIASES
 
-    torch.manual_seed(args.seed)
+    torch.manual_seed(model_seed)
     c = backbone_presets[PRESET_ALIASES[config_name]]["config"]
     model = BertForPreTraining(BertConfig(
         vocab_size=vocab_size, hidden_size=c["hidden_dim"], num_hidden_layers=c["num_layers"],
@@ -168,19 +172,38 @@ def main(argv=None):
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--eval_batches", type=int, default=20)
     parser.add_argument("--jit_compile", default="auto", type=lambda v: {"true": True, "false": False}.get(v, v))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data (batches, masking)")
+    parser.add_argument("--model_seeds", default="0",
+                        help="comma-separated initialisation/dropout seeds, each trained on the same batches; "
+                             "results are averaged (NSP accuracy at a few hundred steps varies with the seed)")
+    parser.add_argument("--implementations", default="keras_bert_impl,huggingface_torch")
     args = parser.parse_args(argv)
+    model_seeds = [int(s) for s in args.model_seeds.split(",")]
+    runners = {"keras_bert_impl": run_keras, "huggingface_torch": run_huggingface}
+    implementations = [name.strip() for name in args.implementations.split(",")]
+    unknown = sorted(set(implementations) - set(runners))
+    if unknown:
+        parser.error(f"--implementations: unknown {unknown}; choose from {sorted(runners)}")
     import keras
 
     with tempfile.TemporaryDirectory() as workdir:
         train, valid, vocab_size = prepare_data(args, workdir)
     result = {"benchmark": "pretrain_convergence", "backend": keras.backend.backend(),
               "steps": args.steps, "batch_size": args.batch_size, "seq_length": args.seq_length,
-              "learning_rate": args.learning_rate, "cpu_count": os.cpu_count()}
+              "learning_rate": args.learning_rate, "data_seed": args.seed, "model_seeds": model_seeds,
+              "cpu_count": os.cpu_count()}
     for name in args.configs:
-        result[name] = {"keras_bert_impl": run_keras(name, args, train, valid, vocab_size),
-                        "huggingface_torch": run_huggingface(name, args, train, valid, vocab_size)}
-        print(json.dumps({"partial": result}), file=sys.stderr, flush=True)
+        result[name] = {}
+        for implementation in implementations:
+            runs = []
+            for model_seed in model_seeds:
+                runs.append(runners[implementation](name, args, train, valid, vocab_size, model_seed))
+                print(json.dumps({"config": name, "implementation": implementation, "model_seed": model_seed,
+                                  **runs[-1]}), file=sys.stderr, flush=True)
+            result[name][implementation] = {key: float(np.mean([r[key] for r in runs])) for key in runs[0]}
+            if len(runs) > 1:
+                result[name][implementation]["per_seed"] = runs
+    print(json.dumps(result))
     print(json.dumps(result))
     return 0
 

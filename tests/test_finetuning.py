@@ -75,6 +75,32 @@ def test_bucket_by_length_pads_to_bucket_and_keeps_every_example(sst2_dev):
     assert sum(f["token_ids"].shape[1] < 64 for f, _ in batches) > len(batches) // 2
 
 
+def test_bucket_by_length_takes_dict_labels_and_per_token_labels(sst2_dev):
+    # SQuAD: labels are a dict of scalars; CoNLL: per-token labels padded with an ignored value.
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:60])
+
+    def gen():
+        for row, label in zip(ids, labels[:60]):
+            features = {"token_ids": row.astype("int32"), "padding_mask": np.ones_like(row, "int32")}
+            yield features, {"start": label, "end": label + 1}, row.astype("int32") % 5
+
+    spec = {"token_ids": tf.TensorSpec([None], tf.int32), "padding_mask": tf.TensorSpec([None], tf.int32)}
+    scalar = tf.TensorSpec([], tf.int32)
+    dataset = tf.data.Dataset.from_generator(
+        gen, output_signature=(spec, {"start": scalar, "end": scalar}, tf.TensorSpec([None], tf.int32))
+    )
+    seen = []
+    for features, spans, token_labels in bucket_by_length(dataset, [16, 32, 64], 8, label_padding_value=-1):
+        width = features["token_ids"].shape[1]
+        assert token_labels.shape == (spans["start"].shape[0], width)
+        real = features["padding_mask"].numpy().astype(bool)
+        assert (token_labels.numpy()[~real] == -1).all() and (token_labels.numpy()[real] >= 0).all()
+        np.testing.assert_array_equal(spans["end"].numpy(), spans["start"].numpy() + 1)
+        seen += [tuple(r[m]) for r, m in zip(features["token_ids"].numpy(), real)]
+    assert sorted(seen) == sorted(tuple(r) for r in ids)
+
+
 def test_pad_to_boundaries_keeps_order(sst2_dev):
     sentences, labels = sst2_dev
     ids = _word_ids(sentences[:50])

@@ -396,7 +396,12 @@ class SquadFeatures:
         """
         import tensorflow as tf
 
-        from keras_bert_impl.training.finetuning import default_boundaries, fill_batches, pad_to_boundaries
+        from keras_bert_impl.training.finetuning import (
+            bucket_by_length,
+            default_boundaries,
+            fill_batches,
+            pad_to_boundaries,
+        )
 
         max_seq_length = self.token_ids.shape[1]
         boundaries = list(boundaries or default_boundaries(max_seq_length))
@@ -416,28 +421,12 @@ class SquadFeatures:
 
         dataset = dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE)
         if training:
-            # Buckets hold lengths < boundary + 1 and are padded to exactly `boundary`.
-            dataset = dataset.bucket_by_sequence_length(
-                lambda features, labels: tf.shape(features["token_ids"])[0],
-                bucket_boundaries=[b + 1 for b in boundaries[:-1]],
-                bucket_batch_sizes=[batch_size] * len(boundaries),
-                pad_to_bucket_boundary=False,
-            )
-            dataset = dataset.map(lambda f, y: (_pad_to_boundary(f, boundaries), y))
+            dataset = bucket_by_length(dataset, boundaries, batch_size)
         else:
             dataset = pad_to_boundaries(dataset, boundaries, batch_size)
         if fixed_batch_size:  # prediction batches have no labels: only features are filled
             dataset = fill_batches(dataset, batch_size, label_fill_value=-1)
         return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def _pad_to_boundary(features, boundaries):
-    import tensorflow as tf
-
-    length = tf.shape(features["token_ids"])[1]
-    bounds = tf.constant(boundaries, tf.int32)
-    target = tf.gather(bounds, tf.reduce_sum(tf.cast(bounds < length, tf.int32)))
-    return {k: tf.pad(v, [[0, 0], [0, target - length]]) for k, v in features.items()}
 
 
 def _window_starts(num_tokens, max_window, doc_stride):

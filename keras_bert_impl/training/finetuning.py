@@ -466,7 +466,7 @@ def _pad_element_to(element, target_length, label_padding_value, feature_padding
 
     if isinstance(element, tuple):
         features = {k: pad(v, feature_padding_value) for k, v in element[0].items()}
-        rest = tuple(pad(t, label_padding_value) for t in element[1:])
+        rest = tuple(tf.nest.map_structure(lambda t: pad(t, label_padding_value), e) for e in element[1:])
         return (features, *rest)
     return {k: pad(v, feature_padding_value) for k, v in element.items()}
 
@@ -516,7 +516,9 @@ def bucket_by_length(
 
     Args:
         dataset: unbatched `tf.data.Dataset` of `features` or
-            `(features, labels[, weights])`; `features` a dict of 1-D tensors.
+            `(features, labels[, weights])`; `features` a dict of 1-D tensors;
+            labels and weights tensors or (nested) dicts of them, e.g. SQuAD's
+            `{"start_logits": start, "end_logits": end}`.
         boundaries: strictly increasing ints; the last is the maximum length
             (e.g. `default_boundaries(max_seq_length)`). Longer examples raise.
         batch_size: int, examples per batch.
@@ -663,5 +665,6 @@ def _padding_values(element_spec, label_padding_value, feature_padding_value):
 
     if isinstance(element_spec, tuple):
         features = {k: value(s, feature_padding_value) for k, s in element_spec[0].items()}
-        return (features, *(value(s, label_padding_value) for s in element_spec[1:]))
+        labels = (tf.nest.map_structure(lambda s: value(s, label_padding_value), e) for e in element_spec[1:])
+        return (features, *labels)
     return {k: value(s, feature_padding_value) for k, s in element_spec.items()}
