@@ -466,7 +466,7 @@ def default_boundaries(max_seq_length=128):
     GLUE sentences are short (CoLA averages 12 word pieces, SST-2 13, STS-B
     pairs 19), so a 16-token bucket and half-steps between the powers of two
     cut padding well below Hugging Face's pad-to-longest batches (on the full
-    training sets, 10-46% fewer tokens per epoch); each boundary is one
+    training sets, 19-46% fewer tokens per epoch); each boundary is one
     compiled shape.
 
     Example:
