@@ -204,7 +204,6 @@ def main(argv=None):
             if len(runs) > 1:
                 result[name][implementation]["per_seed"] = runs
     print(json.dumps(result))
-    print(json.dumps(result))
     return 0
 
 
