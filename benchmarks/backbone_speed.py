@@ -7,6 +7,11 @@ matmul ceiling in the same run and reports model FLOP/s as a fraction of it.
 
     KERAS_BACKEND=tensorflow python benchmarks/backbone_speed.py --configs tiny,small,base
     KERAS_BACKEND=jax python benchmarks/backbone_speed.py --peers keras_hub
+    KERAS_BACKEND=jax python benchmarks/backbone_speed.py --configs base --batch_size 64 \
+        --torch_device cuda --mixed_precision bf16          # on a GPU: same device for all three
+
+`--mixed_precision bf16` runs Keras models under the `mixed_bfloat16` policy
+and the torch reference under `torch.autocast(dtype=torch.bfloat16)`.
 """
 
 import argparse
@@ -46,8 +51,8 @@ def model_flops_per_sequence(config, seq_length, predictions, training):
     return flops
 
 
-def measure_matmul_peak(size=2048, repeats=10):
-    """fp32 GFLOP/s of a square matmul, best of `repeats` (NumPy's BLAS and the Keras backend)."""
+def measure_matmul_peak(size=2048, repeats=10, dtype="float32"):
+    """GFLOP/s of a square matmul, best of `repeats`: NumPy's BLAS (fp32, CPU) and the Keras backend in `dtype`."""
     a = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
     best = {}
     a @ a
@@ -57,14 +62,18 @@ def measure_matmul_peak(size=2048, repeats=10):
         a @ a
         times.append(time.perf_counter() - start)
     best["numpy"] = 2 * size**3 / min(times) / 1e9
-    x = keras.ops.convert_to_tensor(a)
-    keras.ops.convert_to_numpy(keras.ops.matmul(x, x))
+    x = keras.ops.convert_to_tensor(a, dtype=dtype)
+
+    def product():  # only a scalar comes back: on a GPU, copying the product to the host would dominate
+        return keras.ops.convert_to_numpy(keras.ops.sum(keras.ops.matmul(x, x)))
+
+    product()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        keras.ops.convert_to_numpy(keras.ops.matmul(x, x))
+        product()
         times.append(time.perf_counter() - start)
-    best[keras.backend.backend()] = 2 * size**3 / min(times) / 1e9
+    best[f"{keras.backend.backend()}_{dtype}"] = 2 * size**3 / min(times) / 1e9
     return best
 
 
@@ -127,6 +136,15 @@ def build_keras_hub(config):
     return keras.Model(inputs, {"mlm": mlm, "nsp": nsp})
 
 
+def argmax_outputs(model):
+    """The same network returning argmax ids, as inference uses it.
+
+    Timing `predict_on_batch` on the logits themselves would, on a GPU, time
+    the device-to-host copy of batch x predictions x 30,522 floats.
+    """
+    return keras.Model(model.input, {k: keras.ops.argmax(v, axis=-1) for k, v in model.output.items()})
+
+
 def time_keras(model, x, y, steps, jit_compile):
     model.compile(
         optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
@@ -137,13 +155,15 @@ def time_keras(model, x, y, steps, jit_compile):
         jit_compile=jit_compile,
     )
     batch = len(y["nsp"])
+    inference = argmax_outputs(model)
+    inference.compile(jit_compile=jit_compile)
     for _ in range(2):  # compile + warm up
-        model.predict_on_batch(x)
+        inference.predict_on_batch(x)
         model.train_on_batch(x, y)
     forward, train = [], []
     for _ in range(steps):
         start = time.perf_counter()
-        model.predict_on_batch(x)
+        inference.predict_on_batch(x)
         forward.append(time.perf_counter() - start)
         start = time.perf_counter()
         model.train_on_batch(x, y)
@@ -151,9 +171,22 @@ def time_keras(model, x, y, steps, jit_compile):
     return batch / statistics.median(forward), batch / statistics.median(train)
 
 
-def time_huggingface(config, x, y, steps):
+def time_huggingface(config, x, y, steps, device="cpu", mixed_precision=None):
+    import contextlib
+
     import torch
     import transformers
+
+    device = torch.device(device)
+
+    def autocast():
+        if mixed_precision == "bf16":
+            return torch.autocast(device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
 
     hf_config = transformers.BertConfig(
         vocab_size=config["vocabulary_size"],
@@ -165,28 +198,32 @@ def time_huggingface(config, x, y, steps):
         type_vocab_size=config["num_segments"],
         hidden_act="gelu_pytorch_tanh",
     )
-    model = transformers.BertForPreTraining(hf_config)
+    model = transformers.BertForPreTraining(hf_config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
-    ids = torch.tensor(x["token_ids"], dtype=torch.long)
-    segments = torch.tensor(x["segment_ids"], dtype=torch.long)
-    mask = torch.tensor(x["padding_mask"], dtype=torch.long)
-    positions = torch.tensor(x["mask_positions"], dtype=torch.long)
+    ids = torch.tensor(x["token_ids"], dtype=torch.long, device=device)
+    segments = torch.tensor(x["segment_ids"], dtype=torch.long, device=device)
+    mask = torch.tensor(x["padding_mask"], dtype=torch.long, device=device)
+    positions = torch.tensor(x["mask_positions"], dtype=torch.long, device=device)
     mlm_labels = torch.full_like(ids, -100)
-    mlm_labels.scatter_(1, positions, torch.tensor(y["mlm"], dtype=torch.long))
-    nsp_labels = torch.tensor(y["nsp"], dtype=torch.long)
+    mlm_labels.scatter_(1, positions, torch.tensor(y["mlm"], dtype=torch.long, device=device))
+    nsp_labels = torch.tensor(y["nsp"], dtype=torch.long, device=device)
     batch = ids.shape[0]
 
     def forward():
         model.eval()
-        with torch.no_grad():
-            model(input_ids=ids, token_type_ids=segments, attention_mask=mask)
+        with torch.no_grad(), autocast():
+            out = model(input_ids=ids, token_type_ids=segments, attention_mask=mask)
+            out.prediction_logits.argmax(-1).cpu(), out.seq_relationship_logits.argmax(-1).cpu()
 
     def train():
         model.train()
-        out = model(input_ids=ids, token_type_ids=segments, attention_mask=mask, labels=mlm_labels, next_sentence_label=nsp_labels)
+        with autocast():
+            out = model(input_ids=ids, token_type_ids=segments, attention_mask=mask, labels=mlm_labels,
+                        next_sentence_label=nsp_labels)
         out.loss.backward()
         optimizer.step()
         optimizer.zero_grad()
+        sync()
 
     for _ in range(2):
         forward()
@@ -212,11 +249,16 @@ def main():
     parser.add_argument("--predictions", type=int, default=20)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per measurement (median)")
     parser.add_argument("--jit_compile", default="true", choices=["true", "false", "auto"])
+    parser.add_argument("--torch_device", default="cpu", help="device of the Hugging Face reference (cpu, cuda)")
+    parser.add_argument("--mixed_precision", default=None, choices=["bf16"], help="bf16 for every implementation")
     args = parser.parse_args()
+    if args.mixed_precision == "bf16":
+        keras.config.set_dtype_policy("mixed_bfloat16")
     jit = {"true": True, "false": False, "auto": "auto"}[args.jit_compile]
     peers = [p for p in args.peers.split(",") if p]
     backend = keras.backend.backend()
 
+    on_gpu = any("gpu" in str(d).lower() or "cuda" in str(d).lower() for d in keras.distribution.list_devices())
     result = {
         "benchmark": "backbone_speed",
         "backend": backend,
@@ -225,7 +267,11 @@ def main():
         "seq_length": args.seq_length,
         "predictions": args.predictions,
         "machine": f"{platform.machine()} {os.cpu_count()} cpu",
-        "matmul_peak_gflops": {k: round(v, 1) for k, v in measure_matmul_peak().items()},
+        "keras_devices": [str(d) for d in keras.distribution.list_devices()],
+        "torch_device": args.torch_device,
+        "mixed_precision": args.mixed_precision,
+        "matmul_peak_gflops": {k: round(v, 1) for k, v in measure_matmul_peak(
+            size=8192 if on_gpu else 2048, dtype=keras.config.dtype_policy().compute_dtype).items()},
         "configs": {},
     }
     peak = max(result["matmul_peak_gflops"].values()) * 1e9
@@ -247,7 +293,7 @@ def main():
             entry["keras_hub"] = {"forward_seq_s": round(f, 2), "train_seq_s": round(t, 2)}
             entry["ratio_vs_keras_hub"] = {"forward": round(fwd / f, 2), "train": round(train / t, 2)}
         if "huggingface" in peers:
-            f, t = time_huggingface(config, x, y, args.steps)
+            f, t = time_huggingface(config, x, y, args.steps, args.torch_device, args.mixed_precision)
             entry["huggingface_torch_eager"] = {"forward_seq_s": round(f, 2), "train_seq_s": round(t, 2)}
             entry["ratio_vs_huggingface"] = {"forward": round(fwd / f, 2), "train": round(train / t, 2)}
         result["configs"][name] = entry

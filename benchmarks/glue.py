@@ -17,6 +17,18 @@ training sequences per second. `--train_limit N` trains on the first N
 examples (a documented subset, the same for both).
 
     nice python benchmarks/glue.py --tasks rte,mrpc,stsb,cola,sst2 --reference --seeds 1
+
+On a GPU host without TensorFlow (`KERAS_BACKEND=jax`, torch for the
+reference): tokenize here with `--export_inputs DIR` (our WordPiece, the
+token ids of every train/dev example in `DIR/glue_<task>.npz`), then run
+there with `--inputs DIR --torch_device cuda`: ours trains from those ids
+through `keras_bert_impl.training.array_batches.LengthBucketedBatches` (the
+same buckets and batch filling as the tf.data pipeline), the reference
+tokenizes the same TSV files with its own tokenizer.
+
+    python benchmarks/glue.py --tasks cola,stsb --export_inputs .gpu_inputs
+    KERAS_BACKEND=jax python benchmarks/glue.py --tasks cola,stsb --inputs .gpu_inputs \
+        --preset path/to/all-MiniLM-L6-v2 --reference --torch_device cuda --seeds 3
 """
 
 import argparse
@@ -46,6 +58,11 @@ def parse_args(argv=None):
     parser.add_argument("--skip_ours", action="store_true")
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads for both implementations")
     parser.add_argument("--output", default=None, help="also append each run as a JSON line to this file")
+    parser.add_argument("--export_inputs", default=None,
+                        help="only tokenize each task's train/dev splits (ours) into DIR/glue_<task>.npz and exit")
+    parser.add_argument("--inputs", default=None,
+                        help="train ours from the token ids in DIR/glue_<task>.npz (no TensorFlow needed)")
+    parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
     return parser.parse_args(argv)
 
 
@@ -83,6 +100,89 @@ def run_ours(task, args, seed, train_limit):
     }
 
 
+def export_inputs(task_name, args):
+    """Tokenizes the train and dev splits with our preprocessor into `args.export_inputs/glue_<task>.npz`."""
+    from keras_bert_impl.data import glue
+    from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    task = glue.get_task(task_name)
+    preprocessor = ClassifierPreprocessor(BertTokenizer.from_preset(args.preset), sequence_length=args.max_seq_length,
+                                          truncate="longest_first")
+    arrays = {}
+    for split_name in ("train", *task.dev_splits):
+        split = glue.read_split(task, args.data_dir, split_name)
+        texts = (split.text_a,) if split.text_b is None else (split.text_a, split.text_b)
+        token_ids, segment_ids = [], []
+        for start in range(0, len(split), 1024):
+            chunk = [list(t[start : start + 1024]) for t in texts]
+            features = preprocessor.unpadded(chunk if len(chunk) > 1 else chunk[0])
+            token_ids.extend(features["token_ids"].to_list())
+            segment_ids.extend(features["segment_ids"].to_list())
+        arrays[f"{split_name}_token_ids"] = np.concatenate([np.asarray(x, np.int32) for x in token_ids])
+        arrays[f"{split_name}_segment_ids"] = np.concatenate([np.asarray(x, np.int8) for x in segment_ids])
+        arrays[f"{split_name}_offsets"] = np.cumsum([0] + [len(x) for x in token_ids])
+        arrays[f"{split_name}_labels"] = np.asarray(split.labels)
+    os.makedirs(args.export_inputs, exist_ok=True)
+    path = os.path.join(args.export_inputs, f"glue_{task.name}.npz")
+    np.savez_compressed(path, **arrays)
+    return path
+
+
+def _array_batches(inputs, split_name, limit, **kwargs):
+    from keras_bert_impl.training.array_batches import LengthBucketedBatches
+
+    offsets = inputs[f"{split_name}_offsets"]
+    count = len(offsets) - 1 if limit is None else min(limit, len(offsets) - 1)
+    offsets = offsets[: count + 1]
+    token_ids = inputs[f"{split_name}_token_ids"]
+    flat = {"token_ids": token_ids, "segment_ids": inputs[f"{split_name}_segment_ids"].astype(np.int32),
+            "padding_mask": np.ones_like(token_ids)}
+    return LengthBucketedBatches.from_flat(flat, offsets, labels=inputs[f"{split_name}_labels"][:count], **kwargs)
+
+
+def run_ours_arrays(task_name, args, seed, train_limit):
+    """Ours without TensorFlow: token ids from `--inputs`, `finetune` on `LengthBucketedBatches`."""
+    from keras_bert_impl.data import glue
+    from keras_bert_impl.metrics.glue import TASK_METRICS, glue_metrics
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+
+    task = glue.get_task(task_name)
+    inputs = np.load(os.path.join(args.inputs, f"glue_{task.name}.npz"))
+    boundaries = glue.default_boundaries(args.max_seq_length)
+    setup_finetuning(seed=seed)
+    model = BertClassifier(BertBackbone.from_preset(args.preset), num_classes=task.num_classes, dropout=0.1)
+    train = _array_batches(inputs, "train", train_limit, batch_size=args.batch_size, boundaries=boundaries,
+                           shuffle=True, seed=seed)
+    devs = [(s, _array_batches(inputs, s, args.dev_limit, batch_size=64, boundaries=boundaries)) for s in task.dev_splits]
+
+    def eval_fn(m):
+        metrics = {}
+        for split_name, batches in devs:
+            logits = np.asarray(m.predict(batches, verbose=0))[: batches.num_examples]
+            predictions = logits[:, 0] if task.is_regression else logits.argmax(-1)
+            prefix = "" if len(devs) == 1 else split_name.replace("dev_", "") + "_"
+            labels = batches.labels
+            metrics.update({prefix + k: v for k, v in glue_metrics(task.name, labels, predictions).items()})
+        return metrics
+
+    names = list(TASK_METRICS[task.name]) if len(devs) == 1 else [
+        s.replace("dev_", "") + "_" + n for s in task.dev_splits for n in TASK_METRICS[task.name]]
+    result = finetune(model, train, epochs=args.epochs, learning_rate=args.learning_rate, eval_fn=eval_fn,
+                      monitor=names[0], seed=seed, verbose=0)
+    seconds = float(np.mean(result.epoch_seconds))
+    return {
+        "best": {k: result.best_metrics[k] for k in names},
+        "best_epoch": result.best_epoch,
+        "seconds_per_epoch": seconds,
+        "epoch_seconds": [float(x) for x in result.epoch_seconds],
+        "train_sequences_per_second": train.num_examples / seconds,
+        "train_examples": train.num_examples,
+    }
+
+
 def run_reference(task_name, args, seed, train_limit):
     """Hugging Face BertForSequenceClassification, a plain torch loop (what Trainer does, minus its extras)."""
     import torch
@@ -104,9 +204,10 @@ def run_reference(task_name, args, seed, train_limit):
 
     transformers.set_seed(seed)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(model_dir)
+    device = torch.device(args.torch_device)
     model = transformers.BertForSequenceClassification.from_pretrained(
         model_dir, num_labels=task.num_classes, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1
-    )
+    ).to(device)
 
     def encode(split):
         texts = (split.text_a,) if split.text_b is None else (split.text_a, split.text_b)
@@ -116,9 +217,11 @@ def run_reference(task_name, args, seed, train_limit):
         for start in range(0, len(order), batch_size):
             index = order[start : start + batch_size]
             features = tokenizer.pad({k: [encoded[k][i] for i in index] for k in encoded}, return_tensors="pt")
+            features = {k: v.to(device) for k, v in features.items()}
             label = None
             if labels is not None:
-                label = torch.tensor(labels[index], dtype=torch.float32 if task.is_regression else torch.long)
+                label = torch.tensor(labels[index], dtype=torch.float32 if task.is_regression else torch.long,
+                                     device=device)
             yield features, label
 
     train_encoded = encode(train)
@@ -143,6 +246,8 @@ def run_reference(task_name, args, seed, train_limit):
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
         epoch_seconds.append(time.perf_counter() - start)
         model.eval()
         metrics = {}
@@ -151,7 +256,7 @@ def run_reference(task_name, args, seed, train_limit):
             outputs = []
             with torch.no_grad():
                 for features, _ in batches(encoded, None, np.arange(len(dev)), 64):
-                    outputs.append(model(**features).logits.numpy())
+                    outputs.append(model(**features).logits.float().cpu().numpy())
             logits = np.concatenate(outputs)
             predictions = logits[:, 0] if task.is_regression else logits.argmax(-1)
             prefix = "" if len(devs) == 1 else dev.split.replace("dev_", "") + "_"
@@ -198,8 +303,15 @@ def main(argv=None):
     limits = _limits(args.train_limit, tasks)
     report = {"benchmark": "glue_finetuning", "preset": args.preset, "max_seq_length": args.max_seq_length,
               "batch_size": args.batch_size, "learning_rate": args.learning_rate, "epochs": args.epochs,
-              "seeds": args.seeds, "threads": args.threads, "dev_limit": args.dev_limit, "tasks": {}}
-    impls = ([] if args.skip_ours else [("keras_bert_impl", run_ours)]) + (
+              "seeds": args.seeds, "threads": args.threads, "dev_limit": args.dev_limit,
+              "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow"), "torch_device": args.torch_device,
+              "tasks": {}}
+    if args.export_inputs:
+        for task in tasks:
+            print(export_inputs(task, args), flush=True)
+        return 0
+    ours = run_ours_arrays if args.inputs else run_ours
+    impls = ([] if args.skip_ours else [("keras_bert_impl", ours)]) + (
         [("hf_transformers_torch", run_reference)] if args.reference else [])
     for task in tasks:
         report["tasks"][task] = {"train_limit": limits[task]}

@@ -19,6 +19,14 @@ sequences/s of both.
 `--seed` fixes the data (the same batches for every run); `--model_seeds`
 repeats each training with other initialisations and dropout draws and
 reports the means (and each seed).
+
+On a GPU host without TensorFlow: draw the batches here with
+`--save_batches FILE.npz`, then run there with `--load_batches FILE.npz`
+(`KERAS_BACKEND=jax`, and `--torch_device cuda` for the reference).
+
+    python benchmarks/pretrain_convergence.py --save_batches .gpu_inputs/pretrain_batches.npz
+    KERAS_BACKEND=jax python benchmarks/pretrain_convergence.py --load_batches .gpu_inputs/pretrain_batches.npz \
+        --configs tiny mini --model_seeds 0,1,2 --torch_device cuda
 """
 
 import argparse
@@ -57,6 +65,26 @@ def prepare_data(args, workdir):
 
     return take(train_path, args.steps, args.seed, True), take(valid_path, args.eval_batches, 1, False), \
         tokenizer.vocabulary_size()
+
+
+def save_batches(path, train, valid, vocab_size):
+    """Stores the drawn batches (stacked per key) so a host without TensorFlow can replay them."""
+    arrays = {"vocab_size": np.array(vocab_size)}
+    for prefix, batches in (("train", train), ("valid", valid)):
+        for key in batches[0]:
+            arrays[f"{prefix}/{key}"] = np.stack([batch[key] for batch in batches])
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    np.savez_compressed(path, **arrays)
+
+
+def load_batches(path):
+    with np.load(path) as data:
+        def unstack(prefix):
+            keys = [k.split("/", 1)[1] for k in data.files if k.startswith(prefix + "/")]
+            stacked = {k: data[f"{prefix}/{k}"] for k in keys}
+            return [{k: v[i] for k, v in stacked.items()} for i in range(len(next(iter(stacked.values()))))]
+
+        return unstack("train"), unstack("valid"), int(data["vocab_size"])
 
 
 def run_keras(config_name, args, train, valid, vocab_size, model_seed):
@@ -104,6 +132,7 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed):
     from keras_bert_impl.training.pretraining_run import PRESET_ALIASES
 
     torch.manual_seed(model_seed)
+    device = torch.device(args.torch_device)
     c = backbone_presets[PRESET_ALIASES[config_name]]["config"]
     model = BertForPreTraining(BertConfig(
         vocab_size=vocab_size, hidden_size=c["hidden_dim"], num_hidden_layers=c["num_layers"],
@@ -111,7 +140,7 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed):
         hidden_act="gelu_new" if c["activation"] == "gelu_approximate" else "gelu",
         max_position_embeddings=c["max_sequence_length"], type_vocab_size=c["num_segments"],
         layer_norm_eps=c["layer_norm_epsilon"], hidden_dropout_prob=c["dropout"],
-        attention_probs_dropout_prob=c["dropout"]))
+        attention_probs_dropout_prob=c["dropout"])).to(device)
     no_decay = ("bias", "LayerNorm.weight")
     groups = [
         {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
@@ -126,11 +155,11 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed):
             for p, t, w in zip(batch["mask_positions"][i], batch["mask_ids"][i], batch["mask_weights"][i]):
                 if w:
                     labels[i, p] = t
-        return dict(input_ids=torch.tensor(batch["token_ids"], dtype=torch.long),
-                    token_type_ids=torch.tensor(batch["segment_ids"], dtype=torch.long),
-                    attention_mask=torch.tensor(batch["padding_mask"], dtype=torch.long),
-                    labels=torch.tensor(labels),
-                    next_sentence_label=torch.tensor(batch["next_sentence_labels"], dtype=torch.long))
+        return dict(input_ids=torch.tensor(batch["token_ids"], dtype=torch.long, device=device),
+                    token_type_ids=torch.tensor(batch["segment_ids"], dtype=torch.long, device=device),
+                    attention_mask=torch.tensor(batch["padding_mask"], dtype=torch.long, device=device),
+                    labels=torch.tensor(labels, device=device),
+                    next_sentence_label=torch.tensor(batch["next_sentence_labels"], dtype=torch.long, device=device))
 
     model.train()
     start = None
@@ -143,6 +172,8 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed):
         optimizer.step()
         schedule.step()
         optimizer.zero_grad()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
     model.eval()
     mlm_correct = mlm_total = nsp_correct = nsp_total = 0
@@ -151,11 +182,12 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed):
             inputs = tensors(batch)
             out = model(input_ids=inputs["input_ids"], token_type_ids=inputs["token_type_ids"],
                         attention_mask=inputs["attention_mask"])
-            predictions = out.prediction_logits.argmax(-1).numpy()
-            mask = inputs["labels"].numpy() != -100
-            mlm_correct += int((predictions == inputs["labels"].numpy())[mask].sum())
+            predictions = out.prediction_logits.argmax(-1).cpu().numpy()
+            labels = inputs["labels"].cpu().numpy()
+            mask = labels != -100
+            mlm_correct += int((predictions == labels)[mask].sum())
             mlm_total += int(mask.sum())
-            nsp_correct += int((out.seq_relationship_logits.argmax(-1).numpy() == batch["next_sentence_labels"]).sum())
+            nsp_correct += int((out.seq_relationship_logits.argmax(-1).cpu().numpy() == batch["next_sentence_labels"]).sum())
             nsp_total += len(batch["next_sentence_labels"])
     return {"mlm_accuracy": mlm_correct / mlm_total, "nsp_accuracy": nsp_correct / nsp_total,
             "sequences_per_second": (args.steps - 2) * args.batch_size / elapsed}
@@ -177,6 +209,9 @@ def main(argv=None):
                         help="comma-separated initialisation/dropout seeds, each trained on the same batches; "
                              "results are averaged (NSP accuracy at a few hundred steps varies with the seed)")
     parser.add_argument("--implementations", default="keras_bert_impl,huggingface_torch")
+    parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
+    parser.add_argument("--save_batches", default=None, help="only draw the batches, save them to this .npz and exit")
+    parser.add_argument("--load_batches", default=None, help="replay batches saved with --save_batches (no TensorFlow)")
     args = parser.parse_args(argv)
     model_seeds = [int(s) for s in args.model_seeds.split(",")]
     runners = {"keras_bert_impl": run_keras, "huggingface_torch": run_huggingface}
@@ -186,12 +221,21 @@ def main(argv=None):
         parser.error(f"--implementations: unknown {unknown}; choose from {sorted(runners)}")
     import keras
 
-    with tempfile.TemporaryDirectory() as workdir:
-        train, valid, vocab_size = prepare_data(args, workdir)
+    if args.load_batches:
+        train, valid, vocab_size = load_batches(args.load_batches)
+        if len(train) < args.steps:
+            parser.error(f"--load_batches {args.load_batches} holds {len(train)} batches, fewer than --steps {args.steps}")
+    else:
+        with tempfile.TemporaryDirectory() as workdir:
+            train, valid, vocab_size = prepare_data(args, workdir)
+    if args.save_batches:
+        save_batches(args.save_batches, train, valid, vocab_size)
+        print(f"saved {len(train)} training and {len(valid)} held-out batches to {args.save_batches}")
+        return 0
     result = {"benchmark": "pretrain_convergence", "backend": keras.backend.backend(),
               "steps": args.steps, "batch_size": args.batch_size, "seq_length": args.seq_length,
               "learning_rate": args.learning_rate, "data_seed": args.seed, "model_seeds": model_seeds,
-              "cpu_count": os.cpu_count()}
+              "cpu_count": os.cpu_count(), "torch_device": args.torch_device}
     for name in args.configs:
         result[name] = {}
         for implementation in implementations:

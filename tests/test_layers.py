@@ -52,6 +52,26 @@ def test_transformer_encoder_ignores_padding_content():
     np.testing.assert_allclose(out_x[1], out_y[1], atol=1e-6)
 
 
+def test_transformer_encoder_half_precision_masks_like_float32():
+    # Under bf16 the JAX path broadcasts the mask to (batch, 1, query, key) (what
+    # cuDNN's fused attention takes); padded keys must stay ignored and the
+    # result must match the float32 block with the same weights.
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2, 6, 16)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1]], "int32")
+    full = TransformerEncoder(num_heads=2, intermediate_dim=32, dropout=0.0)
+    half = TransformerEncoder(num_heads=2, intermediate_dim=32, dropout=0.0, dtype="mixed_bfloat16")
+    full(x, padding_mask=mask)
+    half(x, padding_mask=mask)
+    half.set_weights(full.get_weights())
+    y = x.copy()
+    y[0, 3:] = rng.normal(size=(3, 16))  # change only the padded positions
+    out_x = _np(ops.cast(half(x, padding_mask=mask), "float32"))
+    out_y = _np(ops.cast(half(y, padding_mask=mask), "float32"))
+    np.testing.assert_array_equal(out_x[0, :3], out_y[0, :3])
+    np.testing.assert_allclose(out_x, _np(full(x, padding_mask=mask)), atol=0.1)
+
+
 def test_transformer_encoder_explicit_attention_path_matches_fused():
     # attention_dropout > 0 in training takes the explicit softmax path; with a
     # vanishing rate it must give the fused-kernel result.

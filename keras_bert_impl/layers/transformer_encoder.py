@@ -159,7 +159,19 @@ class TransformerEncoder(keras.layers.Layer):
             )
             context = ops.einsum("bnts,bsnh->btnh", probs, value)
         else:
-            context = ops.dot_product_attention(query, key, value, mask=mask, scale=scale)
+            flash_attention = None  # the backend decides
+            if keras.backend.backend() == "jax":
+                if self.compute_dtype in ("float16", "bfloat16"):
+                    # cuDNN's fused attention (JAX on GPU) takes a mask only as a full
+                    # (batch, 1, query, key) bias; with (batch, 1, 1, key) Keras logs an
+                    # error and falls back to the unfused XLA path.
+                    if mask is not None:
+                        mask = ops.broadcast_to(mask, (batch, 1, length, length))
+                else:
+                    flash_attention = False  # cuDNN's fused kernel is fp16/bf16 only: skip the failing try
+            context = ops.dot_product_attention(
+                query, key, value, mask=mask, scale=scale, flash_attention=flash_attention
+            )
         context = ops.reshape(context, (batch, length, self.hidden_dim))
         return self.attention_output_dense(context)
 

@@ -282,13 +282,13 @@ def count_batches(dataset):
     >>> count_batches(tf.data.Dataset.range(10).batch(4))
     3
     """
-    import tensorflow as tf
-
-    if not isinstance(dataset, tf.data.Dataset):
+    if not type(dataset).__module__.startswith("tensorflow"):  # PyDataset, lists: no TensorFlow needed
         try:
             return len(dataset)
         except TypeError as error:
             raise ValueError("Pass `steps_per_epoch`: cannot count the batches of this input.") from error
+    import tensorflow as tf
+
     cardinality = int(dataset.cardinality())
     if cardinality == tf.data.INFINITE_CARDINALITY:
         raise ValueError("`train_ds` is infinite (repeat()): pass `steps_per_epoch`.")
