@@ -144,10 +144,11 @@ def _array_batches(inputs, split_name, limit, **kwargs):
 def run_ours_arrays(task_name, args, seed, train_limit):
     """Ours without TensorFlow: token ids from `--inputs`, `finetune` on `LengthBucketedBatches`."""
     from keras_bert_impl.data import glue
-    from keras_bert_impl.metrics.glue import TASK_METRICS, glue_metrics
+    from keras_bert_impl.metrics.glue import glue_metrics
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+    from keras_bert_impl.training.glue_finetuning import evaluate_metric_names
 
     task = glue.get_task(task_name)
     inputs = np.load(os.path.join(args.inputs, f"glue_{task.name}.npz"))
@@ -164,12 +165,10 @@ def run_ours_arrays(task_name, args, seed, train_limit):
             logits = np.asarray(m.predict(batches, verbose=0))[: batches.num_examples]
             predictions = logits[:, 0] if task.is_regression else logits.argmax(-1)
             prefix = "" if len(devs) == 1 else split_name.replace("dev_", "") + "_"
-            labels = batches.labels
-            metrics.update({prefix + k: v for k, v in glue_metrics(task.name, labels, predictions).items()})
+            metrics.update({prefix + k: v for k, v in glue_metrics(task.name, batches.labels, predictions).items()})
         return metrics
 
-    names = list(TASK_METRICS[task.name]) if len(devs) == 1 else [
-        s.replace("dev_", "") + "_" + n for s in task.dev_splits for n in TASK_METRICS[task.name]]
+    names = evaluate_metric_names(task, task.dev_splits)
     result = finetune(model, train, epochs=args.epochs, learning_rate=args.learning_rate, eval_fn=eval_fn,
                       monitor=names[0], seed=seed, verbose=0)
     seconds = float(np.mean(result.epoch_seconds))

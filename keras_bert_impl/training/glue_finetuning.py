@@ -222,11 +222,15 @@ def run_glue(
 
 
 def evaluate_metric_names(task, dev_splits):
-    """Names `evaluate_splits` returns, in order (the first picks the best epoch)."""
+    """Names `evaluate_splits` returns, in order (the first picks the best epoch).
+
+    `dev_splits`: `GlueSplit`s or split names (e.g. `task.dev_splits`).
+    """
     names = glue_metrics.TASK_METRICS[task.name]
     if len(dev_splits) == 1:
         return list(names)
-    return [s.split.replace("dev_", "") + "_" + n for s in dev_splits for n in names]
+    split_names = [s if isinstance(s, str) else s.split for s in dev_splits]
+    return [s.replace("dev_", "") + "_" + n for s in split_names for n in names]
 
 
 def _glue_score(task, dev_splits, metrics):
