@@ -63,7 +63,13 @@ def parse_args(argv=None):
     parser.add_argument("--inputs", default=None,
                         help="train ours from the token ids in DIR/glue_<task>.npz (no TensorFlow needed)")
     parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
+    parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
+                        help="XLA for ours (auto: Keras's choice, off on a CPU-only TensorFlow machine)")
     return parser.parse_args(argv)
+
+
+def _jit(args):
+    return {"auto": "auto", "true": True, "false": False}[args.jit_compile]
 
 
 def _limits(spec, tasks):
@@ -89,6 +95,7 @@ def run_ours(task, args, seed, train_limit):
             task, args.data_dir, model_dir, preset=args.preset, max_seq_length=args.max_seq_length,
             batch_size=args.batch_size, learning_rate=args.learning_rate, epochs=args.epochs, seed=seed,
             train_limit=train_limit, dev_limit=args.dev_limit, predict_test=False, verbose=0,
+            jit_compile=_jit(args),
         )
     return {
         "best": results["best"],
@@ -170,7 +177,7 @@ def run_ours_arrays(task_name, args, seed, train_limit):
 
     names = evaluate_metric_names(task, task.dev_splits)
     result = finetune(model, train, epochs=args.epochs, learning_rate=args.learning_rate, eval_fn=eval_fn,
-                      monitor=names[0], seed=seed, verbose=0)
+                      monitor=names[0], seed=seed, verbose=0, jit_compile=_jit(args))
     seconds = float(np.mean(result.epoch_seconds))
     return {
         "best": {k: result.best_metrics[k] for k in names},
@@ -302,7 +309,7 @@ def main(argv=None):
     limits = _limits(args.train_limit, tasks)
     report = {"benchmark": "glue_finetuning", "preset": args.preset, "max_seq_length": args.max_seq_length,
               "batch_size": args.batch_size, "learning_rate": args.learning_rate, "epochs": args.epochs,
-              "seeds": args.seeds, "threads": args.threads, "dev_limit": args.dev_limit,
+              "seeds": args.seeds, "threads": args.threads, "dev_limit": args.dev_limit, "jit_compile": args.jit_compile,
               "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow"), "torch_device": args.torch_device,
               "tasks": {}}
     if args.export_inputs:

@@ -39,6 +39,8 @@ def parse_args(argv=None):
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
     parser.add_argument("--strategy", default="auto", help="auto, cpu, gpu, mirrored, multiworker, tpu")
     parser.add_argument("--mixed_precision", default=None, help="bf16 or fp16")
+    parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
+                        help="XLA-compile the steps (auto: Keras's choice, which is off on a CPU-only TensorFlow machine)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--early_stopping_patience", type=int, default=None)
     parser.add_argument("--train_limit", type=int, default=None, help="train on the first N examples only")
@@ -76,6 +78,7 @@ def main(argv=None):
             train_limit=args.train_limit,
             predict_test=not args.no_predict_test,
             save_model=True,
+            jit_compile={"auto": "auto", "true": True, "false": False}[args.jit_compile],
         )
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -191,6 +191,25 @@ def test_finetune_trains_saves_best_and_stops_early(sst2_dev, tmp_path):
     assert eval_fn(reloaded)["dev_accuracy"] == pytest.approx(result.best_metrics["dev_accuracy"])
 
 
+def test_finetune_jit_compile_choice_reaches_the_model(sst2_dev):
+    """`"auto"` is Keras's choice (XLA off on a CPU-only TensorFlow machine); True forces XLA; the losses agree."""
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:128])
+    losses = {}
+    for jit_compile in ("auto", True):
+        setup_finetuning(seed=0)
+        train = pad_to_boundaries(_examples(ids, labels[:128]), [64], 32)
+        model = _bag_of_words_model()
+        model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        result = finetune(model, train, epochs=2, learning_rate=1e-2, seed=0, verbose=0, jit_compile=jit_compile)
+        losses[jit_compile] = result.history["loss"]
+        if jit_compile is True:
+            assert model.jit_compile is True
+        elif not tf.config.list_physical_devices("GPU"):
+            assert model.jit_compile is False
+    np.testing.assert_allclose(losses["auto"], losses[True], rtol=1e-2)  # the same training, XLA or not
+
+
 def test_early_stopping_and_monitor_errors(sst2_dev):
     setup_finetuning(seed=0)
     sentences, labels = sst2_dev

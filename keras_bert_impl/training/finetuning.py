@@ -142,6 +142,7 @@ def finetune(
     metrics=None,
     callbacks=(),
     verbose="auto",
+    jit_compile="auto",
 ):
     """Fine-tunes `model` on `train_ds` with BERT's optimizer, evaluating each epoch.
 
@@ -179,6 +180,10 @@ def finetune(
         loss, metrics: compile arguments for an uncompiled model (or to override).
         callbacks: extra Keras callbacks.
         verbose: passed to `model.fit`.
+        jit_compile: passed to `model.compile`. `"auto"` is Keras's choice,
+            which on the TensorFlow backend turns XLA *off* on CPU-only
+            machines; `True` compiles each batch shape once (a few seconds to
+            tens of seconds per bucket on a CPU) for faster steps afterwards.
 
     Returns:
         A `FinetuneResult`.
@@ -230,7 +235,8 @@ def finetune(
             weight_decay=weight_decay,
             clipnorm=clipnorm,
         )
-        model.compile(optimizer=opt, loss=compile_loss, metrics=compile_metrics, weighted_metrics=compile_weighted_metrics)
+        model.compile(optimizer=opt, loss=compile_loss, metrics=compile_metrics, weighted_metrics=compile_weighted_metrics,
+                      jit_compile=jit_compile)
 
     if strategy is not None:
         with strategy.scope():

@@ -68,6 +68,7 @@ def run_glue(
     predict_test=True,
     save_model=False,
     verbose="auto",
+    jit_compile="auto",
 ):
     """Fine-tunes on `task`'s train split, picks the best epoch on dev, writes results and submissions.
 
@@ -97,6 +98,8 @@ def run_glue(
             `model_dir/model.keras`, which `keras.saving.load_model` reads
             and whose `predict_labels` takes raw strings.
         verbose: `model.fit` verbosity.
+        jit_compile: XLA for the train/eval steps (`finetune`'s argument);
+            `"auto"` leaves it off on a CPU-only TensorFlow machine.
 
     Returns:
         The dict written to `dev_results.json`.
@@ -165,6 +168,7 @@ def run_glue(
         seed=seed,
         early_stopping_patience=early_stopping_patience,
         verbose=verbose,
+        jit_compile=jit_compile,
     )
     total_seconds = time.perf_counter() - start
 
@@ -215,6 +219,7 @@ def run_glue(
             "train_limit": train_limit,
             "dev_limit": dev_limit,
             "strategy": strategy,
+            "jit_compile": jit_compile,
         },
     }
     atomic_write_json(os.path.join(model_dir, "dev_results.json"), results)
