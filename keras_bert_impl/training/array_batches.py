@@ -45,6 +45,8 @@ Example:
 import keras
 import numpy as np
 
+from keras_bert_impl.training.finetuning import _check_boundaries
+
 
 class LengthBucketedBatches(keras.utils.PyDataset):
     """Dynamic padding by length buckets for tokenized NumPy examples (no tf.data).
@@ -83,9 +85,7 @@ class LengthBucketedBatches(keras.utils.PyDataset):
         super().__init__(**kwargs)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
-        boundaries = [int(b) for b in boundaries]
-        if not boundaries or any(b <= 0 for b in boundaries) or sorted(set(boundaries)) != boundaries:
-            raise ValueError(f"`boundaries` must be strictly increasing positive ints, got {boundaries!r}.")
+        boundaries = _check_boundaries(boundaries)  # the tf.data helpers' validation (pure Python)
         if length_key not in features:
             raise ValueError(f"`length_key` {length_key!r} is not a feature; features are {sorted(features)}.")
         self.features = {name: list(values) for name, values in features.items()}
