@@ -170,3 +170,113 @@ def test_same_batch_shapes_as_the_tf_data_pipeline(sst2_dev):
     shapes = sorted((f["token_ids"].shape[1], int(w.sum())) for f, _, w in _epoch(ours))
     expected = sorted((int(f["token_ids"].shape[1]), int(w.numpy().sum())) for f, _, w in reference)
     assert shapes == expected
+
+
+@pytest.fixture(scope="module")
+def conll_dev(shared_data):
+    """Real CoNLL-2003 dev sentences as word ids with their tag ids as per-token labels ([CLS]/[SEP] labelled -1)."""
+    from keras_bert_impl.data import conll
+
+    sentences = conll.read_conll(shared_data / "conll2003" / "eng.testa")[:300]
+    tags = conll.label_vocabulary(sentences)
+    vocabulary = collections.defaultdict(lambda: len(vocabulary) + 3)
+    token_ids, token_labels = [], []
+    for s in sentences:
+        words = s.words[:62]
+        token_ids.append(np.array([1] + [vocabulary[w] for w in words] + [2], np.int32))
+        token_labels.append(np.array([-1] + [tags.index(t) for t in s.tags[:62]] + [-1], np.int32))
+    return token_ids, token_labels, tags, len(vocabulary) + 3
+
+
+def test_per_token_labels_random_batches(conll_dev):
+    """CoNLL's training batches: random (not grouped), each padded to its longest sentence's bucket, labels -1 off."""
+    token_ids, token_labels, _, _ = conll_dev
+    batches = LengthBucketedBatches(_features(token_ids), token_labels, batch_size=32, boundaries=BOUNDARIES,
+                                    shuffle=True, group_by_length=False, label_fill_value=-1)
+    assert len(batches) == 10  # ceil(300 / 32): random batches, one partial batch at the end
+    seen = []
+    for features, labels in _epoch(batches):
+        assert labels.shape == features["token_ids"].shape and labels.dtype == np.int32
+        lengths = features["padding_mask"].sum(axis=1)
+        real = int((labels != -1).any(axis=1).sum())  # every real CoNLL sentence has a labelled word
+        assert features["token_ids"].shape[1] == min(b for b in BOUNDARIES if b >= lengths[:real].max())
+        assert (labels[real:] == -1).all(), "filler rows are ignored by the loss"
+        for row in range(real):
+            assert (labels[row, lengths[row]:] == -1).all()
+            seen.append((tuple(features["token_ids"][row, : lengths[row]]), tuple(labels[row, : lengths[row]])))
+    assert sorted(seen) == sorted((tuple(t), tuple(y)) for t, y in zip(token_ids, token_labels))
+    # A new random order each epoch.
+    first = [tuple(f["token_ids"][0]) for f, _ in _epoch(batches)]
+    batches.on_epoch_end()
+    assert first != [tuple(f["token_ids"][0]) for f, _ in _epoch(batches)]
+
+
+def test_per_token_labels_from_flat(conll_dev):
+    token_ids, token_labels, _, _ = conll_dev
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in token_ids])])
+    flat = LengthBucketedBatches.from_flat({"token_ids": np.concatenate(token_ids)}, offsets,
+                                           token_labels=np.concatenate(token_labels), batch_size=64,
+                                           boundaries=BOUNDARIES, label_fill_value=-1)
+    lists = LengthBucketedBatches({"token_ids": token_ids}, token_labels, batch_size=64, boundaries=BOUNDARIES,
+                                  label_fill_value=-1)
+    for (fa, ya), (fb, yb) in zip(_epoch(flat), _epoch(lists)):
+        np.testing.assert_array_equal(fa["token_ids"], fb["token_ids"])
+        np.testing.assert_array_equal(ya, yb)
+
+
+def test_dict_labels_fill_rows_with_the_ignore_label(sst2_dev):
+    """SQuAD-style labels, one start and one end position per example; filler rows are -1 (ignored by SpanLoss)."""
+    token_ids, _, _ = sst2_dev
+    token_ids = token_ids[:50]
+    starts = np.array([len(t) // 3 for t in token_ids])
+    ends = np.array([len(t) // 2 for t in token_ids])
+    batches = LengthBucketedBatches({"token_ids": token_ids}, {"start_logits": starts, "end_logits": ends},
+                                    batch_size=32, boundaries=BOUNDARIES, shuffle=True, label_fill_value=-1)
+    rows = 0
+    for features, labels in _epoch(batches):
+        assert set(labels) == {"start_logits", "end_logits"} and len(labels["start_logits"]) == 32
+        real = labels["start_logits"] >= 0
+        assert real[: int(real.sum())].all() and (labels["end_logits"][~real] == -1).all()
+        for row in np.flatnonzero(real):
+            length = int((features["token_ids"][row] > 0).sum())
+            assert (labels["start_logits"][row], labels["end_logits"][row]) == (length // 3, length // 2)
+        rows += int(real.sum())
+    assert rows == 50
+
+
+def test_label_form_errors(conll_dev):
+    token_ids, token_labels, _, _ = conll_dev
+    with pytest.raises(ValueError, match="per-token labels need `label_fill_value`"):
+        LengthBucketedBatches({"token_ids": token_ids}, token_labels)
+    with pytest.raises(ValueError, match="example 1: per-token labels have shape \\(2,\\), the example has 3 tokens"):
+        LengthBucketedBatches({"token_ids": [np.ones(3), np.ones(3)]}, [np.ones(3), np.ones(2)], label_fill_value=-1)
+    with pytest.raises(ValueError, match="dict labels need `label_fill_value`"):
+        LengthBucketedBatches({"token_ids": token_ids}, {"start_logits": np.zeros(len(token_ids))})
+    with pytest.raises(ValueError, match="labels\\['end_logits'\\] must be 1-D with one label per example \\(2\\)"):
+        LengthBucketedBatches({"token_ids": [np.ones(3), np.ones(3)]}, {"end_logits": np.zeros(3)}, label_fill_value=-1)
+    with pytest.raises(ValueError, match="array labels must be 1-D"):
+        LengthBucketedBatches({"token_ids": [np.ones(3), np.ones(3)]}, np.zeros((2, 3)))
+
+
+def test_finetune_trains_a_token_classifier_from_array_batches(conll_dev):
+    """The JAX/PyTorch path of benchmarks/conll.py: per-token labels, -1 ignored by the loss."""
+    if keras.backend.backend() == "tensorflow":
+        pytest.skip("TensorFlow's PyDataset adapter fixes the batch shape from the first two batches")
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.models.token_classifier import BertTokenClassifier
+    from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+
+    token_ids, token_labels, tags, vocabulary_size = conll_dev
+    setup_finetuning(seed=0)
+    backbone = BertBackbone(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2, hidden_dim=64,
+                            intermediate_dim=128, max_sequence_length=64, dropout=0.0)
+    model = BertTokenClassifier(backbone, len(tags), dropout=0.0)
+    train = LengthBucketedBatches(_features(token_ids[:64]), token_labels[:64], batch_size=16,
+                                  boundaries=BOUNDARIES, shuffle=True, group_by_length=False, label_fill_value=-1)
+    result = finetune(model, train, epochs=10, learning_rate=3e-3, warmup_proportion=0.0, seed=0, verbose=0)
+    assert result.history["loss"][-1] < 0.3 * result.history["loss"][0]
+    # The memorised tags come back on the labelled positions.
+    features, labels = train[0]
+    predicted = np.asarray(model.predict_on_batch(features)).argmax(-1)
+    labelled = labels != -1
+    assert (predicted[labelled] == labels[labelled]).mean() > 0.9

@@ -26,6 +26,21 @@ batch's first example and get label 0 and sample weight 0, as
 weighted metrics then ignore them. For prediction keep the first `len(...)`
 outputs (`num_examples`).
 
+Labels come in three forms:
+
+- one label per example, a 1-D array (GLUE classification/regression);
+- a dict of such arrays, one per model output (SQuAD's
+  `{"start_logits": ..., "end_logits": ...}`);
+- one label per token, a sequence of 1-D arrays as long as the examples
+  (CoNLL's word labels, -1 off the first pieces); padded positions get
+  `label_fill_value`.
+
+With `label_fill_value` set (required for the last two forms) the filler
+rows are labelled `label_fill_value` (e.g. -1, which `SpanLoss` and the
+token classifier's loss ignore) and batches are `(features, labels)`
+without sample weights, as `fill_batches(..., label_fill_value=-1)` gives
+for SQuAD and CoNLL.
+
 Backends: made for JAX and PyTorch, whose Keras trainers take each NumPy
 batch as it comes. On the TensorFlow backend Keras turns a `PyDataset` into
 a `tf.data` generator whose batch shape is fixed from the first two batches,
@@ -56,17 +71,27 @@ class LengthBucketedBatches(keras.utils.PyDataset):
             names of one example the same length (e.g. `token_ids`,
             `segment_ids`, `padding_mask`), or a `(ids, offsets)` pair per
             name, see `from_flat`.
-        labels: None (prediction) or an array with one label per example.
+        labels: None (prediction); an array with one label per example; a
+            dict of such arrays (one per model output); or a sequence of
+            1-D arrays, one label per token of each example.
         batch_size: examples per batch.
         boundaries: strictly increasing bucket upper bounds; the last is the
             longest allowed example (e.g. `glue.default_boundaries(128)`).
-        shuffle: training order (a new permutation per epoch, bucketed) if
-            True; input order padded per batch if False.
+        shuffle: training order (a new permutation per epoch) if True;
+            input order padded per batch if False.
+        group_by_length: with `shuffle`, batch examples of one length bucket
+            together (least padding, `bucket_by_length`); False gives random
+            batches, each padded to the bucket of its longest example (the
+            CoNLL default, see `conll.make_dataset`).
         seed: seed of the permutations.
         fixed_batch_size: fill every batch to `batch_size` rows (see the
             module docstring).
         length_key: the feature whose length decides the bucket.
         padding_value: value of padded feature positions.
+        label_fill_value: None (filler rows get label 0 and sample weight 0;
+            batches are `(features, labels, weights)`), or the label of
+            filler rows and padded token positions (batches are
+            `(features, labels)`); required for dict and per-token labels.
     """
 
     def __init__(
@@ -80,6 +105,8 @@ class LengthBucketedBatches(keras.utils.PyDataset):
         fixed_batch_size=True,
         length_key="token_ids",
         padding_value=0,
+        group_by_length=True,
+        label_fill_value=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -106,37 +133,87 @@ class LengthBucketedBatches(keras.utils.PyDataset):
                 f"example {int(too_long[0])} has {int(self.lengths[too_long[0]])} tokens, more than the last "
                 f"boundary {boundaries[-1]}: truncate it (max_seq_length) first."
             )
-        self.labels = None if labels is None else np.asarray(labels)
-        if self.labels is not None and len(self.labels) != self.num_examples:
-            raise ValueError(f"{len(self.labels)} labels for {self.num_examples} examples.")
+        self.label_fill_value = label_fill_value
+        self.labels, self._label_kind = self._check_labels(labels)
         self.batch_size = batch_size
         self.boundaries = boundaries
         self.shuffle = shuffle
         self.fixed_batch_size = fixed_batch_size
         self.padding_value = padding_value
+        self.group_by_length = group_by_length
         self._bucket_of = np.searchsorted(np.array(boundaries), self.lengths, side="left")
         self._rng = np.random.default_rng(seed)
         self._batches = self._plan()
 
+    def _check_labels(self, labels):
+        """`(labels, kind)`: kind is None, "example", "dict" or "token"; errors name what is wrong."""
+        if labels is None:
+            return None, None
+        if isinstance(labels, dict):
+            if self.label_fill_value is None:
+                raise ValueError("dict labels need `label_fill_value` (e.g. -1) for the filler rows.")
+            checked = {}
+            for name, values in labels.items():
+                values = np.asarray(values)
+                if values.ndim != 1 or len(values) != self.num_examples:
+                    raise ValueError(
+                        f"labels[{name!r}] must be 1-D with one label per example ({self.num_examples}), "
+                        f"got shape {values.shape}."
+                    )
+                checked[name] = values
+            return checked, "dict"
+        if isinstance(labels, np.ndarray) and labels.dtype != object:
+            if labels.ndim != 1:
+                raise ValueError(
+                    f"array labels must be 1-D (one per example), got shape {labels.shape}; per-token labels "
+                    "are a list of 1-D arrays, one per example."
+                )
+            if len(labels) != self.num_examples:
+                raise ValueError(f"{len(labels)} labels for {self.num_examples} examples.")
+            return labels, "example"
+        labels = list(labels)
+        if len(labels) != self.num_examples:
+            raise ValueError(f"{len(labels)} labels for {self.num_examples} examples.")
+        if labels and np.ndim(labels[0]) == 0:
+            return np.asarray(labels), "example"
+        if self.label_fill_value is None:
+            raise ValueError("per-token labels need `label_fill_value` (e.g. -1) for padding and filler rows.")
+        labels = [np.asarray(x) for x in labels]
+        mismatched = [i for i, x in enumerate(labels) if x.ndim != 1 or len(x) != self.lengths[i]]
+        if mismatched:
+            i = mismatched[0]
+            raise ValueError(
+                f"example {i}: per-token labels have shape {labels[i].shape}, the example has "
+                f"{self.lengths[i]} tokens; give one label per token."
+            )
+        return labels, "token"
+
     @classmethod
-    def from_flat(cls, flat_features, offsets, **kwargs):
+    def from_flat(cls, flat_features, offsets, token_labels=None, **kwargs):
         """Builds from concatenated tokens: `flat_features[name][offsets[i]:offsets[i + 1]]` is example i.
 
         The compact form to store tokenized splits in one `.npz` file.
+        `token_labels` (flat, same offsets) gives per-token labels.
         """
         offsets = np.asarray(offsets)
-        features = {
-            name: [values[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
-            for name, values in flat_features.items()
-        }
+
+        def split(values):
+            return [values[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+
+        features = {name: split(values) for name, values in flat_features.items()}
+        if token_labels is not None:
+            if "labels" in kwargs:
+                raise ValueError("give `labels` or `token_labels`, not both.")
+            kwargs["labels"] = split(np.asarray(token_labels))
         return cls(features, **kwargs)
 
     def _plan(self):
         """The epoch's batches: lists of example indices and the length each is padded to."""
-        if not self.shuffle:
+        if not self.shuffle or not self.group_by_length:
+            order = self._rng.permutation(self.num_examples) if self.shuffle else np.arange(self.num_examples)
             batches = []
             for start in range(0, self.num_examples, self.batch_size):
-                index = np.arange(start, min(start + self.batch_size, self.num_examples))
+                index = order[start : start + self.batch_size]
                 longest = int(self.lengths[index].max())
                 batches.append((index, self.boundaries[int(np.searchsorted(self.boundaries, longest))]))
             return batches
@@ -171,9 +248,23 @@ class LengthBucketedBatches(keras.utils.PyDataset):
             for row, i in enumerate(fill):
                 array[row, : self.lengths[i]] = values[i]
             features[name] = array
-        weights = np.concatenate([np.ones(rows, np.float32), np.zeros(total - rows, np.float32)])
         if self.labels is None:
             return (features,)
+        if self._label_kind == "token":
+            labels = np.full((total, width), self.label_fill_value, dtype=np.int32)
+            for row, i in enumerate(members):
+                labels[row, : self.lengths[i]] = self.labels[i]
+            return features, labels
+        if self._label_kind == "dict":
+            labels = {}
+            for name, values in self.labels.items():
+                labels[name] = values[fill].copy()
+                labels[name][rows:] = self.label_fill_value
+            return features, labels
         labels = self.labels[fill].copy()
+        if self.label_fill_value is not None:
+            labels[rows:] = self.label_fill_value
+            return features, labels
         labels[rows:] = 0
+        weights = np.concatenate([np.ones(rows, np.float32), np.zeros(total - rows, np.float32)])
         return features, labels, weights
