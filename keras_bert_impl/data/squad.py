@@ -429,6 +429,33 @@ class SquadFeatures:
         return dataset.prefetch(tf.data.AUTOTUNE)
 
 
+    def to_array_batches(self, batch_size, training=False, shuffle_seed=0, boundaries=None, fixed_batch_size=True):
+        """`to_dataset` without TensorFlow: a `LengthBucketedBatches` (`keras.utils.PyDataset`) for JAX/PyTorch.
+
+        The same batches as `to_dataset`: in training shuffled (a new seeded
+        order each epoch) and grouped by length bucket, labels
+        `{"start_logits", "end_logits"}` with -1 on filler rows; in
+        prediction the windows in order, `(inputs,)` per batch. Not for the
+        TensorFlow backend (see `LengthBucketedBatches`).
+        """
+        from keras_bert_impl.training.array_batches import LengthBucketedBatches
+        from keras_bert_impl.training.finetuning import default_boundaries
+
+        max_seq_length = self.token_ids.shape[1]
+        boundaries = list(boundaries or default_boundaries(max_seq_length))
+        inputs = {k: [v[i, : self.lengths[i]] for i in range(len(self))] for k, v in self.inputs().items()}
+        return LengthBucketedBatches(
+            inputs,
+            self.labels() if training else None,
+            batch_size=batch_size,
+            boundaries=boundaries,
+            shuffle=training,
+            seed=shuffle_seed,
+            fixed_batch_size=fixed_batch_size,
+            label_fill_value=-1 if training else None,
+        )
+
+
 def _window_starts(num_tokens, max_window, doc_stride):
     spans = []
     start = 0

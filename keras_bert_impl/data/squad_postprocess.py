@@ -195,15 +195,24 @@ def predict_logits(model, features, batch_size=32):
     """Runs `model` over every window of `features`; returns `(start_logits, end_logits)` `(N, L)`.
 
     Batches are padded only to the length bucket they need; the logits are
-    padded back to `max_seq_length` with the masked value.
+    padded back to `max_seq_length` with the masked value. On the JAX and
+    PyTorch backends the batches come from `features.to_array_batches`, so
+    TensorFlow is not needed there.
     """
+    import keras
+
     from keras_bert_impl.layers.span_head import MASKED_LOGIT
 
     n, max_len = features.token_ids.shape
     start = np.full((n, max_len), MASKED_LOGIT, np.float32)
     end = np.full((n, max_len), MASKED_LOGIT, np.float32)
     row = 0
-    for batch in features.to_dataset(batch_size, training=False):
+    if keras.backend.backend() == "tensorflow":
+        batches = features.to_dataset(batch_size, training=False)
+    else:
+        array_batches = features.to_array_batches(batch_size, training=False)
+        batches = (array_batches[i][0] for i in range(len(array_batches)))
+    for batch in batches:
         out = model.predict_on_batch(batch)
         real = min(batch_size, n - row)  # the last batch is filled up with copies; drop them
         s, e = np.asarray(out["start_logits"])[:real], np.asarray(out["end_logits"])[:real]
