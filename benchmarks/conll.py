@@ -59,6 +59,8 @@ def parse_args(argv=None):
     parser.add_argument("--inputs", default=None, metavar="DIR",
                         help="ours from DIR/conll.npz (no TensorFlow needed)")
     parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
+    parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
+                        help="XLA for ours (auto: Keras's choice, off on a CPU-only TensorFlow machine)")
     args = parser.parse_args(argv)
     args.seed_list = [int(x) for x in args.seeds.split(",") if x.strip()]
     return args
@@ -146,7 +148,9 @@ def run_keras(args, label_names, train, dev, test, seed, encoded=None):
         train_ds = _array_batches(encoded["train"], args.batch_size, boundaries, shuffle=True, seed=seed)
     model = BertTokenClassifier(BertBackbone.from_preset(args.preset), len(label_names))
     start = time.perf_counter()
-    fit = finetune(model, train_ds, epochs=args.epochs, learning_rate=args.learning_rate, seed=seed, verbose=0)
+    jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
+    fit = finetune(model, train_ds, epochs=args.epochs, learning_rate=args.learning_rate, seed=seed, verbose=0,
+                   jit_compile=jit_compile)
     wall = time.perf_counter() - start
 
     scores = {}
@@ -314,6 +318,7 @@ def main(argv=None):
         "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow"),
         "torch_device": args.torch_device,
         "seeds": args.seed_list,
+        "jit_compile": args.jit_compile,
         "preset": args.preset,
         "train_sentences": len(train),
         "eval_sentences": {"dev": len(dev), "test": len(test)},

@@ -259,6 +259,8 @@ def main():
     args = parse_args()
     settings = {k: getattr(args, k) for k in _SETTINGS}
     settings["squad_file"] = os.path.basename(settings["squad_file"])
+    if not (args.train_questions or args.eval_questions):
+        del settings["seed"]  # the seed only picks the question subsets; training seeds may differ
     if args.features:
         path = os.path.join(args.features, "squad_features.pkl.gz")
         with gzip.open(path, "rb") as f:
