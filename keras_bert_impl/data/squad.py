@@ -428,7 +428,6 @@ class SquadFeatures:
             dataset = fill_batches(dataset, batch_size, label_fill_value=-1)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
-
     def to_array_batches(self, batch_size, training=False, shuffle_seed=0, boundaries=None, fixed_batch_size=True):
         """`to_dataset` without TensorFlow: a `LengthBucketedBatches` (`keras.utils.PyDataset`) for JAX/PyTorch.
 
