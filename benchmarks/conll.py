@@ -59,10 +59,18 @@ def parse_args(argv=None):
     parser.add_argument("--inputs", default=None, metavar="DIR",
                         help="ours from DIR/conll.npz (no TensorFlow needed)")
     parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
+    parser.add_argument("--boundaries", default=None,
+                        help="comma-separated length buckets for ours (default conll.default_boundaries: 32,48,64,96,max)")
     parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
                         help="XLA for ours (auto: Keras's choice, off on a CPU-only TensorFlow machine)")
     args = parser.parse_args(argv)
     args.seed_list = [int(x) for x in args.seeds.split(",") if x.strip()]
+    if args.boundaries:
+        from keras_bert_impl.training.finetuning import _check_boundaries
+
+        args.boundaries = _check_boundaries([int(x) for x in args.boundaries.split(",") if x.strip()])
+        if args.boundaries[-1] != args.max_seq_length:
+            parser.error(f"--boundaries must end at --max_seq_length ({args.max_seq_length}), got {args.boundaries}")
     return args
 
 
@@ -134,7 +142,7 @@ def run_keras(args, label_names, train, dev, test, seed, encoded=None):
     from keras_bert_impl.training.finetuning import finetune, setup_finetuning
 
     setup_finetuning(seed=seed)
-    boundaries = conll.default_boundaries(args.max_seq_length)
+    boundaries = args.boundaries or conll.default_boundaries(args.max_seq_length)
     if encoded is None:
         from keras_bert_impl.text.tokenizer import BertTokenizer
 
@@ -319,6 +327,7 @@ def main(argv=None):
         "torch_device": args.torch_device,
         "seeds": args.seed_list,
         "jit_compile": args.jit_compile,
+        "boundaries": args.boundaries or "default",
         "preset": args.preset,
         "train_sentences": len(train),
         "eval_sentences": {"dev": len(dev), "test": len(test)},
