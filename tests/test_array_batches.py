@@ -256,6 +256,9 @@ def test_label_form_errors(conll_dev):
         LengthBucketedBatches({"token_ids": [np.ones(3), np.ones(3)]}, {"end_logits": np.zeros(3)}, label_fill_value=-1)
     with pytest.raises(ValueError, match="array labels must be 1-D"):
         LengthBucketedBatches({"token_ids": [np.ones(3), np.ones(3)]}, np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="give `labels` or `token_labels`, not both"):
+        LengthBucketedBatches.from_flat({"token_ids": np.ones(6)}, [0, 3, 6], token_labels=np.zeros(6),
+                                        labels=np.zeros(2), label_fill_value=-1)
 
 
 def test_finetune_trains_a_token_classifier_from_array_batches(conll_dev):
