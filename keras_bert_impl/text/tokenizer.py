@@ -24,10 +24,12 @@ matching) in its words-already-split mode.
 
 import os
 
+import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert_impl.text.normalization import bert_normalize
+from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
@@ -108,7 +110,8 @@ def validate_vocabulary(tokens, source="vocabulary"):
         raise ValueError(f"{source}: the vocabulary lacks the special token(s) {', '.join(missing)}")
 
 
-class BertTokenizer(tf.Module):
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertTokenizer(PreprocessingLayer):
     """WordPiece tokenizer for BERT, in-graph, identical to the original BERT tokenisation.
 
     Produces the same ids as Hugging Face `tokenizers`' BERT tokenizer (and the
@@ -152,9 +155,9 @@ class BertTokenizer(tf.Module):
         unknown_token=UNK_TOKEN,
         max_chars_per_word=MAX_CHARS_PER_WORD,
         replace_invalid_utf8=True,
-        name=None,
+        **kwargs,
     ):
-        super().__init__(name=name)
+        super().__init__(**kwargs)
         if isinstance(vocabulary, (str, os.PathLike)):
             self._vocabulary_path = os.fspath(vocabulary)
             tokens = load_vocabulary_file(vocabulary)
@@ -315,7 +318,8 @@ class BertTokenizer(tf.Module):
         by_word = self.tokenize_with_words(strings)
         return by_word.merge_dims(-2, -1)
 
-    def __call__(self, strings):
+    def call(self, strings):
+        """`tokenize`: ids without special tokens, int32 ragged [batch, pieces]."""
         return self.tokenize(strings)
 
     def tokenize_with_offsets(self, strings):
@@ -391,8 +395,10 @@ class BertTokenizer(tf.Module):
 
     # ------------------------------------------------------- serialisation
     def get_config(self):
+        """The constructor arguments; `vocabulary` is the token list itself, so a saved model needs no file."""
         return {
-            "vocabulary": self._vocabulary_path if self._vocabulary_path is not None else list(self._tokens),
+            **super().get_config(),
+            "vocabulary": list(self._tokens),
             "lowercase": self._lowercase,
             "strip_accents": self._strip_accents_arg,
             "split_on_cjk": self._split_on_cjk,

@@ -1,0 +1,67 @@
+"""PreprocessingLayer: a Keras layer that runs TensorFlow string ops, under any Keras backend."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+class PreprocessingLayer(keras.layers.Layer):
+    """Base of the tokenizer and the preprocessors: a Keras layer whose `call` runs TensorFlow ops on the CPU.
+
+    Text preprocessing needs string tensors, which only TensorFlow has. As in
+    keras-hub, these layers therefore keep TensorFlow tensors whatever the
+    Keras backend (JAX, PyTorch or TensorFlow): the inputs are not converted
+    to backend tensors, Python strings and lists are accepted, and the layer
+    works eagerly, inside `tf.function` and in `tf.data.Dataset.map`. They hold
+    no weights; they are Keras layers so that they serialise with the model
+    (`get_config`, `.keras` files) and nest in it as `model.preprocessor`.
+
+    Subclasses implement `call` with TensorFlow ops.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> class Upper(PreprocessingLayer):
+    ...     def call(self, strings):
+    ...         return tf.strings.upper(strings)
+    >>> Upper()(["abc"]).numpy()
+    array([b'ABC'], dtype=object)
+    """
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        # Keep TensorFlow (string) tensors: do not convert to backend tensors.
+        self._convert_input_args = False
+        # Accept plain Python strings and lists as positional arguments.
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+
+    def __call__(self, *args, **kwargs):
+        with tf.device("cpu"):
+            return super().__call__(*args, **kwargs)
+
+    def compute_output_spec(self, *args, **kwargs):
+        # String ops have no symbolic Keras spec; preprocessing is never part of the functional graph.
+        raise NotImplementedError(f"{type(self).__name__} runs eagerly or in tf.data, not on symbolic Keras tensors.")
+
+    def get_build_config(self):
+        return None
+
+
+def as_string_tensor(texts, name="texts"):
+    """Python / NumPy strings (or a string tensor) -> a `tf.string` tensor, with a clear error for anything else.
+
+    Example:
+    >>> as_string_tensor(["a", "b"]).shape.as_list()
+    [2]
+    """
+    if isinstance(texts, (tf.Tensor, tf.RaggedTensor)):
+        if texts.dtype != tf.string:
+            raise ValueError(f"`{name}` must hold strings, got a {texts.dtype.name} tensor.")
+        return texts
+    if isinstance(texts, np.ndarray) and texts.dtype.kind not in ("U", "S", "O"):
+        raise ValueError(f"`{name}` must hold strings, got a NumPy array of {texts.dtype}.")
+    try:
+        return tf.convert_to_tensor(texts, dtype=tf.string)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"`{name}` must be a string or a list of strings ({e}).") from None
