@@ -66,9 +66,9 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     args.seed_list = [int(x) for x in args.seeds.split(",") if x.strip()]
     if args.boundaries:
-        from keras_bert_impl.training.finetuning import _check_boundaries
+        from keras_bert_impl.batching.boundaries import check_boundaries
 
-        args.boundaries = _check_boundaries([int(x) for x in args.boundaries.split(",") if x.strip()])
+        args.boundaries = check_boundaries([int(x) for x in args.boundaries.split(",") if x.strip()])
         if args.boundaries[-1] != args.max_seq_length:
             parser.error(f"--boundaries must end at --max_seq_length ({args.max_seq_length}), got {args.boundaries}")
     return args
@@ -118,7 +118,7 @@ def load_inputs(args, label_names):
 
 
 def _array_batches(features, batch_size, boundaries, shuffle=False, seed=0):
-    from keras_bert_impl.training.array_batches import LengthBucketedBatches
+    from keras_bert_impl.batching.array_batches import LengthBucketedBatches
 
     def rows(array):
         return [array[i, : features.lengths[i]] for i in range(len(features))]

@@ -22,7 +22,7 @@ On a GPU host without TensorFlow (`KERAS_BACKEND=jax`, torch for the
 reference): tokenize here with `--export_inputs DIR` (our WordPiece, the
 token ids of every train/dev example in `DIR/glue_<task>.npz`), then run
 there with `--inputs DIR --torch_device cuda`: ours trains from those ids
-through `keras_bert_impl.training.array_batches.LengthBucketedBatches` (the
+through `keras_bert_impl.batching.array_batches.LengthBucketedBatches` (the
 same buckets and batch filling as the tf.data pipeline), the reference
 tokenizes the same TSV files with its own tokenizer.
 
@@ -137,7 +137,7 @@ def export_inputs(task_name, args):
 
 
 def _array_batches(inputs, split_name, limit, **kwargs):
-    from keras_bert_impl.training.array_batches import LengthBucketedBatches
+    from keras_bert_impl.batching.array_batches import LengthBucketedBatches
 
     offsets = inputs[f"{split_name}_offsets"]
     count = len(offsets) - 1 if limit is None else min(limit, len(offsets) - 1)

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.training.array_batches import LengthBucketedBatches
+from keras_bert_impl.batching.array_batches import LengthBucketedBatches
 
 BOUNDARIES = [16, 32, 48, 64]
 
@@ -157,7 +157,7 @@ def test_finetune_trains_a_classifier_from_array_batches(sst2_dev):
 def test_same_batch_shapes_as_the_tf_data_pipeline(sst2_dev):
     """Per epoch, the (width, real rows) of every batch equal those of bucket_by_length + fill_batches."""
     tf = pytest.importorskip("tensorflow")
-    from keras_bert_impl.training.finetuning import bucket_by_length, fill_batches
+    from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches
 
     token_ids, labels, _ = sst2_dev
     ours = LengthBucketedBatches({"token_ids": token_ids}, labels, batch_size=32, boundaries=BOUNDARIES, shuffle=True)

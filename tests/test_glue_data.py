@@ -214,7 +214,7 @@ def test_default_boundaries_are_finer_for_short_sentences():
     assert glue.default_boundaries(128) == [16, 32, 48, 64, 96, 128]
     assert glue.default_boundaries(100) == [16, 32, 48, 64, 96, 100]
     assert glue.default_boundaries(512)[-4:] == [192, 256, 384, 512]
-    with pytest.raises(ValueError, match="max_seq_length"):
+    with pytest.raises(ValueError, match="sequence_length"):
         glue.default_boundaries(0)
 
 

@@ -1,7 +1,7 @@
 """Length-bucketed batches from NumPy arrays, without TensorFlow: `LengthBucketedBatches`.
 
-The tf.data pipelines (`keras_bert_impl.data.glue.make_dataset`,
-`keras_bert_impl.training.finetuning.bucket_by_length`) need TensorFlow. On a
+The tf.data pipelines (`keras_bert_impl.tasks.classification.batches.make_dataset`,
+`keras_bert_impl.batching.tf_batches.bucket_by_length`) need TensorFlow. On a
 JAX- or PyTorch-only host (a GPU box with `KERAS_BACKEND=jax`, say) the same
 dynamic padding comes from this `keras.utils.PyDataset`: it takes examples
 that are already tokenized (variable-length 1-D int arrays per example) and
@@ -45,7 +45,7 @@ Backends: made for JAX and PyTorch, whose Keras trainers take each NumPy
 batch as it comes. On the TensorFlow backend Keras turns a `PyDataset` into
 a `tf.data` generator whose batch shape is fixed from the first two batches,
 so batches of other widths fail there; with TensorFlow use the tf.data
-equivalent, `keras_bert_impl.training.finetuning.bucket_by_length` (or a
+equivalent, `keras_bert_impl.batching.tf_batches.bucket_by_length` (or a
 task's `make_dataset`), which this class mirrors.
 
 Example:
@@ -60,7 +60,7 @@ Example:
 import keras
 import numpy as np
 
-from keras_bert_impl.training.finetuning import _check_boundaries
+from keras_bert_impl.batching.boundaries import check_boundaries
 
 
 class LengthBucketedBatches(keras.utils.PyDataset):
@@ -112,7 +112,7 @@ class LengthBucketedBatches(keras.utils.PyDataset):
         super().__init__(**kwargs)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
-        boundaries = _check_boundaries(boundaries)  # the tf.data helpers' validation (pure Python)
+        boundaries = check_boundaries(boundaries)  # the tf.data helpers' validation (pure Python)
         if length_key not in features:
             raise ValueError(f"`length_key` {length_key!r} is not a feature; features are {sorted(features)}.")
         self.features = {name: list(values) for name, values in features.items()}
@@ -131,7 +131,7 @@ class LengthBucketedBatches(keras.utils.PyDataset):
         if too_long.size:
             raise ValueError(
                 f"example {int(too_long[0])} has {int(self.lengths[too_long[0]])} tokens, more than the last "
-                f"boundary {boundaries[-1]}: truncate it (max_seq_length) first."
+                f"boundary {boundaries[-1]}: truncate it (sequence_length) first."
             )
         self.label_fill_value = label_fill_value
         self.labels, self._label_kind = self._check_labels(labels)

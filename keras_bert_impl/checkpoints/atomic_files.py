@@ -37,6 +37,46 @@ def atomic_write_bytes(path, data):
         raise
 
 
+def atomic_save(path, save):
+    """Calls `save(temp_path)` on a temporary path beside `path`, then moves it onto `path` (`os.replace`).
+
+    For writers that take a file name, such as `model.save_weights` or
+    `model.save`: the temporary name ends with `path`'s own base name, so
+    suffix checks (`.weights.h5`, `.keras`) still pass. On any error the
+    temporary file is removed and `path` is left untouched.
+
+    Example:
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "a.txt")
+    >>> atomic_save(p, lambda temp: open(temp, "w").write("abc"))
+    >>> open(p).read()
+    'abc'
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    temp_path = os.path.join(directory, f".{os.getpid()}.{os.path.basename(path)}")
+    try:
+        save(temp_path)
+        os.replace(temp_path, path)
+    finally:
+        if os.path.exists(temp_path):
+            os.remove(temp_path)
+
+
+def save_weights_atomically(model, path):
+    """`model.save_weights(path)` via `atomic_save` (readers never see half a file).
+
+    Example:
+    >>> import keras, tempfile, os
+    >>> m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> p = os.path.join(tempfile.mkdtemp(), "best.weights.h5")
+    >>> save_weights_atomically(m, p); os.path.exists(p)
+    True
+    """
+    atomic_save(path, model.save_weights)
+
+
 def atomic_write_text(path, text):
     """Writes `text` (UTF-8) to `path` atomically. See `atomic_write_bytes`."""
     atomic_write_bytes(path, text.encode("utf-8"))

@@ -28,7 +28,7 @@ The pieces:
   labels (e.g. argmax of the model's logits) back to one label per word.
 - `make_dataset(features, batch_size, ...)`: `tf.data` of
   `({"token_ids", "segment_ids", "padding_mask"}, labels)` batches, with
-  optional length buckets (`keras_bert_impl.training.finetuning`).
+  optional length buckets (`keras_bert_impl.batching`).
 - `write_conll_predictions(path, sentences, predicted_tags)`: `word gold
   predicted` lines that conlleval reads.
 
@@ -577,10 +577,10 @@ def default_boundaries(max_seq_length=128):
     >>> default_boundaries(256)
     [32, 48, 64, 96, 128, 256]
     """
-    from keras_bert_impl.training import finetuning
+    from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS
+    from keras_bert_impl.batching.boundaries import default_boundaries as _default_boundaries
 
-    boundaries = finetuning.default_boundaries(max_seq_length)  # validates; 32, 64, 128, ... max
-    return sorted(set(boundaries) | {b for b in (48, 96) if b < max_seq_length})
+    return _default_boundaries(max_seq_length, **TAGGING_BUCKETS)
 
 
 def make_dataset(
@@ -609,7 +609,7 @@ def make_dataset(
             `default_boundaries(128)`: each batch is padded only to the
             smallest boundary that holds its longest window.
         group_by_length: with `shuffle` and `boundaries`, batch windows of
-            one length bucket together (`finetuning.bucket_by_length`:
+            one length bucket together (`tf_batches.bucket_by_length`:
             least padding). Off by default: the token-level loss is the mean
             over a batch's labelled words, so grouping would give each word of
             a short sentence (tables, headlines) several times the weight of a
@@ -620,7 +620,7 @@ def make_dataset(
         with_labels: yield `(inputs, labels)` or `inputs` only.
         drop_remainder: static batch size (fixed-shape mode only).
         fixed_batch_size: with `boundaries`, fill each bucket's last, partial
-            batch up to `batch_size` rows (`finetuning.fill_batches`: copies
+            batch up to `batch_size` rows (`tf_batches.fill_batches`: copies
             of a real window, labels -1 in training; in prediction the filler
             rows come last and `predict_token_label_ids` drops them), so an
             XLA-compiled step sees one shape per bucket.
@@ -630,7 +630,7 @@ def make_dataset(
     """
     import tensorflow as tf
 
-    from keras_bert_impl.training import finetuning
+    from keras_bert_impl.batching import tf_batches
 
     tensors = {
         "token_ids": features.token_ids,
@@ -654,15 +654,15 @@ def make_dataset(
     if boundaries is None:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     elif shuffle and group_by_length:
-        dataset = finetuning.bucket_by_length(
+        dataset = tf_batches.bucket_by_length(
             dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL
         )
     else:
-        dataset = finetuning.pad_to_boundaries(
+        dataset = tf_batches.pad_to_boundaries(
             dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL
         )
     if boundaries is not None and fixed_batch_size:
-        dataset = finetuning.fill_batches(dataset, batch_size, label_fill_value=IGNORE_LABEL)
+        dataset = tf_batches.fill_batches(dataset, batch_size, label_fill_value=IGNORE_LABEL)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 

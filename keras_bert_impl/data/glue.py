@@ -475,11 +475,10 @@ def default_boundaries(max_seq_length=128):
     >>> default_boundaries(512)
     [16, 32, 48, 64, 96, 128, 192, 256, 384, 512]
     """
-    from keras_bert_impl.training import finetuning
+    from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS
+    from keras_bert_impl.batching.boundaries import default_boundaries as _default_boundaries
 
-    boundaries = finetuning.default_boundaries(max_seq_length, smallest=16)  # validates; 16, 32, 64, ... max
-    halves = {3 * b // 2 for b in boundaries[:-1] if b >= 32}  # 48, 96, 192, 384
-    return sorted(set(boundaries) | {h for h in halves if h < max_seq_length})
+    return _default_boundaries(max_seq_length, **CLASSIFICATION_BUCKETS)
 
 
 def make_dataset(
@@ -527,7 +526,7 @@ def make_dataset(
     """
     import tensorflow as tf
 
-    from keras_bert_impl.training.finetuning import bucket_by_length, fill_batches, pad_to_boundaries
+    from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
 
     if boundaries is None:
         boundaries = default_boundaries(preprocessor.sequence_length)

@@ -396,12 +396,8 @@ class SquadFeatures:
         """
         import tensorflow as tf
 
-        from keras_bert_impl.training.finetuning import (
-            bucket_by_length,
-            default_boundaries,
-            fill_batches,
-            pad_to_boundaries,
-        )
+        from keras_bert_impl.batching.boundaries import default_boundaries
+        from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
 
         max_seq_length = self.token_ids.shape[1]
         boundaries = list(boundaries or default_boundaries(max_seq_length))
@@ -437,8 +433,8 @@ class SquadFeatures:
         prediction the windows in order, `(inputs,)` per batch. Not for the
         TensorFlow backend (see `LengthBucketedBatches`).
         """
-        from keras_bert_impl.training.array_batches import LengthBucketedBatches
-        from keras_bert_impl.training.finetuning import default_boundaries
+        from keras_bert_impl.batching.array_batches import LengthBucketedBatches
+        from keras_bert_impl.batching.boundaries import default_boundaries
 
         max_seq_length = self.token_ids.shape[1]
         boundaries = list(boundaries or default_boundaries(max_seq_length))
