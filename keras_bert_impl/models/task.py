@@ -1,0 +1,337 @@
+"""Task: the shared base of BertClassifier, BertTokenClassifier, BertSpanExtractor and BertPretrainer."""
+
+import json
+import os
+
+import keras
+import numpy as np
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.functional_model import FunctionalModel
+
+TASK_CONFIG_FILE = "task.json"
+TASK_WEIGHTS_FILE = "task.weights.h5"
+BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+class Task(FunctionalModel):
+    """A `BertBackbone` with a task head and a `preprocessor`, keras-hub style.
+
+    Subclasses build their head and functional graph in `__init__`, call
+    `super().__init__(inputs=..., outputs=..., backbone=..., preprocessor=...)`
+    and define `head_config()` (their own constructor arguments),
+    `default_loss()` and `default_metrics()`. This base then gives every task:
+
+    - `from_preset(preset, ...)`: the backbone's weights from anything
+      `BertBackbone.from_preset` reads (a preset name, a Hugging Face, Google,
+      keras-hub, own or pretraining-export directory) and the matching
+      preprocessor (vocabulary and casing from the same preset); the head is
+      new, unless `preset` is a directory written by `save_to_preset` of the
+      same task, whose head weights are then loaded too.
+    - `fit`, `evaluate` and `predict` on raw strings: the preprocessor turns
+      them into length-bucketed batches (a `tf.data.Dataset`, which Keras
+      feeds to the TensorFlow, JAX and PyTorch backends alike). Feature dicts
+      and datasets of features pass through unchanged.
+    - `compile()` with the task's defaults (AdamW 5e-5, the task loss and
+      metrics); an uncompiled task compiles with them on its first `fit` or
+      `evaluate`.
+    - `save(path)` for inference: the `.keras` file holds the model and its
+      preprocessor (vocabulary inside) but no optimizer state
+      (`include_optimizer=True` keeps it); `keras.saving.load_model` reads it
+      back silently, after `import keras_bert_impl`.
+    - `get_config` / `from_config`, and `save_to_preset(dir)`.
+
+    The preprocessors run TensorFlow string ops (as keras-hub's do); without a
+    preprocessor, a task needs no TensorFlow and takes feature dicts only.
+    """
+
+    def __init__(self, *args, backbone, preprocessor=None, compile_defaults=True, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Set after Model.__init__, so the torch backend can track them.
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.compile_defaults = compile_defaults
+        if compile_defaults:
+            self.compile()
+
+    # === Hooks for subclasses ===
+
+    def head_config(self):
+        """The subclass's own constructor arguments (JSON-serialisable)."""
+        return {}
+
+    def default_loss(self):
+        raise NotImplementedError
+
+    def default_metrics(self):
+        return None
+
+    def default_weighted_metrics(self):
+        return None
+
+    @classmethod
+    def preprocessor_class(cls):
+        """The preprocessor layer class that `from_preset` builds (imported lazily: it needs TensorFlow)."""
+        return None
+
+    # === Compile ===
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto", **kwargs):
+        """`keras.Model.compile` with the task's defaults for every `"auto"` argument (optimizer: AdamW(5e-5))."""
+        if optimizer == "auto":
+            optimizer = keras.optimizers.AdamW(5e-5)
+        if loss == "auto":
+            loss = self.default_loss()
+        if metrics == "auto":
+            metrics = self.default_metrics()
+        if weighted_metrics == "auto":
+            weighted_metrics = self.default_weighted_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
+
+    def _compile_if_needed(self):
+        if not self.compiled:
+            self.compile()
+
+    # === Raw strings ===
+
+    def _is_raw(self, x):
+        if isinstance(x, dict) or x is None:
+            return False
+        if self.preprocessor is not None:
+            return self.preprocessor.is_raw_text(x)
+        return _looks_like_text(x)
+
+    def _check_preprocessor(self):
+        if self.preprocessor is None:
+            raise ValueError(
+                f"This {type(self).__name__} has no `preprocessor`, so it cannot read raw strings: build it with "
+                f"{type(self).__name__}.from_preset(...) or pass preprocessor=..., or give the "
+                "token_ids/segment_ids/padding_mask dict."
+            )
+
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+        self._check_preprocessor()
+        return self.preprocessor.make_dataset(
+            x, y, sample_weight, batch_size=batch_size or 32, shuffle=shuffle, seed=seed
+        )
+
+    def _raw_validation(self, validation_data, batch_size):
+        if validation_data is None:
+            return None
+        if isinstance(validation_data, tuple) and 2 <= len(validation_data) <= 3 and self._is_raw(validation_data[0]):
+            x, y, *weight = validation_data
+            return self._raw_dataset(x, y, weight[0] if weight else None, batch_size=batch_size)
+        if self._is_raw(validation_data):  # a tf.data.Dataset of strings
+            return self._raw_dataset(validation_data, batch_size=batch_size)
+        return validation_data
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
+            shuffle=True, seed=None, **kwargs):
+        """`keras.Model.fit`; `x` may also be raw strings (then `y` are the labels), or a dataset of strings.
+
+        Raw strings are tokenized once and batched by length bucket (see the
+        preprocessor's `make_dataset`), reshuffled every epoch (`seed` fixes
+        the order). `validation_data` may be `(texts, labels)`.
+        """
+        self._compile_if_needed()
+        validation_data = self._raw_validation(validation_data, batch_size)
+        if self._is_raw(x):
+            x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
+            y = sample_weight = batch_size = None
+        if _is_dataset(x):
+            shuffle = False  # a dataset shuffles itself; Keras would only warn
+        return super().fit(
+            x=x, y=y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
+            sample_weight=sample_weight, shuffle=shuffle, **kwargs
+        )
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """`keras.Model.evaluate`; `x` may also be raw strings (`y` the labels)."""
+        self._compile_if_needed()
+        if self._is_raw(x):
+            x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size)
+            y = sample_weight = batch_size = None
+        return super().evaluate(x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""
+        if self._is_raw(x) and not _is_dataset(x):
+            count = self._count_examples(x)
+            outputs = super().predict(
+                self._raw_dataset(x, batch_size=batch_size), verbose=verbose, steps=steps, callbacks=callbacks
+            )
+            # Fixed-size batches end with filler rows: keep the real ones.
+            return keras.tree.map_structure(lambda a: a[:count], outputs)
+        if self._is_raw(x):
+            x = self._raw_dataset(x, batch_size=batch_size)
+            batch_size = None
+        return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+
+    def _count_examples(self, x):
+        from_preprocessor = getattr(self.preprocessor, "count_examples", None)
+        if from_preprocessor is not None:
+            return from_preprocessor(x)
+        raise NotImplementedError
+
+    # === Saving ===
+
+    def save(self, filepath, overwrite=True, include_optimizer=False, **kwargs):
+        """Saves a `.keras` file: model, preprocessor and vocabulary; no optimizer state unless `include_optimizer`.
+
+        A fine-tuned model is saved for inference by default (a third of the
+        size: AdamW keeps two slots per weight); run checkpoints, which resume
+        training, keep the optimizer state.
+        """
+        if include_optimizer or self.optimizer is None:
+            return super().save(filepath, overwrite=overwrite, **kwargs)
+        config = dict(self.get_config(), compile_defaults=False)
+        inference_model = type(self).from_config(config)
+        inference_model.set_weights(self.get_weights())
+        return keras.Model.save(inference_model, filepath, overwrite=overwrite, **kwargs)
+
+    def save_to_preset(self, preset_dir):
+        """Writes a preset directory: the backbone (`config.json`, `model.weights.h5`, `vocab.txt`) plus the head.
+
+        `task.json` holds this task's class and configuration (and the
+        preprocessor's settings), `task.weights.h5` all its weights;
+        `type(self).from_preset(preset_dir)` rebuilds the same model, and
+        `BertBackbone.from_preset(preset_dir)` reads the backbone alone.
+        """
+        from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
+
+        tokenizer = getattr(self.preprocessor, "tokenizer", None)
+        self.backbone.save_to_preset(
+            preset_dir,
+            vocabulary=None if tokenizer is None else tokenizer.get_vocabulary(),
+            lowercase=None if tokenizer is None else tokenizer.lowercase,
+        )
+        preprocessor_config = None
+        if self.preprocessor is not None:
+            preprocessor_config = {
+                k: v for k, v in self.preprocessor.get_config().items() if k not in ("tokenizer", "name", "trainable", "dtype")
+            }
+        weights_path = os.path.join(os.fspath(preset_dir), TASK_WEIGHTS_FILE)
+        temp_path = os.path.join(os.fspath(preset_dir), f".{os.getpid()}.{TASK_WEIGHTS_FILE}")
+        self.save_weights(temp_path)
+        os.replace(temp_path, weights_path)
+        atomic_write_json(
+            os.path.join(os.fspath(preset_dir), TASK_CONFIG_FILE),
+            {"class_name": type(self).__name__, "config": self.head_config(), "preprocessor": preprocessor_config},
+        )
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, preprocessor="auto", dtype=None, **kwargs):
+        """Builds the task on a preset's backbone (weights loaded) and preprocessor; the head is new.
+
+        Args:
+            preset: a preset name (`BertBackbone.presets`) or a checkpoint
+                directory (Hugging Face, Google, keras-hub, own preset,
+                pretraining export, or a `save_to_preset` directory of this
+                task, whose head weights then load too).
+            load_weights: load the backbone (and saved head) weights.
+            preprocessor: `"auto"` builds the task's preprocessor from the
+                preset's vocabulary; `None` for none (feature dicts only); or
+                a preprocessor layer.
+            dtype: the backbone's dtype policy (e.g. `"mixed_bfloat16"`).
+            **kwargs: the task's arguments (e.g. `num_classes`,
+                `label_names`, `dropout`), plus the preprocessor's
+                `sequence_length` and `truncate`.
+        """
+        preprocessor_kwargs = {key: kwargs.pop(key) for key in ("sequence_length", "truncate") if key in kwargs}
+        saved = _read_task_config(preset, cls)
+        if saved is not None:
+            head = dict(saved["config"])
+            changed = {k for k, v in kwargs.items() if head.get(k, v) != v}
+            head.update(kwargs)
+            kwargs = head
+            preprocessor_kwargs = {**(saved.get("preprocessor") or {}), **preprocessor_kwargs}
+        else:
+            changed = set()
+        backbone_kwargs = {} if dtype is None else {"dtype": dtype}
+        backbone = BertBackbone.from_preset(preset, load_weights=load_weights, **backbone_kwargs)
+        if isinstance(preprocessor, str) and preprocessor == "auto":
+            preprocessor_cls = cls.preprocessor_class()
+            preprocessor = None if preprocessor_cls is None else preprocessor_cls.from_preset(preset, **preprocessor_kwargs)
+        elif preprocessor_kwargs:
+            raise ValueError(f"{sorted(preprocessor_kwargs)} set the preprocessor that from_preset builds; "
+                             "with preprocessor=None or your own, set them on that one.")
+        model = cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
+        if saved is not None and load_weights and not changed & set(_SHAPE_ARGUMENTS):
+            model.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
+        return model
+
+    # === Serialisation ===
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "preprocessor": (
+                None if self.preprocessor is None else keras.saving.serialize_keras_object(self.preprocessor)
+            ),
+            "compile_defaults": self.compile_defaults,
+            **self.head_config(),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("backbone", "preprocessor"):
+            if isinstance(config.get(key), dict):
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)
+
+
+# Head arguments that change weight shapes: a preset's saved head is not loaded when these change.
+_SHAPE_ARGUMENTS = ("num_classes", "label_names")
+
+
+def _read_task_config(preset, cls):
+    if not isinstance(preset, (str, os.PathLike)):
+        return None
+    path = os.path.join(os.fspath(preset), TASK_CONFIG_FILE)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable task config ({e}).") from None
+    if saved.get("class_name") != cls.__name__:
+        return None
+    return saved
+
+
+def backbone_inputs():
+    """The three symbolic int32 inputs of a `BertBackbone`: token_ids, segment_ids, padding_mask."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in BACKBONE_INPUTS}
+
+
+def freeze_unused_pooler(backbone):
+    """Marks the pooler (dense + tanh on [CLS]) non-trainable, for heads that use only `sequence_output`.
+
+    The token and span heads never read `pooled_output`, so its weights get
+    no gradient; left trainable, every step would warn that they have none.
+    Freezing them changes no computation (and is undone by setting
+    `backbone.pooled_dense.trainable = True`).
+    """
+    backbone.pooled_dense.trainable = False
+
+
+def _is_dataset(x):
+    return type(x).__module__.startswith("tensorflow") and hasattr(x, "element_spec")
+
+
+def _looks_like_text(x):
+    if isinstance(x, (str, bytes)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in ("U", "S", "O")
+    if isinstance(x, (list, tuple)) and x:
+        first = x[0]
+        if isinstance(first, (str, bytes)):
+            return True
+        if isinstance(first, (list, tuple)) and first and isinstance(first[0], (str, bytes)):
+            return True
+    return False
