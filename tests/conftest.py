@@ -3,6 +3,17 @@
 The suite runs once per Keras backend (see `.ci/run`). Under
 `KERAS_BACKEND=tensorflow` every test runs; under `jax` and `torch` only
 tests marked `multibackend` (the backend-agnostic layer/model tests) run.
+
+Real data comes from two places (see tests/data/README.md):
+
+- `../shared/data` (`shared_data`, or `KERAS_BERT_IMPL_SHARED_DATA`): every
+  data set, including those whose licence does not allow redistribution
+  (MRPC, CoNLL-2003) or states none (SST-2, RTE, CoLA, QNLI). Tests that need
+  them skip where the folder is absent, as on a fresh clone.
+- `tests/data`, in the repository: small real files whose licence allows
+  redistribution. `real_data` is `../shared/data` when present, else the files
+  of `tests/data/whole` (byte-identical copies); `data_slices` is
+  `tests/data/slices`, cut files for tests that read only the start of a file.
 """
 
 import os
@@ -14,6 +25,12 @@ import pytest
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(
     os.environ.get("KERAS_BERT_IMPL_SHARED_DATA", REPO_ROOT.parent / "shared" / "data")
+)
+TEST_DATA = REPO_ROOT / "tests" / "data"
+NOT_VENDORED = (
+    "tests/data holds only small CC BY-SA and public-domain files; whole SQuAD, STS-B and most Gutenberg books, "
+    "MRPC and CoNLL-2003 (no redistribution) and SST-2, RTE, CoLA, QNLI (no licence stated) stay in "
+    "../shared/data; see tests/data/README.md"
 )
 
 
@@ -31,8 +48,49 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def shared_data():
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data folder not found at {SHARED_DATA} (set KERAS_BERT_IMPL_SHARED_DATA)")
+        pytest.skip(
+            f"shared data folder not found at {SHARED_DATA} (set KERAS_BERT_IMPL_SHARED_DATA); "
+            f"this test needs files that tests/data does not hold ({NOT_VENDORED})"
+        )
     return SHARED_DATA
+
+
+class VendoredData:
+    """A folder of `tests/data/whole` standing in for the same folder of `../shared/data`.
+
+    `/` gives a `pathlib.Path` for a file vendored whole, another `VendoredData`
+    for a folder, and skips the test for anything not vendored.
+    """
+
+    def __init__(self, relative=pathlib.PurePosixPath()):
+        self.relative = pathlib.PurePosixPath(relative)
+
+    def __truediv__(self, name):
+        relative = self.relative / name
+        path = TEST_DATA / "whole" / relative
+        if path.is_file():
+            return path
+        if path.is_dir():
+            return VendoredData(relative)
+        pytest.skip(f"shared data folder not found at {SHARED_DATA}, and tests/data does not hold {relative} ({NOT_VENDORED})")
+
+    def __fspath__(self):
+        return str(TEST_DATA / "whole" / self.relative)
+
+    def __repr__(self):
+        return f"VendoredData({str(self.relative)!r})"
+
+
+@pytest.fixture(scope="session")
+def real_data():
+    """`../shared/data` when present, else its files that `tests/data/whole` holds byte for byte."""
+    return SHARED_DATA if SHARED_DATA.is_dir() else VendoredData()
+
+
+@pytest.fixture(scope="session")
+def data_slices():
+    """`tests/data/slices`: the same layout as `../shared/data`, each file cut as tests/data/README.md says."""
+    return TEST_DATA / "slices"
 
 
 @pytest.fixture(scope="session")

@@ -13,11 +13,11 @@ from local_http_server import serve_directory
 
 
 @pytest.fixture
-def served(tmp_path, shared_data):
-    """A served folder holding a real data file (SST-2 dev set) and its digest."""
+def served(tmp_path, data_slices):
+    """A served folder holding a real data file (a slice of the STS-B dev set) and its digest."""
     root = tmp_path / "served"
     root.mkdir()
-    data = (shared_data / "glue" / "SST-2" / "dev.tsv").read_bytes()
+    data = (data_slices / "glue" / "STS-B" / "dev.tsv").read_bytes()
     (root / "dev.tsv").write_bytes(data)
     (root / "dev_truncated.tsv").write_bytes(data[: len(data) // 2])
     return root, data, hashlib.sha256(data).hexdigest()

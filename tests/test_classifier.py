@@ -65,8 +65,8 @@ def test_classification_head_trains_on_real_rte(shared_data, minilm_dir, backbon
     assert model.predict(features, verbose=0).shape == (16, 2)
 
 
-def test_regression_head_trains_on_real_stsb(shared_data, minilm_dir, backbone):
-    rows = _read_tsv(shared_data / "glue" / "STS-B" / "train.tsv", 16)
+def test_regression_head_trains_on_real_stsb(data_slices, minilm_dir, backbone):
+    rows = _read_tsv(data_slices / "glue" / "STS-B" / "train.tsv", 16)
     features = _encode(minilm_dir, [r[7] for r in rows], [r[8] for r in rows])
     scores = np.array([float(r[9]) for r in rows], "float32")
     model = BertClassifier(backbone, num_classes=1, dropout=0.0)
@@ -106,8 +106,8 @@ def test_bad_arguments(backbone):
 
 
 @pytest.mark.parametrize("num_classes", [2, 1])
-def test_weight_zero_filler_rows_change_neither_loss_nor_metric(shared_data, minilm_dir, backbone, num_classes):
-    rows = _read_tsv(shared_data / "glue" / "STS-B" / "train.tsv", 12)
+def test_weight_zero_filler_rows_change_neither_loss_nor_metric(data_slices, minilm_dir, backbone, num_classes):
+    rows = _read_tsv(data_slices / "glue" / "STS-B" / "train.tsv", 12)
     features = _encode(minilm_dir, [r[7] for r in rows], [r[8] for r in rows])
     scores = np.array([float(r[9]) for r in rows], "float32")
     labels = scores if num_classes == 1 else (scores > 2.5).astype("int32")

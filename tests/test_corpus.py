@@ -15,8 +15,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def books(shared_data):
-    return shared_data / "corpus" / "gutenberg"
+def books(real_data):
+    return real_data / "corpus" / "gutenberg"
 
 
 @pytest.fixture(scope="module")
@@ -137,8 +137,8 @@ def test_old_gutenberg_markers(books):
     )
 
 
-def test_invalid_utf8_names_file_and_line(shared_data):
-    path = shared_data / "bad_input" / "pg84_cp1252_excerpt.txt"
+def test_invalid_utf8_names_file_and_line(real_data):
+    path = real_data / "bad_input" / "pg84_cp1252_excerpt.txt"
     line = path.read_bytes().count(b"\n", 0, 1570) + 1  # first invalid byte at 1570 (its README)
     with pytest.raises(ValueError, match=re.escape(f"{path}:{line}: invalid UTF-8 (byte 0x97")):
         corpus.file_documents(path)
@@ -182,12 +182,12 @@ def run_recipe(monkeypatch, *args):
     runpy.run_path(str(REPO / "recipes" / "prepare_corpus.py"), run_name="__main__")
 
 
-def test_recipe_prints_counts_and_reports_errors(books, tmp_path, shared_data, monkeypatch, capsys):
+def test_recipe_prints_counts_and_reports_errors(books, tmp_path, real_data, monkeypatch, capsys):
     run_recipe(monkeypatch, "--input", str(books / "pg84.txt"), "--output", str(tmp_path / "out.txt"))
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {
         "split": "train", **vars(corpus.CorpusStats().add(corpus.file_documents(books / "pg84.txt")))
     }
-    bad = shared_data / "bad_input" / "pg2641_cp1252_excerpt.txt"
+    bad = real_data / "bad_input" / "pg2641_cp1252_excerpt.txt"
     with pytest.raises(SystemExit) as exit_info:
         run_recipe(monkeypatch, "--input", str(bad), "--output", str(tmp_path / "bad.txt"))
     assert exit_info.value.code == 2

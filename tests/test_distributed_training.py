@@ -12,10 +12,10 @@ import pytest
 SCRIPT = os.path.join(os.path.dirname(__file__), "distributed_training_script.py")
 
 
-def _env(shared_data, minilm_dir, **extra):
+def _env(data_slices, minilm_dir, **extra):
     env = dict(os.environ)
     env.update(
-        KERAS_BERT_IMPL_SHARED_DATA=str(shared_data),
+        KERAS_BERT_IMPL_SHARED_DATA=str(data_slices),
         MINILM_TOKENIZER_JSON=str(minilm_dir / "tokenizer.json"),
         KERAS_BACKEND="tensorflow",
         TF_CPP_MIN_LOG_LEVEL="2",
@@ -33,8 +33,8 @@ def _run(mode, tmp_path, env, timeout=300):
     return json.loads(out.read_text())
 
 
-def test_mirrored_two_logical_cpus_matches_one_device(tmp_path, shared_data, minilm_dir):
-    result = _run("mirrored", tmp_path, _env(shared_data, minilm_dir))
+def test_mirrored_two_logical_cpus_matches_one_device(tmp_path, data_slices, minilm_dir):
+    result = _run("mirrored", tmp_path, _env(data_slices, minilm_dir))
     assert result["replicas"] == 2
     np.testing.assert_allclose(result["mirrored"], result["single"], atol=1e-5, rtol=0)
     assert len(result["single"]) == 5 and np.all(np.isfinite(result["single"]))
@@ -50,12 +50,12 @@ def _free_ports(n):
     return ports
 
 
-def test_multiworker_two_processes_hold_equal_weights(tmp_path, shared_data, minilm_dir):
+def test_multiworker_two_processes_hold_equal_weights(tmp_path, data_slices, minilm_dir):
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     procs = []
     for index in range(2):
         tf_config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
-        env = _env(shared_data, minilm_dir, TF_CONFIG=tf_config)
+        env = _env(data_slices, minilm_dir, TF_CONFIG=tf_config)
         out = tmp_path / f"worker{index}.json"
         procs.append((out, subprocess.Popen([sys.executable, SCRIPT, "multiworker", str(out)], env=env,
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
@@ -76,9 +76,9 @@ def test_multiworker_two_processes_hold_equal_weights(tmp_path, shared_data, min
         np.testing.assert_array_equal(w0[name], w1[name])
 
 
-def test_jax_data_parallel_over_two_host_devices_trains(tmp_path, shared_data, minilm_dir):
+def test_jax_data_parallel_over_two_host_devices_trains(tmp_path, data_slices, minilm_dir):
     pytest.importorskip("jax")
-    env = _env(shared_data, minilm_dir, KERAS_BACKEND="jax",
+    env = _env(data_slices, minilm_dir, KERAS_BACKEND="jax",
                XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
     result = _run("jax_data_parallel", tmp_path, env, timeout=600)
     assert result["replicas"] == 2 and result["devices"] == 2

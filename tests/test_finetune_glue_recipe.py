@@ -55,10 +55,10 @@ def test_run_glue_rte_slice_writes_results_submission_and_model(shared_data, tmp
     assert pairs == labels
 
 
-def test_regression_on_stsb_slice_loss_goes_down(shared_data, tmp_path):
+def test_regression_on_stsb_slice_loss_goes_down(data_slices, tmp_path):
     from keras_bert_impl.training.glue_finetuning import run_glue
 
-    data_dir = _slice_task(shared_data / "glue", tmp_path, "STS-B", 33)
+    data_dir = _slice_task(data_slices / "glue", tmp_path, "STS-B", 33)
     results = run_glue("stsb", data_dir, str(tmp_path / "out"), max_seq_length=32, batch_size=8, epochs=2,
                        learning_rate=1e-4, seed=0, verbose=0)
     assert list(results["best"]) == ["pearson", "spearman"]

@@ -105,8 +105,8 @@ def test_extra_tab_is_an_error(glue_dir, tmp_path):
         read_split("cola", tmp_path, "train")
 
 
-def test_wrong_header_is_an_error(glue_dir, tmp_path):
-    task_dir = _copy_task(glue_dir, tmp_path, "STS-B", "train.tsv")
+def test_wrong_header_is_an_error(data_slices, tmp_path):
+    task_dir = _copy_task(data_slices / "glue", tmp_path, "STS-B", "train.tsv")
     _edit_line(task_dir / "train.tsv", 1, lambda l: l.replace(b"sentence2", b"sentence_2"))
     with pytest.raises(GlueFormatError, match=r"train.tsv, line 1: header .* lacks column\(s\) \['sentence2'\]"):
         read_split("stsb", tmp_path, "train")

@@ -35,8 +35,8 @@ def test_degenerate_cases_match_sklearn():
     assert np.isnan(glue.pearson(np.ones(5), np.arange(5.0)))
 
 
-def test_pearson_spearman_match_scipy_on_real_stsb_scores(shared_data):
-    with open(shared_data / "glue" / "STS-B" / "dev.tsv", encoding="utf-8", newline="") as f:
+def test_pearson_spearman_match_scipy_on_real_stsb_scores(data_slices):
+    with open(data_slices / "glue" / "STS-B" / "dev.tsv", encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
     scores = np.array([float(r[-1]) for r in rows])  # many ties (0.0, 5.0, ...)
     noisy = np.round(scores + RNG.normal(0, 1.0, size=scores.size), 1)

@@ -10,8 +10,8 @@ from pretraining_batches import make_batches
 
 
 @pytest.fixture(scope="module")
-def batch(shared_data, minilm_dir):
-    return make_batches(shared_data, minilm_dir / "tokenizer.json", num_examples=16)
+def batch(data_slices, minilm_dir):
+    return make_batches(data_slices, minilm_dir / "tokenizer.json", num_examples=16)
 
 
 def tiny_backbone():

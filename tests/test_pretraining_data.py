@@ -373,8 +373,8 @@ def test_ten_megabyte_line_is_split_not_fatal(paths, tokenizer, tmp_path):
     assert all(b["padding_mask"].numpy().sum(1).min() > 3 for b in batches)
 
 
-def test_invalid_utf8_names_file_and_line(shared_data, tokenizer):
-    path = shared_data / "bad_input" / "pg84_cp1252_excerpt.txt"
+def test_invalid_utf8_names_file_and_line(real_data, tokenizer):
+    path = real_data / "bad_input" / "pg84_cp1252_excerpt.txt"
     data = path.read_bytes()
     first_bad = 1570  # the bad_input README: first invalid UTF-8 byte
     line = data.count(b"\n", 0, first_bad) + 1

@@ -101,8 +101,8 @@ def test_offsets_are_characters_of_the_original_non_ascii_context(tokenizer):
 
 
 @pytest.fixture(scope="module")
-def first_articles(dev_path):
-    data = squad.load_squad_json(dev_path)
+def first_articles(data_slices):
+    data = squad.load_squad_json(data_slices / "squad" / "dev-v1.1.json.gz")
     return {"version": "1.1", "data": data["data"][:2]}
 
 

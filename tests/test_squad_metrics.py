@@ -9,8 +9,8 @@ from keras_bert_impl.metrics import squad as squad_metrics
 
 
 @pytest.fixture(scope="module")
-def first_paragraph(shared_data):
-    with gzip.open(shared_data / "squad" / "dev-v1.1.json.gz", "rt", encoding="utf-8") as f:
+def first_paragraph(data_slices):
+    with gzip.open(data_slices / "squad" / "dev-v1.1.json.gz", "rt", encoding="utf-8") as f:
         data = json.load(f)["data"]
     paragraph = dict(data[0]["paragraphs"][0])
     paragraph["qas"] = paragraph["qas"][:6]

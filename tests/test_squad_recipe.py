@@ -25,8 +25,8 @@ def tiny_preset(tmp_path_factory, minilm_dir):
 
 
 @pytest.fixture(scope="module")
-def dev_slice(shared_data):
-    data = squad.load_squad_json(shared_data / "squad" / "dev-v1.1.json.gz")
+def dev_slice(data_slices):
+    data = squad.load_squad_json(data_slices / "squad" / "dev-v1.1.json.gz")
     paragraph = data["data"][0]["paragraphs"][0]
     return {"version": "1.1", "data": [{"title": "Super_Bowl_50", "paragraphs": [paragraph]}]}
 

@@ -160,8 +160,8 @@ def test_lookup_and_shape_errors(tokenizer):
         tokenizer.tokenize_with_offsets(tf.constant([["a"]]))
 
 
-def test_invalid_utf8_is_read_as_replacement_characters(tokenizer, hf_uncased, shared_data):
-    raw_lines = (shared_data / "bad_input" / "pg2641_cp1252_excerpt.txt").read_bytes().split(b"\n")
+def test_invalid_utf8_is_read_as_replacement_characters(tokenizer, hf_uncased, real_data):
+    raw_lines = (real_data / "bad_input" / "pg2641_cp1252_excerpt.txt").read_bytes().split(b"\n")
     invalid = [line for line in raw_lines if line.decode("utf-8", errors="replace") != line.decode("latin-1")]
     assert invalid  # real Windows-1252 bytes
     expected = [e.ids for e in hf_uncased.encode_batch(

@@ -16,8 +16,8 @@ MAX_UNK_RATE = 0.01
 
 
 @pytest.fixture(scope="module")
-def gutenberg(shared_data):
-    return shared_data / "corpus" / "gutenberg"
+def gutenberg(data_slices):
+    return data_slices / "corpus" / "gutenberg"
 
 
 def test_small_vocabulary_has_low_unk_rate_on_held_out_book(gutenberg, tmp_path):
@@ -57,8 +57,8 @@ def test_words_are_counted_with_the_tokenizer_normalisation(minilm_dir):
     assert "ｆｕｌｌ" in counts and "ﬁne" in counts and "xy" in counts and "οδοσ" in counts
 
 
-def test_invalid_utf8_names_file_and_line(shared_data):
-    bad = str(shared_data / "bad_input" / "pg84_cp1252_excerpt.txt")
+def test_invalid_utf8_names_file_and_line(real_data):
+    bad = str(real_data / "bad_input" / "pg84_cp1252_excerpt.txt")
     with pytest.raises(ValueError, match=r"pg84_cp1252_excerpt.txt, line 25: not valid UTF-8"):
         count_words(bad)
     replaced, lines = count_words(bad, errors="replace")
