@@ -27,7 +27,7 @@ def _inputs(batch=2, length=8, seed=0):
 
 @pytest.mark.multibackend
 def test_output_shape_and_keras_round_trip(tmp_path):
-    model = BertTokenClassifier(_tiny_backbone(), num_labels=9, dropout=0.2)
+    model = BertTokenClassifier(_tiny_backbone(), num_classes=9, dropout=0.2)
     inputs = _inputs()
     logits = model.predict(inputs, verbose=0)
     assert logits.shape == (2, 8, 9) and logits.dtype == np.float32
@@ -35,7 +35,7 @@ def test_output_shape_and_keras_round_trip(tmp_path):
     model.save(path)
     restored = keras.models.load_model(path)
     assert isinstance(restored, BertTokenClassifier)
-    assert (restored.num_labels, restored.dropout) == (9, 0.2)
+    assert (restored.num_classes, restored.dropout) == (9, 0.2)
     np.testing.assert_allclose(restored.predict(inputs, verbose=0), logits, atol=1e-5)
     assert restored.get_config()["backbone"]["config"]["hidden_dim"] == 16
 
@@ -58,10 +58,10 @@ def test_ignored_labels_do_not_count():
 
 @pytest.mark.multibackend
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="`num_labels` must be a positive int, got 0"):
-        BertTokenClassifier(_tiny_backbone(), num_labels=0)
+    with pytest.raises(ValueError, match=r"`num_classes` must be a positive int \(or give `label_names`\), got 0"):
+        BertTokenClassifier(_tiny_backbone(), num_classes=0)
     with pytest.raises(ValueError, match=r"`dropout` must be in \[0, 1\), got 1.5"):
-        BertTokenClassifier(_tiny_backbone(), num_labels=3, dropout=1.5)
+        BertTokenClassifier(_tiny_backbone(), num_classes=3, dropout=1.5)
 
 
 def test_training_steps_reduce_loss_on_real_conll(shared_data, minilm_dir):

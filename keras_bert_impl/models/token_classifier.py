@@ -1,15 +1,16 @@
 """BertTokenClassifier: a label per token over BERT's sequence output (CoNLL-2003 NER)."""
 
 import keras
+import numpy as np
 
 from keras_bert_impl.models.backbone import BertBackbone, bert_kernel_initializer
-from keras_bert_impl.models.functional_model import FunctionalModel
+from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler
 
 IGNORE_LABEL = -1
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertTokenClassifier(FunctionalModel):
+class BertTokenClassifier(Task):
     """Token classification (tagging) head on a `BertBackbone`: dropout and a dense layer per token.
 
     Following the BERT paper (section 4.3), a word's label sits on its first
@@ -17,25 +18,35 @@ class BertTokenClassifier(FunctionalModel):
     document context) carries label -1, which the default loss
     (`SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)`,
     averaged over the labelled positions only) and the default metric
-    (`MaskedTokenAccuracy`) skip. `keras_bert_impl.data.conll` builds such
-    labels.
+    (`MaskedTokenAccuracy`) skip.
 
     Inputs are the backbone's dict `{"token_ids", "segment_ids",
     "padding_mask"}`; the output is logits `(batch, sequence_length,
-    num_labels)`. Backend-agnostic (no TensorFlow import).
+    num_classes)`. The pooler is unused, so its weights are frozen (no
+    "gradients do not exist" warning). Backend-agnostic (no TensorFlow import).
+
+    `BertTokenClassifier.from_preset(preset, label_names=[...])` adds a
+    `BertTokenClassifierPreprocessor`; then `fit` takes word lists (or
+    sentences) with per-word tag names, and `predict_entities(texts)` returns
+    the entities of raw text with character offsets.
 
     Args:
         backbone: a `BertBackbone`.
-        num_labels: int, number of tags (e.g. 9 for CoNLL-2003 IOB2).
+        num_classes: int, number of tags (e.g. 9 for CoNLL-2003 IOB2);
+            optional when `label_names` is given.
         dropout: float, dropout on the sequence output before the dense layer.
-        compile_defaults: compile with the default loss and metric (AdamW
+        preprocessor: a `BertTokenClassifierPreprocessor` or None.
+        label_names: the tags in id order (e.g. `["O", "B-PER", "I-PER", ...]`),
+            saved with the model; needed by `predict_entities` and to `fit`
+            on tag names.
+        compile_defaults: compile now with the default loss and metric (AdamW
             optimizer at 5e-5); call `compile` again to change them.
 
     Example:
     >>> import numpy as np
     >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2,
     ...                         hidden_dim=16, intermediate_dim=32, max_sequence_length=16)
-    >>> model = BertTokenClassifier(backbone, num_labels=9)
+    >>> model = BertTokenClassifier(backbone, num_classes=9)
     >>> inputs = {"token_ids": np.ones((2, 8), "int32"), "segment_ids": np.zeros((2, 8), "int32"),
     ...           "padding_mask": np.ones((2, 8), "int32")}
     >>> tuple(model.predict(inputs, verbose=0).shape)
@@ -44,73 +55,164 @@ class BertTokenClassifier(FunctionalModel):
     >>> loss = model.evaluate(inputs, labels, verbose=0, return_dict=True)["loss"]
     >>> bool(loss > 0)
     True
+
+    From a preset, on words and raw text:
+    >>> tagger = BertTokenClassifier.from_preset("all_minilm_l6_v2_en", label_names=["O", "B-LOC", "I-LOC"])
+    >>> history = tagger.fit([["I", "love", "New", "York"]], [["O", "O", "B-LOC", "I-LOC"]], verbose=0)
+    >>> sorted(tagger.predict_entities(["Paris is big."])[0][0]) if tagger.predict_entities(["Paris is big."])[0] else []  # doctest: +SKIP
+    ['end', 'score', 'start', 'text', 'type']
     """
 
-    def __init__(self, backbone, num_labels, dropout=0.1, compile_defaults=True, **kwargs):
-        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
-            raise ValueError(f"`num_labels` must be a positive int, got {num_labels!r}.")
+    def __init__(
+        self,
+        backbone,
+        num_classes=None,
+        dropout=0.1,
+        preprocessor=None,
+        label_names=None,
+        compile_defaults=True,
+        **kwargs,
+    ):
+        if label_names is not None:
+            label_names = [str(name) for name in label_names]
+            if num_classes is None:
+                num_classes = len(label_names)
+            if len(label_names) != num_classes:
+                raise ValueError(f"`label_names` must list {num_classes} tags, got {len(label_names)}: {label_names!r}.")
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+            raise ValueError(f"`num_classes` must be a positive int (or give `label_names`), got {num_classes!r}.")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1), got {dropout!r}.")
 
         # === Layers ===
-        self.backbone = backbone
+        freeze_unused_pooler(backbone)
         self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="output_dropout")
         self.output_dense = keras.layers.Dense(
-            num_labels,
+            num_classes,
             kernel_initializer=bert_kernel_initializer(),
             dtype=backbone.dtype_policy,
             name="logits",
         )
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
+        inputs = backbone_inputs()
         x = backbone(inputs)["sequence_output"]
         x = self.output_dropout(x)
         logits = self.output_dense(x)
         # Logits in float32 so that the loss is stable under mixed precision.
         logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(logits)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # === Config ===
-        self.num_labels = num_labels
+        self.num_classes = num_classes
         self.dropout = dropout
-        self.compile_defaults = compile_defaults
-        if compile_defaults:
-            self.compile()
+        self.label_names = label_names
+        super().__init__(
+            inputs=inputs,
+            outputs=logits,
+            backbone=backbone,
+            preprocessor=preprocessor,
+            compile_defaults=compile_defaults,
+            **kwargs,
+        )
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
-        """`keras.Model.compile` with defaults for tagging; `"auto"` picks them.
-
-        Defaults: AdamW(5e-5), `SparseCategoricalCrossentropy(from_logits=True,
-        ignore_class=-1)`, `[MaskedTokenAccuracy()]`.
-        """
-        if optimizer == "auto":
-            optimizer = keras.optimizers.AdamW(5e-5)
-        if loss == "auto":
-            loss = token_classification_loss()
-        if metrics == "auto":
-            metrics = [MaskedTokenAccuracy()]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "num_labels": self.num_labels,
-            "dropout": self.dropout,
-            "compile_defaults": self.compile_defaults,
-        }
+    def head_config(self):
+        return {"num_classes": self.num_classes, "dropout": self.dropout, "label_names": self.label_names}
 
     @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("backbone"), dict):
-            config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
+    def preprocessor_class(cls):
+        from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
+
+        return BertTokenClassifierPreprocessor
+
+    def default_loss(self):
+        """Cross-entropy from logits, ignoring label -1, averaged over the labelled tokens."""
+        return token_classification_loss()
+
+    def default_metrics(self):
+        return [MaskedTokenAccuracy()]
+
+    # === Raw text ===
+
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+        if y is not None:
+            y = [self._tag_ids(tags, index) for index, tags in enumerate(y)]
+        return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
+
+    def _tag_ids(self, tags, index):
+        ids = []
+        for tag in tags:
+            if isinstance(tag, (int, np.integer)):
+                ids.append(int(tag))
+                continue
+            if self.label_names is None:
+                raise ValueError("Tags given by name need `label_names` (build with label_names=[...]).")
+            try:
+                ids.append(self.label_names.index(str(tag)))
+            except ValueError:
+                raise ValueError(
+                    f"Example {index}: tag {tag!r} is not one of the model's label_names {self.label_names}."
+                ) from None
+        return ids
+
+    def predict_entities(self, texts, batch_size=32):
+        """Named entities of raw text: for each text, a list of `{"text", "type", "start", "end", "score"}`.
+
+        Each text is split into words as CoNLL-2003 is tokenised
+        (`keras_bert_impl.text.token_classifier_preprocessor.split_words`),
+        each word is tagged at its first WordPiece (long texts span several
+        rows), and tags are chunked into entities by conlleval's rules (IOB1,
+        IOB2 or IOBES). `start`/`end` are character offsets into the original
+        string (`end` exclusive; `text == texts[i][start:end]`), exact for any
+        Unicode; `score` is the mean probability of the entity's word tags.
+
+        Args:
+            texts: a string or a list of strings.
+            batch_size: int.
+
+        Returns:
+            A list of entities for a string; a list of such lists for a list.
+        """
+        from keras_bert_impl.metrics.conll import extract_entities
+
+        self._check_preprocessor()
+        if self.label_names is None:
+            raise ValueError("predict_entities needs the model's `label_names` (the tags in id order).")
+        single = isinstance(texts, str)
+        texts = [texts] if single else list(texts)
+        spans = [self.preprocessor.split_words(text) for text in texts]
+        features, placements = self.preprocessor.word_windows([[w for w, _, _ in words] for words in spans])
+        logits = np.asarray(self.predict(features, batch_size=batch_size, verbose=0), "float32")
+        probabilities = _softmax(logits)
+        results = []
+        for text, words, placement in zip(texts, spans, placements):
+            tags, scores = [], []
+            for where in placement:
+                if where is None:
+                    tags.append("O")
+                    scores.append(1.0)
+                    continue
+                row, position = where
+                label = int(probabilities[row, position].argmax())
+                tags.append(self.label_names[label])
+                scores.append(float(probabilities[row, position, label]))
+            entities = []
+            for entity_type, first, last in extract_entities(tags):
+                start, end = words[first][1], words[last - 1][2]
+                entities.append({
+                    "text": text[start:end],
+                    "type": entity_type,
+                    "start": start,
+                    "end": end,
+                    "score": float(np.mean(scores[first:last])),
+                })
+            results.append(entities)
+        return results[0] if single else results
+
+
+def _softmax(logits):
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(axis=-1, keepdims=True)
 
 
 def token_classification_loss():

@@ -1,0 +1,260 @@
+"""BertTokenClassifierPreprocessor: words (or raw sentences) -> BertTokenClassifier inputs, one label per word."""
+
+import math
+import re
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
+from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
+from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
+from keras_bert_impl.text.tokenizer import BertTokenizer
+
+IGNORE_LABEL = -1
+# Words as CoNLL-2003 splits raw text: runs of letters/digits (joined by -, ', &), or one other symbol.
+_WORD = re.compile(r"\w+(?:[-'&]\w+)*|[^\w\s]")
+
+
+def split_words(text):
+    """Splits raw text into words with their character offsets (`end` exclusive), as CoNLL-2003 tokenises.
+
+    Offsets index the Python string (code points), so they hold for any
+    Unicode text: accents, CJK, emoji.
+
+    Example:
+    >>> split_words("Zoë met 东京's mayor 🙂.")
+    [('Zoë', 0, 3), ('met', 4, 7), ("东京's", 8, 12), ('mayor', 13, 18), ('🙂', 19, 20), ('.', 20, 21)]
+    """
+    return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertTokenClassifierPreprocessor(PreprocessingLayer):
+    """Tokenizes words into WordPieces and packs `[CLS] pieces [SEP]`, with each word's label on its first piece.
+
+    As in the BERT paper (section 4.3) and CoNLL-2003 fine-tuning: a word's
+    label sits on its first WordPiece; later pieces, [CLS], [SEP] and padding
+    carry -1, which `BertTokenClassifier`'s loss and metric skip. Inputs are
+    pre-split words (a list of word lists, as CoNLL files give them) or raw
+    sentences (split by `split_words`). A sentence longer than
+    `sequence_length - 2` pieces is cut for training; `word_windows` (used by
+    `BertTokenClassifier.predict_entities`) splits it over several rows
+    instead, so every word is tagged.
+
+    Args:
+        tokenizer: a `BertTokenizer`.
+        sequence_length: int >= 3, the packed length.
+
+    Example:
+    >>> preprocessor = BertTokenClassifierPreprocessor.from_preset("all_minilm_l6_v2_en", sequence_length=8)
+    >>> x, y = preprocessor.encode_words([["Unaffable", "Zoë"]], [[3, 1]])
+    >>> x["token_ids"][0].tolist(), y[0].tolist()
+    ([101, 14477, 20961, 3468, 11199, 102, 0, 0], [-1, 3, -1, -1, 1, -1, -1, -1])
+    """
+
+    def __init__(self, tokenizer, sequence_length=128, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(tokenizer, dict):
+            tokenizer = keras.saving.deserialize_keras_object(tokenizer)
+        if not isinstance(tokenizer, BertTokenizer):
+            raise ValueError(f"`tokenizer` must be a BertTokenizer, got {type(tokenizer).__name__}.")
+        if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 3:
+            raise ValueError(f"`sequence_length` must be an int >= 3, got {sequence_length!r}.")
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+
+    @classmethod
+    def from_preset(cls, preset, sequence_length=128, **kwargs):
+        """Preprocessor with the tokenizer of a preset name or checkpoint directory."""
+        return cls(BertTokenizer.from_preset(preset), sequence_length=sequence_length, **kwargs)
+
+    # === Raw input forms ===
+
+    @staticmethod
+    def is_raw_text(x):
+        """A sentence, a list of sentences, or a list of word lists."""
+        if isinstance(x, str):
+            return True
+        if isinstance(x, (list, tuple)) and x:
+            first = x[0]
+            return isinstance(first, str) or (isinstance(first, (list, tuple)) and (not first or isinstance(first[0], str)))
+        return False
+
+    @staticmethod
+    def as_word_lists(x):
+        """Sentences -> word lists (`split_words`); word lists pass through.
+
+        Example:
+        >>> BertTokenClassifierPreprocessor.as_word_lists(["John lives in Paris."])
+        [['John', 'lives', 'in', 'Paris', '.']]
+        """
+        if isinstance(x, str):
+            x = [x]
+        words = []
+        for index, item in enumerate(x):
+            if isinstance(item, str):
+                words.append([w for w, _, _ in split_words(item)])
+            elif isinstance(item, (list, tuple)) and all(isinstance(w, str) for w in item):
+                words.append(list(item))
+            else:
+                raise ValueError(f"Example {index}: expected a sentence (str) or a list of words (str), got {item!r}.")
+        return words
+
+    split_words = staticmethod(split_words)
+
+    def count_examples(self, x):
+        return len(self.as_word_lists(x))
+
+    # === Encoding ===
+
+    def word_pieces(self, word_lists):
+        """WordPiece ids of every word: a list (per sentence) of lists (per word) of ids."""
+        flat = [w for words in word_lists for w in words]
+        if not flat:
+            return [[] for _ in word_lists]
+        pieces = self.tokenizer(tf.constant(flat, dtype=tf.string)).to_list()
+        out, start = [], 0
+        for words in word_lists:
+            out.append(pieces[start : start + len(words)])
+            start += len(words)
+        return out
+
+    def _pack(self, pieces_per_word, labels=None):
+        """One row: ids, label row, first-piece positions (None for a word that lost its pieces)."""
+        budget = self.sequence_length - 2
+        ids, label_row, positions = [self.tokenizer.cls_token_id], [IGNORE_LABEL], []
+        for index, pieces in enumerate(pieces_per_word):
+            room = budget - (len(ids) - 1)
+            pieces = pieces[:room]
+            if not pieces:
+                positions.append(None)
+                continue
+            positions.append(len(ids))
+            ids += pieces
+            label_row += [IGNORE_LABEL if labels is None else int(labels[index])] + [IGNORE_LABEL] * (len(pieces) - 1)
+        ids.append(self.tokenizer.sep_token_id)
+        label_row.append(IGNORE_LABEL)
+        return ids, label_row, positions
+
+    def encode_words(self, word_lists, label_ids=None, pad=True):
+        """Word lists (and per-word label ids) -> features (and per-token labels), NumPy, padded to `sequence_length`.
+
+        Returns `(features, labels)`; `labels` is None without `label_ids`.
+        With `pad=False` the values are lists of unpadded rows.
+        """
+        pieces = self.word_pieces(word_lists)
+        rows, label_rows = [], []
+        for index, pieces_per_word in enumerate(pieces):
+            labels = None
+            if label_ids is not None:
+                labels = label_ids[index]
+                if len(labels) != len(pieces_per_word):
+                    raise ValueError(
+                        f"Example {index}: {len(pieces_per_word)} words but {len(labels)} labels."
+                    )
+            ids, label_row, _ = self._pack(pieces_per_word, labels)
+            rows.append(ids)
+            label_rows.append(label_row)
+        if not pad:
+            return {"token_ids": rows}, (label_rows if label_ids is not None else None)
+        features = self._pad(rows)
+        labels = None
+        if label_ids is not None:
+            labels = np.full((len(rows), self.sequence_length), IGNORE_LABEL, "int32")
+            for i, row in enumerate(label_rows):
+                labels[i, : len(row)] = row
+        return features, labels
+
+    def _pad(self, rows):
+        token_ids = np.full((len(rows), self.sequence_length), self.tokenizer.pad_token_id, "int32")
+        padding_mask = np.zeros((len(rows), self.sequence_length), "int32")
+        for i, row in enumerate(rows):
+            token_ids[i, : len(row)] = row
+            padding_mask[i, : len(row)] = 1
+        return {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": padding_mask}
+
+    def word_windows(self, word_lists):
+        """Every word of every sentence, over as many rows as needed (long sentences are split at word boundaries).
+
+        Returns `(features, rows)`: padded NumPy features of all rows, and for
+        each sentence a list of `(row, position)` per word (the row and
+        position of its first piece; None for a word with no pieces, e.g. a
+        control character).
+        """
+        budget = self.sequence_length - 2
+        cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        rows, placements = [], []
+        for pieces_per_word in self.word_pieces(word_lists):
+            placement, ids = [], [cls_id]
+            for pieces in pieces_per_word:
+                pieces = pieces[:budget]
+                if not pieces:
+                    placement.append(None)
+                    continue
+                if len(ids) - 1 + len(pieces) > budget:
+                    rows.append(ids + [sep_id])
+                    ids = [cls_id]
+                placement.append((len(rows), len(ids)))
+                ids += pieces
+            rows.append(ids + [sep_id])
+            placements.append(placement)
+        return self._pad(rows), placements
+
+    def call(self, x):
+        """Raw sentences or word lists -> int32 features padded to `sequence_length`."""
+        features, _ = self.encode_words(self.as_word_lists(x))
+        return {key: tf.constant(value) for key, value in features.items()}
+
+    def default_boundaries(self):
+        return default_boundaries(self.sequence_length, **TAGGING_BUCKETS)
+
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None, boundaries=None):
+        """Word lists (or sentences) and per-word label ids -> a `tf.data.Dataset` of batches with a known length.
+
+        Training (`shuffle`): shuffled each epoch, grouped by length bucket,
+        each batch padded to its bucket. Otherwise: in order, padded to
+        `sequence_length`. Every batch has `batch_size` rows (filler rows have
+        labels -1).
+        """
+        if sample_weight is not None:
+            raise ValueError("Token classification takes no `sample_weight`: label -1 marks the tokens to skip.")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        word_lists = self.as_word_lists(x)
+        if not word_lists:
+            raise ValueError("No examples: the list of sentences is empty.")
+        features, labels = self.encode_words(word_lists, y, pad=False)
+        rows = features["token_ids"]
+        token_ids = tf.ragged.constant(rows, dtype=tf.int32)
+        element = {
+            "token_ids": token_ids,
+            "segment_ids": tf.zeros_like(token_ids),
+            "padding_mask": tf.ones_like(token_ids),
+        }
+        if labels is None:
+            dataset = tf.data.Dataset.from_tensor_slices(element)
+        else:
+            dataset = tf.data.Dataset.from_tensor_slices((element, tf.ragged.constant(labels, dtype=tf.int32)))
+        count = len(rows)
+        if shuffle:
+            boundaries = list(boundaries) if boundaries is not None else self.default_boundaries()
+            dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
+            dataset = bucket_by_length(dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL)
+            buckets = np.searchsorted(np.asarray(boundaries), [len(r) for r in rows], side="left")
+            num_batches = int(sum(math.ceil(n / batch_size) for n in np.bincount(buckets) if n))
+        else:
+            boundaries = list(boundaries) if boundaries is not None else [self.sequence_length]
+            dataset = pad_to_boundaries(dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL)
+            num_batches = math.ceil(count / batch_size)
+        dataset = fill_batches(dataset, batch_size, label_fill_value=IGNORE_LABEL)
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
+            "sequence_length": self.sequence_length,
+        }
