@@ -6,6 +6,11 @@ are reshaped into our fused qkv kernel `(hidden, 3 * hidden)` and a 2-D
 output kernel. keras-hub's encoder uses the tanh-approximate GELU
 (`keras_hub.src.utils.keras_utils.gelu_approximate`) and LayerNorm epsilon
 1e-12, so the mapped backbone gets `activation="gelu_approximate"`.
+
+keras-hub is an optional dependency (`pip install "keras_bert_impl[keras-hub]"`):
+a local keras-hub preset directory's config and tokenizer assets are read
+without it, while its weights and any `kaggle://`/`hf://` handle need it
+(`require_keras_hub` raises a one-line `ImportError` saying what to install).
 """
 
 import json
@@ -38,10 +43,32 @@ def backbone_config_from_keras_hub(config):
     return result
 
 
-def _load_keras_hub_backbone(location):
-    import keras_hub
+def missing_keras_hub_message(location):
+    """The one-line message for a keras-hub preset asked for without keras-hub installed."""
+    return (
+        f"Loading the keras-hub preset {location} needs keras-hub, which is not installed: "
+        'pip install keras-hub (or pip install "keras_bert_impl[keras-hub]").'
+    )
 
-    return keras_hub.models.BertBackbone.from_preset(location)
+
+def require_keras_hub(location):
+    """Returns the `keras_hub` module, or raises `ImportError` saying what to install."""
+    try:
+        import keras_hub
+    except ImportError as e:
+        raise ImportError(missing_keras_hub_message(location), name="keras_hub") from e
+    return keras_hub
+
+
+def _preset_utils(location):
+    require_keras_hub(location)
+    from keras_hub.src.utils import preset_utils
+
+    return preset_utils
+
+
+def _load_keras_hub_backbone(location):
+    return require_keras_hub(location).models.BertBackbone.from_preset(location)
 
 
 def read_backbone_config(location):
@@ -49,9 +76,7 @@ def read_backbone_config(location):
     if os.path.isdir(location):
         with open(os.path.join(location, "config.json"), encoding="utf-8") as f:
             return backbone_config_from_keras_hub(json.load(f)["config"])
-    from keras_hub.src.utils.preset_utils import load_json
-
-    return backbone_config_from_keras_hub(load_json(location, "config.json")["config"])
+    return backbone_config_from_keras_hub(_preset_utils(location).load_json(location, "config.json")["config"])
 
 
 def keras_hub_weight_targets(backbone, hidden_dim, num_heads):
@@ -137,7 +162,11 @@ def copy_from_keras_hub_backbone(backbone, keras_hub_backbone, source="keras_hub
 
 
 def load_weights(backbone, location):
-    """Loads a keras-hub preset (directory or handle) through keras-hub and maps its weights into `backbone`."""
+    """Loads a keras-hub preset (directory or handle) through keras-hub and maps its weights into `backbone`.
+
+    Raises:
+        ImportError: keras-hub is not installed (the message says what to install).
+    """
     return copy_from_keras_hub_backbone(backbone, _load_keras_hub_backbone(location), source=str(location))
 
 
@@ -151,8 +180,7 @@ def read_tokenizer_assets(location):
             config = json.load(f)["config"]
         vocabulary = os.path.join(location, "assets", "tokenizer", "vocabulary.txt")
     else:
-        from keras_hub.src.utils.preset_utils import get_file, load_json
-
-        config = load_json(location, "tokenizer.json")["config"]
-        vocabulary = get_file(location, "assets/tokenizer/vocabulary.txt")
+        preset_utils = _preset_utils(location)
+        config = preset_utils.load_json(location, "tokenizer.json")["config"]
+        vocabulary = preset_utils.get_file(location, "assets/tokenizer/vocabulary.txt")
     return {"vocabulary": vocabulary, "lowercase": bool(config.get("lowercase", False))}

@@ -161,6 +161,9 @@ def _resolve_source(name, source, cache_dir):
         directory = os.path.join(list(spec.submodule_search_locations)[0], source.get("subdir", ""))
         return ResolvedPreset(directory, detect_format(directory), name)
     if kind == "keras_hub":
+        from keras_bert_impl.checkpoints.keras_hub import require_keras_hub
+
+        require_keras_hub(source["handle"])
         return ResolvedPreset(source["handle"], KERAS_HUB_HANDLE, name)
     from keras_bert_impl.checkpoints import download
 
@@ -209,7 +212,7 @@ def resolve_preset(preset):
     for source in backbone_presets[preset]["sources"]:
         try:
             return _resolve_source(preset, source, cache_dir)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, ImportError) as e:  # ImportError: a keras-hub source without keras-hub
             where = source.get("url") or source.get("repo") or source.get("package") or source.get("handle")
             failures.append(f"  - {source['format']} ({where}): {e}")
             logger.info("Preset %s: source %s failed: %s", preset, where, e)
