@@ -1,10 +1,11 @@
 """BertSpanExtractor: BERT with a span head for extractive question answering (SQuAD)."""
 
 import keras
+import numpy as np
 
 from keras_bert_impl.layers.span_head import SpanHead
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.functional_model import FunctionalModel
+from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -38,7 +39,7 @@ class SpanLoss(keras.losses.Loss):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertSpanExtractor(FunctionalModel):
+class BertSpanExtractor(Task):
     """BERT span extractor: start and end logits of the answer, for SQuAD v1.1 and v2.0.
 
     A `SpanHead` (dense layer to two logits per token) on the backbone's
@@ -54,11 +55,16 @@ class BertSpanExtractor(FunctionalModel):
 
     The model is compiled with the BERT loss (mean of the start and end
     cross-entropies, labels `{"start_logits": start_position,
-    "end_logits": end_position}`); `keras_bert_impl.training.finetuning.finetune`
-    replaces only the optimizer. It round-trips through `.keras` files.
+    "end_logits": end_position}`). It round-trips through `.keras` files.
+    `BertSpanExtractor.from_preset(preset)` adds a
+    `BertSpanExtractorPreprocessor`, and `answer(question, context)` reads
+    raw text of any length (sliding windows). The pooler is unused and frozen.
 
     Args:
         backbone: a `BertBackbone`.
+        preprocessor: a `BertSpanExtractorPreprocessor` or None.
+        max_answer_length: int, the longest answer `answer` returns, in tokens.
+        compile_defaults: compile now with the span loss (AdamW 5e-5).
         **kwargs: `keras.Model` arguments (e.g. `name`).
 
     Example:
@@ -75,18 +81,17 @@ class BertSpanExtractor(FunctionalModel):
     (['end_logits', 'start_logits'], (1, 7))
     """
 
-    def __init__(self, backbone, **kwargs):
+    def __init__(self, backbone, preprocessor=None, max_answer_length=30, compile_defaults=True, **kwargs):
         if not isinstance(backbone, BertBackbone):
             raise TypeError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
+        if isinstance(max_answer_length, bool) or not isinstance(max_answer_length, int) or max_answer_length < 1:
+            raise ValueError(f"`max_answer_length` must be a positive int, got {max_answer_length!r}.")
         # === Layers ===
-        self.backbone = backbone
+        freeze_unused_pooler(backbone)
         self.span_head = SpanHead(dtype=backbone.dtype_policy, name="span_head")
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
+        inputs = backbone_inputs()
         sequence_output = backbone(inputs)["sequence_output"]
         start_logits, end_logits = self.span_head(
             sequence_output, segment_ids=inputs["segment_ids"], padding_mask=inputs["padding_mask"]
@@ -95,19 +100,94 @@ class BertSpanExtractor(FunctionalModel):
             "start_logits": keras.layers.Identity(name="start_logits", dtype="float32")(start_logits),
             "end_logits": keras.layers.Identity(name="end_logits", dtype="float32")(end_logits),
         }
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.compile(loss={"start_logits": SpanLoss(), "end_logits": SpanLoss()})
+        self.max_answer_length = max_answer_length
+        super().__init__(
+            inputs=inputs,
+            outputs=outputs,
+            backbone=backbone,
+            preprocessor=preprocessor,
+            compile_defaults=compile_defaults,
+            **kwargs,
+        )
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.layers.serialize(self.backbone),
-        }
+    def head_config(self):
+        return {"max_answer_length": self.max_answer_length}
 
     @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("backbone"), dict):
-            config["backbone"] = keras.layers.deserialize(config["backbone"])
-        return cls(**config)
+    def preprocessor_class(cls):
+        from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
+
+        return BertSpanExtractorPreprocessor
+
+    def default_loss(self):
+        """Half the cross-entropy of the start and of the end position (their mean, as in google-research/bert)."""
+        return {"start_logits": SpanLoss(), "end_logits": SpanLoss()}
+
+    def _raw_dataset(self, *args, **kwargs):
+        raise ValueError(
+            "BertSpanExtractor trains on SQuAD features (keras_bert_impl.tasks.span_qa); "
+            "for raw text use answer(question, context)."
+        )
+
+    def answer(self, question, context, batch_size=32):
+        """The answer span of `question` in `context`: `{"text", "start", "end", "score"}`.
+
+        Contexts longer than one window are cut into overlapping windows
+        (`doc_stride` apart); the answer is the span with the highest
+        `start_logit + end_logit` over all windows (start in its max-context
+        window, end >= start, at most `max_answer_length` tokens), as in
+        google-research/bert. `start`/`end` are character offsets into
+        `context` (`end` exclusive), exact for any Unicode; `score` is the
+        span's probability, `p(start) * p(end)` under the softmax of its
+        window. Lists of questions and contexts give a list of answers.
+
+        Example:
+        >>> qa = BertSpanExtractor.from_preset("all_minilm_l6_v2_en")
+        >>> qa.answer("Who wrote it?", "It was written by Ada Lovelace in 1843.")["text"]  # doctest: +SKIP
+        'Ada Lovelace'
+        """
+        self._check_preprocessor()
+        single = isinstance(question, str)
+        questions = [question] if single else list(question)
+        contexts = [context] if isinstance(context, str) else list(context)
+        windows = self.preprocessor.windows(questions, contexts)
+        outputs = self.predict(windows.features, batch_size=batch_size, verbose=0)
+        start_logits = np.asarray(outputs["start_logits"], "float64")
+        end_logits = np.asarray(outputs["end_logits"], "float64")
+        best = [None] * len(questions)
+        for w, i in enumerate(windows.example):
+            first = int(windows.context_start[w])
+            count = len(windows.token_index[w])
+            if count == 0:
+                continue
+            starts = start_logits[w, first : first + count]
+            ends = end_logits[w, first : first + count]
+            log_p_start = starts - _logsumexp(start_logits[w])
+            log_p_end = ends - _logsumexp(end_logits[w])
+            # score[s, e] = start_logit[s] + end_logit[e] for allowed spans.
+            scores = starts[:, None] + ends[None, :]
+            offsets = np.arange(count)
+            allowed = (offsets[None, :] >= offsets[:, None]) & (offsets[None, :] - offsets[:, None] < self.max_answer_length)
+            allowed &= windows.max_context[w][:, None]
+            if not allowed.any():
+                continue
+            scores = np.where(allowed, scores, -np.inf)
+            s, e = np.unravel_index(int(np.argmax(scores)), scores.shape)
+            if best[i] is None or scores[s, e] > best[i][0]:
+                token_s, token_e = windows.token_index[w][s], windows.token_index[w][e]
+                best[i] = (scores[s, e], token_s, token_e, float(np.exp(log_p_start[s] + log_p_end[e])))
+        answers = []
+        for i, found in enumerate(best):
+            if found is None:
+                answers.append({"text": "", "start": 0, "end": 0, "score": 0.0})
+                continue
+            _, token_s, token_e, probability = found
+            start = int(windows.char_starts[i][token_s])
+            end = int(windows.char_ends[i][token_e])
+            answers.append({"text": contexts[i][start:end], "start": start, "end": end, "score": probability})
+        return answers[0] if single else answers
+
+
+def _logsumexp(values):
+    peak = np.max(values)
+    return peak + np.log(np.sum(np.exp(values - peak)))
