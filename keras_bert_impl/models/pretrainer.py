@@ -5,12 +5,11 @@ import keras
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.models.backbone import BertBackbone
-
-BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+from keras_bert_impl.models.task import BACKBONE_INPUTS, Task
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertPretrainer(keras.Model):
+class BertPretrainer(Task):
     """BERT pretraining model: masked LM + next sentence prediction (Devlin et al., 2018).
 
     A functional model over a `BertBackbone`: a `MaskedLMHead` scores the
@@ -52,20 +51,22 @@ class BertPretrainer(keras.Model):
     >>> out = model(x)
     >>> tuple(out["mlm"].shape), tuple(out["nsp"].shape)
     ((2, 2, 100), (2, 2))
+    >>> BertPretrainer.from_preset("all_minilm_l6_v2_en").backbone.num_layers
+    6
     """
 
-    def __init__(self, backbone, nsp=True, **kwargs):
+    def __init__(self, backbone, nsp=True, preprocessor=None, compile_defaults=False, **kwargs):
         if not isinstance(backbone, BertBackbone):
             raise TypeError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
         # === Layers ===
-        masked_lm_head = MaskedLMHead(
+        self.masked_lm_head = MaskedLMHead(
             token_embedding=backbone.token_embedding,
             activation=backbone.activation,
             layer_norm_epsilon=backbone.layer_norm_epsilon,
             dtype=backbone.dtype_policy,
             name="mlm_head",
         )
-        next_sentence_head = (
+        self.next_sentence_head = (
             NextSentenceHead(dtype=backbone.dtype_policy, name="nsp_head") if nsp else None
         )
 
@@ -76,21 +77,26 @@ class BertPretrainer(keras.Model):
         inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
         encoded = backbone({name: inputs[name] for name in BACKBONE_INPUTS})
         outputs = {
-            "mlm": masked_lm_head(
+            "mlm": self.masked_lm_head(
                 encoded["sequence_output"], mask_positions=inputs["mask_positions"]
             )
         }
         if nsp:
-            outputs["nsp"] = next_sentence_head(encoded["pooled_output"])
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        # Assigned after `super().__init__`: the torch backend cannot track
-        # modules on a not-yet-initialised torch.nn.Module.
-        self.backbone = backbone
-        self.masked_lm_head = masked_lm_head
-        self.next_sentence_head = next_sentence_head
+            outputs["nsp"] = self.next_sentence_head(encoded["pooled_output"])
 
         # === Config ===
         self.nsp = nsp
+        super().__init__(
+            inputs=inputs,
+            outputs=outputs,
+            backbone=backbone,
+            preprocessor=preprocessor,
+            compile_defaults=compile_defaults,
+            **kwargs,
+        )
+
+    def head_config(self):
+        return {"nsp": self.nsp}
 
     def compile(self, optimizer="adamw", loss=None, metrics=None, weighted_metrics=None, **kwargs):
         """Compiles with BERT's losses and metrics unless given others.
@@ -161,19 +167,3 @@ class BertPretrainer(keras.Model):
             y["nsp"] = labels
             sample_weight["nsp"] = np.ones(labels.shape, "float32")
         return x, y, sample_weight
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "nsp": self.nsp,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        backbone = config.pop("backbone")
-        if isinstance(backbone, dict):
-            backbone = keras.saving.deserialize_keras_object(backbone)
-        return cls(backbone=backbone, **config)
