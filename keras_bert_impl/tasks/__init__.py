@@ -1,0 +1,1 @@
+"""Task-level helpers: reading users' own data for the task models."""

@@ -1,0 +1,1 @@
+"""Classification tasks: reading labelled text tables."""
