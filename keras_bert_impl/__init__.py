@@ -2,13 +2,11 @@
 
 Modelling (`layers`, `models`) imports no TensorFlow. Text processing
 (tokenizer and preprocessor layers), tf.data pipelines and tf.distribute
-strategies live in `text`, `data`, `tasks` and `training` and need TensorFlow
-and tensorflow-text.
+strategies live in `text`, `data`, `tasks` and `training`, need TensorFlow
+and tensorflow-text, and are imported on first use.
 
 Importing the package registers every serialisable class with Keras, so
 `keras.saving.load_model("model.keras")` works after `import keras_bert_impl`.
-The preprocessor layers are registered when TensorFlow is installed; on a
-JAX- or PyTorch-only host the models still import and run on token ids.
 
 Example:
 >>> import keras_bert_impl
@@ -17,7 +15,8 @@ Example:
 """
 
 import importlib
-import importlib.util
+
+import keras
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
@@ -27,19 +26,30 @@ from keras_bert_impl.models.text_embedder import BertTextEmbedder
 from keras_bert_impl.models.token_classifier import BertTokenClassifier, MaskedTokenAccuracy
 from keras_bert_impl.version import __version__
 
-# Preprocessing layers (TensorFlow): imported now, so that Keras can deserialise them, when TensorFlow is there.
+# Preprocessing layers (TensorFlow): imported on first access. Until then Keras knows each by a stand-in
+# whose `from_config` imports the real class, so `keras.saving.load_model` finds them after
+# `import keras_bert_impl` while the import itself stays free of TensorFlow (JAX- and PyTorch-only hosts).
 _PREPROCESSING = {
     "BertTokenizer": "keras_bert_impl.text.tokenizer",
     "BertClassifierPreprocessor": "keras_bert_impl.text.classifier_preprocessor",
+    "ClassifierPreprocessor": "keras_bert_impl.text.classifier_preprocessor",
     "BertTokenClassifierPreprocessor": "keras_bert_impl.text.token_classifier_preprocessor",
     "BertSpanExtractorPreprocessor": "keras_bert_impl.text.span_extractor_preprocessor",
 }
-_HAS_TENSORFLOW_TEXT = (
-    importlib.util.find_spec("tensorflow") is not None and importlib.util.find_spec("tensorflow_text") is not None
-)
-if _HAS_TENSORFLOW_TEXT:
-    for _name, _module in _PREPROCESSING.items():
-        globals()[_name] = getattr(importlib.import_module(_module), _name)
+
+
+def _register_on_first_use(name, module):
+    def from_config(cls, config):
+        return getattr(importlib.import_module(module), name).from_config(config)
+
+    key = f"keras_bert_impl>{name}"
+    custom_objects = keras.saving.get_custom_objects()
+    if key not in custom_objects:  # the real class, once imported, registers itself under the same key
+        custom_objects[key] = type(name, (), {"from_config": classmethod(from_config), "__module__": module})
+
+
+for _name, _module in _PREPROCESSING.items():
+    _register_on_first_use(_name, _module)
 
 # Sub-packages: imported on first access.
 _LAZY_MODULES = ("data", "text", "tasks", "training", "metrics", "checkpoints", "layers", "models", "presets", "batching")
@@ -51,9 +61,9 @@ def __getattr__(name):
         globals()[name] = module
         return module
     if name in _PREPROCESSING:
-        raise ImportError(
-            f"keras_bert_impl.{name} needs TensorFlow and tensorflow-text: pip install tensorflow tensorflow-text"
-        )
+        value = getattr(importlib.import_module(_PREPROCESSING[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'keras_bert_impl' has no attribute {name!r}")
 
 
@@ -67,6 +77,6 @@ __all__ = [
     "MaskedTokenAccuracy",
     "SpanLoss",
     "__version__",
-    *_PREPROCESSING,
+    *(name for name in _PREPROCESSING if name != "ClassifierPreprocessor"),
     *_LAZY_MODULES,
 ]

@@ -156,6 +156,7 @@ class Task(FunctionalModel):
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""
         if self._is_raw(x) and not _is_dataset(x):
+            self._check_preprocessor()
             count = self._count_examples(x)
             outputs = super().predict(
                 self._raw_dataset(x, batch_size=batch_size), verbose=verbose, steps=steps, callbacks=callbacks
@@ -168,10 +169,7 @@ class Task(FunctionalModel):
         return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
 
     def _count_examples(self, x):
-        from_preprocessor = getattr(self.preprocessor, "count_examples", None)
-        if from_preprocessor is not None:
-            return from_preprocessor(x)
-        raise NotImplementedError
+        return self.preprocessor.count_examples(x)
 
     # === Saving ===
 
