@@ -1,0 +1,533 @@
+"""Labelled text tables (CSV, TSV, JSON Lines) for text classification and regression.
+
+`read_table` reads a user's own file into a `LabelledTable` (texts, optional
+second texts, labels, and the line each row came from), checking every row.
+`label_vocabulary` gives the sorted training labels, `encode_labels` maps
+labels to class ids, and `classification_scores` / `regression_scores`
+score predictions (accuracy and macro F1; Pearson and Spearman).
+
+Every problem in a file raises a `TableFormatError` (a `ValueError`) whose
+message is one line naming the file, the line and the column, e.g.
+``train.csv, line 7, column 'label': label 'neutral' is not among the
+training labels ['negative', 'positive']``.
+
+Formats (from the extension, or `file_format`):
+
+- ``.csv``: comma-separated with a header row, quoted as Python's `csv`
+  module (and Excel, pandas) write it; a quoted field may span lines.
+- ``.tsv``: tab-separated with a header row, *unquoted* as GLUE's files are
+  (a ``"`` is an ordinary character; a field cannot hold a tab).
+- ``.jsonl`` / ``.json``: JSON Lines, one object per line.
+
+Files must be UTF-8 (a leading byte-order mark is allowed). Blank lines are
+skipped.
+
+Example:
+>>> import os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "reviews.csv")
+>>> with open(path, "w", encoding="utf-8") as f:
+...     _ = f.write('text,label\\n"a fine, moving film",positive\\ndull and far too long,negative\\n')
+>>> table = read_table(path, text_column="text", label_column="label")
+>>> table.texts
+['a fine, moving film', 'dull and far too long']
+>>> label_vocabulary(table)
+['negative', 'positive']
+>>> encode_labels(table, label_vocabulary(table)).tolist()
+[1, 0]
+>>> table.line_numbers
+[2, 3]
+"""
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import os
+from typing import List, Optional, Union
+
+import numpy as np
+
+from keras_bert_impl.metrics.glue import accuracy, f1_score, pearson, spearman
+
+FORMATS = ("csv", "tsv", "jsonl")
+_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
+
+
+# === Errors ===
+
+
+class TableFormatError(ValueError):
+    """A problem in a table file; the message is one line naming the file, the line and the column."""
+
+    def __init__(self, path, line, column, problem):
+        self.path = os.fspath(path)
+        self.line = line
+        self.column = column
+        self.problem = problem
+        where = [self.path]
+        if line is not None:
+            where.append(f"line {line}")
+        if column is not None:
+            where.append(f"column {column!r}")
+        super().__init__(_one_line(f"{', '.join(where)}: {problem}"))
+
+
+class MissingColumnError(TableFormatError):
+    """A column named by the caller is not in the header (or a JSON line lacks the key)."""
+
+
+class EmptyTextError(TableFormatError):
+    """A text field is empty or only whitespace."""
+
+
+class UnknownLabelError(TableFormatError):
+    """A validation or test label that the training file does not have."""
+
+
+class LabelValueError(TableFormatError):
+    """A label that cannot be used: a non-numeric or non-finite regression label, or a missing label."""
+
+
+class TableEncodingError(TableFormatError):
+    """A byte that is not valid UTF-8."""
+
+
+class RaggedRowError(TableFormatError):
+    """A CSV/TSV row whose number of fields differs from the header's."""
+
+
+class JsonLineError(TableFormatError):
+    """A line of a JSON Lines file that is not valid JSON or not a JSON object."""
+
+
+class EmptyTableError(TableFormatError):
+    """A file with no header, or a header and no rows."""
+
+
+def _one_line(text):
+    return " ".join(str(text).splitlines()) if "\n" in str(text) or "\r" in str(text) else str(text)
+
+
+# === The table ===
+
+
+@dataclasses.dataclass
+class LabelledTable:
+    """Rows of a table file: `texts`, `text_pairs` (or None), `labels` (or None) and each row's `line_numbers`.
+
+    Labels are strings for classification and floats for regression.
+    `line_numbers` are 1-based lines of the file where each row starts (the
+    header is line 1 in CSV/TSV).
+    """
+
+    path: str
+    texts: List[str]
+    text_pairs: Optional[List[str]]
+    labels: Optional[List[Union[str, float]]]
+    line_numbers: List[int]
+    label_column: Optional[str] = None
+    regression: bool = False
+
+    def __len__(self):
+        return len(self.texts)
+
+    @property
+    def inputs(self):
+        """What a `BertClassifier`'s `fit`/`predict` takes: the list of texts, or `(texts, text_pairs)`."""
+        return self.texts if self.text_pairs is None else (self.texts, self.text_pairs)
+
+    def head(self, count):
+        """The first `count` rows (all of them when `count` is None)."""
+        if count is None:
+            return self
+        cut = slice(0, int(count))
+        return dataclasses.replace(
+            self,
+            texts=self.texts[cut],
+            text_pairs=None if self.text_pairs is None else self.text_pairs[cut],
+            labels=None if self.labels is None else self.labels[cut],
+            line_numbers=self.line_numbers[cut],
+        )
+
+
+# === Reading ===
+
+
+def table_format(path, file_format=None):
+    """`file_format` checked, or the format named by `path`'s extension: "csv", "tsv" or "jsonl".
+
+    Example:
+    >>> table_format("data/train.TSV"), table_format("x.json"), table_format("x.txt", "csv")
+    ('tsv', 'jsonl', 'csv')
+    """
+    if file_format is not None:
+        name = str(file_format).lower().lstrip(".")
+        name = {"json": "jsonl", "ndjson": "jsonl", "jsonlines": "jsonl"}.get(name, name)
+        if name not in FORMATS:
+            raise ValueError(f"Unknown file_format {file_format!r}; use one of {', '.join(FORMATS)}.")
+        return name
+    extension = os.path.splitext(os.fspath(path))[1].lower()
+    if extension not in _EXTENSIONS:
+        raise TableFormatError(
+            path, None, None,
+            f"cannot tell the format from the extension {extension or '(none)'!r}: name the file "
+            f".csv, .tsv or .jsonl, or give the format explicitly (csv, tsv or jsonl)",
+        )
+    return _EXTENSIONS[extension]
+
+
+def read_table(
+    path,
+    text_column,
+    label_column=None,
+    text_pair_column=None,
+    regression=False,
+    known_labels=None,
+    file_format=None,
+):
+    """Reads a labelled text table, checking every row.
+
+    Args:
+        path: a .csv, .tsv, .jsonl or .json (JSON Lines) file, UTF-8.
+        text_column: the column (JSON key) holding the text.
+        label_column: the column holding the label, or None (e.g. a test file).
+        text_pair_column: optional column holding the second text of a pair.
+        regression: labels are numbers (floats) rather than class names.
+        known_labels: for a validation/test file of a classifier, the
+            training labels (`label_vocabulary(train_table)`): any other
+            label is an `UnknownLabelError`.
+        file_format: "csv", "tsv" or "jsonl"; default from the extension.
+
+    Returns:
+        A `LabelledTable`.
+
+    Raises:
+        TableFormatError (a ValueError), one of its subclasses, with a
+        one-line message naming file, line and column.
+        FileNotFoundError: `path` does not exist.
+
+    Example, a pair regression file in JSON Lines:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "sts.jsonl")
+    >>> with open(path, "w", encoding="utf-8") as f:
+    ...     _ = f.write('{"sentence1": "A plane is taking off.", "sentence2": "An air plane is taking off.", "score": 5.0}\\n')
+    ...     _ = f.write('{"sentence1": "A man is playing a flute.", "sentence2": "A man is eating.", "score": "0.5"}\\n')
+    >>> table = read_table(path, "sentence1", "score", text_pair_column="sentence2", regression=True)
+    >>> table.labels, table.text_pairs[0]
+    ([5.0, 0.5], 'An air plane is taking off.')
+
+    A label the training file lacks:
+    >>> path = os.path.join(tempfile.mkdtemp(), "dev.tsv")
+    >>> with open(path, "w", encoding="utf-8") as f:
+    ...     _ = f.write("sentence\\tlabel\\nit 's a charming journey .\\tneutral\\n")
+    >>> read_table(path, "sentence", "label", known_labels=["0", "1"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    keras_bert_impl.tasks.classification.table_files.UnknownLabelError: .../dev.tsv, line 2, column 'label': label 'neutral' is not among the training labels ['0', '1']
+    """
+    path = os.fspath(path)
+    fmt = table_format(path, file_format)
+    text = _decode(path)
+    columns = [c for c in (text_column, text_pair_column, label_column) if c is not None]
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"The text, pair and label columns must differ, got {columns}.")
+    rows = _json_rows(path, text, columns) if fmt == "jsonl" else _delimited_rows(path, text, fmt, columns)
+    known = None if known_labels is None else [str(label) for label in known_labels]
+    known_set = None if known is None else set(known)
+
+    texts, pairs, labels, lines = [], [] if text_pair_column else None, [] if label_column else None, []
+    for line, row in rows:
+        texts.append(_text(path, line, text_column, row[text_column]))
+        if text_pair_column is not None:
+            pairs.append(_text(path, line, text_pair_column, row[text_pair_column]))
+        if label_column is not None:
+            value = row[label_column]
+            if regression:
+                labels.append(_score(path, line, label_column, value))
+            else:
+                label = _label(path, line, label_column, value)
+                if known_set is not None and label not in known_set:
+                    raise UnknownLabelError(
+                        path, line, label_column,
+                        f"label {label!r} is not among the training labels {_preview(known)}",
+                    )
+                labels.append(label)
+        lines.append(line)
+    if not texts:
+        raise EmptyTableError(path, 1, None, "no data rows: the file has a header but no examples")
+    return LabelledTable(path, texts, pairs, labels, lines, label_column=label_column, regression=bool(regression))
+
+
+def _preview(labels, limit=20):
+    shown = list(labels[:limit])
+    return f"{shown}" + (f" and {len(labels) - limit} more" if len(labels) > limit else "")
+
+
+def _decode(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        offset = error.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        line_start = data.rfind(b"\n", 0, offset) + 1
+        line = data.count(b"\n", 0, offset) + 1
+        byte = data[offset : offset + 1].hex()
+        raise TableEncodingError(
+            path, line, None,
+            f"byte 0x{byte} at byte offset {offset} ({offset - line_start + 1} bytes into the line) is not valid "
+            f"UTF-8; the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. "
+            f"iconv -f WINDOWS-1252 -t UTF-8 {os.path.basename(path)} > utf8_{os.path.basename(path)}",
+        ) from None
+
+
+def _delimited_rows(path, text, fmt, columns):
+    """Yields `(line, {column: value})` for each non-blank row, after checking the header and the row's width."""
+    if not text.strip():
+        raise EmptyTableError(path, 1, None, "the file is empty: expected a header line naming the columns")
+    if fmt == "tsv":
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE, strict=True)
+    else:
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header, header_line = None, 1
+    previous = 0
+    rows = []
+    try:
+        for row in reader:
+            line = previous + 1
+            previous = reader.line_num
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue  # blank line
+            if header is None:
+                header, header_line = [name.strip() for name in row], line
+                _check_header(path, header_line, header, columns)
+                index = {name: header.index(name) for name in columns}
+                continue
+            if len(row) != len(header):
+                raise RaggedRowError(
+                    path, line, None,
+                    f"{len(row)} fields where the header (line {header_line}) has {len(header)} "
+                    f"({', '.join(header)})" + _ragged_hint(fmt, len(row), len(header)),
+                )
+            rows.append((line, {name: row[i] for name, i in index.items()}))
+    except csv.Error as error:
+        raise TableFormatError(path, previous + 1, None, f"malformed {fmt.upper()}: {error}") from None
+    if header is None:
+        raise EmptyTableError(path, 1, None, "the file is empty: expected a header line naming the columns")
+    if not rows:
+        raise EmptyTableError(path, header_line, None, "no data rows: the file has a header but no examples")
+    return rows
+
+
+def _ragged_hint(fmt, got, expected):
+    if fmt == "csv" and got > expected:
+        return '; quote a text that holds commas, e.g. "a fine, moving film"'
+    if fmt == "tsv" and got > expected:
+        return "; a TSV field cannot hold a tab"
+    return ""
+
+
+def _check_header(path, line, header, columns):
+    duplicates = sorted({name for name in header if header.count(name) > 1})
+    if duplicates:
+        raise TableFormatError(path, line, duplicates[0], f"the header names the column {duplicates[0]!r} twice")
+    for name in columns:
+        if name not in header:
+            raise MissingColumnError(
+                path, line, name, f"no such column in the header; the columns are {', '.join(map(repr, header))}"
+            )
+
+
+def _json_rows(path, text, columns):
+    rows = []
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as error:
+            hint = ""
+            if line == 1 and raw.lstrip().startswith("["):
+                hint = "; expected JSON Lines (one object per line), this looks like a JSON array"
+            raise JsonLineError(
+                path, line, None, f"invalid JSON at character {error.colno}: {error.msg}{hint}"
+            ) from None
+        if not isinstance(record, dict):
+            raise JsonLineError(
+                path, line, None, f"expected a JSON object per line, got a JSON {type(record).__name__}"
+            )
+        for name in columns:
+            if name not in record:
+                raise MissingColumnError(
+                    path, line, name, f"no such key in this line's object; its keys are {', '.join(map(repr, record))}"
+                )
+        rows.append((line, {name: record[name] for name in columns}))
+    if not rows:
+        raise EmptyTableError(path, 1, None, "the file is empty: expected one JSON object per line")
+    return rows
+
+
+def _text(path, line, column, value):
+    if value is None:
+        raise EmptyTextError(path, line, column, "the text is missing (null)")
+    if not isinstance(value, str):
+        raise TableFormatError(path, line, column, f"expected a text (a string), got {value!r}")
+    if not value.strip():
+        raise EmptyTextError(path, line, column, "the text is empty")
+    return value
+
+
+def _label(path, line, column, value):
+    if value is None:
+        raise LabelValueError(path, line, column, "the label is missing (null)")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        raise LabelValueError(path, line, column, f"expected a label (a string or a number), got {value!r}")
+    label = str(value).strip()
+    if not label:
+        raise LabelValueError(path, line, column, "the label is empty")
+    return label
+
+
+def _score(path, line, column, value):
+    try:
+        if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
+            raise ValueError
+        score = float(value.strip() if isinstance(value, str) else value)
+    except ValueError:
+        raise LabelValueError(
+            path, line, column, f"regression label {value!r} is not a number"
+        ) from None
+    if not math.isfinite(score):
+        raise LabelValueError(path, line, column, f"regression label {value!r} is not a finite number")
+    return score
+
+
+# === Labels ===
+
+
+def label_vocabulary(table):
+    """The sorted unique labels of a (training) table, as strings: numerically if all are integers.
+
+    Example:
+    >>> table = LabelledTable("train.csv", ["a", "b", "c"], None, ["10", "2", "2"], [2, 3, 4])
+    >>> label_vocabulary(table)
+    ['2', '10']
+    >>> label_vocabulary(LabelledTable("t.csv", ["a", "b"], None, ["pos", "neg"], [2, 3]))
+    ['neg', 'pos']
+    """
+    if table.labels is None:
+        raise ValueError(f"{table.path} was read without a label column: it has no labels.")
+    if table.regression:
+        raise ValueError(f"{table.path} holds regression scores, which have no label vocabulary.")
+    unique = set(table.labels)
+    try:
+        return sorted(unique, key=lambda label: (int(label), label))
+    except ValueError:
+        return sorted(unique)
+
+
+def label_to_id(vocabulary):
+    """`{label: class id}` for a label vocabulary.
+
+    Example:
+    >>> label_to_id(["negative", "positive"])
+    {'negative': 0, 'positive': 1}
+    """
+    return {label: index for index, label in enumerate(vocabulary)}
+
+
+def encode_labels(table, vocabulary):
+    """The table's labels as int32 class ids under `vocabulary` (an `UnknownLabelError` for any other label).
+
+    Example:
+    >>> encode_labels(LabelledTable("t.csv", ["a", "b"], None, ["pos", "neg"], [2, 3]), ["neg", "pos"]).tolist()
+    [1, 0]
+    """
+    ids = label_to_id(vocabulary)
+    encoded = np.empty(len(table.labels), dtype="int32")
+    for i, (label, line) in enumerate(zip(table.labels, table.line_numbers)):
+        if label not in ids:
+            raise UnknownLabelError(
+                table.path, line, table.label_column,
+                f"label {label!r} is not among the training labels {_preview(list(vocabulary))}",
+            )
+        encoded[i] = ids[label]
+    return encoded
+
+
+def label_targets(table, vocabulary=None):
+    """What `fit` takes as `y`: float32 scores for regression, int32 class ids (under `vocabulary`) otherwise."""
+    if table.regression:
+        return np.asarray(table.labels, dtype="float32")
+    return encode_labels(table, vocabulary if vocabulary is not None else label_vocabulary(table))
+
+
+# === Scoring ===
+
+
+def classification_scores(label_ids, predicted_ids):
+    """Accuracy and macro F1 (mean one-vs-rest F1 over the classes in labels or predictions, as scikit-learn).
+
+    Example:
+    >>> classification_scores([0, 1, 2, 2], [0, 1, 1, 2])
+    {'accuracy': 0.75, 'macro_f1': 0.7777777777777777}
+    """
+    label_ids = np.asarray(label_ids)
+    predicted_ids = np.asarray(predicted_ids)
+    classes = np.union1d(label_ids, predicted_ids)
+    macro_f1 = float(np.mean([f1_score(label_ids, predicted_ids, positive_label=c) for c in classes]))
+    return {"accuracy": accuracy(label_ids, predicted_ids), "macro_f1": macro_f1}
+
+
+def regression_scores(labels, predictions):
+    """Pearson and Spearman correlations (None where undefined, e.g. constant predictions).
+
+    Example:
+    >>> regression_scores([1.0, 2.0, 3.0], [2.0, 4.0, 7.0])
+    {'pearson': 0.9933992677987828, 'spearman': 1.0}
+    >>> regression_scores([1.0, 2.0, 3.0], [2.0, 2.0, 2.0])
+    {'pearson': None, 'spearman': None}
+    """
+    scores = {"pearson": pearson(labels, predictions), "spearman": spearman(labels, predictions)}
+    return {name: None if math.isnan(value) else value for name, value in scores.items()}
+
+
+def score_outputs(table, outputs, vocabulary=None):
+    """Scores a classifier's raw `predict` outputs (logits or `(n, 1)` scores) against a labelled table.
+
+    Example:
+    >>> table = LabelledTable("dev.csv", ["a", "b"], None, ["neg", "pos"], [2, 3])
+    >>> score_outputs(table, [[2.0, -1.0], [0.5, 0.1]], ["neg", "pos"])
+    {'accuracy': 0.5, 'macro_f1': 0.3333333333333333}
+    """
+    outputs = np.asarray(outputs)
+    if table.regression:
+        return regression_scores(np.asarray(table.labels, "float64"), outputs.reshape(len(table), -1)[:, 0])
+    return classification_scores(encode_labels(table, vocabulary), outputs.argmax(axis=-1))
+
+
+__all__ = [
+    "FORMATS",
+    "EmptyTableError",
+    "EmptyTextError",
+    "JsonLineError",
+    "LabelValueError",
+    "LabelledTable",
+    "MissingColumnError",
+    "RaggedRowError",
+    "TableEncodingError",
+    "TableFormatError",
+    "UnknownLabelError",
+    "classification_scores",
+    "encode_labels",
+    "label_targets",
+    "label_to_id",
+    "label_vocabulary",
+    "read_table",
+    "regression_scores",
+    "score_outputs",
+    "table_format",
+]
