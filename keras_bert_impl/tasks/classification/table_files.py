@@ -68,8 +68,8 @@ class TableFormatError(ValueError):
         where = [self.path]
         if line is not None:
             where.append(f"line {line}")
-        if column is not None:
-            where.append(f"column {column!r}")
+        if column is not None:  # a column name, or a 1-based position (character, byte or field)
+            where.append(f"column {column!r}" if isinstance(column, str) else f"column {column}")
         super().__init__(_one_line(f"{', '.join(where)}: {problem}"))
 
 
@@ -275,9 +275,8 @@ def _decode(path):
         line = data.count(b"\n", 0, offset) + 1
         byte = data[offset : offset + 1].hex()
         raise TableEncodingError(
-            path, line, None,
-            f"byte 0x{byte} at byte offset {offset} ({offset - line_start + 1} bytes into the line) is not valid "
-            f"UTF-8; the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. "
+            path, line, offset - line_start + 1,
+            f"byte 0x{byte} at byte offset {offset} of the file is not valid UTF-8; the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. "
             f"iconv -f WINDOWS-1252 -t UTF-8 {os.path.basename(path)} > utf8_{os.path.basename(path)}",
         ) from None
 
@@ -305,8 +304,10 @@ def _delimited_rows(path, text, fmt, columns):
                 index = {name: header.index(name) for name in columns}
                 continue
             if len(row) != len(header):
+                # The first column without a field, or the position of the first field beyond the header.
+                column = header[len(row)] if len(row) < len(header) else len(header) + 1
                 raise RaggedRowError(
-                    path, line, None,
+                    path, line, column,
                     f"{len(row)} fields where the header (line {header_line}) has {len(header)} "
                     f"({', '.join(header)})" + _ragged_hint(fmt, len(row), len(header)),
                 )
@@ -344,18 +345,19 @@ def _json_rows(path, text, columns):
     for line, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
+        hint = ""
+        if not rows and raw.lstrip().startswith("["):
+            hint = "; expected JSON Lines (one object per line), this looks like a JSON array"
         try:
             record = json.loads(raw)
         except json.JSONDecodeError as error:
-            hint = ""
-            if line == 1 and raw.lstrip().startswith("["):
-                hint = "; expected JSON Lines (one object per line), this looks like a JSON array"
             raise JsonLineError(
-                path, line, None, f"invalid JSON at character {error.colno}: {error.msg}{hint}"
+                path, line, error.colno, f"invalid JSON: {error.msg}{hint}"
             ) from None
         if not isinstance(record, dict):
             raise JsonLineError(
-                path, line, None, f"expected a JSON object per line, got a JSON {type(record).__name__}"
+                path, line, len(raw) - len(raw.lstrip()) + 1,
+                f"expected a JSON object per line, got a JSON {type(record).__name__}{hint}"
             )
         for name in columns:
             if name not in record:
