@@ -1,0 +1,232 @@
+"""recipes/finetune_classifier.py end to end on files built from the real SST-2 and STS-B files, and its errors.
+
+The recipe runs in a subprocess (TensorFlow backend); its `model.keras` is then
+loaded in another fresh process, which must give the same predictions on raw strings.
+"""
+
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+RECIPE = os.path.join(os.path.dirname(__file__), "..", "recipes", "finetune_classifier.py")
+ENV = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
+
+# Loads a saved model in a fresh process; prints predictions on the test texts and scores on the validation file.
+RELOAD = textwrap.dedent("""
+    import json, sys
+    import keras
+    import keras_bert_impl
+    from keras_bert_impl.tasks.classification.table_files import read_table, score_outputs
+    model_path, test_file, dev_file, text, pair, label, regression = sys.argv[1:]
+    pair, regression = pair or None, regression == "1"
+    model = keras.saving.load_model(model_path)
+    test = read_table(test_file, text, text_pair_column=pair)
+    dev = read_table(dev_file, text, label, text_pair_column=pair, regression=regression)
+    print(json.dumps({"predictions": model.predict_labels(test.inputs, batch_size=8),
+                      "dev": score_outputs(dev, model.predict(dev.inputs, batch_size=8, verbose=0), model.label_names),
+                      "label_names": model.label_names, "optimizer": getattr(model, "optimizer", None) is not None}))
+""")
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, RECIPE, *map(str, args)], capture_output=True, text=True, timeout=600,
+                          env=ENV)
+
+
+def _reload(model_path, test_file, dev_file, text, pair, label, regression):
+    result = subprocess.run([sys.executable, "-c", RELOAD, model_path, test_file, dev_file, text, pair or "", label,
+                             "1" if regression else "0"], capture_output=True, text=True, timeout=600, env=ENV)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _glue_rows(path, limit):
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        return [row for _, row in zip(range(limit), reader)]
+
+
+def _write_csv(path, rows):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows([r["sentence"], r["label"]] for r in rows)
+    return path
+
+
+def _predictions(path):
+    lines = open(path, encoding="utf-8").read().splitlines()
+    assert lines[0] == "index\tprediction"
+    indices, values = zip(*(line.split("\t") for line in lines[1:]))
+    assert list(indices) == [str(i) for i in range(len(lines) - 1)]
+    return list(values)
+
+
+@pytest.fixture(scope="module")
+def sst2_files(shared_data, tmp_path_factory):
+    glue = shared_data / "glue" / "SST-2"
+    root = tmp_path_factory.mktemp("sst2")
+    train = _write_csv(root / "train.csv", _glue_rows(glue / "train.tsv", 64))
+    dev = _write_csv(root / "dev.csv", _glue_rows(glue / "dev.tsv", 32))
+    test = root / "test.tsv"  # GLUE's own unlabelled test file, first 12 rows: columns index, sentence
+    test.write_bytes(b"\n".join((glue / "test.tsv").read_bytes().split(b"\n")[:13]) + b"\n")
+    return train, dev, test
+
+
+@pytest.fixture(scope="module")
+def sst2_run(sst2_files, tmp_path_factory):
+    """One recipe run: SST-2 train CSV (first 48 of 64 rows by --train_limit), dev CSV, and a test CSV."""
+    train, dev, test = sst2_files
+    root = tmp_path_factory.mktemp("sst2_run")
+    # GLUE's test file names its column "sentence": as a user would, write it as a CSV with the training column.
+    test_csv = root / "test.csv"
+    with open(test, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    with open(test_csv, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "text"])
+        writer.writerows([r["index"], r["sentence"]] for r in rows)
+    out = root / "out"
+    result = _run("--train_file", train, "--validation_file", dev, "--test_file", test_csv, "--text_column", "text",
+                  "--label_column", "label", "--output_dir", out, "--epochs", 1, "--batch_size", 8,
+                  "--max_seq_length", 64, "--learning_rate", 5e-5, "--seed", 1, "--train_limit", 48)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out, result, test_csv
+
+
+def test_sst2_csv_run_writes_results_model_and_predictions(sst2_run):
+    out, result, _ = sst2_run
+    results = json.load(open(out / "dev_results.json"))
+    assert set(json.loads(result.stdout.strip().splitlines()[-1])) == {"accuracy", "macro_f1"}
+    assert 0.0 <= results["accuracy"] <= 1.0 and 0.0 <= results["macro_f1"] <= 1.0
+    assert results["validation_examples"] == 32 and results["train_examples"] == 48 and results["test_examples"] == 12
+    assert results["label_names"] == ["0", "1"] and results["epochs"] == 1 and results["regression"] is False
+    assert results["train_seconds"] > 0 and results["eval_seconds"] > 0 and results["sequence_length"] == 64
+    assert results["final_train_loss"] > 0 and "pearson" not in results
+    assert (out / "model.keras").is_file()
+    predictions = _predictions(out / "test_predictions.tsv")
+    assert len(predictions) == 12 and set(predictions) <= {"0", "1"}
+
+
+def test_model_keras_in_a_fresh_process_gives_the_same_predictions(sst2_run, sst2_files):
+    out, _, test_csv = sst2_run
+    results = json.load(open(out / "dev_results.json"))
+    reloaded = _reload(str(out / "model.keras"), str(test_csv), str(sst2_files[1]), "text", None, "label", False)
+    assert reloaded["predictions"] == _predictions(out / "test_predictions.tsv")
+    assert reloaded["dev"] == {"accuracy": results["accuracy"], "macro_f1": results["macro_f1"]}
+    assert reloaded["label_names"] == ["0", "1"] and reloaded["optimizer"] is False
+
+
+def test_stsb_pairs_regression_from_jsonl_and_tsv(shared_data, tmp_path):
+    sts = shared_data / "glue" / "STS-B"
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"sentence1": r["sentence1"], "sentence2": r["sentence2"],
+                                         "score": float(r["score"])}) + "\n"
+                             for r in _glue_rows(sts / "train.tsv", 48)), encoding="utf-8")
+    dev = tmp_path / "dev.tsv"  # the real GLUE file's first 24 rows, bytes unchanged
+    dev.write_bytes(b"\n".join((sts / "dev.tsv").read_bytes().split(b"\n")[:25]) + b"\n")
+    test = tmp_path / "test.tsv"  # unlabelled
+    test.write_bytes(b"\n".join((sts / "test.tsv").read_bytes().split(b"\n")[:9]) + b"\n")
+    out = tmp_path / "out"
+    result = _run("--train_file", train, "--validation_file", dev, "--test_file", test,
+                  "--text_column", "sentence1", "--text_pair_column", "sentence2", "--label_column", "score",
+                  "--regression", "--output_dir", out, "--epochs", 1, "--batch_size", 8, "--sequence_length", 64,
+                  "--learning_rate", 5e-5)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.load(open(out / "dev_results.json"))
+    assert set(results) >= {"pearson", "spearman"} and "accuracy" not in results
+    assert all(results[k] is None or -1.0 <= results[k] <= 1.0 for k in ("pearson", "spearman"))
+    assert results["label_names"] is None and results["regression"] is True
+    assert results["validation_examples"] == 24 and results["train_examples"] == 48 and results["test_examples"] == 8
+    scores = [float(v) for v in _predictions(out / "test_predictions.tsv")]
+    assert len(scores) == 8
+    reloaded = _reload(str(out / "model.keras"), str(test), str(dev), "sentence1", "sentence2", "score", True)
+    assert reloaded["predictions"] == pytest.approx(scores, rel=1e-5, abs=1e-5)
+    assert reloaded["dev"] == pytest.approx({k: results[k] for k in ("pearson", "spearman")}, abs=1e-6)
+
+
+# === Errors: exit code 2, one line, no traceback, nothing written ===
+
+
+def _assert_one_line_error(result, *fragments):
+    assert result.returncode == 2, (result.returncode, result.stderr[-3000:])
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    # TensorFlow's import may log to stderr first; the recipe's own output is this one last line.
+    assert len(errors) == 1 and lines[-1] == errors[0], result.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+    return errors[0]
+
+
+def _error_run(tmp_path, train, dev, *extra):
+    out = tmp_path / "out"
+    result = _run("--train_file", train, "--validation_file", dev, "--text_column", "text", "--label_column", "label",
+                  "--output_dir", out, "--epochs", 1, *extra)
+    assert not out.exists()  # checked before the model is built: nothing written
+    return result
+
+
+def test_unknown_validation_label_exits_2(sst2_files, tmp_path):
+    train, dev, _ = sst2_files
+    lines = dev.read_text(encoding="utf-8").splitlines()
+    lines[7] = lines[7][: lines[7].rindex(",")] + ",positive"
+    bad = tmp_path / "dev.csv"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _assert_one_line_error(_error_run(tmp_path, train, bad), f"error: {bad}, line 8, column 'label': label 'positive'",
+                           "training labels ['0', '1']")
+
+
+def test_undecodable_byte_exits_2(shared_data, sst2_files, tmp_path):
+    train, dev, _ = sst2_files
+    raw = (shared_data / "bad_input" / "pg84_cp1252_excerpt.txt").read_bytes()
+    bad_line = raw.split(b"\r\n")[raw[:1570].count(b"\n")]  # holds the first invalid byte (0x97, an em dash)
+    bad = tmp_path / "train.csv"
+    bad.write_bytes(train.read_bytes() + b'"' + bad_line.replace(b'"', b'""') + b'",0\r\n')
+    line = train.read_bytes().count(b"\n") + 1
+    _assert_one_line_error(_error_run(tmp_path, bad, dev), f"error: {bad}, line {line}, column ",
+                           "byte 0x97", "not valid UTF-8", "re-encode it as UTF-8")
+
+
+def test_ragged_csv_and_missing_test_column_exit_2(sst2_files, tmp_path):
+    train, dev, _ = sst2_files
+    lines = train.read_text(encoding="utf-8").splitlines()
+    lines[10] = "an unquoted, comma-holding text,1"
+    bad = tmp_path / "train.csv"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _assert_one_line_error(_error_run(tmp_path, bad, dev), f"error: {bad}, line 11, column 3: 3 fields where")
+    test = tmp_path / "test.tsv"
+    test.write_text("index\tsentence\n0\ta fine film\n", encoding="utf-8")
+    _assert_one_line_error(_error_run(tmp_path, train, dev, "--test_file", test),
+                           f"error: {test}, line 1, column 'text': no such column", "'index', 'sentence'")
+
+
+def test_missing_file_and_bad_flags_exit_2(sst2_files, tmp_path):
+    train, _, _ = sst2_files
+    _assert_one_line_error(_error_run(tmp_path, train, tmp_path / "absent.csv"), "No such file", "absent.csv")
+    result = _run("--train_file", train, "--validation_file", train, "--text_column", "text",
+                  "--output_dir", tmp_path / "out")
+    _assert_one_line_error(result, "--label_column")
+    assert result.stderr.strip().count("\n") == 0  # the flag parser fails before TensorFlow is imported
+
+
+def test_flags_parse_to_config():
+    spec = importlib.util.spec_from_file_location("finetune_classifier", RECIPE)
+    recipe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe)
+    config = recipe.parse_args(["--train_file", "a.csv", "--validation_file", "b.jsonl", "--text_column", "t",
+                                "--label_column", "y", "--output_dir", "o", "--max_seq_length", "96",
+                                "--regression", "--train_limit", "10", "--text_pair_column", "u"])
+    assert config == recipe.FinetuneConfig(
+        train_file="a.csv", validation_file="b.jsonl", text_column="t", label_column="y", output_dir="o",
+        text_pair_column="u", regression=True, sequence_length=96, train_limit=10)
+    assert config.preset == "all_minilm_l6_v2_en" and config.test_file is None
+    assert recipe.parse_args(["--train_file", "a", "--validation_file", "b", "--text_column", "t",
+                              "--label_column", "y", "--output_dir", "o", "--sequence_length", "32"]).sequence_length == 32
