@@ -198,7 +198,11 @@ class BertClassifierPreprocessor(PreprocessingLayer):
             longest = tf.cast(tf.reduce_max(features["token_ids"].row_lengths()), tf.int32)
             index = tf.minimum(tf.reduce_sum(tf.cast(bounds < longest, tf.int32)), len(boundaries) - 1)
             target = bounds[index]
-            return {key: value.to_tensor(shape=[None, target]) for key, value in features.items()}
+            padded = {}
+            for key, value in features.items():
+                dense = value.to_tensor()
+                padded[key] = tf.pad(dense, [[0, 0], [0, target - tf.shape(dense)[1]]])
+            return padded
 
         def preprocess(*element):
             texts = element[0] if isinstance(spec, tuple) else element

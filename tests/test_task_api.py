@@ -1,0 +1,314 @@
+"""The task API on every backend: from_preset -> fit on raw strings -> predict, pipelines, saving.
+
+Real data: SST-2 and CoNLL-2003 from ../shared/data (skip without it), SQuAD
+dev articles from tests/data, the real all-MiniLM-L6-v2 checkpoint.
+"""
+
+import csv
+import gzip
+import json
+import os
+import subprocess
+import sys
+import warnings
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+
+import keras_bert_impl
+from keras_bert_impl import (
+    BertBackbone,
+    BertClassifier,
+    BertPretrainer,
+    BertSpanExtractor,
+    BertTextEmbedder,
+    BertTokenClassifier,
+)
+
+pytestmark = pytest.mark.multibackend
+PRESET = "all_minilm_l6_v2_en"
+
+
+def _sst2(shared_data, split, count):
+    with open(shared_data / "glue" / "SST-2" / f"{split}.tsv", encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1 : 1 + count]
+    return [row[0] for row in rows], np.array([int(row[1]) for row in rows])
+
+
+def _tiny_backbone(vocabulary_size=30522):
+    return BertBackbone(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2, hidden_dim=16,
+                        intermediate_dim=32, max_sequence_length=512)
+
+
+def _preprocessor(sequence_length=32):
+    return keras_bert_impl.BertClassifierPreprocessor.from_preset(PRESET, sequence_length=sequence_length)
+
+
+# === Classification: the three-line habit ===
+
+
+def test_classifier_from_preset_fits_raw_sst2_strings(shared_data):
+    texts, labels = _sst2(shared_data, "train", 96)
+    classifier = BertClassifier.from_preset(PRESET, num_classes=2, label_names=["negative", "positive"],
+                                            sequence_length=64)
+    classifier.compile(optimizer=keras.optimizers.AdamW(1e-4))
+    history = classifier.fit(texts, labels, batch_size=16, epochs=3, seed=0, verbose=0)
+    losses = history.history["loss"]
+    assert losses[-1] < losses[0], losses
+    dev_texts, dev_labels = _sst2(shared_data, "dev", 40)
+    logits = classifier.predict(dev_texts, verbose=0)
+    assert logits.shape == (40, 2)
+    names = classifier.predict_labels(dev_texts[:3])
+    assert set(names) <= {"negative", "positive"} and len(names) == 3
+    scores = classifier.evaluate(dev_texts, dev_labels, verbose=0, return_dict=True)
+    assert 0.0 <= scores["accuracy"] <= 1.0
+
+
+def test_from_preset_loads_the_backbone_weights():
+    classifier = BertClassifier.from_preset(PRESET, num_classes=3)
+    backbone = BertBackbone.from_preset(PRESET)
+    for ours, reference in zip(classifier.backbone.weights, backbone.weights):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(ours), keras.ops.convert_to_numpy(reference))
+    assert classifier.preprocessor.sequence_length == 128 and classifier.num_classes == 3
+
+
+def test_raw_pairs_and_string_datasets():
+    import tensorflow as tf
+
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    pairs = (["A man eats.", "Rain falls."], ["Someone is eating.", "It is sunny."])
+    as_tuple = classifier.predict(pairs, verbose=0)
+    as_list = classifier.predict(list(zip(*pairs)), verbose=0)
+    np.testing.assert_allclose(as_tuple, as_list, atol=1e-6)
+    dataset = tf.data.Dataset.from_tensor_slices(((pairs[0], pairs[1]), [1, 0])).batch(2)
+    history = classifier.fit(dataset, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
+def test_raw_batches_have_a_known_length_and_bucket_widths():
+    preprocessor = _preprocessor(sequence_length=128)
+    texts = ["short"] * 5 + ["a much longer sentence " * 6] * 3
+    dataset = preprocessor.make_dataset(texts, np.zeros(8, "int32"), batch_size=4, shuffle=True, seed=1)
+    batches = list(dataset)
+    assert len(dataset) == len(batches) == 3  # ceil(5/4) + ceil(3/4): one bucket each
+    widths = sorted(int(f["token_ids"].shape[1]) for f, _, _ in batches)
+    assert widths == [16, 16, 32]
+    assert all(int(f["token_ids"].shape[0]) == 4 for f, _, _ in batches)
+    assert sum(float(np.sum(w)) for _, _, w in batches) == 8.0  # filler rows weigh 0
+
+
+def test_raw_strings_errors_name_the_problem():
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    with pytest.raises(ValueError, match="item 1 is int"):
+        classifier.fit(["fine", 3], [1, 0], verbose=0)
+    with pytest.raises(ValueError, match="differ in length: 2 vs 1"):
+        classifier.predict((["a", "b"], ["c"]))
+    with pytest.raises(ValueError, match="`y` must hold one value per example"):
+        classifier.fit(["a", "b"], [1], verbose=0)
+
+
+# === Saving ===
+
+_LOAD_AND_PREDICT = """
+import json, sys, numpy as np, keras
+import keras_bert_impl
+model = keras.saving.load_model(sys.argv[1])
+print(json.dumps(np.asarray(model.predict(json.loads(sys.argv[2]), verbose=0), "float64").tolist()))
+"""
+
+
+def test_keras_file_round_trip_in_a_fresh_process(tmp_path):
+    classifier = BertClassifier(_tiny_backbone(), num_classes=3, label_names=["a", "b", "c"],
+                                preprocessor=_preprocessor())
+    classifier.fit(["one text", "another text", "a third"], [0, 1, 2], epochs=1, verbose=0)
+    path = str(tmp_path / "classifier.keras")
+    texts = ["Zoë's café, 東京 🙂", "plain text"]
+    classifier.save(path)
+    with zipfile.ZipFile(path) as archive:
+        config = json.loads(archive.read("config.json"))
+        weights_size = archive.getinfo("model.weights.h5").file_size
+    assert not config.get("compile_config")  # saved for inference: no optimizer, no compile state
+    assert "optimizer" not in json.dumps(config)
+    assert weights_size < 4 * sum(int(np.prod(w.shape)) for w in classifier.weights) + 200_000
+    env = dict(os.environ)
+    result = subprocess.run([sys.executable, "-c", _LOAD_AND_PREDICT, path, json.dumps(texts)],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Skipping variable loading" not in result.stderr and "compile() was not called" not in result.stderr
+    loaded = np.array(json.loads(result.stdout.strip().splitlines()[-1]))
+    np.testing.assert_array_equal(loaded, np.asarray(classifier.predict(texts, verbose=0), "float64"))
+
+
+def test_save_to_preset_round_trip_keeps_the_head(tmp_path):
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, label_names=["no", "yes"],
+                                preprocessor=_preprocessor(sequence_length=24))
+    classifier.save_to_preset(tmp_path / "preset")
+    restored = BertClassifier.from_preset(str(tmp_path / "preset"))
+    assert restored.label_names == ["no", "yes"] and restored.preprocessor.sequence_length == 24
+    texts = ["a fine film", "dull"]
+    np.testing.assert_allclose(restored.predict(texts, verbose=0), classifier.predict(texts, verbose=0), atol=1e-6)
+    # A different head (3 classes) on the same preset: backbone loaded, head new.
+    other = BertClassifier.from_preset(str(tmp_path / "preset"), num_classes=3, label_names=None)
+    assert other.num_classes == 3
+
+
+# === Tagging ===
+
+CONLL_TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC", "I-MISC"]
+
+
+def _conll_sentences(shared_data, count):
+    sentences, words = [], []
+    with open(shared_data / "conll2003" / "eng.testa", encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if not parts:
+                if words:
+                    sentences.append(words)
+                    words = []
+                if len(sentences) == count:
+                    break
+                continue
+            if parts[0] != "-DOCSTART-":
+                words.append((parts[0], parts[-1]))
+    return sentences
+
+
+def _tag_marked_words(marked):
+    """A stand-in for `model.predict` that tags B-PER at the marked (row, position) pairs and O elsewhere."""
+
+    def predict(features, batch_size=None, verbose=0):
+        ids = np.asarray(features["token_ids"])
+        logits = np.zeros(ids.shape + (len(CONLL_TAGS),), "float32")
+        logits[..., 0] = 1.0
+        for row, position in marked:
+            logits[row, position, 1] = 5.0
+        return logits
+
+    return predict
+
+
+def test_predict_entities_offsets_on_real_conll_and_unicode(shared_data):
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS,
+                                 preprocessor=keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=24))
+    sentences = [" ".join(w for w, _ in s) for s in _conll_sentences(shared_data, 20)]
+    texts = sentences + ["Zoë Ångström met José in 東京 🙂 yesterday.", "Ünïcödé Wörds and emoji 👩‍👩‍👧 Here"]
+    split = [tagger.preprocessor.split_words(t) for t in texts]
+    _, placements = tagger.preprocessor.word_windows([[w for w, _, _ in words] for words in split])
+    # Each capitalised word (that has word pieces) is tagged B-PER: one entity per such word.
+    marked, expected = set(), []
+    for words, placement in zip(split, placements):
+        entities = []
+        for (word, start, end), where in zip(words, placement):
+            if word[:1].isupper() and where is not None:
+                marked.add(where)
+                entities.append((start, end))
+        expected.append(entities)
+    tagger.predict = _tag_marked_words(marked)
+    found = tagger.predict_entities(texts)
+    assert len(found) == len(texts)
+    for text, entities, spans in zip(texts, found, expected):
+        assert [(e["start"], e["end"]) for e in entities] == spans, text
+        for entity in entities:
+            assert entity["text"] == text[entity["start"] : entity["end"]] and entity["type"] == "PER"
+            assert 0.0 < entity["score"] <= 1.0
+    unicode_entities = found[len(sentences)]
+    assert [e["text"] for e in unicode_entities] == ["Zoë", "Ångström", "José"]
+    assert [e["text"] for e in found[-1]] == ["Ünïcödé", "Wörds", "Here"]
+    assert [e["start"] for e in found[-1]] == [0, 8, 30]
+
+
+def test_token_classifier_fits_words_and_tag_names_without_gradient_warnings(shared_data):
+    sentences = _conll_sentences(shared_data, 16)
+    words = [[w for w, _ in s] for s in sentences]
+    tags = [[t for _, t in s] for s in sentences]
+    tagger = BertTokenClassifier.from_preset(PRESET, label_names=CONLL_TAGS, sequence_length=64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = tagger.fit(words, tags, batch_size=8, epochs=2, verbose=0)
+    assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    with pytest.raises(ValueError, match="tag 'B-XYZ' is not one of"):
+        tagger.fit([["a"]], [["B-XYZ"]], verbose=0)
+    assert isinstance(tagger.predict_entities("John lives in Paris."), list)
+
+
+# === Span QA ===
+
+
+def _squad_paragraphs(path):
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        data = json.load(f)["data"]
+    return [p for article in data for p in article["paragraphs"]]
+
+
+def _peaked_predict(windows, first_token, last_token):
+    def predict(features, batch_size=None, verbose=0):
+        count, length = np.asarray(features["token_ids"]).shape
+        start, end = np.zeros((count, length)), np.zeros((count, length))
+        for row in range(count):
+            for j, token in enumerate(windows.token_index[row]):
+                position = windows.context_start[row] + j
+                start[row, position] = 8.0 if token == first_token else 0.0
+                end[row, position] = 8.0 if token == last_token else 0.0
+        return {"start_logits": start, "end_logits": end}
+
+    return predict
+
+
+@pytest.mark.parametrize("sequence_length", [384, 96])
+def test_answer_on_a_long_real_squad_context(real_data, data_slices, sequence_length):
+    source = real_data / "squad" / "dev-v1.1.json.gz"
+    paragraphs = _squad_paragraphs(source if os.path.exists(source) else data_slices / "squad" / "dev-v1.1.json.gz")
+    qa = BertSpanExtractor(_tiny_backbone(), preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(
+        PRESET, sequence_length=sequence_length, doc_stride=sequence_length // 3))
+    paragraph = max(paragraphs, key=lambda p: len(p["context"]))
+    context = paragraph["context"]
+    windows = qa.preprocessor.windows([paragraph["qas"][0]["question"]], [context])
+    assert len(windows.example) > 1, "the context must span several windows"
+    # Every answer of the paragraph, wherever it lies, maps back to its exact characters.
+    for question in paragraph["qas"][:5]:
+        gold = question["answers"][0]
+        start_char, end_char = gold["answer_start"], gold["answer_start"] + len(gold["text"])
+        windows = qa.preprocessor.windows([question["question"]], [context])  # the layout depends on the question
+        first = int(np.nonzero(windows.char_starts[0] >= start_char)[0][0])
+        last = int(np.nonzero(windows.char_ends[0] <= end_char)[0][-1])
+        qa.predict = _peaked_predict(windows, first, last)
+        answer = qa.answer(question["question"], context)
+        assert answer["text"] == context[answer["start"] : answer["end"]]
+        assert answer["text"].lower() == gold["text"].lower(), (answer, gold)
+        assert answer["score"] > 0.5
+    del qa.predict
+    answers = qa.answer([q["question"] for q in paragraph["qas"][:2]], [context] * 2)
+    assert len(answers) == 2 and all(a["text"] == context[a["start"] : a["end"]] for a in answers)
+
+
+# === Embeddings ===
+
+
+def test_text_embedder_matches_sentence_transformers_mean_pooling(minilm_dir):
+    import torch
+    import transformers
+
+    texts = ["A man is eating food.", "Zoë's café in Tōkyō 🙂", "The quick brown fox jumps over the lazy dog."]
+    embedder = BertTextEmbedder.from_preset(PRESET, sequence_length=256)
+    ours = embedder.encode(texts)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(minilm_dir))
+    model = transformers.AutoModel.from_pretrained(str(minilm_dir))
+    encoded = tokenizer(texts, padding=True, truncation=True, max_length=256, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**encoded).last_hidden_state
+    mask = encoded["attention_mask"].unsqueeze(-1).float()
+    reference = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1).numpy()
+    np.testing.assert_allclose(ours, reference, atol=1e-5)
+    similarity = embedder.similarity(texts[:1], texts)
+    assert similarity.shape == (1, 3) and abs(similarity[0, 0] - 1.0) < 1e-5
+
+
+def test_every_task_from_preset():
+    assert BertPretrainer.from_preset(PRESET).backbone.num_layers == 6
+    assert BertSpanExtractor.from_preset(PRESET).preprocessor.sequence_length == 384
+    tagger = BertTokenClassifier.from_preset(PRESET, label_names=["O", "B-X"])
+    assert tagger.num_classes == 2 and not tagger.backbone.pooled_dense.trainable
