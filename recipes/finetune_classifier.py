@@ -52,10 +52,9 @@ class _Parser(argparse.ArgumentParser):
 
 def _positive(kind):
     def parse(text):
-        value = kind(text)
-        if value <= 0:
+        if kind(text) <= 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return value
+        return kind(text)
     return parse
 
 
@@ -115,8 +114,9 @@ def run(config, inputs=None, classifier=None):
     from keras_bert_impl.tasks.classification.table_files import label_targets, score_outputs
     from keras_bert_impl.training.optimizer import create_optimizer
 
-    # Length buckets may add up to one partial batch per bucket: an upper bound keeps the rate above 0.
-    steps = config.epochs * (math.ceil(len(train) / config.batch_size) + 6)
+    # Length buckets add up to one partial batch per bucket: an upper bound on the steps keeps the rate above 0.
+    buckets = len(classifier.preprocessor.default_boundaries())
+    steps = config.epochs * (math.ceil(len(train) / config.batch_size) + buckets)
     classifier.compile(optimizer=create_optimizer(config.learning_rate, steps, int(0.1 * steps)))
     start = time.perf_counter()
     history = classifier.fit(train.inputs, label_targets(train, label_names), batch_size=config.batch_size,
@@ -126,12 +126,11 @@ def run(config, inputs=None, classifier=None):
     outputs = classifier.predict(validation.inputs, batch_size=config.batch_size, verbose=0)
     results = {
         **score_outputs(validation, outputs, label_names),
-        "validation_examples": len(validation), "train_examples": len(train),
-        "label_names": label_names, "regression": config.regression,
-        "epochs": config.epochs, "final_train_loss": float(history.history["loss"][-1]),
+        "validation_examples": len(validation), "train_examples": len(train), "label_names": label_names,
+        "regression": config.regression, "epochs": config.epochs,
+        "final_train_loss": float(history.history["loss"][-1]),
         "train_seconds": round(train_seconds, 2), "eval_seconds": round(time.perf_counter() - start, 2),
-        "preset": config.preset, "sequence_length": config.sequence_length,
-        "batch_size": config.batch_size, "learning_rate": config.learning_rate, "seed": config.seed,
+        **{k: getattr(config, k) for k in ("preset", "sequence_length", "batch_size", "learning_rate", "seed")},
         "train_file": os.path.abspath(config.train_file), "validation_file": os.path.abspath(config.validation_file),
     }
     os.makedirs(config.output_dir, exist_ok=True)
