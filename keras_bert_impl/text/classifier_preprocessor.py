@@ -49,7 +49,7 @@ class BertClassifierPreprocessor(PreprocessingLayer):
     >>> batches = preprocessor.make_dataset(["a fine film", "dull"], [1, 0], batch_size=2)
     >>> features, labels, weights = next(iter(batches))
     >>> features["token_ids"].shape.as_list(), labels.numpy().tolist()
-    [[2, 8], [1, 0]]
+    ([2, 8], [1, 0])
     """
 
     def __init__(self, tokenizer, sequence_length=128, truncate="longest_first", **kwargs):
