@@ -14,7 +14,8 @@ command resumes from the newest checkpoint in --model_dir.
 import argparse
 import sys
 
-from keras_bert_impl.training.pretraining_run import NaNLossError, PretrainingConfig, run_pretraining
+from keras_bert_impl.training.pretraining_errors import NaNLossError
+from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 from keras_bert_impl.training.run_checkpoints import CheckpointWriteError
 
 

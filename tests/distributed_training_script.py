@@ -87,7 +87,7 @@ elif MODE == "multiworker":
         return data.batch(per_replica, drop_remainder=True).map(split_features_labels).repeat()
 
     model = build(strategy, 10)
-    from keras_bert_impl.training.keras_workarounds import (
+    from keras_bert_impl.training.multiworker_patches import (
         build_before_distributed_fit,
         patch_multiworker_metric_reduction,
     )

@@ -29,6 +29,8 @@ import os
 
 import tensorflow as tf
 
+from keras_bert_impl.data.text_documents import expand_files, read_documents
+
 RECORD_SUFFIX = ".tfrecord"
 
 FEATURES = {
@@ -83,11 +85,9 @@ def write_document_records(files, tokenizer, output_prefix, *, num_shards=1):
         ValueError: bad `num_shards`, a pattern matching no file, an empty file.
         tf.errors.InvalidArgumentError: invalid UTF-8 (file and line named).
     """
-    from keras_bert_impl.data import pretraining
-
     if not isinstance(num_shards, int) or num_shards < 1:
         raise ValueError(f"num_shards must be a positive integer, got {num_shards!r}")
-    paths = pretraining.expand_files(files)
+    paths = expand_files(files)
     folder = os.path.dirname(output_prefix)
     if folder:
         tf.io.gfile.makedirs(folder)
@@ -96,7 +96,7 @@ def write_document_records(files, tokenizer, output_prefix, *, num_shards=1):
     writers = [tf.io.TFRecordWriter(name) for name in temporary]
 
     documents = tf.data.Dataset.from_tensor_slices((paths, tf.range(len(paths), dtype=tf.int64)))
-    documents = documents.flat_map(pretraining._read_documents).batch(64)
+    documents = documents.flat_map(read_documents).batch(64)
 
     @tf.autograph.experimental.do_not_convert
     def tokenize(text, ids):

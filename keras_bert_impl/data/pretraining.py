@@ -38,6 +38,7 @@ print({name: tuple(t.shape) for name, t in batch.items()})
 import tensorflow as tf
 
 from keras_bert_impl.data import document_records, masking, sentence_pairs
+from keras_bert_impl.data.text_documents import expand_files, read_documents
 
 OUTPUT_KEYS = (
     "token_ids",
@@ -48,78 +49,6 @@ OUTPUT_KEYS = (
     "mask_weights",
     "next_sentence_labels",
 )
-
-
-def expand_files(files):
-    """Expands file names and glob patterns (local or `gs://`) into a sorted file list.
-
-    Args:
-        files: a string or a list of strings.
-
-    Raises:
-        ValueError: a pattern that matches no file (named), or an empty file.
-
-    Example:
-
-    >>> expand_files("../shared/data/corpus/gutenberg/pg84.txt")  # doctest: +SKIP
-    ['../shared/data/corpus/gutenberg/pg84.txt']
-    """
-    if isinstance(files, (str, bytes)) or hasattr(files, "__fspath__"):
-        files = [files]
-    files = [f.decode() if isinstance(f, bytes) else str(f) for f in files]
-    if not files:
-        raise ValueError("files is empty: pass at least one file or glob pattern")
-    expanded = []
-    for pattern in files:
-        matches = sorted(tf.io.gfile.glob(pattern))
-        if not matches:
-            raise ValueError(f"no file matches {pattern!r}")
-        for path in matches:
-            if tf.io.gfile.isdir(path):
-                continue
-            if tf.io.gfile.stat(path).length == 0:
-                raise ValueError(f"{path} is empty: a pretraining text file needs at least one sentence")
-            expanded.append(path)
-        if not expanded:
-            raise ValueError(f"{pattern!r} matches only directories")
-    return expanded
-
-
-@tf.autograph.experimental.do_not_convert
-def _read_documents(path, file_index):
-    """A file -> dataset of (document: sentences joined by newlines, document id int64)."""
-    text = tf.io.read_file(path)
-    text = tf.strings.regex_replace(text, "^\ufeff", "")
-    lines = tf.strings.strip(tf.strings.split(text, "\n"))
-    # Invalid UTF-8 does not survive a transcoding with replacement; the line
-    # is looked for only when the whole file fails the check.
-    valid = tf.equal(tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace"), text)
-
-    def first_bad_line():
-        roundtrip = tf.strings.unicode_transcode(lines, "UTF-8", "UTF-8", errors="replace")
-        bad = tf.cast(tf.where(tf.not_equal(roundtrip, lines))[:, 0], tf.int64)
-        return tf.concat([bad, [-1]], 0)[0] + 1
-
-    line = tf.cond(valid, lambda: tf.constant(0, tf.int64), first_bad_line)
-    check = tf.debugging.Assert(
-        valid,
-        ["invalid UTF-8 in", path, "at line", line,
-         "; pretraining text must be UTF-8 (convert it, e.g. iconv -f cp1252 -t utf-8)"],
-    )
-    with tf.control_dependencies([check]):
-        blank = tf.equal(lines, "")
-    doc_index = tf.cumsum(tf.cast(blank, tf.int64))
-    keep = tf.logical_not(blank)
-    documents = tf.RaggedTensor.from_value_rowids(
-        tf.boolean_mask(lines, keep), tf.boolean_mask(doc_index, keep),
-        nrows=tf.reduce_sum(tf.cast(blank, tf.int64)) + 1,
-    )
-    documents = tf.gather(documents, tf.where(documents.row_lengths() > 0)[:, 0])
-    # One string per document (sentences joined by newlines): dense elements
-    # batch and shuffle cheaper than ragged ones.
-    documents = tf.strings.reduce_join(documents, axis=1, separator="\n")
-    ids = tf.cast(file_index, tf.int64) * (1 << 32) + tf.range(tf.size(documents, out_type=tf.int64))
-    return tf.data.Dataset.from_tensor_slices((documents, ids))
 
 
 @tf.autograph.experimental.do_not_convert
@@ -253,7 +182,7 @@ def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per
     if shuffle and not shard_by_document:
         file_ds = file_ds.shuffle(len(files), seed=salted(1), reshuffle_each_iteration=True)
     documents = file_ds.interleave(
-        _read_records if from_records else _read_documents,
+        _read_records if from_records else read_documents,
         cycle_length=min(len(files), 4),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=deterministic,

@@ -20,6 +20,8 @@ import numpy as np
 import tensorflow as tf
 from keras.src.trainers.data_adapters.data_adapter import DataAdapter
 
+from keras_bert_impl.training.pretraining_errors import NaNLossError
+
 
 class _OwnedIteratorDataset(tf.distribute.DistributedDataset):
     """Presents an existing iterator to Keras's TF trainer as a dataset whose `iter()` is that iterator."""
@@ -129,8 +131,6 @@ class NaNGuard(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
-            from keras_bert_impl.training.pretraining_run import NaNLossError
-
             step = self.epoch * self.steps_per_epoch + batch + 1
             self.model._nan_detected = True  # noqa: SLF001
             self.model.stop_training = True

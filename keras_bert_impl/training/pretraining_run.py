@@ -22,6 +22,7 @@ import numpy as np
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.training.optimizer import create_optimizer, mixed_precision_policy
+from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
 from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy
 
@@ -171,10 +172,6 @@ def check_resumable(model_dir, settings):
     os.replace(tmp, path)
 
 
-class NaNLossError(FloatingPointError):
-    """Raised when the training loss stops being finite."""
-
-
 def run_pretraining(config, dataset_fn=None):
     """Runs (or resumes) pretraining as `config` says; returns a dict of results.
 
@@ -281,7 +278,7 @@ def run_pretraining(config, dataset_fn=None):
                                         config.seed + 1, True, False, None).map(split)
 
     if not single_pipeline and keras.backend.backend() == "tensorflow":
-        from keras_bert_impl.training.keras_workarounds import (
+        from keras_bert_impl.training.multiworker_patches import (
             build_before_distributed_fit,
             patch_multiworker_metric_reduction,
         )

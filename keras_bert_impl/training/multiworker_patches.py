@@ -1,4 +1,4 @@
-"""Work-arounds for Keras 3 + tf.distribute behaviour that pretraining trips over (TensorFlow backend)."""
+"""Two tf.distribute multi-worker patches for Keras 3 that pretraining needs (TensorFlow backend)."""
 
 import keras
 
