@@ -70,7 +70,7 @@ def recipe_dataset(args, classifier, split):
     try:  # the tasks layout
         from keras_bert_impl.tasks.classification.batches import make_dataset
     except ImportError:
-        from keras_bert_impl.data.glue import make_dataset
+        from keras_bert_impl.tasks.classification.batches import make_dataset
     return make_dataset(split, classifier.preprocessor, args.batch_size, training=True, shuffle_seed=args.seed)
 
 
@@ -78,7 +78,7 @@ def read_split(args):
     try:
         from keras_bert_impl.tasks.classification.reading import read_split
     except ImportError:
-        from keras_bert_impl.data.glue import read_split
+        from keras_bert_impl.tasks.classification.reading import read_split
     split = read_split("sst2", os.path.join(args.data_dir, "SST-2"), "train")
     return split.take(args.train_limit)
 

@@ -1,7 +1,7 @@
 """GLUE fine-tuning benchmark: keras_bert_impl vs Hugging Face transformers (torch CPU), same checkpoint and recipe.
 
 For each task, fine-tunes the real all-MiniLM-L6-v2 checkpoint with
-`keras_bert_impl.training.glue_finetuning.run_glue` and, with
+`keras_bert_impl.tasks.classification.run.run` and, with
 `--reference`, Hugging Face `BertForSequenceClassification` (torch, CPU)
 from the same files, with the same hyper-parameters: AdamW (eps 1e-6,
 weight decay 0.01 except biases and LayerNorm), peak learning rate, 10%
@@ -88,15 +88,15 @@ def run_ours(task, args, seed, train_limit):
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    from keras_bert_impl.training.glue_finetuning import run_glue
+    from keras_bert_impl.tasks.classification.run import ClassificationConfig, run
 
     with tempfile.TemporaryDirectory() as model_dir:
-        results = run_glue(
-            task, args.data_dir, model_dir, preset=args.preset, max_seq_length=args.max_seq_length,
+        results = run(ClassificationConfig(
+            task, args.data_dir, model_dir, preset=args.preset, sequence_length=args.max_seq_length,
             batch_size=args.batch_size, learning_rate=args.learning_rate, epochs=args.epochs, seed=seed,
             train_limit=train_limit, dev_limit=args.dev_limit, predict_test=False, verbose=0,
             jit_compile=_jit(args),
-        )
+        ))
     return {
         "best": results["best"],
         "best_epoch": results["best_epoch"],
@@ -109,7 +109,7 @@ def run_ours(task, args, seed, train_limit):
 
 def export_inputs(task_name, args):
     """Tokenizes the train and dev splits with our preprocessor into `args.export_inputs/glue_<task>.npz`."""
-    from keras_bert_impl.data import glue
+    from keras_bert_impl.tasks import classification as glue
     from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
     from keras_bert_impl.text.tokenizer import BertTokenizer
 
@@ -150,16 +150,17 @@ def _array_batches(inputs, split_name, limit, **kwargs):
 
 def run_ours_arrays(task_name, args, seed, train_limit):
     """Ours without TensorFlow: token ids from `--inputs`, `finetune` on `LengthBucketedBatches`."""
-    from keras_bert_impl.data import glue
+    from keras_bert_impl.tasks import classification as glue
     from keras_bert_impl.metrics.glue import glue_metrics
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.training.finetuning import finetune, setup_finetuning
-    from keras_bert_impl.training.glue_finetuning import evaluate_metric_names
+    from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
+    from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_names
 
     task = glue.get_task(task_name)
     inputs = np.load(os.path.join(args.inputs, f"glue_{task.name}.npz"))
-    boundaries = glue.default_boundaries(args.max_seq_length)
+    boundaries = default_boundaries(args.max_seq_length, **CLASSIFICATION_BUCKETS)
     setup_finetuning(seed=seed)
     model = BertClassifier(BertBackbone.from_preset(args.preset), num_classes=task.num_classes, dropout=0.1)
     train = _array_batches(inputs, "train", train_limit, batch_size=args.batch_size, boundaries=boundaries,
@@ -195,7 +196,7 @@ def run_reference(task_name, args, seed, train_limit):
     import transformers
 
     from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets  # noqa: F401 (same files as ours)
-    from keras_bert_impl.data import glue
+    from keras_bert_impl.tasks import classification as glue
     from keras_bert_impl.metrics.glue import TASK_METRICS, glue_metrics
 
     torch.set_num_threads(args.threads)

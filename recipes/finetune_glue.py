@@ -31,7 +31,8 @@ def parse_args(argv=None):
                         help="backbone + tokenizer preset name or checkpoint directory")
     parser.add_argument("--init_checkpoint", default=None,
                         help="backbone checkpoint directory (e.g. a pretraining export); overrides --preset's weights")
-    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length", type=int,
+                        default=128, help="packed length, special tokens included (aliases: --max_seq_length, --seq_length)")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--eval_batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=2e-5)
@@ -54,32 +55,39 @@ def parse_args(argv=None):
     return args
 
 
+def config_from_args(args):
+    """The flags as a `ClassificationConfig`."""
+    from keras_bert_impl.tasks.classification.run import ClassificationConfig
+
+    return ClassificationConfig(
+        task=args.task,
+        data_dir=args.data_dir,
+        model_dir=args.model_dir,
+        preset=args.preset,
+        init_checkpoint=args.init_checkpoint,
+        sequence_length=args.sequence_length,
+        batch_size=args.batch_size,
+        eval_batch_size=args.eval_batch_size,
+        learning_rate=args.learning_rate,
+        epochs=args.epochs,
+        warmup_proportion=args.warmup_proportion,
+        strategy=args.strategy,
+        seed=args.seed,
+        mixed_precision=args.mixed_precision,
+        early_stopping_patience=args.early_stopping_patience,
+        train_limit=args.train_limit,
+        predict_test=not args.no_predict_test,
+        save_model=True,
+        jit_compile={"auto": "auto", "true": True, "false": False}[args.jit_compile],
+    )
+
+
 def main(argv=None):
     args = parse_args(argv)
-    from keras_bert_impl.training.glue_finetuning import run_glue
+    from keras_bert_impl.tasks.classification.run import run
 
     try:
-        results = run_glue(
-            args.task,
-            args.data_dir,
-            args.model_dir,
-            preset=args.preset,
-            init_checkpoint=args.init_checkpoint,
-            max_seq_length=args.max_seq_length,
-            batch_size=args.batch_size,
-            eval_batch_size=args.eval_batch_size,
-            learning_rate=args.learning_rate,
-            epochs=args.epochs,
-            warmup_proportion=args.warmup_proportion,
-            strategy=args.strategy,
-            seed=args.seed,
-            mixed_precision=args.mixed_precision,
-            early_stopping_patience=args.early_stopping_patience,
-            train_limit=args.train_limit,
-            predict_test=not args.no_predict_test,
-            save_model=True,
-            jit_compile={"auto": "auto", "true": True, "false": False}[args.jit_compile],
-        )
+        results = run(config_from_args(args))
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

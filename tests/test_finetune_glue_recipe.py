@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.data import glue
+from keras_bert_impl.tasks import classification as glue
 
 RECIPE = os.path.join(os.path.dirname(__file__), "..", "recipes", "finetune_glue.py")
 
@@ -31,12 +31,12 @@ def _run(*args):
 
 
 def test_run_glue_rte_slice_writes_results_submission_and_model(shared_data, tmp_path):
-    from keras_bert_impl.training.glue_finetuning import run_glue
+    from keras_bert_impl.tasks.classification.run import ClassificationConfig, run
 
     data_dir = _slice_task(shared_data / "glue", tmp_path, "RTE", 25)  # 24 examples per split
     model_dir = str(tmp_path / "out")
-    results = run_glue("rte", data_dir, model_dir, max_seq_length=32, batch_size=8, epochs=2,
-                       learning_rate=5e-5, seed=1, save_model=True, verbose=0)
+    results = run(ClassificationConfig("rte", data_dir, model_dir, sequence_length=32, batch_size=8, epochs=2,
+                                       learning_rate=5e-5, seed=1, save_model=True, verbose=0))
     on_disk = json.load(open(os.path.join(model_dir, "dev_results.json")))
     assert on_disk["best"] == results["best"] and list(results["best"]) == ["accuracy"]
     assert results["train_examples"] == 24 and results["dev_examples"] == {"dev": 24}
@@ -56,11 +56,11 @@ def test_run_glue_rte_slice_writes_results_submission_and_model(shared_data, tmp
 
 
 def test_regression_on_stsb_slice_loss_goes_down(data_slices, tmp_path):
-    from keras_bert_impl.training.glue_finetuning import run_glue
+    from keras_bert_impl.tasks.classification.run import ClassificationConfig, run
 
     data_dir = _slice_task(data_slices / "glue", tmp_path, "STS-B", 33)
-    results = run_glue("stsb", data_dir, str(tmp_path / "out"), max_seq_length=32, batch_size=8, epochs=2,
-                       learning_rate=1e-4, seed=0, verbose=0)
+    results = run(ClassificationConfig("stsb", data_dir, str(tmp_path / "out"), sequence_length=32, batch_size=8,
+                                       epochs=2, learning_rate=1e-4, seed=0, verbose=0))
     assert list(results["best"]) == ["pearson", "spearman"]
     assert results["history"]["loss"][-1] < results["history"]["loss"][0]
     scores = [float(l.split("\t")[1]) for l in open(tmp_path / "out" / "submission" / "STS-B.tsv").read().splitlines()[1:]]

@@ -5,8 +5,9 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_impl.data import glue
-from keras_bert_impl.data.glue import GlueFormatError, read_split, write_submission
+from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
+from keras_bert_impl.tasks import classification as glue
+from keras_bert_impl.tasks.classification import GlueFormatError, read_split, write_submission
 
 # GLUE's official example counts for the splits present in shared/data/glue.
 OFFICIAL_COUNTS = {
@@ -186,7 +187,7 @@ def test_submission_files(glue_dir, tmp_path):
 def test_make_dataset_batches_are_fixed_size_with_zero_weight_fillers(shared_data):
     from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
     from keras_bert_impl.text.tokenizer import BertTokenizer
-    from keras_bert_impl.training.glue_finetuning import predict_split
+    from keras_bert_impl.tasks.classification.prediction import predict_split
 
     split = glue.read_split("rte", shared_data / "glue", "dev")
     preprocessor = ClassifierPreprocessor(BertTokenizer.from_preset("all_minilm_l6_v2_en"), sequence_length=128)
@@ -211,11 +212,11 @@ def test_make_dataset_batches_are_fixed_size_with_zero_weight_fillers(shared_dat
 
 
 def test_default_boundaries_are_finer_for_short_sentences():
-    assert glue.default_boundaries(128) == [16, 32, 48, 64, 96, 128]
-    assert glue.default_boundaries(100) == [16, 32, 48, 64, 96, 100]
-    assert glue.default_boundaries(512)[-4:] == [192, 256, 384, 512]
+    assert default_boundaries(128, **CLASSIFICATION_BUCKETS) == [16, 32, 48, 64, 96, 128]
+    assert default_boundaries(100, **CLASSIFICATION_BUCKETS) == [16, 32, 48, 64, 96, 100]
+    assert default_boundaries(512, **CLASSIFICATION_BUCKETS)[-4:] == [192, 256, 384, 512]
     with pytest.raises(ValueError, match="sequence_length"):
-        glue.default_boundaries(0)
+        default_boundaries(0, **CLASSIFICATION_BUCKETS)
 
 
 def test_make_dataset_training_tokenizes_once_and_reshuffles_each_epoch(shared_data):
@@ -238,4 +239,4 @@ def test_make_dataset_training_tokenizes_once_and_reshuffles_each_epoch(shared_d
     expected = sorted(tuple(preprocessor.unpadded(t)["token_ids"].numpy()) for t in split.text_a)
     assert sorted(first) == sorted(second) == expected  # every example once per epoch, same token ids
     assert first != second  # reshuffled
-    assert 16 in widths and widths <= set(glue.default_boundaries(128))  # CoLA sentences fill the 16-token bucket
+    assert 16 in widths and widths <= set(default_boundaries(128, **CLASSIFICATION_BUCKETS))  # CoLA sentences fill the 16-token bucket

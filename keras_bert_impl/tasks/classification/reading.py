@@ -1,6 +1,6 @@
-"""GLUE: readers for the nine tasks' TSV files, label maps, tf.data pipelines and submission files.
+"""Step 1, reading: GLUE's nine tasks' TSV files (or any labelled text table in their layout), label maps.
 
-Reading (pure Python, no TensorFlow needed):
+Pure Python, no TensorFlow needed:
 
 - `TASKS` / `get_task(name)`: the nine tasks (`cola, sst2, mrpc, stsb, qqp,
   mnli, qnli, rte, wnli`) with their folder, files, columns and label set.
@@ -9,9 +9,6 @@ Reading (pure Python, no TensorFlow needed):
   `CoLA/`, `SST-2/`, ...) or the task's own folder. Splits: `train`, `dev`,
   `test` (MNLI: `dev_matched`, `dev_mismatched`, `test_matched`,
   `test_mismatched`). Test splits have `labels=None`.
-- `write_submission(task, split, ids, predictions, output_dir)`: GLUE
-  leaderboard files (`CoLA.tsv`, `MNLI-m.tsv`, ...), header `index\\tprediction`,
-  labels mapped back to GLUE's strings, written atomically.
 
 Files are read exactly as GLUE ships them: UTF-8 with an optional byte-order
 mark (MRPC), LF or CRLF line ends, with or without a final newline, quoting
@@ -24,9 +21,9 @@ skips malformed rows (with a logged count, `GlueSplit.skipped_rows`), as the
 reference processors do, since copies of QQP in circulation contain rows with
 missing fields.
 
-tf.data (TensorFlow): `make_dataset(split, preprocessor, batch_size, ...)`
-turns a split into batches `(features, label)` for `BertClassifier`, with
-length-bucketed dynamic padding for training.
+The next steps: `features` (encode), `batches` (tf.data and NumPy),
+`evaluation`, `outputs` (submission files, dev_results.json), `prediction`,
+and `run` (the fine-tuning story).
 
 Example:
 >>> import os
@@ -399,165 +396,3 @@ def _parse_label(task, path, number, value, label_to_id):
 
 
 # === Submission files ===
-
-SUBMISSION_HEADER = "index\tprediction"
-
-
-def format_predictions(task, predictions):
-    """Maps model outputs to GLUE's strings: class ids -> label names, STS-B scores clipped to [0, 5], 3 decimals.
-
-    Example:
-    >>> format_predictions("rte", [0, 1])
-    ['entailment', 'not_entailment']
-    >>> format_predictions("stsb", [5.7, 1.23456])
-    ['5.000', '1.235']
-    """
-    task = get_task(task) if isinstance(task, str) else task
-    predictions = np.asarray(predictions)
-    if predictions.ndim != 1:
-        raise ValueError(f"`predictions` must be 1-D (class ids or scores), got shape {predictions.shape}.")
-    if task.is_regression:
-        low, high = STSB_SCORE_RANGE
-        return [f"{v:.3f}" for v in np.clip(predictions.astype("float64"), low, high)]
-    ids = predictions.astype("int64")
-    if ids.size and (ids.min() < 0 or ids.max() >= len(task.label_names)):
-        raise ValueError(f"{task.name} predictions must be class ids in [0, {len(task.label_names)}), got {ids.min()}..{ids.max()}.")
-    return [task.label_names[i] for i in ids]
-
-
-def write_submission(task, split, ids, predictions, output_dir):
-    """Writes GLUE's leaderboard file for a test split (e.g. `RTE.tsv`, `MNLI-m.tsv`) atomically.
-
-    Args:
-        task: task name or `GlueTask`.
-        split: a test split of the task (`"test"`, `"test_matched"`, `"test_mismatched"`).
-        ids: the test file's ids (`GlueSplit.ids`).
-        predictions: class ids or STS-B scores, one per id.
-        output_dir: directory to write into (created if needed).
-
-    Returns:
-        The path written.
-
-    Example:
-    >>> import tempfile
-    >>> path = write_submission("mrpc", "test", ["0", "1"], [1, 0], tempfile.mkdtemp())
-    >>> open(path).read()
-    'index\\tprediction\\n0\\t1\\n1\\t0\\n'
-    """
-    from keras_bert_impl.checkpoints.atomic_files import atomic_write_text
-
-    task = get_task(task) if isinstance(task, str) else task
-    if split not in task.submission_files:
-        raise ValueError(f"{task.name} has no test split {split!r}: expected one of {list(task.submission_files)}.")
-    if len(ids) != len(predictions):
-        raise ValueError(f"{len(ids)} ids but {len(predictions)} predictions for {task.name} {split}.")
-    rows = [SUBMISSION_HEADER] + [f"{i}\t{p}" for i, p in zip(ids, format_predictions(task, predictions))]
-    path = os.path.join(os.fspath(output_dir), task.submission_files[split])
-    atomic_write_text(path, "\n".join(rows) + "\n")
-    return path
-
-
-# === tf.data ===
-
-
-def default_boundaries(max_seq_length=128):
-    """Length buckets for GLUE batches: 16, 32, 48, 64, 96, 128, ... up to `max_seq_length`.
-
-    GLUE sentences are short (CoLA averages 12 word pieces, SST-2 13, STS-B
-    pairs 19), so a 16-token bucket and half-steps between the powers of two
-    cut padding well below Hugging Face's pad-to-longest batches (on the full
-    training sets, 19-46% fewer tokens per epoch); each boundary is one
-    compiled shape.
-
-    Example:
-    >>> default_boundaries(128)
-    [16, 32, 48, 64, 96, 128]
-    >>> default_boundaries(512)
-    [16, 32, 48, 64, 96, 128, 192, 256, 384, 512]
-    """
-    from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS
-    from keras_bert_impl.batching.boundaries import default_boundaries as _default_boundaries
-
-    return _default_boundaries(max_seq_length, **CLASSIFICATION_BUCKETS)
-
-
-def make_dataset(
-    split,
-    preprocessor,
-    batch_size,
-    training=False,
-    shuffle_seed=None,
-    shuffle_buffer=None,
-    boundaries=None,
-    drop_remainder=False,
-    fixed_batch_size=True,
-    cache=True,
-):
-    """A `tf.data.Dataset` of `(features, label[, weight])` batches (features only for test splits).
-
-    Training batches are shuffled and length-bucketed (`bucket_by_length`:
-    each batch padded to its bucket's boundary); evaluation batches keep the
-    file's order and are padded to the smallest boundary holding their
-    longest example (`pad_to_boundaries`).
-
-    Args:
-        split: a `GlueSplit`.
-        preprocessor: a `keras_bert_impl.data.classifier_preprocessor.ClassifierPreprocessor`
-            (strings -> unpadded token_ids/segment_ids/padding_mask).
-        batch_size: int.
-        training: shuffle + bucket (order changes) if True.
-        shuffle_seed: seed of the shuffle.
-        shuffle_buffer: default: the whole split.
-        boundaries: bucket boundaries; default `default_boundaries(preprocessor.sequence_length)`
-            (16, 32, 48, 64, 96, 128 for 128 tokens).
-        drop_remainder: for training, drop partial batches.
-        fixed_batch_size: every batch has exactly `batch_size` rows, so an
-            XLA-compiled step sees one shape per boundary instead of
-            recompiling for each bucket's last, partial batch. Batches then
-            are `(features, label, weight)`: the missing rows are copies of
-            the batch's first example with label 0 and weight 0 (the
-            classifier's loss divides by the sum of the weights, so the mean
-            is over the real rows; Keras metrics skip weight-0 rows). Test
-            batches (no labels) are filled the same way; their filler rows
-            come last: keep the first `len(split)` predictions.
-        cache: keep the tokenized examples in memory after the first pass
-            (training epochs and repeated dev evaluations reuse them) (token ids only: about 12 bytes per token, e.g. 20 MB
-            for SST-2, 200 MB for MNLI).
-    """
-    import tensorflow as tf
-
-    from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
-
-    if boundaries is None:
-        boundaries = default_boundaries(preprocessor.sequence_length)
-    texts = (split.text_a,) if split.text_b is None else (split.text_a, split.text_b)
-    inputs = tuple(tf.constant(t, dtype=tf.string) for t in texts)
-    if split.labels is not None:
-        dataset = tf.data.Dataset.from_tensor_slices((inputs, split.labels))
-    else:
-        dataset = tf.data.Dataset.from_tensor_slices((inputs,))
-
-    # Tokenize in batches (much faster than one string at a time), then unbatch
-    # to variable-length examples for padding by bucket.
-    def tokenize(texts, *label):
-        features = preprocessor.unpadded(texts if len(texts) > 1 else texts[0])
-        return (features, *label)
-
-    dataset = dataset.batch(256).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-    if cache:
-        # Tokenize once: later epochs (and each epoch's dev evaluation) reuse the
-        # cached token ids instead of re-running WordPiece on every string.
-        dataset = dataset.cache()
-    if training:
-        dataset = dataset.shuffle(shuffle_buffer or max(1, len(split)), seed=shuffle_seed, reshuffle_each_iteration=True)
-        dataset = bucket_by_length(dataset, boundaries, batch_size, drop_remainder=drop_remainder)
-    else:
-        dataset = pad_to_boundaries(dataset, boundaries, batch_size)
-    if split.labels is None:
-        dataset = dataset.map(lambda features: features)
-        if fixed_batch_size:
-            dataset = fill_batches(dataset, batch_size)
-    elif fixed_batch_size:
-        dataset = dataset.map(lambda features, label: (features, label, tf.ones(tf.shape(label)[:1], tf.float32)))
-        dataset = fill_batches(dataset, batch_size, label_fill_value=0)
-    return dataset.prefetch(tf.data.AUTOTUNE)

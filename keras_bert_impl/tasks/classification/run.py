@@ -1,0 +1,226 @@
+"""The GLUE fine-tuning story over one `ClassificationConfig`: the library side of `recipes/finetune_glue.py`.
+
+`run(config)` reads the task's files (`reading`), builds a `BertClassifier`
+on a preset or a checkpoint, fine-tunes it with
+`keras_bert_impl.training.finetuning.finetune` (AdamW, 10% warm-up, linear
+decay, length-bucketed `batches`), scores the official metric(s) on dev after
+every epoch (`evaluation`), keeps the best epoch, and writes (`outputs`)
+`model_dir/dev_results.json` and, for the test split(s), GLUE submission
+files under `model_dir/submission/`.
+
+Example:
+>>> config = ClassificationConfig(task="rte", data_dir="../shared/data/glue", model_dir="/tmp/rte",
+...                               preset="all_minilm_l6_v2_en", epochs=3)
+>>> results = run(config)  # doctest: +SKIP
+>>> results["best"]["accuracy"]  # doctest: +SKIP
+"""
+
+import dataclasses
+import os
+import time
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.classifier import BertClassifier
+from keras_bert_impl.tasks.classification.batches import make_dataset
+from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_names, evaluate_splits, glue_score
+from keras_bert_impl.tasks.classification.outputs import save_model_atomically, write_dev_results, write_submission
+from keras_bert_impl.tasks.classification.prediction import predict_split
+from keras_bert_impl.tasks.classification.reading import get_task, read_split
+from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
+from keras_bert_impl.text.tokenizer import BertTokenizer
+from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+from keras_bert_impl.training.strategy import get_strategy
+
+
+@dataclasses.dataclass
+class ClassificationConfig:
+    """Everything one GLUE fine-tuning run needs.
+
+    Attributes:
+        task: GLUE task name (`cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli`).
+        data_dir: the GLUE root (with the task folder) or the task folder.
+        model_dir: output directory (created): `dev_results.json`,
+            `best.weights.h5`, TensorBoard `logs/`, `submission/`.
+        preset: preset name or checkpoint directory for the backbone and the
+            tokenizer (ignored for the backbone when `init_checkpoint` is set).
+        init_checkpoint: optional checkpoint directory (any format
+            `BertBackbone.from_preset` reads, e.g. a pretraining export); its
+            vocabulary is used when it has one.
+        sequence_length: longest packed sequence (special tokens included).
+        batch_size, eval_batch_size: per-step batch sizes.
+        learning_rate, epochs, warmup_proportion, weight_decay: optimisation.
+        dropout: classifier dropout (the backbone keeps its configured dropout).
+        truncate: pair truncation (`longest_first` as original BERT).
+        strategy: name for `keras_bert_impl.training.strategy.get_strategy`.
+        seed: seeds weights of the head, dropout and shuffling.
+        mixed_precision: None, "bf16" or "fp16".
+        early_stopping_patience: None or epochs without dev improvement.
+        train_limit: use only the first N training examples (documented subsets).
+        dev_limit: evaluate on the first N examples of each dev split only.
+        predict_test: write submission files for the test split(s).
+        save_model: also save the best model (with its preprocessor) as
+            `model_dir/model.keras`, which `keras.saving.load_model` reads
+            and whose `predict_labels` takes raw strings.
+        verbose: `model.fit` verbosity.
+        jit_compile: XLA for the train/eval steps (`finetune`'s argument);
+            `"auto"` leaves it off on a CPU-only TensorFlow machine.
+    """
+
+    task: str
+    data_dir: str
+    model_dir: str
+    preset: str = "all_minilm_l6_v2_en"
+    init_checkpoint: str = None
+    sequence_length: int = 128
+    batch_size: int = 32
+    eval_batch_size: int = 64
+    learning_rate: float = 2e-5
+    epochs: int = 3
+    warmup_proportion: float = 0.1
+    weight_decay: float = 0.01
+    dropout: float = 0.1
+    truncate: str = "longest_first"
+    strategy: str = "auto"
+    seed: int = 0
+    mixed_precision: str = None
+    early_stopping_patience: int = None
+    train_limit: int = None
+    dev_limit: int = None
+    predict_test: bool = True
+    save_model: bool = False
+    verbose: object = "auto"
+    jit_compile: object = "auto"
+
+
+def run(config):
+    """Fine-tunes on `config.task`'s train split, picks the best epoch on dev, writes results and submissions.
+
+    Args:
+        config: a `ClassificationConfig`.
+
+    Returns:
+        The dict written to `dev_results.json`.
+    """
+    c = config
+    task = get_task(c.task)
+    # Read every file first: a missing or malformed file fails before any training.
+    train = read_split(task, c.data_dir, "train")
+    if c.train_limit is not None:
+        train = train.take(c.train_limit)
+    dev_splits = [read_split(task, c.data_dir, s) for s in task.dev_splits]
+    if c.dev_limit is not None:
+        dev_splits = [s.take(c.dev_limit) for s in dev_splits]
+    test_splits = [read_split(task, c.data_dir, s) for s in task.test_splits] if c.predict_test else []
+
+    setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
+    distribution = get_strategy(c.strategy)
+    tokenizer_source = c.init_checkpoint if c.init_checkpoint and _has_vocabulary(c.init_checkpoint) else c.preset
+    preprocessor = ClassifierPreprocessor(
+        BertTokenizer.from_preset(tokenizer_source), sequence_length=c.sequence_length, truncate=c.truncate
+    )
+    with distribution.scope():
+        backbone = BertBackbone.from_preset(c.init_checkpoint or c.preset)
+        if c.sequence_length > backbone.max_sequence_length:
+            raise ValueError(
+                f"sequence_length={c.sequence_length} exceeds the backbone's {backbone.max_sequence_length} positions."
+            )
+        model = BertClassifier(
+            backbone,
+            num_classes=task.num_classes,
+            dropout=c.dropout,
+            preprocessor=preprocessor,
+            label_names=task.label_names,
+        )
+
+    train_ds = make_dataset(train, preprocessor, c.batch_size, training=True, shuffle_seed=c.seed)
+    dev_datasets = [make_dataset(s, preprocessor, c.eval_batch_size) for s in dev_splits]
+    eval_seconds = []
+
+    def eval_fn(m):
+        start = time.perf_counter()
+        results = evaluate_splits(m, task, dev_splits, dev_datasets)
+        eval_seconds.append(time.perf_counter() - start)
+        return results
+
+    monitor = next(iter(evaluate_metric_names(task, dev_splits)))
+    start = time.perf_counter()
+    result = finetune(
+        model,
+        train_ds,
+        epochs=c.epochs,
+        learning_rate=c.learning_rate,
+        warmup_proportion=c.warmup_proportion,
+        weight_decay=c.weight_decay,
+        eval_fn=eval_fn,
+        monitor=monitor,
+        model_dir=c.model_dir,
+        strategy=distribution,
+        seed=c.seed,
+        early_stopping_patience=c.early_stopping_patience,
+        verbose=c.verbose,
+        jit_compile=c.jit_compile,
+    )
+    total_seconds = time.perf_counter() - start
+
+    submission_files = []
+    for split in test_splits:
+        test_ds = make_dataset(split, preprocessor, c.eval_batch_size)
+        predictions = predict_split(model, test_ds, len(split.ids))
+        path = write_submission(task, split.split, split.ids, predictions, os.path.join(c.model_dir, "submission"))
+        submission_files.append(path)
+
+    if c.save_model:
+        save_model_atomically(model, os.path.join(c.model_dir, "model.keras"))
+
+    train_seconds = float(sum(result.epoch_seconds))
+    epochs_run = len(result.epoch_seconds)
+    results = {
+        "task": task.name,
+        "metric": monitor,
+        "best_epoch": result.best_epoch,
+        "best": {k: result.best_metrics[k] for k in evaluate_metric_names(task, dev_splits) if k in result.best_metrics},
+        "glue_score": glue_score(task, dev_splits, result.best_metrics),
+        "history": result.history,
+        "train_examples": len(train),
+        "dev_examples": {s.split: len(s) for s in dev_splits},
+        "epochs_run": epochs_run,
+        "stopped_early": result.stopped_early,
+        "train_seconds": train_seconds,
+        "seconds_per_epoch": train_seconds / max(1, epochs_run),
+        "epoch_seconds": [float(x) for x in result.epoch_seconds],
+        "train_sequences_per_second": len(train) * epochs_run / train_seconds if train_seconds else None,
+        "eval_seconds": float(sum(eval_seconds)),
+        "total_seconds": total_seconds,
+        "submission_files": submission_files,
+        "model_file": os.path.join(c.model_dir, "model.keras") if c.save_model else None,
+        "config": {
+            "preset": c.preset,
+            "init_checkpoint": c.init_checkpoint,
+            "max_seq_length": c.sequence_length,  # the field name of earlier result files
+            "batch_size": c.batch_size,
+            "learning_rate": c.learning_rate,
+            "epochs": c.epochs,
+            "warmup_proportion": c.warmup_proportion,
+            "weight_decay": c.weight_decay,
+            "truncate": c.truncate,
+            "seed": c.seed,
+            "mixed_precision": c.mixed_precision,
+            "train_limit": c.train_limit,
+            "dev_limit": c.dev_limit,
+            "strategy": c.strategy,
+            "jit_compile": c.jit_compile,
+        },
+    }
+    write_dev_results(c.model_dir, results)
+    return results
+
+
+def run_glue(task, data_dir, model_dir, **options):
+    """`run(ClassificationConfig(task, data_dir, model_dir, **options))`."""
+    return run(ClassificationConfig(task, data_dir, model_dir, **options))
+
+
+def _has_vocabulary(directory):
+    return os.path.isdir(directory) and any(
+        os.path.exists(os.path.join(directory, name)) for name in ("vocab.txt", "tokenizer.json", "assets")
+    )
