@@ -60,7 +60,7 @@ def parse_args(argv=None):
                         help="ours from DIR/conll.npz (no TensorFlow needed)")
     parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
     parser.add_argument("--boundaries", default=None,
-                        help="comma-separated length buckets for ours (default conll.default_boundaries: 32,48,64,96,max)")
+                        help="comma-separated length buckets for ours (default TAGGING_BUCKETS: 32,48,64,96,max)")
     parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
                         help="XLA for ours (auto: Keras's choice, off on a CPU-only TensorFlow machine)")
     args = parser.parse_args(argv)
@@ -81,7 +81,7 @@ def export_inputs(args, label_names, splits):
     """Our windows of every split to `args.export_inputs/conll.npz` (with the limits, checked on load)."""
     import numpy as np
 
-    from keras_bert_impl.data import conll
+    from keras_bert_impl.tasks import tagging as conll
     from keras_bert_impl.text.tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer.from_preset(args.preset)
@@ -101,7 +101,7 @@ def load_inputs(args, label_names):
     """The `ConllFeatures` of each split from `--inputs`, after checking they were made with these settings."""
     import numpy as np
 
-    from keras_bert_impl.data import conll
+    from keras_bert_impl.tasks import tagging as conll
 
     path = os.path.join(args.inputs, "conll.npz")
     data = np.load(path)
@@ -137,12 +137,13 @@ def run_keras(args, label_names, train, dev, test, seed, encoded=None):
     import numpy as np
 
     from keras_bert_impl import BertBackbone, BertTokenClassifier
-    from keras_bert_impl.data import conll
+    from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
     from keras_bert_impl.metrics.conll import conll_entity_scores
+    from keras_bert_impl.tasks import tagging as conll
     from keras_bert_impl.training.finetuning import finetune, setup_finetuning
 
     setup_finetuning(seed=seed)
-    boundaries = args.boundaries or conll.default_boundaries(args.max_seq_length)
+    boundaries = args.boundaries or default_boundaries(args.max_seq_length, **TAGGING_BUCKETS)
     if encoded is None:
         from keras_bert_impl.text.tokenizer import BertTokenizer
 
@@ -172,7 +173,7 @@ def run_keras(args, label_names, train, dev, test, seed, encoded=None):
             word_ids = conll.word_label_ids(features, token_label_ids, sentences)
             predicted = [[label_names[i] for i in ids] for ids in word_ids]
         else:
-            from keras_bert_impl.text.entity_prediction import predict_word_tags
+            from keras_bert_impl.tasks.tagging.prediction import predict_word_tags
 
             predicted = predict_word_tags(model, features, sentences, label_names, 64, boundaries)
         scores[name] = conll_entity_scores([s.tags for s in sentences], predicted)["f1"]
@@ -308,7 +309,7 @@ def main(argv=None):
         import torch
 
         torch.set_num_threads(args.threads)
-    from keras_bert_impl.data import conll
+    from keras_bert_impl.tasks import tagging as conll
 
     files = conll.find_split_files(args.data_dir)
     train_all = conll.read_conll(files["train"])

@@ -175,7 +175,7 @@ def test_same_batch_shapes_as_the_tf_data_pipeline(sst2_dev):
 @pytest.fixture(scope="module")
 def conll_dev(shared_data):
     """Real CoNLL-2003 dev sentences as word ids with their tag ids as per-token labels ([CLS]/[SEP] labelled -1)."""
-    from keras_bert_impl.data import conll
+    from keras_bert_impl.tasks import tagging as conll
 
     sentences = conll.read_conll(shared_data / "conll2003" / "eng.testa")[:300]
     tags = conll.label_vocabulary(sentences)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from keras_bert_impl.data import conll
+from keras_bert_impl.tasks import tagging as conll
 
 IRREGULAR_B_TAG_LINES = {"eng.train": [152428, 175436]}
 SPLITS = {"eng.train": (14041, 946), "eng.testa": (3250, 216), "eng.testb": (3453, 231)}
@@ -198,7 +198,7 @@ def test_long_word_error_names_file_and_line(tokenizer, conll_dir):
     sentence, index = longest
     assert sentence.words[index].startswith("------")
     line = sentence.line_numbers[index]
-    with pytest.raises(ValueError, match=rf"eng\.train:{line}: the word '-+' has \d+ WordPieces, more than fit a window of max_seq_length=16"):
+    with pytest.raises(ValueError, match=rf"eng\.train:{line}: the word '-+' has \d+ WordPieces, more than fit a window of sequence_length=16"):
         conll.encode_sentences([sentence], tokenizer, LABELS, 16, long_word="error")
     features = conll.encode_sentences([sentence], tokenizer, LABELS, 16)
     assert features.num_truncated_words >= 1
@@ -239,7 +239,7 @@ def test_dataset_batches(tokenizer, dev_sentences, dev_pieces):
         def predict_on_batch(self, inputs):
             return np.eye(9, dtype="float32")[inputs["token_ids"] % 9]
 
-    from keras_bert_impl.text.entity_prediction import predict_token_label_ids
+    from keras_bert_impl.tasks.tagging.prediction import predict_token_label_ids
 
     predicted = predict_token_label_ids(EchoModel(), features, batch_size=16, boundaries=[32, 64, 128])
     assert len(predicted) == len(features)

@@ -76,7 +76,7 @@ def test_recipe_flag_errors(capsys):
 
 
 def test_split_words_offsets():
-    from keras_bert_impl.text.entity_prediction import split_words
+    from keras_bert_impl.tasks.tagging.prediction import split_words
 
     text = "Inzamam-ul-Haq scored 1,874 runs for Pakistan's side."
     words = split_words(text)

@@ -65,7 +65,7 @@ def test_bad_arguments():
 
 
 def test_training_steps_reduce_loss_on_real_conll(shared_data, minilm_dir):
-    from keras_bert_impl.data import conll
+    from keras_bert_impl.tasks import tagging as conll
     from keras_bert_impl.text.tokenizer import BertTokenizer
 
     keras.utils.set_random_seed(0)

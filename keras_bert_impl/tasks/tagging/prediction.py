@@ -1,7 +1,7 @@
-"""Named-entity prediction with a `BertTokenClassifier`: per-word tags for CoNLL sentences, entity spans for raw text.
+"""Step 6, prediction with a `BertTokenClassifier`: per-word tags for CoNLL sentences, entity spans for raw text.
 
 - `predict_word_tags(model, features, sentences, label_names)`: runs the model
-  over the windows of `keras_bert_impl.data.conll.encode_sentences` and
+  over the windows of `keras_bert_impl.tasks.tagging.features.encode_sentences` and
   returns one tag per word (the prediction at the word's first WordPiece).
 - `predict_entities(model, tokenizer, texts, label_names)`: splits raw text
   into words (runs of letters/digits, hyphen- or apostrophe-joined, and single
@@ -14,8 +14,10 @@ import re
 
 import numpy as np
 
-from keras_bert_impl.data import conll
 from keras_bert_impl.metrics.conll import extract_entities
+from keras_bert_impl.tasks.tagging.batches import make_dataset
+from keras_bert_impl.tasks.tagging.features import encode_sentences, word_label_ids
+from keras_bert_impl.tasks.tagging.reading import ConllSentence
 
 _WORD = re.compile(r"\w+(?:[-'&]\w+)*|[^\w\s]")
 
@@ -28,11 +30,11 @@ def predict_token_label_ids(model, features, batch_size=64, boundaries=None):
             logits `(batch, length, num_labels)`).
         features: `ConllFeatures`.
         batch_size: int.
-        boundaries: None (windows padded to `max_seq_length`) or length buckets
+        boundaries: None (windows padded to `sequence_length`) or length buckets
             (e.g. `[32, 64, 128]`): batches are padded only to the bucket of
             their longest window, which is faster for short sentences.
     """
-    dataset = conll.make_dataset(features, batch_size, boundaries=boundaries, with_labels=False)
+    dataset = make_dataset(features, batch_size, boundaries=boundaries, with_labels=False)
     rows = []
     for batch in dataset:
         inputs = {k: v.numpy() for k, v in batch.items()}
@@ -49,7 +51,7 @@ def predict_word_tags(model, features, sentences, label_names, batch_size=64, bo
     >>> tags = predict_word_tags(model, features, sentences, labels)  # doctest: +SKIP
     """
     token_ids = predict_token_label_ids(model, features, batch_size=batch_size, boundaries=boundaries)
-    return [[label_names[i] for i in word_ids] for word_ids in conll.word_label_ids(features, token_ids, sentences)]
+    return [[label_names[i] for i in word_ids] for word_ids in word_label_ids(features, token_ids, sentences)]
 
 
 def split_words(text):
@@ -62,7 +64,7 @@ def split_words(text):
     return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
 
 
-def predict_entities(model, tokenizer, texts, label_names, max_seq_length=128, batch_size=64):
+def predict_entities(model, tokenizer, texts, label_names, sequence_length=128, batch_size=64):
     """Entity spans in raw texts.
 
     Args:
@@ -70,7 +72,7 @@ def predict_entities(model, tokenizer, texts, label_names, max_seq_length=128, b
         tokenizer: the `BertTokenizer` it was trained with.
         texts: a str or a list of str.
         label_names: the tag of each label id (as in training).
-        max_seq_length: window size (long texts get several windows; nothing is dropped).
+        sequence_length: window size (long texts get several windows; nothing is dropped).
         batch_size: int.
 
     Returns:
@@ -86,12 +88,12 @@ def predict_entities(model, tokenizer, texts, label_names, max_seq_length=128, b
     words = [split_words(text) for text in texts]
     non_empty = [i for i, w in enumerate(words) if w]
     sentences = [
-        conll.ConllSentence([w for w, _, _ in words[i]], ["O"] * len(words[i]), document_index=i, path=f"<text {i}>")
+        ConllSentence([w for w, _, _ in words[i]], ["O"] * len(words[i]), document_index=i, path=f"<text {i}>")
         for i in non_empty
     ]
     results = [[] for _ in texts]
     if sentences:
-        features = conll.encode_sentences(sentences, tokenizer, label_names, max_seq_length)
+        features = encode_sentences(sentences, tokenizer, label_names, sequence_length)
         tags = predict_word_tags(model, features, sentences, label_names, batch_size=batch_size)
         for i, sentence_tags in zip(non_empty, tags):
             for entity_type, start, end in extract_entities(sentence_tags):

@@ -1,18 +1,14 @@
-"""CoNLL-2003 fine-tuning pieces shared by `recipes/finetune_conll.py` and `benchmarks/conll.py`.
+"""Step 4, evaluation: conlleval's entity P/R/F1 on a split (the scorer is `keras_bert_impl.metrics.conll`).
 
-- `load_conll_split(path, tokenizer, label_names, ...)`: read + encode one file.
+- `load_conll_split(path, tokenizer, label_names, ...)`: read + encode one file (a `ConllSplit`).
 - `evaluate_conll(model, split, label_names)`: predicted tags of every word
   and conlleval's entity P/R/F1 (micro and per type).
 - `ConllEpochEvaluator(splits, label_names)`: an `eval_fn` for
   `keras_bert_impl.training.finetuning.finetune` that scores dev (and test)
   after every epoch (`dev_f1`, `dev_precision`, `dev_recall`, `test_f1`, ...)
   and keeps the predictions of every epoch.
-- `write_conll_outputs(model_dir, name, evaluation)`: `<name>_results.json`
-  (precision, recall, f1 overall and per type) and `<name>_predictions.txt`
-  (`word gold predicted`, the input conlleval reads), atomically.
 
 Example:
->>> from keras_bert_impl.training.conll import load_conll_split, evaluate_conll  # doctest: +SKIP
 >>> dev = load_conll_split("eng.testa", tokenizer, labels)  # doctest: +SKIP
 >>> evaluate_conll(model, dev, labels).scores["f1"]  # doctest: +SKIP
 0.95
@@ -22,10 +18,10 @@ import dataclasses
 import os
 import time
 
-from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
-from keras_bert_impl.data import conll
-from keras_bert_impl.metrics.conll import conll_entity_scores, format_conlleval_report
-from keras_bert_impl.text.entity_prediction import predict_word_tags
+from keras_bert_impl.metrics.conll import conll_entity_scores
+from keras_bert_impl.tasks.tagging.features import encode_sentences
+from keras_bert_impl.tasks.tagging.prediction import predict_word_tags
+from keras_bert_impl.tasks.tagging.reading import label_vocabulary, num_documents, read_conll
 
 
 @dataclasses.dataclass
@@ -44,7 +40,7 @@ class ConllSplit:
 
     @property
     def num_documents(self):
-        return conll.num_documents(self.sentences)
+        return num_documents(self.sentences)
 
 
 @dataclasses.dataclass
@@ -66,7 +62,7 @@ def load_conll_split(
     path,
     tokenizer,
     label_names=None,
-    max_seq_length=128,
+    sequence_length=128,
     document_context=False,
     max_sentences=None,
     tag_scheme="iob1",
@@ -77,7 +73,7 @@ def load_conll_split(
         path: CoNLL column file.
         tokenizer: `BertTokenizer`.
         label_names: tags; None means `label_vocabulary` of this file.
-        max_seq_length: window size.
+        sequence_length: window size.
         document_context: fill windows with neighbouring sentences of the document.
         max_sentences: None, or keep only the first N sentences (a documented subset).
         tag_scheme: `"iob1"` (the original files) or `"iob2"`.
@@ -85,13 +81,13 @@ def load_conll_split(
     Returns:
         `ConllSplit`.
     """
-    sentences = conll.read_conll(path, tag_scheme=tag_scheme)
+    sentences = read_conll(path, tag_scheme=tag_scheme)
     if max_sentences is not None:
         sentences = sentences[:max_sentences]
     if label_names is None:
-        label_names = conll.label_vocabulary(sentences)
-    features = conll.encode_sentences(
-        sentences, tokenizer, label_names, max_seq_length, document_context=document_context
+        label_names = label_vocabulary(sentences)
+    features = encode_sentences(
+        sentences, tokenizer, label_names, sequence_length, document_context=document_context
     )
     return ConllSplit(os.fspath(path), sentences, features)
 
@@ -150,23 +146,3 @@ class ConllEpochEvaluator:
         if self.on_epoch is not None:
             self.on_epoch(dict(results, epoch=len(self.evaluations)))
         return results
-
-
-def write_conll_outputs(model_dir, name, split, evaluation, extra=None):
-    """Writes `<name>_results.json` and `<name>_predictions.txt` into `model_dir`, atomically.
-
-    The JSON holds `precision`, `recall`, `f1`, `accuracy`, counts, `per_type`
-    and the conlleval-style `report` text, plus `extra`.
-    """
-    os.makedirs(model_dir, exist_ok=True)
-    results = dict(evaluation.scores)
-    results["report"] = format_conlleval_report(evaluation.scores)
-    results["file"] = split.path
-    results["num_sentences"] = len(split.sentences)
-    results["predict_seconds"] = evaluation.predict_seconds
-    results.update(extra or {})
-    atomic_write_json(os.path.join(model_dir, f"{name}_results.json"), results)
-    conll.write_conll_predictions(
-        os.path.join(model_dir, f"{name}_predictions.txt"), split.sentences, evaluation.predicted_tags
-    )
-    return results

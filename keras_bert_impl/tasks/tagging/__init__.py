@@ -1,0 +1,46 @@
+"""CoNLL-2003 and other CoNLL-format tagging (named entities): the steps of `keras_bert_impl.tasks`.
+
+The step functions are re-exported here (`from keras_bert_impl.tasks import
+tagging; tagging.read_conll(...)`); the fine-tuning story is
+`keras_bert_impl.tasks.tagging.run` (`TaggingConfig`, `run`), imported on its own since it builds models.
+"""
+
+from keras_bert_impl.tasks.tagging.batches import (
+    make_array_batches,
+    make_dataset,
+)
+from keras_bert_impl.tasks.tagging.evaluation import (
+    ConllEpochEvaluator,
+    ConllEvaluation,
+    ConllSplit,
+    evaluate_conll,
+    load_conll_split,
+)
+from keras_bert_impl.tasks.tagging.features import (
+    ConllFeatures,
+    encode_sentences,
+    tokenize_words,
+    word_label_ids,
+)
+from keras_bert_impl.tasks.tagging.outputs import (
+    write_conll_outputs,
+    write_conll_predictions,
+)
+from keras_bert_impl.tasks.tagging.prediction import (
+    predict_entities,
+    predict_token_label_ids,
+    predict_word_tags,
+    split_words,
+)
+from keras_bert_impl.tasks.tagging.reading import (
+    DOCSTART,
+    IGNORE_LABEL,
+    SPLIT_FILE_NAMES,
+    ConllSentence,
+    find_split_files,
+    iob1_to_iob2,
+    iob2_to_iob1,
+    label_vocabulary,
+    num_documents,
+    read_conll,
+)
