@@ -168,3 +168,30 @@ def test_invalid_utf8_is_read_as_replacement_characters(tokenizer, hf_uncased, r
         [line.decode("utf-8", errors="replace") for line in raw_lines], add_special_tokens=False)]
     assert tokenizer(tf.constant(raw_lines)).to_list() == expected
     assert tokenizer.tokenize_with_offsets(tf.constant(raw_lines))[0].to_list() == expected
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (None, "BertTokenizer input is None; expected a string"),
+        (3, "BertTokenizer input is int 3; expected a string"),
+        ({"text": "a"}, "BertTokenizer input is dict"),
+        (["fine", None], r"BertTokenizer input item \[1\] is None"),
+        (["ok", "x\ud800y"], r"item \[1\] holds a lone surrogate U\+D800 at character 1"),
+        ([[1, 2]], r"item \[0\]\[0\] is int 1"),
+    ],
+)
+def test_bad_input_is_one_clear_line(tokenizer, bad, message):
+    with pytest.raises(ValueError, match=message) as error:
+        tokenizer(bad)
+    assert "\n" not in str(error.value)
+
+
+def test_detokenize_out_of_range_id_is_named(tokenizer):
+    with pytest.raises(ValueError, match="id 99999 is out of range: the vocabulary has 30522 tokens"):
+        tokenizer.detokenize([[1, 99999]])
+
+
+def test_invalid_utf8_bytes_are_dropped_as_documented(tokenizer):
+    # Windows-1252 "café": the lone 0xE9 byte is not UTF-8; it is removed, as HF does on errors="replace" text.
+    assert tokenizer([b"caf\xe9 ok"]).to_list() == tokenizer(["caf ok"]).to_list()

