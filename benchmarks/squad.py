@@ -104,7 +104,7 @@ def _subset(dataset, num_questions, seed):
 def run_keras(args, train_features, eval_features, eval_gold):
     from keras_bert_impl import BertBackbone, BertSpanExtractor
     from keras_bert_impl.training.finetuning import finetune, setup_finetuning
-    from keras_bert_impl.training.squad import predict_squad
+    from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 
     setup_finetuning(seed=args.seed)
     model = BertSpanExtractor(BertBackbone.from_preset(args.preset))
@@ -127,7 +127,7 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
     import torch
     from transformers import BertForQuestionAnswering
 
-    from keras_bert_impl.data.squad_postprocess import postprocess_predictions
+    from keras_bert_impl.tasks.span_qa.prediction import postprocess_predictions
     from keras_bert_impl.metrics.squad import evaluate_v1
 
     torch.manual_seed(args.seed)
@@ -229,9 +229,9 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
 def build_features(args):
     """Reads the SQuAD file(s), splits and windows them: `(protocol, train_examples, eval_examples,
     train_features, eval_features, eval_gold)`."""
-    from keras_bert_impl.data import squad
+    from keras_bert_impl.tasks import span_qa as squad
     from keras_bert_impl.text.tokenizer import BertTokenizer
-    from keras_bert_impl.training.squad import split_articles
+    from keras_bert_impl.tasks.span_qa.reading import split_articles
 
     tokenizer = BertTokenizer.from_preset(args.preset)
     dataset = squad.load_squad_json(args.squad_file)
@@ -243,7 +243,7 @@ def build_features(args):
         train_gold, eval_gold = split_articles(dataset, args.num_train_articles)
     train_gold = _subset(train_gold, args.train_questions, args.seed)
     eval_gold = _subset(eval_gold, args.eval_questions, args.seed + 1)
-    window = dict(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)
+    window = dict(sequence_length=args.max_seq_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)
     train_examples, _ = squad.read_squad_examples(train_gold, is_training=True, source="train")
     eval_examples, _ = squad.read_squad_examples(eval_gold, source="eval")
     train_features = squad.convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)

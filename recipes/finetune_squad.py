@@ -19,8 +19,8 @@ Without training (`--epochs 0`) it only predicts, e.g. with a fine-tuned
 """
 
 import argparse
+import dataclasses
 import json
-import os
 import sys
 
 
@@ -33,7 +33,8 @@ def parse_args(argv=None):
     source.add_argument("--preset", help="backbone preset name or directory (BertBackbone.from_preset)")
     source.add_argument("--init_checkpoint", help="a fine-tuned BertSpanExtractor .keras file, or a preset directory")
     parser.add_argument("--tokenizer", help="tokenizer preset/directory (default: the backbone's)")
-    parser.add_argument("--max_seq_length", type=int, default=384)
+    parser.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length", type=int,
+                        default=384, help="packed length, special tokens included (aliases: --max_seq_length, --seq_length)")
     parser.add_argument("--doc_stride", type=int, default=128)
     parser.add_argument("--max_query_length", type=int, default=64)
     parser.add_argument("--max_answer_length", type=int, default=30)
@@ -55,71 +56,18 @@ def parse_args(argv=None):
     return args
 
 
+def config_from_args(args):
+    """The flags as a `SpanQaConfig`."""
+    from keras_bert_impl.tasks.span_qa.run import SpanQaConfig
+
+    fields = {f.name for f in dataclasses.fields(SpanQaConfig)}
+    return SpanQaConfig(**{k: v for k, v in vars(args).items() if k in fields})
+
+
 def main(argv=None):
-    args = parse_args(argv)
-    import keras
+    from keras_bert_impl.tasks.span_qa.run import run
 
-    from keras_bert_impl import BertBackbone, BertSpanExtractor
-    from keras_bert_impl.data import squad
-    from keras_bert_impl.text.tokenizer import BertTokenizer
-    from keras_bert_impl.training.finetuning import finetune, setup_finetuning
-    from keras_bert_impl.training.squad import predict_squad, write_squad_outputs
-    from keras_bert_impl.training.strategy import get_strategy
-
-    setup_finetuning(seed=args.seed, mixed_precision=args.mixed_precision)
-    window = dict(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)
-    fine_tuned = args.init_checkpoint and args.init_checkpoint.endswith(".keras")
-    tokenizer = BertTokenizer.from_preset(args.tokenizer or args.preset or args.init_checkpoint)
-    if fine_tuned and not args.tokenizer:
-        sys.exit("finetune_squad: error: with a .keras --init_checkpoint pass --tokenizer (preset or directory)")
-
-    strategy = get_strategy(args.strategy)
-    with strategy.scope():
-        if fine_tuned:
-            model = keras.models.load_model(args.init_checkpoint)
-        else:
-            model = BertSpanExtractor(BertBackbone.from_preset(args.preset or args.init_checkpoint))
-
-    summary = {"version": args.version}
-    if args.epochs > 0:
-        train_examples, train_stats = squad.read_squad_examples(args.train_file, is_training=True)
-        train_features = squad.convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)
-        train_ds = train_features.to_dataset(args.batch_size, training=True, shuffle_seed=args.seed)
-        fit = finetune(
-            model,
-            train_ds,
-            epochs=args.epochs,
-            learning_rate=args.learning_rate,
-            warmup_proportion=args.warmup_proportion,
-            model_dir=args.model_dir,
-            strategy=strategy,
-            seed=args.seed,
-        )
-        summary.update(
-            train_questions=len(train_examples),
-            train_windows=len(train_features),
-            skipped_questions=train_stats.skipped_questions,
-            mismatched_answers=train_stats.mismatched_answers,
-            train_seconds=sum(fit.epoch_seconds),
-            train_loss=fit.history.get("loss"),
-        )
-        model.save(os.path.join(args.model_dir, "model.keras"))
-
-    gold = squad.load_squad_json(args.predict_file)
-    examples, _ = squad.read_squad_examples(gold, source=args.predict_file)
-    features = squad.convert_examples_to_features(examples, tokenizer, **window)
-    result = predict_squad(
-        model,
-        features,
-        gold=gold,
-        version=args.version,
-        batch_size=args.predict_batch_size,
-        n_best_size=args.n_best_size,
-        max_answer_length=args.max_answer_length,
-        null_score_diff_threshold=args.null_score_diff_threshold,
-    )
-    summary.update(predict_questions=len(examples), predict_windows=len(features), predict_seconds=result.predict_seconds)
-    write_squad_outputs(args.model_dir, result, extra_eval=summary)
+    result, summary = run(config_from_args(parse_args(argv)))
     print(json.dumps(dict(result.metrics, **summary)))
 
 

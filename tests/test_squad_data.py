@@ -7,13 +7,10 @@ import logging
 import numpy as np
 import pytest
 
-from keras_bert_impl.data import squad
-from keras_bert_impl.data.squad_postprocess import (
-    apply_null_threshold,
-    postprocess_predictions,
-    tune_null_threshold,
-)
 from keras_bert_impl.metrics.squad import evaluate_v1
+from keras_bert_impl.tasks import span_qa as squad
+from keras_bert_impl.tasks.span_qa.evaluation import tune_null_threshold
+from keras_bert_impl.tasks.span_qa.prediction import apply_null_threshold, postprocess_predictions
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +105,7 @@ def first_articles(data_slices):
 
 def test_windows_cover_every_context_token_once_with_max_context(tokenizer, first_articles):
     examples, _ = squad.read_squad_examples(first_articles)
-    features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=96, doc_stride=32)
+    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=96, doc_stride=32)
     assert len(features) > 2 * len(examples)  # short windows: many per example
     contexts = {}
     for example in examples:
@@ -140,7 +137,7 @@ def test_windows_cover_every_context_token_once_with_max_context(tokenizer, firs
 
 def test_training_labels_and_oracle_postprocessing_return_gold(tokenizer, first_articles):
     examples, _ = squad.read_squad_examples(first_articles, is_training=True)
-    features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=128, doc_stride=48, is_training=True)
+    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=128, doc_stride=48, is_training=True)
     has_answer = features.start_positions > 0
     assert 0 < has_answer.sum() < len(features)  # some windows miss the answer and point at [CLS]
     assert (features.end_positions[~has_answer] == 0).all()
@@ -171,7 +168,7 @@ def _toy_examples():
 
 def test_v2_null_answer_logic_with_constructed_logits(tokenizer):
     examples = _toy_examples()
-    features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=32, doc_stride=8)
+    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=32, doc_stride=8)
     assert len(features) == 2
     start = np.full(features.token_ids.shape, -20.0, np.float32)
     end = start.copy()
@@ -200,7 +197,7 @@ def test_v2_null_answer_logic_with_constructed_logits(tokenizer):
     assert -6.0 <= threshold < 3.0
     assert evaluation["exact"] == 100.0 and evaluation["HasAns_exact"] == 100.0 and evaluation["NoAns_exact"] == 100.0
     # The null score is the minimum over the windows: with a second window of higher null score it does not change.
-    features2 = squad.convert_examples_to_features(examples[1:], tokenizer, max_seq_length=12, doc_stride=2)
+    features2 = squad.convert_examples_to_features(examples[1:], tokenizer, sequence_length=12, doc_stride=2)
     assert len(features2) > 1
     s2 = np.full(features2.token_ids.shape, -20.0, np.float32)
     e2 = s2.copy()
@@ -212,7 +209,7 @@ def test_v2_null_answer_logic_with_constructed_logits(tokenizer):
 
 def test_postprocess_respects_max_answer_length_and_order(tokenizer):
     examples = _toy_examples()[:1]
-    features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=32)
+    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=32)
     start = np.full(features.token_ids.shape, -20.0, np.float32)
     end = start.copy()
     ctx = np.flatnonzero(features.token_char_start[0] >= 0)
@@ -305,22 +302,22 @@ def test_question_longer_than_max_seq_length_allows(tokenizer):
     long_question = "Which " + "very " * 60 + "long question is this?"
     examples = [squad.SquadExample("long", "t", long_question, "The cat sat.", (("cat", 4),))]
     with pytest.raises(ValueError, match=r"Question 'long' has \d+ tokens: with \[CLS\] and two \[SEP\] it leaves no room "
-                                         r"for context in max_seq_length=64"):
-        squad.convert_examples_to_features(examples, tokenizer, max_seq_length=64, max_query_length=None)
+                                         r"for context in sequence_length=64"):
+        squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_query_length=None)
     with pytest.raises(ValueError, match=r"Question 'long' has 64 tokens: .* set max_query_length to at most "
-                                         r"max_seq_length - 4 = 60 \(now 64\)"):
-        squad.convert_examples_to_features(examples, tokenizer, max_seq_length=64, max_query_length=64)
+                                         r"sequence_length - 4 = 60 \(now 64\)"):
+        squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_query_length=64)
     # With the default truncation the question is cut and counted.
-    features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=64, max_query_length=16)
+    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_query_length=16)
     assert features.truncated_questions == 1
     assert features.token_ids[0, 17] == tokenizer.sep_token_id and features.segment_ids[0, 18] == 1
 
 
 def test_batches_have_a_fixed_size_and_filler_rows_are_dropped(tokenizer, first_articles):
-    from keras_bert_impl.data.squad_postprocess import predict_logits
+    from keras_bert_impl.tasks.span_qa.prediction import predict_logits
 
     examples, _ = squad.read_squad_examples(first_articles, is_training=True)
-    features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=128, doc_stride=48, is_training=True)
+    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=128, doc_stride=48, is_training=True)
     batch_size = 16
     assert len(features) % batch_size  # so that some batches need filling
 
@@ -349,10 +346,10 @@ def test_array_batches_are_the_tf_data_batches_without_tensorflow(tokenizer, fir
 
     import keras
 
-    from keras_bert_impl.data.squad_postprocess import predict_logits
+    from keras_bert_impl.tasks.span_qa.prediction import predict_logits
 
     examples, _ = squad.read_squad_examples(first_articles, is_training=True)
-    features = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=128, doc_stride=48, is_training=True)
+    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=128, doc_stride=48, is_training=True)
 
     def rows(inputs, labels):
         real = labels["start_logits"] >= 0

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from keras_bert_impl import BertBackbone, BertSpanExtractor
-from keras_bert_impl.data import squad
+from keras_bert_impl.tasks import span_qa as squad
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -94,17 +94,17 @@ def test_recipe_rejects_bad_flags(capsys):
 
 
 def test_answer_question_returns_a_span_of_the_raw_context(tiny_preset):
-    from keras_bert_impl.data.squad_postprocess import answer_question, answer_questions
+    from keras_bert_impl.tasks.span_qa.prediction import answer_question, answer_questions
     from keras_bert_impl.text.tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer.from_preset(str(tiny_preset))
     model = BertSpanExtractor(BertBackbone.from_preset(str(tiny_preset)))
     context = "Der Fluss Rhein fließt durch Köln. " * 12  # non-ASCII, several windows at 64 tokens
-    answer = answer_question(model, tokenizer, "Where does the Rhine flow?", context, max_seq_length=64, doc_stride=16)
+    answer = answer_question(model, tokenizer, "Where does the Rhine flow?", context, sequence_length=64, doc_stride=16)
     assert answer["text"] == context[answer["start"] : answer["end"]] and answer["text"]
     assert 0.0 < answer["probability"] <= 1.0 and isinstance(answer["score"], float)
     # v2.0 with a threshold below every null odds: "no answer".
-    no_answer = answer_question(model, tokenizer, "Where?", context, max_seq_length=64, doc_stride=16,
+    no_answer = answer_question(model, tokenizer, "Where?", context, sequence_length=64, doc_stride=16,
                                 version_2_with_negative=True, null_score_diff_threshold=-1e9)
     assert no_answer["text"] == ""
     with pytest.raises(ValueError, match=r"contexts\[1\]: expected a non-empty string, got ' '"):

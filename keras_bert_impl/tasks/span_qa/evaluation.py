@@ -1,32 +1,39 @@
-"""SQuAD fine-tuning pieces shared by `recipes/finetune_squad.py` and `benchmarks/squad.py`.
+"""Step 4, evaluation: SQuAD's official EM/F1 (v2.0: HasAns/NoAns, tuned null threshold); scorers in `keras_bert_impl.metrics.squad`.
 
-- `split_articles(dataset, num_train_articles)`: the article-level split of
-  one file (the documented dev split used while the train file is absent).
 - `predict_squad(model, features, gold=...)`: logits over all windows,
   post-processing, and (when `gold` holds answers) the official evaluation;
   for SQuAD v2.0 the null-score threshold is tuned on `gold` unless given.
-- `write_squad_outputs(model_dir, result)`: `predictions.json`,
-  `null_odds.json` (v2.0) and `eval.json`, written atomically in the official
-  formats.
+- `tune_null_threshold(dataset, best_answers, null_odds)`: the threshold that maximises F1.
 
 Example:
->>> from keras_bert_impl.training.squad import predict_squad  # doctest: +SKIP
 >>> result = predict_squad(model, features, gold=dev_json, version="1.1")  # doctest: +SKIP
 >>> result.metrics  # doctest: +SKIP
 {'exact_match': 80.8, 'f1': 88.5}
 """
 
 import dataclasses
-import os
 
-from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
-from keras_bert_impl.data.squad_postprocess import (
-    apply_null_threshold,
-    postprocess_predictions,
-    predict_logits,
-    tune_null_threshold,
-)
 from keras_bert_impl.metrics.squad import evaluate_v1, evaluate_v2
+from keras_bert_impl.tasks.span_qa.prediction import apply_null_threshold, postprocess_predictions, predict_logits
+
+
+def tune_null_threshold(dataset, best_answers, null_odds):
+    """The null-score threshold that maximises F1 on `dataset` (official `find_best_thresh`).
+
+    Args:
+        dataset: the parsed SQuAD v2.0 dict (or its `"data"` list) with gold answers.
+        best_answers: dict id -> best non-null answer text.
+        null_odds: dict id -> null score minus best span score.
+
+    Returns:
+        `(threshold, evaluation)` where `evaluation` is `evaluate_v2` of the
+        predictions with that threshold applied.
+    """
+    search = evaluate_v2(dataset, best_answers, na_probs=null_odds)
+    threshold = float(search["best_f1_thresh"])
+    predictions = apply_null_threshold(best_answers, null_odds, threshold)
+    evaluation = evaluate_v2(dataset, predictions, na_probs=null_odds, na_prob_threshold=threshold)
+    return threshold, evaluation
 
 
 @dataclasses.dataclass
@@ -48,27 +55,6 @@ class SquadResult:
     null_score_diff_threshold: float | None
     num_windows: int
     predict_seconds: float
-
-
-def split_articles(dataset, num_train_articles):
-    """Splits a SQuAD dict by article: the first `num_train_articles` and the rest (file order).
-
-    Example:
-    >>> first, rest = split_articles({"version": "1.1", "data": [{"title": "a"}, {"title": "b"}]}, 1)
-    >>> [a["title"] for a in first["data"]], [a["title"] for a in rest["data"]]
-    (['a'], ['b'])
-    """
-    articles = dataset["data"]
-    if not 0 < num_train_articles < len(articles):
-        raise ValueError(
-            f"num_train_articles={num_train_articles} must be between 1 and {len(articles) - 1} "
-            f"(the file has {len(articles)} articles)."
-        )
-    version = dataset.get("version")
-    return (
-        {"version": version, "data": articles[:num_train_articles]},
-        {"version": version, "data": articles[num_train_articles:]},
-    )
 
 
 def _has_gold_answers(gold):
@@ -145,20 +131,3 @@ def predict_squad(
         num_windows=len(features),
         predict_seconds=seconds,
     )
-
-
-def write_squad_outputs(model_dir, result, extra_eval=None):
-    """Writes `predictions.json`, `null_odds.json` (v2.0) and `eval.json` to `model_dir` atomically.
-
-    Returns:
-        dict name -> path of the files written.
-    """
-    os.makedirs(model_dir, exist_ok=True)
-    paths = {"predictions": os.path.join(model_dir, "predictions.json")}
-    atomic_write_json(paths["predictions"], result.predictions)
-    if result.null_odds:
-        paths["null_odds"] = os.path.join(model_dir, "null_odds.json")
-        atomic_write_json(paths["null_odds"], result.null_odds)
-    paths["eval"] = os.path.join(model_dir, "eval.json")
-    atomic_write_json(paths["eval"], dict(result.metrics, **(extra_eval or {})))
-    return paths

@@ -1,4 +1,4 @@
-"""SQuAD post-processing: from start/end logits of windows to answer texts.
+"""Step 6, prediction: start/end logits of windows -> answer texts, and answers to raw questions.
 
 - `postprocess_predictions(features, start_logits, end_logits)`: for every
   example, the `n_best_size` best start and end positions of each of its
@@ -10,13 +10,14 @@
   end_logit[CLS]` over the windows, and `null_odds[id] = null_score -
   best_span_score` (the official `na_probs`).
 - `apply_null_threshold(best_answers, null_odds, threshold)`: "" where
-  `null_odds > threshold`; `tune_null_threshold` picks the threshold that
-  maximises F1 on a dev file, as the BERT paper does.
+  `null_odds > threshold` (`evaluation.tune_null_threshold` picks the
+  threshold that maximises F1 on a dev file, as the BERT paper does).
+- `predict_logits(model, features)`: the model over every window.
 - `answer_questions(model, tokenizer, questions, contexts)`: answers raw
   question/context strings with a `BertSpanExtractor` (text, score, span).
 
 Example:
->>> from keras_bert_impl.data.squad_postprocess import answer_question  # doctest: +SKIP
+>>> from keras_bert_impl.tasks.span_qa.prediction import answer_question  # doctest: +SKIP
 >>> answer_question(model, tokenizer, "Who sat?", "The cat sat on the mat.")  # doctest: +SKIP
 {'text': 'The cat', 'score': 11.2, 'probability': 0.93, 'start': 0, 'end': 7}
 """
@@ -24,7 +25,12 @@ Example:
 import collections
 import dataclasses
 
+import keras
 import numpy as np
+
+from keras_bert_impl.layers.span_head import MASKED_LOGIT
+from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
+from keras_bert_impl.tasks.span_qa.reading import SquadExample
 
 
 @dataclasses.dataclass
@@ -76,9 +82,9 @@ def postprocess_predictions(
     """Turns window logits into answer texts (see the module docstring).
 
     Args:
-        features: `keras_bert_impl.data.squad.SquadFeatures`.
+        features: `keras_bert_impl.tasks.span_qa.features.SquadFeatures`.
         start_logits, end_logits: arrays `(num_windows, length)` in the order
-            of `features` (`length` may be shorter than `max_seq_length` if
+            of `features` (`length` may be shorter than `sequence_length` if
             the batches were padded less).
         n_best_size: start and end candidates per window, and answers kept.
         max_answer_length: longest answer in tokens.
@@ -170,39 +176,14 @@ def apply_null_threshold(best_answers, null_odds, threshold):
     return {qid: ("" if null_odds[qid] > threshold else text) for qid, text in best_answers.items()}
 
 
-def tune_null_threshold(dataset, best_answers, null_odds):
-    """The null-score threshold that maximises F1 on `dataset` (official `find_best_thresh`).
-
-    Args:
-        dataset: the parsed SQuAD v2.0 dict (or its `"data"` list) with gold answers.
-        best_answers: dict id -> best non-null answer text.
-        null_odds: dict id -> null score minus best span score.
-
-    Returns:
-        `(threshold, evaluation)` where `evaluation` is `evaluate_v2` of the
-        predictions with that threshold applied.
-    """
-    from keras_bert_impl.metrics.squad import evaluate_v2
-
-    search = evaluate_v2(dataset, best_answers, na_probs=null_odds)
-    threshold = float(search["best_f1_thresh"])
-    predictions = apply_null_threshold(best_answers, null_odds, threshold)
-    evaluation = evaluate_v2(dataset, predictions, na_probs=null_odds, na_prob_threshold=threshold)
-    return threshold, evaluation
-
-
 def predict_logits(model, features, batch_size=32):
     """Runs `model` over every window of `features`; returns `(start_logits, end_logits)` `(N, L)`.
 
     Batches are padded only to the length bucket they need; the logits are
-    padded back to `max_seq_length` with the masked value. On the JAX and
+    padded back to `sequence_length` with the masked value. On the JAX and
     PyTorch backends the batches come from `features.to_array_batches`, so
     TensorFlow is not needed there.
     """
-    import keras
-
-    from keras_bert_impl.layers.span_head import MASKED_LOGIT
-
     n, max_len = features.token_ids.shape
     start = np.full((n, max_len), MASKED_LOGIT, np.float32)
     end = np.full((n, max_len), MASKED_LOGIT, np.float32)
@@ -227,7 +208,7 @@ def answer_questions(
     tokenizer,
     questions,
     contexts,
-    max_seq_length=384,
+    sequence_length=384,
     doc_stride=128,
     max_query_length=64,
     max_answer_length=30,
@@ -242,7 +223,7 @@ def answer_questions(
         model: a `BertSpanExtractor` (or any model with the same inputs/outputs).
         tokenizer: the model's `BertTokenizer`.
         questions, contexts: lists of str of the same length (or one str each).
-        max_seq_length, doc_stride, max_query_length: window settings.
+        sequence_length, doc_stride, max_query_length: window settings.
         max_answer_length, n_best_size: post-processing settings.
         version_2_with_negative, null_score_diff_threshold: allow "no answer" ("").
 
@@ -254,8 +235,6 @@ def answer_questions(
     Example:
     >>> answers = answer_questions(model, tokenizer, ["Who sat?"], ["The cat sat."])  # doctest: +SKIP
     """
-    from keras_bert_impl.data.squad import SquadExample, convert_examples_to_features
-
     if isinstance(questions, str):
         questions = [questions]
     if isinstance(contexts, str):
@@ -270,7 +249,7 @@ def answer_questions(
             raise ValueError(f"contexts[{i}]: expected a non-empty string, got {context!r}.")
         examples.append(SquadExample(qas_id=str(i), title="", question=question, context=context, answers=()))
     features = convert_examples_to_features(
-        examples, tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride, max_query_length=max_query_length
+        examples, tokenizer, sequence_length=sequence_length, doc_stride=doc_stride, max_query_length=max_query_length
     )
     start, end = predict_logits(model, features, batch_size=batch_size)
     result = postprocess_predictions(

@@ -1,0 +1,251 @@
+"""Step 1, reading: SQuAD v1.1 / v2.0 JSON files (`.json` or `.json.gz`) -> `SquadExample`s.
+
+- `load_squad_json(path)`: the parsed file (`.json` or `.json.gz`), with a
+  clear error for a file that is not JSON.
+- `read_squad_examples(path_or_dict)`: validates the official layout and
+  returns `SquadExample`s. A malformed element raises `SquadFormatError`
+  naming the file and the JSON path of the element (e.g.
+  `data[3].paragraphs[0].qas[2].answers[0].answer_start`) and what was
+  expected; empty contexts and questions are errors too. An answer whose
+  `answer_start` does not point at its `text` in the context is dropped with
+  a counted warning (`ReadStats.mismatched_answers`); never a wrong label.
+- `split_articles(dataset, num_train_articles)`: the article-level split of
+  one file (the documented dev split used while the train file is absent).
+
+Pure Python. The next steps: `features`, `batches`, `evaluation`, `outputs`, `prediction`, `run`.
+"""
+
+import dataclasses
+import gzip
+import json
+import logging
+import os
+
+logger = logging.getLogger(__name__)
+
+
+class SquadFormatError(ValueError):
+    """A SQuAD file that does not follow the official layout (message names file and JSON path)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadExample:
+    """One question about one context.
+
+    Attributes:
+        qas_id: the question id of the file.
+        title: the article title.
+        question: question text.
+        context: the paragraph, unchanged.
+        answers: tuple of `(text, answer_start)` whose `answer_start` was
+            verified against the context (character offsets).
+        is_impossible: True for SQuAD v2.0 questions without an answer.
+    """
+
+    qas_id: str
+    title: str
+    question: str
+    context: str
+    answers: tuple
+    is_impossible: bool = False
+
+
+@dataclasses.dataclass
+class ReadStats:
+    """Counts of what `read_squad_examples` dropped.
+
+    Attributes:
+        questions: questions in the file.
+        mismatched_answers: answers dropped because `answer_start` does not
+            point at `text` in the context.
+        unlabelled_questions: answerable questions left without any verified
+            answer (they cannot be trained on; skipped when `is_training`).
+        skipped_questions: questions not returned.
+    """
+
+    questions: int = 0
+    mismatched_answers: int = 0
+    unlabelled_questions: int = 0
+    skipped_questions: int = 0
+
+
+def load_squad_json(path):
+    """Reads a SQuAD `.json` or `.json.gz` file into a dict.
+
+    Raises:
+        SquadFormatError: the file is not valid UTF-8 JSON (line and column given).
+
+    Example:
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.json")
+    >>> _ = open(path, "w").write('{"data": [], "version": "1.1"}')
+    >>> load_squad_json(path)["version"]
+    '1.1'
+    """
+    path = os.fspath(path)
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as error:
+        raise SquadFormatError(
+            f"{path}: not valid JSON at line {error.lineno} column {error.colno}: {error.msg}."
+        ) from error
+    except UnicodeDecodeError as error:
+        raise SquadFormatError(f"{path}: not UTF-8 text ({error}).") from error
+    except (gzip.BadGzipFile, EOFError) as error:
+        raise SquadFormatError(f"{path}: not a valid gzip file ({error}).") from error
+
+
+def _expect(condition, source, json_path, expected, value):
+    if not condition:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        raise SquadFormatError(f"{source}: {json_path}: expected {expected}, got {shown}.")
+
+
+def squad_version(dataset):
+    """`"2.0"` if the file says so (`"version": "v2.0"`) or any question has `is_impossible`, else `"1.1"`."""
+    version = str(dataset.get("version", "")).lstrip("v") if isinstance(dataset, dict) else ""
+    if version.startswith("2"):
+        return "2.0"
+    for article in dataset.get("data", []) if isinstance(dataset, dict) else []:
+        for paragraph in article.get("paragraphs", []) if isinstance(article, dict) else []:
+            for qa in paragraph.get("qas", []) if isinstance(paragraph, dict) else []:
+                if isinstance(qa, dict) and "is_impossible" in qa:
+                    return "2.0"
+    return "1.1"
+
+
+def read_squad_examples(path_or_dataset, is_training=False, source=None):
+    """Validates a SQuAD v1.1/v2.0 file and returns its questions.
+
+    Args:
+        path_or_dataset: path of a `.json`/`.json.gz` file, or the parsed dict.
+        is_training: skip answerable questions without a verified answer (they
+            would have no label); otherwise they are kept (for prediction).
+        source: name used in error messages for a dict input.
+
+    Returns:
+        `(examples, stats)`: a list of `SquadExample` in file order and a `ReadStats`.
+
+    Raises:
+        SquadFormatError: naming the file, the JSON path of the bad element and
+            what was expected.
+
+    Example:
+    >>> data = {"version": "1.1", "data": [{"title": "T", "paragraphs": [{"context": "The cat sat.",
+    ...     "qas": [{"id": "q1", "question": "Who sat?", "answers": [{"text": "cat", "answer_start": 4}]}]}]}]}
+    >>> examples, stats = read_squad_examples(data)
+    >>> examples[0].answers, stats.mismatched_answers
+    ((('cat', 4),), 0)
+    """
+    if isinstance(path_or_dataset, dict):
+        dataset = path_or_dataset
+        source = source or "<dict>"
+    else:
+        source = source or os.fspath(path_or_dataset)
+        dataset = load_squad_json(path_or_dataset)
+    _expect(isinstance(dataset, dict), source, "$", 'a JSON object {"data": [...], "version": ...}', dataset)
+    _expect(isinstance(dataset.get("data"), list), source, "data", "a list of articles", dataset.get("data"))
+    stats = ReadStats()
+    examples = []
+    mismatched_ids = []
+    for i, article in enumerate(dataset["data"]):
+        article_path = f"data[{i}]"
+        _expect(isinstance(article, dict), source, article_path, "an object with 'paragraphs'", article)
+        title = article.get("title", "")
+        _expect(isinstance(title, str), source, f"{article_path}.title", "a string", title)
+        paragraphs = article.get("paragraphs")
+        _expect(isinstance(paragraphs, list), source, f"{article_path}.paragraphs", "a list of paragraphs", paragraphs)
+        for j, paragraph in enumerate(paragraphs):
+            paragraph_path = f"{article_path}.paragraphs[{j}]"
+            _expect(isinstance(paragraph, dict), source, paragraph_path, "an object with 'context' and 'qas'", paragraph)
+            context = paragraph.get("context")
+            _expect(isinstance(context, str), source, f"{paragraph_path}.context", "a string", context)
+            _expect(bool(context.strip()), source, f"{paragraph_path}.context", "a non-empty context", context)
+            qas = paragraph.get("qas")
+            _expect(isinstance(qas, list), source, f"{paragraph_path}.qas", "a list of questions", qas)
+            for k, qa in enumerate(qas):
+                qa_path = f"{paragraph_path}.qas[{k}]"
+                _expect(isinstance(qa, dict), source, qa_path, "an object with 'id', 'question', 'answers'", qa)
+                qas_id = qa.get("id")
+                _expect(isinstance(qas_id, str) and qas_id, source, f"{qa_path}.id", "a non-empty string", qas_id)
+                question = qa.get("question")
+                _expect(isinstance(question, str), source, f"{qa_path}.question", "a string", question)
+                _expect(bool(question.strip()), source, f"{qa_path}.question", "a non-empty question", question)
+                is_impossible = qa.get("is_impossible", False)
+                _expect(isinstance(is_impossible, bool), source, f"{qa_path}.is_impossible", "true or false", is_impossible)
+                answers = qa.get("answers", [])
+                _expect(isinstance(answers, list), source, f"{qa_path}.answers", "a list of answers", answers)
+                stats.questions += 1
+                verified = []
+                for m, answer in enumerate(answers):
+                    answer_path = f"{qa_path}.answers[{m}]"
+                    _expect(isinstance(answer, dict), source, answer_path, "an object with 'text' and 'answer_start'", answer)
+                    text = answer.get("text")
+                    _expect(isinstance(text, str), source, f"{answer_path}.text", "a string", text)
+                    start = answer.get("answer_start")
+                    _expect(
+                        isinstance(start, int) and not isinstance(start, bool) and start >= 0,
+                        source,
+                        f"{answer_path}.answer_start",
+                        "a non-negative int (character offset into the context)",
+                        start,
+                    )
+                    if context[start : start + len(text)] != text or not text:
+                        stats.mismatched_answers += 1
+                        mismatched_ids.append(f"{qas_id} ({answer_path})")
+                        continue
+                    verified.append((text, start))
+                if not is_impossible and not verified and answers:
+                    stats.unlabelled_questions += 1
+                    if is_training:
+                        stats.skipped_questions += 1
+                        continue
+                if is_training and not is_impossible and not answers:
+                    stats.unlabelled_questions += 1
+                    stats.skipped_questions += 1
+                    continue
+                examples.append(
+                    SquadExample(
+                        qas_id=qas_id,
+                        title=title,
+                        question=question,
+                        context=context,
+                        answers=tuple(verified),
+                        is_impossible=is_impossible,
+                    )
+                )
+    if stats.mismatched_answers:
+        logger.warning(
+            "%s: %d answer(s) dropped because answer_start does not point at the answer text "
+            "in the context (%d question(s) skipped); first: %s",
+            source,
+            stats.mismatched_answers,
+            stats.skipped_questions,
+            ", ".join(mismatched_ids[:5]),
+        )
+    return examples, stats
+
+
+def split_articles(dataset, num_train_articles):
+    """Splits a SQuAD dict by article: the first `num_train_articles` and the rest (file order).
+
+    Example:
+    >>> first, rest = split_articles({"version": "1.1", "data": [{"title": "a"}, {"title": "b"}]}, 1)
+    >>> [a["title"] for a in first["data"]], [a["title"] for a in rest["data"]]
+    (['a'], ['b'])
+    """
+    articles = dataset["data"]
+    if not 0 < num_train_articles < len(articles):
+        raise ValueError(
+            f"num_train_articles={num_train_articles} must be between 1 and {len(articles) - 1} "
+            f"(the file has {len(articles)} articles)."
+        )
+    version = dataset.get("version")
+    return (
+        {"version": version, "data": articles[:num_train_articles]},
+        {"version": version, "data": articles[num_train_articles:]},
+    )

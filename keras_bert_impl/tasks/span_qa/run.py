@@ -1,0 +1,134 @@
+"""The SQuAD fine-tuning story over one `SpanQaConfig`: the library side of `recipes/finetune_squad.py`.
+
+`run(config)` reads the train and predict files (`reading`), cuts every
+question + context into sliding windows (`features`), fine-tunes a
+`BertSpanExtractor` with `keras_bert_impl.training.finetuning.finetune` on
+length-bucketed `batches`, predicts the predict file and scores it with the
+official EM/F1 (`prediction`, `evaluation`), and writes (`outputs`)
+`predictions.json` (and `null_odds.json` for v2.0) and `eval.json`.
+
+Example:
+>>> result, summary = run(SpanQaConfig(model_dir="/tmp/squad", predict_file="dev-v1.1.json",
+...                                    train_file="train-v1.1.json", preset="bert_base_en_uncased"))  # doctest: +SKIP
+"""
+
+import dataclasses
+import os
+
+import keras
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.span_extractor import BertSpanExtractor
+from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
+from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
+from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
+from keras_bert_impl.tasks.span_qa.reading import load_squad_json, read_squad_examples
+from keras_bert_impl.text.tokenizer import BertTokenizer
+from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+from keras_bert_impl.training.strategy import get_strategy
+
+
+@dataclasses.dataclass
+class SpanQaConfig:
+    """Everything one SQuAD run needs (the flags of `recipes/finetune_squad.py`).
+
+    Attributes:
+        model_dir: output folder.
+        predict_file: SQuAD file to predict (and evaluate if it has answers).
+        train_file: SQuAD training file (needed unless `epochs=0`).
+        version: "1.1" or "2.0".
+        preset: backbone preset name or directory; or
+        init_checkpoint: a fine-tuned `BertSpanExtractor` `.keras` file, or a preset directory.
+        tokenizer: tokenizer preset/directory (default: the backbone's).
+        sequence_length, doc_stride, max_query_length: windows.
+        max_answer_length, n_best_size: post-processing.
+        batch_size, predict_batch_size, learning_rate, epochs, warmup_proportion: optimisation.
+        null_score_diff_threshold: v2.0 fixed threshold (None: tuned for F1 on the predict file).
+        strategy, mixed_precision, seed: as for every run.
+    """
+
+    model_dir: str
+    predict_file: str
+    train_file: str = None
+    version: str = "1.1"
+    preset: str = None
+    init_checkpoint: str = None
+    tokenizer: str = None
+    sequence_length: int = 384
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    n_best_size: int = 20
+    batch_size: int = 32
+    predict_batch_size: int = 64
+    learning_rate: float = 3e-5
+    epochs: int = 2
+    warmup_proportion: float = 0.1
+    null_score_diff_threshold: float = None
+    strategy: str = "auto"
+    mixed_precision: str = None
+    seed: int = 42
+
+
+def run(config):
+    """Fine-tunes (unless `epochs=0`), predicts and scores `predict_file`, writes the outputs.
+
+    Returns:
+        `(result, summary)`: the `SquadResult` and the run's summary (what `eval.json` adds to the metrics).
+    """
+    c = config
+    setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
+    window = dict(sequence_length=c.sequence_length, doc_stride=c.doc_stride, max_query_length=c.max_query_length)
+    fine_tuned = c.init_checkpoint and c.init_checkpoint.endswith(".keras")
+    tokenizer = BertTokenizer.from_preset(c.tokenizer or c.preset or c.init_checkpoint)
+    if fine_tuned and not c.tokenizer:
+        raise ValueError("with a .keras --init_checkpoint pass --tokenizer (preset or directory)")
+
+    strategy = get_strategy(c.strategy)
+    with strategy.scope():
+        if fine_tuned:
+            model = keras.models.load_model(c.init_checkpoint)
+        else:
+            model = BertSpanExtractor(BertBackbone.from_preset(c.preset or c.init_checkpoint))
+
+    summary = {"version": c.version}
+    if c.epochs > 0:
+        train_examples, train_stats = read_squad_examples(c.train_file, is_training=True)
+        train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)
+        train_ds = train_features.to_dataset(c.batch_size, training=True, shuffle_seed=c.seed)
+        fit = finetune(
+            model,
+            train_ds,
+            epochs=c.epochs,
+            learning_rate=c.learning_rate,
+            warmup_proportion=c.warmup_proportion,
+            model_dir=c.model_dir,
+            strategy=strategy,
+            seed=c.seed,
+        )
+        summary.update(
+            train_questions=len(train_examples),
+            train_windows=len(train_features),
+            skipped_questions=train_stats.skipped_questions,
+            mismatched_answers=train_stats.mismatched_answers,
+            train_seconds=sum(fit.epoch_seconds),
+            train_loss=fit.history.get("loss"),
+        )
+        model.save(os.path.join(c.model_dir, "model.keras"))
+
+    gold = load_squad_json(c.predict_file)
+    examples, _ = read_squad_examples(gold, source=c.predict_file)
+    features = convert_examples_to_features(examples, tokenizer, **window)
+    result = predict_squad(
+        model,
+        features,
+        gold=gold,
+        version=c.version,
+        batch_size=c.predict_batch_size,
+        n_best_size=c.n_best_size,
+        max_answer_length=c.max_answer_length,
+        null_score_diff_threshold=c.null_score_diff_threshold,
+    )
+    summary.update(predict_questions=len(examples), predict_windows=len(features), predict_seconds=result.predict_seconds)
+    write_squad_outputs(c.model_dir, result, extra_eval=summary)
+    return result, summary
