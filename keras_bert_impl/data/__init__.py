@@ -1,11 +1,13 @@
-"""tf.data pipelines (TensorFlow-only): pretraining, GLUE, SQuAD, CoNLL-2003, corpus preparation.
+"""Task-independent pretraining input (TensorFlow-only): corpus preparation, documents, sentence pairs, masking.
+
+The fine-tuning tasks (GLUE, CoNLL-2003, SQuAD) live in `keras_bert_impl.tasks`.
 
 Submodules are imported on first attribute access.
 """
 
 import importlib
 
-_SUBMODULES = ("corpus", "pretraining", "glue", "squad", "squad_postprocess", "conll")
+_SUBMODULES = ("corpus", "document_records", "masking", "pretraining", "sentence_pairs", "text_documents")
 _NAMES = {"pretraining_dataset": "pretraining"}
 
 
