@@ -89,8 +89,8 @@ class BertClassifierPreprocessor(PreprocessingLayer):
         return len(as_segments(x)[0])
 
     def _segments(self, texts):
-        if isinstance(texts, (tf.Tensor, tf.RaggedTensor)):
-            segments = [texts]
+        if isinstance(texts, (tf.Tensor, tf.RaggedTensor, str, bytes)):
+            segments = [texts]  # a batch, or a single example (scalar string: unbatched output)
         elif isinstance(texts, (tuple, list)) and texts and isinstance(texts[0], (tf.Tensor, tf.RaggedTensor)):
             segments = list(texts)  # (texts_a, texts_b) tensors, e.g. inside tf.data.Dataset.map
             if len(segments) > 2:
