@@ -1,5 +1,6 @@
-"""Runs the test suite once per Keras backend: tensorflow (everything), then jax and torch
-(the `multibackend` layer/model tests). Extra arguments go to pytest.
+"""Runs the test suite once per Keras backend: tensorflow (everything, plus every `>>>` example
+in the package's docstrings via `--doctest-modules keras_bert_impl`), then jax and torch (the
+`multibackend` layer/model tests). Extra arguments go to pytest.
 
     python tests/run_all_backends.py            # all three backends
     python tests/run_all_backends.py -x -q      # with pytest flags
@@ -19,7 +20,9 @@ def main(argv):
     for backend in BACKENDS:
         env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
         command = [sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", *argv]
-        if backend != "tensorflow":
+        if backend == "tensorflow":
+            command += ["keras_bert_impl", "--doctest-modules"]
+        else:
             command += ["-m", "multibackend"]
         print(f"\n=== KERAS_BACKEND={backend}: {' '.join(command)}", flush=True)
         start = time.time()
