@@ -1,23 +1,36 @@
-"""Fine-tunes BERT for CoNLL-2003 named-entity recognition and reports entity F1 (conlleval) on dev and test.
+"""Fine-tunes BERT for named-entity recognition (CoNLL-2003 or your own CoNLL files), reports entity F1 (conlleval).
 
 Reads `--data_dir` (the original `eng.train`, `eng.testa`, `eng.testb`, or
-`train.txt`, `dev.txt`/`valid.txt`, `test.txt`), labels each word on its first
+`train.txt`, `dev.txt`/`valid.txt`, `test.txt`) or any CoNLL-format files
+given by `--train_file`, `--validation_file`, `--test_file` (word in the first
+column, the tag in `--tag_column`, tags in `--tag_scheme` iob1, iob2 or
+iobes, any entity types; the labels come from the training file). Every file
+is read and checked first: a bad line stops the run with one line,
+`error: <file>, line <n>, column <c>: <problem>`, and exit code 2 (`--debug`
+shows the traceback). Labels each word on its first
 WordPiece (BERT paper section 4.3), fine-tunes a `BertTokenClassifier` with
 BERT's AdamW (warm-up then linear decay), prints dev and test entity F1 after
 every epoch, keeps the epoch best on dev, and writes to `--model_dir`:
 `dev_results.json`, `test_results.json` (precision, recall, f1 overall and per
 type), `dev_predictions.txt`, `test_predictions.txt` (`word gold predicted`, for
-conlleval), `model.keras`, `labels.json`, `best.weights.h5`, TensorBoard `logs/`.
+conlleval), `model.keras` (with its preprocessor and label names:
+`keras.saving.load_model(path).predict_entities(["John lives in Paris."])`
+after `import keras_bert_impl`), `labels.json`, `best.weights.h5`, TensorBoard `logs/`.
 
 Example (the paper's setup with a small checkpoint):
 
     python recipes/finetune_conll.py --data_dir ../shared/data/conll2003 \
         --preset all_minilm_l6_v2_en --model_dir /tmp/conll
 
+Your own files (two columns, `word tag`, IOBES tags):
+
+    python recipes/finetune_conll.py --train_file train.bioes --validation_file dev.bioes \
+        --tag_scheme iobes --preset all_minilm_l6_v2_en --model_dir /tmp/my_ner
+
 Tag raw text with the fine-tuned model (no training):
 
     python recipes/finetune_conll.py --init_checkpoint /tmp/conll/model.keras \
-        --tokenizer all_minilm_l6_v2_en --epochs 0 --model_dir /tmp/conll \
+        --epochs 0 --model_dir /tmp/conll \
         --predict_text "EU rejects German call to boycott British lamb."
 """
 
@@ -27,9 +40,21 @@ import json
 import sys
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit code 2, as for bad files
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", help="folder with eng.train/eng.testa/eng.testb or train/dev/test.txt")
+    parser.add_argument("--train_file", help="CoNLL-format training file (replaces the one in --data_dir)")
+    parser.add_argument("--validation_file", help="CoNLL-format dev file, scored each epoch (replaces --data_dir's)")
+    parser.add_argument("--test_file", help="CoNLL-format test file (replaces --data_dir's)")
+    parser.add_argument("--tag_column", type=int, default=-1,
+                        help="index of the column with the tag (0-based, negative from the end; default -1: last)")
+    parser.add_argument("--tag_scheme", choices=("iob1", "iob2", "iobes"), default="iob1",
+                        help="tag scheme of the files (default iob1, as CoNLL-2003's); IOB2 inside the model")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--preset", help="backbone preset name or directory (BertBackbone.from_preset)")
     source.add_argument("--init_checkpoint", help="a fine-tuned BertTokenClassifier .keras file, or a preset directory")
@@ -57,11 +82,12 @@ def parse_args(argv=None):
     parser.add_argument("--predict_text", action="append", default=[],
                         help="raw text to tag after training; prints its entity spans (repeatable)")
     parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     args = parser.parse_args(argv)
-    if args.epochs > 0 and not args.data_dir:
-        parser.error("--data_dir is required unless --epochs 0")
-    if args.init_checkpoint and args.init_checkpoint.endswith(".keras") and not args.tokenizer:
-        parser.error("with a .keras --init_checkpoint pass --tokenizer (preset or directory)")
+    if args.epochs > 0 and not (args.data_dir or (args.train_file and args.validation_file)):
+        parser.error("--data_dir (or --train_file and --validation_file) is required unless --epochs 0")
+    if args.tag_column == 0:
+        parser.error("--tag_column 0 is the word column; the tag is in another column (default -1: the last)")
     return args
 
 
@@ -74,12 +100,20 @@ def config_from_args(args):
 
 
 def main(argv=None):
+    """Runs the recipe; returns the summary, or exits with code 2 and one `error: ...` line on a user error."""
+    args = parse_args(argv)
     from keras_bert_impl.tasks.tagging.run import run
 
-    summary = run(config_from_args(parse_args(argv)))
+    try:
+        summary = run(config_from_args(args))
+    except (OSError, ValueError) as error:  # a missing or bad file, a bad flag value: one line, no traceback
+        if args.debug:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(json.dumps(summary))
     return summary
 
 
 if __name__ == "__main__":
-    sys.exit(0 if main() else 1)
+    main()

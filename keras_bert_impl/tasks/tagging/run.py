@@ -26,10 +26,18 @@ from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.tasks.tagging.batches import make_dataset
-from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, evaluate_conll, load_conll_split
+from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, ConllSplit, evaluate_conll
+from keras_bert_impl.tasks.tagging.features import encode_sentences
 from keras_bert_impl.tasks.tagging.outputs import write_conll_outputs
 from keras_bert_impl.tasks.tagging.prediction import predict_entities
-from keras_bert_impl.tasks.tagging.reading import find_split_files, label_vocabulary, read_conll
+from keras_bert_impl.tasks.tagging.reading import (
+    TAG_SCHEMES,
+    check_known_tags,
+    find_split_files,
+    label_vocabulary,
+    read_conll,
+)
+from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import finetune, setup_finetuning
 from keras_bert_impl.training.strategy import get_strategy
@@ -42,11 +50,17 @@ class TaggingConfig:
     Attributes:
         model_dir: output folder.
         data_dir: folder with eng.train/eng.testa/eng.testb or train/dev/test.txt
-            (may be None with `epochs=0`).
+            (may be None with `epochs=0`, or when the files are given one by one).
+        train_file, validation_file, test_file: CoNLL-format files (any tag
+            set); each given file replaces the one found in `data_dir`.
+        tag_column: index of the tag column (0-based, negative from the end; -1 = last).
+        tag_scheme: the files' tag scheme, "iob1" (CoNLL-2003), "iob2" or "iobes";
+            tags are IOB2 inside the model and in the prediction files.
         preset: backbone preset name or directory; or
         init_checkpoint: a fine-tuned `BertTokenClassifier` `.keras` file (its
-            folder holds `labels.json`), or a preset directory.
-        tokenizer: tokenizer preset/directory (default: the backbone's).
+            label names and preprocessor inside, or `labels.json` beside it), or a preset directory.
+        tokenizer: tokenizer preset/directory (default: the backbone's, or the
+            `.keras` model's own).
         sequence_length: packed window length, special tokens included.
         batch_size, predict_batch_size, learning_rate, epochs, warmup_proportion,
             dropout: optimisation.
@@ -62,6 +76,11 @@ class TaggingConfig:
 
     model_dir: str
     data_dir: str = None
+    train_file: str = None
+    validation_file: str = None
+    test_file: str = None
+    tag_column: int = -1
+    tag_scheme: str = "iob1"
     preset: str = None
     init_checkpoint: str = None
     tokenizer: str = None
@@ -83,39 +102,107 @@ class TaggingConfig:
     predict_text: list = dataclasses.field(default_factory=list)
 
 
+def input_files(config):
+    """The split files of a run: `data_dir`'s, replaced by `train_file`/`validation_file`/`test_file` if given."""
+    c = config
+    files = find_split_files(c.data_dir) if c.data_dir else {}
+    for name, path in (("train", c.train_file), ("dev", c.validation_file), ("test", c.test_file)):
+        if path is not None:
+            if not os.path.isfile(path):
+                flag = {"train": "train_file", "dev": "validation_file", "test": "test_file"}[name]
+                raise FileNotFoundError(f"{path}: no such file (--{flag})")
+            files[name] = path
+    if c.epochs > 0 and not {"train", "dev"} <= set(files):
+        missing = [f"--{f}" for n, f in (("train", "train_file"), ("dev", "validation_file")) if n not in files]
+        raise ValueError(f"training needs a training and a validation file: give {' and '.join(missing)} (or --data_dir)")
+    return files
+
+
+def read_inputs(config, label_names=None):
+    """Reads and checks every input file before any model is built.
+
+    Returns `(files, label_names, sentences)`: the label names come from the
+    training file (or are given, for a fine-tuned model); a validation or
+    test tag outside them is a `ConllFormatError` naming file, line and column.
+    """
+    c = config
+    if c.tag_scheme not in TAG_SCHEMES:
+        raise ValueError(f"--tag_scheme must be one of {', '.join(TAG_SCHEMES)}, got {c.tag_scheme!r}")
+    files = input_files(c)
+    read = dict(tag_scheme=c.tag_scheme, tag_column=c.tag_column)
+    sentences = {}
+    if c.epochs > 0 or label_names is None:
+        if "train" not in files:
+            raise ValueError("no training file to take the labels from: give --train_file or --data_dir")
+        sentences["train"] = read_conll(files["train"], **read)
+        if label_names is None:
+            label_names = label_vocabulary(sentences["train"])
+        else:  # a fine-tuned model trained further keeps its labels
+            check_known_tags(sentences["train"], label_names, source="the fine-tuned model's labels")
+    for name in ("dev", "test"):
+        if name in files:
+            sentences[name] = read_conll(files[name], **read)
+            check_known_tags(sentences[name], label_names, files.get("train"))
+    return files, label_names, sentences
+
+
+def _load_fine_tuned(path):
+    model = keras.models.load_model(path)
+    label_names = getattr(model, "label_names", None)
+    if label_names is None:
+        labels_path = os.path.join(os.path.dirname(os.path.abspath(path)), "labels.json")
+        if not os.path.isfile(labels_path):
+            raise FileNotFoundError(f"{path}: the model has no label names and {labels_path} does not exist")
+        with open(labels_path, encoding="utf-8") as f:
+            label_names = json.load(f)
+    return model, list(label_names)
+
+
 def run(config):
-    """Fine-tunes (unless `epochs=0`), scores dev and test, writes the outputs; returns the summary dict."""
+    """Fine-tunes (unless `epochs=0`), scores dev and test, writes the outputs; returns the summary dict.
+
+    Every input file is read and checked before the model is built.
+    """
     c = config
     setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
     fine_tuned = bool(c.init_checkpoint and c.init_checkpoint.endswith(".keras"))
-    tokenizer = BertTokenizer.from_preset(c.tokenizer or c.preset or c.init_checkpoint)
     boundaries = None if c.static_shapes else default_boundaries(c.sequence_length, **TAGGING_BUCKETS)
-    window = dict(sequence_length=c.sequence_length, document_context=c.document_context)
-
-    files = find_split_files(c.data_dir) if c.data_dir else {}
-    if fine_tuned:
-        labels_path = os.path.join(os.path.dirname(os.path.abspath(c.init_checkpoint)), "labels.json")
-        label_names = json.load(open(labels_path, encoding="utf-8"))
-    else:
-        label_names = label_vocabulary(read_conll(files["train"]))
-    splits = {
-        name: load_conll_split(files[name], tokenizer, label_names, max_sentences=c.max_eval_sentences, **window)
-        for name in ("dev", "test") if name in files
-    }
-
     strategy = get_strategy(c.strategy)
-    with strategy.scope():
-        if fine_tuned:
-            model = keras.models.load_model(c.init_checkpoint)
-        else:
-            backbone = BertBackbone.from_preset(c.preset or c.init_checkpoint)
-            model = BertTokenClassifier(backbone, len(label_names), dropout=c.dropout)
 
-    summary = {"labels": label_names, "document_context": c.document_context}
+    if fine_tuned:
+        with strategy.scope():
+            model, label_names = _load_fine_tuned(c.init_checkpoint)
+        files, label_names, sentences = read_inputs(c, label_names)
+    else:
+        files, label_names, sentences = read_inputs(c)
+    if c.tokenizer or not fine_tuned:
+        tokenizer = BertTokenizer.from_preset(c.tokenizer or c.preset or c.init_checkpoint)
+    elif getattr(model, "preprocessor", None) is not None:
+        tokenizer = model.preprocessor.tokenizer
+    else:
+        raise ValueError(f"{c.init_checkpoint} holds no preprocessor: pass --tokenizer (preset or directory)")
+
+    def load_split(name, limit):
+        chosen = sentences[name][:limit] if limit is not None else sentences[name]
+        features = encode_sentences(chosen, tokenizer, label_names, c.sequence_length,
+                                    document_context=c.document_context)
+        return ConllSplit(os.fspath(files[name]), chosen, features)
+
+    splits = {name: load_split(name, c.max_eval_sentences) for name in ("dev", "test") if name in sentences}
+    train = load_split("train", c.max_train_sentences) if c.epochs > 0 else None
+
+    if not fine_tuned:
+        with strategy.scope():
+            backbone = BertBackbone.from_preset(c.preset or c.init_checkpoint)
+            # The preprocessor and the label names are saved with the model: the .keras file tags raw text alone.
+            preprocessor = BertTokenClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length)
+            model = BertTokenClassifier(backbone, len(label_names), dropout=c.dropout, label_names=label_names,
+                                        preprocessor=preprocessor)
+
+    summary = {"labels": label_names, "document_context": c.document_context, "tag_scheme": c.tag_scheme}
     if c.epochs > 0:
-        train = load_conll_split(files["train"], tokenizer, label_names, max_sentences=c.max_train_sentences, **window)
         train_ds = make_dataset(train.features, c.batch_size, shuffle=True, seed=c.seed, boundaries=boundaries)
-        evaluated = splits if not c.no_test_each_epoch else {"dev": splits["dev"]}
+        evaluated = {"dev": splits["dev"]} if c.no_test_each_epoch else splits
         evaluator = ConllEpochEvaluator(
             evaluated, label_names, c.predict_batch_size, boundaries,
             on_epoch=lambda results: print(json.dumps(results), flush=True),
