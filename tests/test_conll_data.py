@@ -94,37 +94,37 @@ def _write(tmp_path, text, name="bad.conll"):
 
 def test_original_file_is_not_iob2(conll_dir):
     # eng.testa line 5: "LEICESTERSHIRE NNP I-NP I-ORG" starts an entity with I- (IOB1).
-    with pytest.raises(ValueError, match=r"eng\.testa:5: tag 'I-ORG' follows 'O' \(or the sentence start\); in IOB2"):
+    with pytest.raises(ValueError, match=r"eng\.testa, line 5, column 4: tag 'I-ORG' follows 'O' \(or the sentence start\); in IOB2"):
         conll.read_conll(conll_dir / "eng.testa", tag_scheme="iob2")
 
 
 def test_iob2_errors_and_iob1_repair(tmp_path):
     path = _write(tmp_path, "-DOCSTART- -X- O O\n\nEU NNP I-NP B-ORG\nrejects VBZ I-VP O\nGerman JJ I-NP I-MISC\n\n")
-    with pytest.raises(ValueError, match=r"bad\.conll:5: tag 'I-MISC' follows 'O'.*tag_scheme='iob1'"):
+    with pytest.raises(ValueError, match=r"bad\.conll, line 5, column 4: tag 'I-MISC' follows 'O'.*tag_scheme='iob1'"):
         conll.read_conll(path, tag_scheme="iob2")
     assert conll.read_conll(path, tag_scheme="iob1")[0].tags == ["B-ORG", "O", "B-MISC"]
     after_other_type = _write(tmp_path, "EU NNP I-NP B-ORG\nGerman JJ I-NP I-MISC\n", "b.conll")
-    with pytest.raises(ValueError, match=r"b\.conll:2: tag 'I-MISC' follows an entity of type ORG"):
+    with pytest.raises(ValueError, match=r"b\.conll, line 2, column 4: tag 'I-MISC' follows an entity of type ORG"):
         conll.read_conll(after_other_type, tag_scheme="iob2")
 
 
 def test_wrong_column_count(tmp_path):
     path = _write(tmp_path, "EU NNP I-NP I-ORG\nrejects VBZ I-VP O\nGerman I-MISC\n\n")
-    with pytest.raises(ValueError, match=r"bad\.conll:3: expected 4 space-separated columns .* as on line 1, got 2: 'German I-MISC'"):
+    with pytest.raises(ValueError, match=r"bad\.conll, line 3, column 3: expected 4 space-separated columns as on line 1, got 2: 'German I-MISC'"):
         conll.read_conll(path)
-    with pytest.raises(ValueError, match=r"bad\.conll:1: expected 3 space-separated columns .* as requested, got 4"):
+    with pytest.raises(ValueError, match=r"bad\.conll, line 1, column 4: expected 3 space-separated columns as requested, got 4"):
         conll.read_conll(path, num_columns=3)
     one_column = _write(tmp_path, "EU\n", "one.conll")
-    with pytest.raises(ValueError, match=r"one\.conll:1: expected at least 2 space-separated columns"):
+    with pytest.raises(ValueError, match=r"one\.conll, line 1: expected at least 2 space-separated columns"):
         conll.read_conll(one_column)
 
 
 @pytest.mark.parametrize(
     "tag, message",
     [
-        ("E-PER", r"bad\.conll:2: unknown tag prefix in 'E-PER'"),
-        ("X-PER", r"bad\.conll:2: Unknown tag 'X-PER'"),
-        ("PER", r"bad\.conll:2: Unknown tag 'PER'"),
+        ("E-PER", r"bad\.conll, line 2, column 4: tag 'E-PER' has a prefix that IOB1 does not use .*--tag_scheme iobes"),
+        ("X-PER", r"bad\.conll, line 2, column 4: Unknown tag 'X-PER'"),
+        ("PER", r"bad\.conll, line 2, column 4: Unknown tag 'PER'"),
     ],
 )
 def test_unknown_tag_prefix(tmp_path, tag, message):
@@ -141,7 +141,7 @@ def test_empty_file(tmp_path, text):
 
 
 def test_bad_tag_scheme_argument(tmp_path):
-    with pytest.raises(ValueError, match="`tag_scheme` must be 'iob1' or 'iob2', got 'bio'"):
+    with pytest.raises(ValueError, match="`tag_scheme` must be one of iob1, iob2, iobes, got 'bio'"):
         conll.read_conll(_write(tmp_path, "EU NNP I-NP I-ORG\n"), tag_scheme="bio")
 
 
@@ -198,7 +198,7 @@ def test_long_word_error_names_file_and_line(tokenizer, conll_dir):
     sentence, index = longest
     assert sentence.words[index].startswith("------")
     line = sentence.line_numbers[index]
-    with pytest.raises(ValueError, match=rf"eng\.train:{line}: the word '-+' has \d+ WordPieces, more than fit a window of sequence_length=16"):
+    with pytest.raises(ValueError, match=rf"eng\.train, line {line}: the word '-+' has \d+ WordPieces, more than fit a window of sequence_length=16"):
         conll.encode_sentences([sentence], tokenizer, LABELS, 16, long_word="error")
     features = conll.encode_sentences([sentence], tokenizer, LABELS, 16)
     assert features.num_truncated_words >= 1
@@ -207,7 +207,7 @@ def test_long_word_error_names_file_and_line(tokenizer, conll_dir):
 
 def test_unknown_label_is_an_error(tokenizer, tmp_path):
     sentences = conll.read_conll(_write(tmp_path, "Paris NNP I-NP I-LOC\n\n"))
-    with pytest.raises(ValueError, match=r"bad\.conll:1: tag 'B-LOC' is not in the label set \['O', 'B-PER'"):
+    with pytest.raises(ValueError, match=r"bad\.conll, line 1: tag 'B-LOC' is not in the label set \['O', 'B-PER'"):
         conll.encode_sentences(sentences, tokenizer, ["O", "B-PER", "I-PER"], 16)
 
 
@@ -255,5 +255,116 @@ def test_write_predictions(tmp_path, dev_sentences):
     assert lines[0] == "CRICKET O O"
     assert lines[1] == "- O O"
     assert lines[2] == "LEICESTERSHIRE B-ORG B-ORG"
-    with pytest.raises(ValueError, match=r"eng\.testa:3: 11 words but 1 predicted tags"):
+    with pytest.raises(ValueError, match=r"eng\.testa, line 3: 11 words but 1 predicted tags"):
         conll.write_conll_predictions(path, sentences[:1], [["O"]])
+
+
+# === Any CoNLL file: tag column, IOBES, 2 columns, bad bytes (real slices) ===
+
+
+def _slice(path, target, sentences):
+    """Copies the first `sentences` sentences of a real CoNLL file, byte for byte, to `target`."""
+    lines, count = [], 0
+    with open(path, "rb") as f:
+        for line in f:
+            lines.append(line)
+            if not line.strip() and len(lines) > 1 and lines[-2].strip() and not lines[-2].startswith(b"-DOCSTART-"):
+                count += 1
+                if count == sentences:
+                    break
+    target.write_bytes(b"".join(lines))
+    return target
+
+
+def test_iobes_converter_round_trips_a_real_slice(conll_dir, tmp_path):
+    original = _slice(conll_dir / "eng.train", tmp_path / "train.iob1", 300)
+    iobes = tmp_path / "train.iobes"
+    conll.convert_conll_file(original, iobes, "iob1", "iobes")
+    tags = {line.split()[-1][:2] for line in iobes.read_text().splitlines() if line.strip()}
+    assert {"S-", "E-", "B-", "I-"} <= tags  # single-word and multi-word entities
+    as_iob1 = conll.read_conll(original, tag_scheme="iob1")
+    as_iobes = conll.read_conll(iobes, tag_scheme="iobes")
+    assert len(as_iob1) == 300
+    assert [(s.words, s.tags, s.line_numbers) for s in as_iobes] == [(s.words, s.tags, s.line_numbers) for s in as_iob1]
+    # Converted back, the file is the original byte for byte (POS, chunk and -DOCSTART- lines kept).
+    back = tmp_path / "back.iob1"
+    conll.convert_conll_file(iobes, back, "iobes", "iob1")
+    assert back.read_bytes() == original.read_bytes()
+    # The entities are the same under conlleval's rules, whatever the scheme.
+    from keras_bert_impl.metrics.conll import extract_entities
+
+    for sentence in as_iobes:
+        assert extract_entities(sentence.source_tags) == extract_entities(sentence.tags)
+
+
+def test_two_column_file_and_tag_column(conll_dir, tmp_path):
+    four = conll.read_conll(_slice(conll_dir / "eng.testa", tmp_path / "dev.txt", 100))
+    two = tmp_path / "dev.2col"
+    conll.write_conll(two, four, tag_scheme="iob2")
+    assert two.read_text().splitlines()[:3] == ["CRICKET O", "- O", "LEICESTERSHIRE B-ORG"]
+    read_back = conll.read_conll(two, tag_scheme="iob2")
+    assert [(s.words, s.tags) for s in read_back] == [(s.words, s.tags) for s in four]
+    assert conll.read_conll(two, tag_scheme="iob2", tag_column=1)[0].tags == four[0].tags
+    assert [s.tags for s in conll.read_conll(tmp_path / "dev.txt", tag_column=3)] == [s.tags for s in four]
+    # Column 2 of eng.testa holds POS tags: not entity tags.
+    with pytest.raises(conll.ConllFormatError) as error:
+        conll.read_conll(tmp_path / "dev.txt", tag_column=1)
+    assert str(error.value) == (
+        f"{tmp_path / 'dev.txt'}, line 3, column 2: Unknown tag 'NNP': expected 'O' or '<prefix>-<TYPE>' "
+        "with prefix one of B, I, E, S (e.g. 'B-PER', 'I-LOC')."
+    )
+    with pytest.raises(conll.ConllFormatError, match=r"line 1: tag_column=4 \(--tag_column\) names no tag column"):
+        conll.read_conll(tmp_path / "dev.txt", tag_column=4)
+
+
+def test_any_tag_set(tmp_path):
+    path = _write(tmp_path, "Aspirin S-Drug\nhelps O\nacute B-Disease\npain E-Disease\n\n")
+    sentence = conll.read_conll(path, tag_scheme="iobes")[0]
+    assert sentence.tags == ["B-Drug", "O", "B-Disease", "I-Disease"]
+    assert conll.label_vocabulary([sentence]) == ["O", "B-Disease", "I-Disease", "B-Drug", "I-Drug"]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("New B-LOC\nYork O\n\n", "line 1, column 2: tag 'B-LOC' is not followed by 'I-LOC' or 'E-LOC' (the next tag is 'O')"),
+        ("New B-LOC\n\n", "line 1, column 2: tag 'B-LOC' ends the sentence; in IOBES an entity ends with 'E-LOC'"),
+        ("in O\nYork E-LOC\n\n", "line 2, column 2: tag 'E-LOC' follows 'O' (or the sentence start); in IOBES"),
+    ],
+)
+def test_ill_formed_iobes(tmp_path, text, message):
+    with pytest.raises(conll.ConllFormatError) as error:
+        conll.read_conll(_write(tmp_path, text), tag_scheme="iobes")
+    assert str(error.value).startswith(f"{tmp_path / 'bad.conll'}, {message}")
+
+
+def test_validation_tag_not_in_training(conll_dir, tmp_path):
+    train = conll.read_conll(_slice(conll_dir / "eng.train", tmp_path / "train.txt", 50))
+    labels = conll.label_vocabulary(train)
+    dev = conll.read_conll(_write(tmp_path, "EU NNP I-NP I-ORG\nsays VBZ I-VP O\nAspirin NN I-NP I-DRUG\n\n"))
+    with pytest.raises(conll.ConllFormatError) as error:
+        conll.check_known_tags(dev, labels, "train.txt")
+    assert str(error.value) == (
+        f"{tmp_path / 'bad.conll'}, line 3, column 4: tag 'I-DRUG' (type 'DRUG') is not in the training file "
+        "train.txt, whose entity types are ['LOC', 'MISC', 'ORG', 'PER']"
+    )
+
+
+def windows_1252_conll(shared_data, conll_dir, tmp_path):
+    """A real dev slice followed by words of a real Windows-1252 text (curly apostrophe 0x92), one per line."""
+    excerpt = (shared_data / "bad_input" / "pg1342_cp1252_excerpt.txt").read_bytes()
+    line = next(l for l in excerpt.split(b"\r\n") if b"\x92" in l)
+    path = _slice(conll_dir / "eng.testa", tmp_path / "dev_cp1252.txt", 2)
+    path.write_bytes(path.read_bytes() + b"".join(w + b" NN I-NP O\n" for w in line.split()) + b"\n")
+    return path
+
+
+def test_windows_1252_byte_names_file_line_and_offset(shared_data, conll_dir, tmp_path):
+    path = windows_1252_conll(shared_data, conll_dir, tmp_path)
+    with pytest.raises(conll.ConllFormatError) as error:
+        conll.read_conll(path)
+    assert str(error.value) == (
+        f"{path}, line 19, column 5: byte 0x92 at byte offset 267 of the file is not valid UTF-8; the file looks "
+        "like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 -t UTF-8 dev_cp1252.txt > "
+        "utf8_dev_cp1252.txt"
+    )
