@@ -15,7 +15,11 @@ Example (the official protocol):
         --preset bert_base_en_uncased --model_dir /tmp/squad11
 
 Without training (`--epochs 0`) it only predicts, e.g. with a fine-tuned
-`--init_checkpoint model.keras`.
+`--init_checkpoint model.keras` (its tokenizer is inside). The saved
+`model.keras` holds its preprocessor: `keras.saving.load_model(path).answer(question, context)`.
+
+A bad file or flag stops the run with one line, `error: <message>`, and exit
+code 2; `--debug` shows the traceback.
 """
 
 import argparse
@@ -24,8 +28,13 @@ import json
 import sys
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit code 2, as for bad files
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", choices=("1.1", "2.0"), default="1.1")
     parser.add_argument("--train_file", help="SQuAD training file (.json or .json.gz)")
     parser.add_argument("--predict_file", required=True, help="SQuAD file to predict (and evaluate if it has answers)")
@@ -50,6 +59,7 @@ def parse_args(argv=None):
     parser.add_argument("--mixed_precision", default=None, help="mixed_float16 or mixed_bfloat16")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     args = parser.parse_args(argv)
     if args.epochs > 0 and not args.train_file:
         parser.error("--train_file is required unless --epochs 0")
@@ -65,14 +75,20 @@ def config_from_args(args):
 
 
 def main(argv=None):
+    """Runs the recipe; returns `(result, summary)`, or exits with code 2 and one `error: ...` line on a user error."""
+    args = parse_args(argv)
     from keras_bert_impl.tasks.span_qa.run import run
 
-    result, summary = run(config_from_args(parse_args(argv)))
+    try:
+        result, summary = run(config_from_args(args))
+    except (OSError, ValueError) as error:  # bad files or flags: one clear line, no traceback
+        if args.debug:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(json.dumps(dict(result.metrics, **summary)))
+    return result, summary
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (ValueError, FileNotFoundError) as error:  # bad files or flags: one clear line, no traceback
-        sys.exit(f"finetune_squad: error: {error}")
+    main()

@@ -2,11 +2,18 @@
 
 import importlib.util
 import json
+import os
 import pathlib
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
-RECIPE = pathlib.Path(__file__).resolve().parents[1] / "recipes" / "finetune_conll.py"
+from keras_bert_impl.tasks import tagging
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+RECIPE = REPO_ROOT / "recipes" / "finetune_conll.py"
 
 
 def _recipe():
@@ -58,7 +65,7 @@ def test_fine_tuned_model_reloads_and_predicts_the_same(trained, shared_data, mi
     model_dir, summary = trained
     again = _recipe().main([
         "--data_dir", str(shared_data / "conll2003"), "--init_checkpoint", str(model_dir / "model.keras"),
-        "--tokenizer", str(minilm_dir), "--epochs", "0", "--max_eval_sentences", "24",
+        "--epochs", "0", "--max_eval_sentences", "24",
         "--max_seq_length", "64", "--model_dir", str(tmp_path),
     ])
     assert again["dev_f1"] == pytest.approx(summary["dev_f1"])
@@ -67,12 +74,189 @@ def test_fine_tuned_model_reloads_and_predicts_the_same(trained, shared_data, mi
 
 def test_recipe_flag_errors(capsys):
     recipe = _recipe()
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         recipe.parse_args(["--preset", "x", "--model_dir", "/tmp/x"])
-    assert "--data_dir is required unless --epochs 0" in capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: --data_dir (or --train_file and --validation_file) is required unless --epochs 0 (see --help)\n"
+    )
     with pytest.raises(SystemExit):
-        recipe.parse_args(["--init_checkpoint", "m.keras", "--epochs", "0", "--model_dir", "/tmp/x"])
-    assert "with a .keras --init_checkpoint pass --tokenizer" in capsys.readouterr().err
+        recipe.parse_args(["--preset", "x", "--model_dir", "/tmp/x", "--data_dir", "d", "--tag_column", "0"])
+    assert "error: --tag_column 0 is the word column" in capsys.readouterr().err
+    args = recipe.parse_args(["--init_checkpoint", "m.keras", "--epochs", "0", "--model_dir", "/tmp/x"])
+    assert args.tokenizer is None  # a .keras model brings its own tokenizer
+
+
+def _slice(path, target, sentences):
+    """The first `sentences` sentences of a real CoNLL file, byte for byte."""
+    lines, count = [], 0
+    with open(path, "rb") as f:
+        for line in f:
+            lines.append(line)
+            if not line.strip() and len(lines) > 1 and lines[-2].strip() and not lines[-2].startswith(b"-DOCSTART-"):
+                count += 1
+                if count == sentences:
+                    break
+    target.write_bytes(b"".join(lines))
+    return target
+
+
+def _run_recipe(*args):
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, str(RECIPE), *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=REPO_ROOT, timeout=300)
+
+
+def _error_line(result):
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr[-2000:]
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def slices(shared_data, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("conll_slices")
+    conll = shared_data / "conll2003"
+    return {
+        "train": _slice(conll / "eng.train", folder / "train.txt", 40),
+        "dev": _slice(conll / "eng.testa", folder / "dev.txt", 20),
+        "test": _slice(conll / "eng.testb", folder / "test.txt", 20),
+        "folder": folder,
+    }
+
+
+def _files(slices, **replace):
+    names = {"train": "--train_file", "dev": "--validation_file", "test": "--test_file"}
+    paths = {**{k: slices[k] for k in names}, **replace}
+    return [x for name, flag in names.items() for x in (flag, paths[name])]
+
+
+def test_error_windows_1252_byte(slices, shared_data, minilm_dir, tmp_path):
+    excerpt = (shared_data / "bad_input" / "pg1342_cp1252_excerpt.txt").read_bytes()
+    words = next(line for line in excerpt.split(b"\r\n") if b"\x92" in line).split()
+    dev = tmp_path / "dev_cp1252.txt"
+    dev.write_bytes(slices["dev"].read_bytes() + b"".join(w + b" NN I-NP O\n" for w in words) + b"\n")
+    line = _error_line(_run_recipe(*_files(slices, dev=dev), "--preset", minilm_dir, "--model_dir", tmp_path / "run"))
+    assert line == (
+        f"error: {dev}, line 501, column 5: byte 0x92 at byte offset 7685 of the file is not valid UTF-8; the file "
+        "looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 -t UTF-8 "
+        "dev_cp1252.txt > utf8_dev_cp1252.txt"
+    )
+    assert not (tmp_path / "run").exists()  # checked before any work
+
+
+def test_error_validation_tag_not_in_training(slices, minilm_dir, tmp_path):
+    dev = tmp_path / "dev.txt"
+    dev.write_bytes(slices["dev"].read_bytes().replace(b"LEICESTERSHIRE NNP I-NP I-ORG", b"LEICESTERSHIRE NNP I-NP I-TEAM"))
+    line = _error_line(_run_recipe(*_files(slices, dev=dev), "--preset", minilm_dir, "--model_dir", tmp_path / "run"))
+    assert line == (
+        f"error: {dev}, line 5, column 4: tag 'I-TEAM' (type 'TEAM') is not in the training file {slices['train']}, "
+        "whose entity types are ['LOC', 'MISC', 'ORG', 'PER']"
+    )
+
+
+def test_error_ragged_line(slices, minilm_dir, tmp_path):
+    test = tmp_path / "test.txt"
+    test.write_bytes(slices["test"].read_bytes().replace(b"SOCCER NN I-NP O", b"SOCCER O"))
+    line = _error_line(_run_recipe(*_files(slices, test=test), "--preset", minilm_dir, "--model_dir", tmp_path / "r"))
+    assert line == f"error: {test}, line 3, column 3: expected 4 space-separated columns as on line 1, got 2: 'SOCCER O'"
+
+
+def test_error_bad_tag(slices, minilm_dir, tmp_path):
+    train = tmp_path / "train.txt"
+    train.write_bytes(slices["train"].read_bytes().replace(b"EU NNP I-NP I-ORG", b"EU NNP I-NP ORG"))
+    line = _error_line(_run_recipe(*_files(slices, train=train), "--preset", minilm_dir, "--model_dir", tmp_path / "r"))
+    assert line == (
+        f"error: {train}, line 3, column 4: Unknown tag 'ORG': expected 'O' or '<prefix>-<TYPE>' with prefix one of "
+        "B, I, E, S (e.g. 'B-PER', 'I-LOC')."
+    )
+
+
+def test_error_wrong_tag_scheme(slices, minilm_dir, tmp_path):
+    line = _error_line(_run_recipe(*_files(slices), "--tag_scheme", "iob2", "--preset", minilm_dir,
+                                   "--model_dir", tmp_path / "r"))
+    assert line == (
+        f"error: {slices['train']}, line 3, column 4: tag 'I-ORG' follows 'O' (or the sentence start); in IOB2 every "
+        "entity starts with 'B-ORG'. If the file is IOB1 (the original CoNLL-2003 files are), read it with "
+        "tag_scheme='iob1' (--tag_scheme iob1), which converts (I- starting an entity becomes B-)."
+    )
+
+
+def test_error_tag_column_out_of_range(slices, minilm_dir, tmp_path):
+    line = _error_line(_run_recipe(*_files(slices), "--tag_column", "5", "--preset", minilm_dir,
+                                   "--model_dir", tmp_path / "r"))
+    assert line == (
+        f"error: {slices['train']}, line 1: tag_column=5 (--tag_column) names no tag column: the line has 4 "
+        "columns, the first holds the word, so the tag column is 1..3 (0-based) or -1..-3"
+    )
+
+
+def test_error_missing_file_and_debug_traceback(slices, minilm_dir, tmp_path):
+    missing = tmp_path / "nope.txt"
+    args = [*_files(slices, test=missing), "--preset", minilm_dir, "--model_dir", tmp_path / "r"]
+    assert _error_line(_run_recipe(*args)) == f"error: {missing}: no such file (--test_file)"
+    debug = _run_recipe(*args, "--debug")
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+    assert f"FileNotFoundError: {missing}: no such file (--test_file)" in debug.stderr
+
+
+@pytest.fixture(scope="module")
+def tiny_preset(tmp_path_factory, minilm_dir):
+    """A small randomly initialised backbone with the real uncased vocabulary, saved as a preset."""
+    from keras_bert_impl import BertBackbone
+
+    preset = tmp_path_factory.mktemp("preset") / "tiny"
+    backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                            max_sequence_length=64)
+    backbone.save_to_preset(preset, vocabulary=str(minilm_dir / "vocab.txt"), lowercase=True)
+    return preset
+
+
+def test_two_column_iobes_files_train_and_the_saved_model_tags_raw_text(slices, tiny_preset, tmp_path):
+    """Your own files: 2 columns (word tag), IOBES, converted from the real slices; then the .keras file alone."""
+    converted = {}
+    for name in ("train", "dev", "test"):
+        sentences = tagging.read_conll(slices[name])
+        converted[name] = tmp_path / f"{name}.bioes"
+        tagging.write_conll(converted[name], sentences, tag_scheme="iobes")
+    assert "S-ORG" in converted["train"].read_text()
+    model_dir = tmp_path / "run"
+    summary = _recipe().main([
+        *map(str, _files(converted)), "--tag_scheme", "iobes", "--preset", str(tiny_preset), "--epochs", "1",
+        "--batch_size", "8", "--max_seq_length", "64", "--model_dir", str(model_dir), "--seed", "1",
+    ])
+    assert summary["labels"] == ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
+    assert summary["tag_scheme"] == "iobes" and 0.0 <= summary["dev_f1"] <= 1.0
+    results = json.loads((model_dir / "test_results.json").read_text())
+    assert results["num_sentences"] == 20 and results["file"] == str(converted["test"])
+    _check_saved_model_tags_raw_text(model_dir / "model.keras", summary["labels"])
+
+
+def _check_saved_model_tags_raw_text(path, labels):
+    script = textwrap.dedent(f"""
+        import json, keras
+        import keras_bert_impl
+        model = keras.saving.load_model({str(path)!r})
+        entities = model.predict_entities(["John lives in Paris."])
+        print(json.dumps({{"labels": model.label_names, "entities": entities,
+                          "sequence_length": model.preprocessor.sequence_length}}))
+    """)
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["labels"] == labels and out["sequence_length"] == 64
+    [entities] = out["entities"]
+    for entity in entities:
+        assert "John lives in Paris."[entity["start"] : entity["end"]] == entity["text"]
+        assert entity["type"] in ("PER", "ORG", "LOC", "MISC") and 0.0 <= entity["score"] <= 1.0
+
+
+def test_saved_model_of_the_conll_run_tags_raw_text(trained):
+    model_dir, summary = trained
+    _check_saved_model_tags_raw_text(model_dir / "model.keras", summary["labels"])
 
 
 def test_split_words_offsets():

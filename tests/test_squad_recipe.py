@@ -2,8 +2,11 @@
 
 import gzip
 import json
+import os
 import pathlib
+import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -65,6 +68,25 @@ def test_recipe_v1_trains_predicts_and_writes_official_files(tmp_path, tiny_pres
     assert printed["f1"] == evaluation["f1"]
     assert (model_dir / "model.keras").exists() and not (model_dir / "null_odds.json").exists()
 
+    # The saved .keras file answers raw questions alone, in a fresh process (its preprocessor is inside).
+    script = textwrap.dedent(f"""
+        import json, keras
+        import keras_bert_impl
+        model = keras.saving.load_model({str(model_dir / "model.keras")!r})
+        context = {context!r}
+        answer = model.answer("Which NFL team represented the AFC at Super Bowl 50?", context)
+        print(json.dumps({{"answer": answer, "sequence_length": model.preprocessor.sequence_length,
+                          "doc_stride": model.preprocessor.doc_stride}}))
+    """)
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    out = json.loads(loaded.stdout.strip().splitlines()[-1])
+    answer = out["answer"]
+    assert (out["sequence_length"], out["doc_stride"]) == (128, 64)
+    assert answer["text"] and context[answer["start"] : answer["end"]] == answer["text"]
+    assert 0.0 < answer["score"] <= 1.0
+
     # v2.0 predict-only from the fine-tuned .keras file: null_odds.json and the tuned threshold.
     v2 = json.loads(json.dumps(dev_slice))
     v2["version"] = "v2.0"
@@ -72,9 +94,9 @@ def test_recipe_v1_trains_predicts_and_writes_official_files(tmp_path, tiny_pres
     qas[0] = {"id": "impossible", "question": "Who painted the Mona Lisa?", "answers": [], "is_impossible": True}
     predict_v2 = tmp_path / "dev-v2.json"
     predict_v2.write_text(json.dumps(v2), encoding="utf-8")
-    recipe.main([
+    recipe.main([  # the tokenizer comes from the .keras file
         "--version", "2.0", "--predict_file", str(predict_v2), "--init_checkpoint", str(model_dir / "model.keras"),
-        "--tokenizer", str(tiny_preset), "--max_seq_length", "128", "--epochs", "0", "--model_dir", str(tmp_path / "v2"),
+        "--max_seq_length", "128", "--epochs", "0", "--model_dir", str(tmp_path / "v2"),
     ])
     null_odds = json.loads((tmp_path / "v2" / "null_odds.json").read_text())
     assert sorted(null_odds) == sorted(qa["id"] for qa in qas)
@@ -88,9 +110,33 @@ def test_recipe_v1_trains_predicts_and_writes_official_files(tmp_path, tiny_pres
 
 def test_recipe_rejects_bad_flags(capsys):
     recipe = _load_recipe()
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_info:
         recipe.parse_args(["--predict_file", "x.json", "--preset", "p", "--model_dir", "m"])
-    assert "--train_file is required unless --epochs 0" in capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == "error: --train_file is required unless --epochs 0 (see --help)\n"
+
+
+def _run_recipe(*args):
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, str(REPO_ROOT / "recipes" / "finetune_squad.py"), *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_recipe_bad_predict_file_is_one_line_before_training(tmp_path, tiny_preset, dev_slice):
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(dev_slice), encoding="utf-8")
+    truncated = tmp_path / "dev.json"
+    truncated.write_text(json.dumps(dev_slice)[:500], encoding="utf-8")  # a real file cut short
+    args = ["--train_file", train, "--predict_file", truncated, "--preset", tiny_preset, "--max_seq_length", "128",
+            "--epochs", "1", "--model_dir", tmp_path / "run"]
+    result = _run_recipe(*args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {truncated}: not valid JSON at line 1 column 501: Unterminated string starting at: line 1 column 455."] or (
+        len(errors) == 1 and errors[0].startswith(f"error: {truncated}: not valid JSON at line 1 column ")), result.stderr
+    assert not (tmp_path / "run").exists()  # found before any training
+    debug = _run_recipe(*args, "--debug")
+    assert debug.returncode != 0 and "Traceback" in debug.stderr and "SquadFormatError" in debug.stderr
 
 
 def test_answer_question_returns_a_span_of_the_raw_context(tiny_preset):

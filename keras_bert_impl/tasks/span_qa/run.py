@@ -5,7 +5,9 @@ question + context into sliding windows (`features`), fine-tunes a
 `BertSpanExtractor` with `keras_bert_impl.training.finetuning.finetune` on
 length-bucketed `batches`, predicts the predict file and scores it with the
 official EM/F1 (`prediction`, `evaluation`), and writes (`outputs`)
-`predictions.json` (and `null_odds.json` for v2.0) and `eval.json`.
+`predictions.json` (and `null_odds.json` for v2.0), `eval.json` and
+`model.keras`, which holds its `BertSpanExtractorPreprocessor`:
+`keras.saving.load_model(path).answer(question, context)` after `import keras_bert_impl`.
 
 Example:
 >>> result, summary = run(SpanQaConfig(model_dir="/tmp/squad", predict_file="dev-v1.1.json",
@@ -23,6 +25,7 @@ from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
 from keras_bert_impl.tasks.span_qa.reading import load_squad_json, read_squad_examples
+from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import finetune, setup_finetuning
 from keras_bert_impl.training.strategy import get_strategy
@@ -39,7 +42,7 @@ class SpanQaConfig:
         version: "1.1" or "2.0".
         preset: backbone preset name or directory; or
         init_checkpoint: a fine-tuned `BertSpanExtractor` `.keras` file, or a preset directory.
-        tokenizer: tokenizer preset/directory (default: the backbone's).
+        tokenizer: tokenizer preset/directory (default: the backbone's, or the `.keras` model's own).
         sequence_length, doc_stride, max_query_length: windows.
         max_answer_length, n_best_size: post-processing.
         batch_size, predict_batch_size, learning_rate, epochs, warmup_proportion: optimisation.
@@ -80,20 +83,34 @@ def run(config):
     setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
     window = dict(sequence_length=c.sequence_length, doc_stride=c.doc_stride, max_query_length=c.max_query_length)
     fine_tuned = c.init_checkpoint and c.init_checkpoint.endswith(".keras")
-    tokenizer = BertTokenizer.from_preset(c.tokenizer or c.preset or c.init_checkpoint)
-    if fine_tuned and not c.tokenizer:
-        raise ValueError("with a .keras --init_checkpoint pass --tokenizer (preset or directory)")
+    # Every input file is read and checked before the model is built.
+    gold = load_squad_json(c.predict_file)
+    examples, _ = read_squad_examples(gold, source=c.predict_file)
+    if c.epochs > 0:
+        train_examples, train_stats = read_squad_examples(c.train_file, is_training=True)
 
     strategy = get_strategy(c.strategy)
     with strategy.scope():
         if fine_tuned:
             model = keras.models.load_model(c.init_checkpoint)
+            if c.tokenizer:
+                tokenizer = BertTokenizer.from_preset(c.tokenizer)
+            elif getattr(model, "preprocessor", None) is not None:
+                tokenizer = model.preprocessor.tokenizer
+            else:
+                raise ValueError(f"{c.init_checkpoint} holds no preprocessor: pass --tokenizer (preset or directory)")
         else:
-            model = BertSpanExtractor(BertBackbone.from_preset(c.preset or c.init_checkpoint))
+            tokenizer = BertTokenizer.from_preset(c.tokenizer or c.preset or c.init_checkpoint)
+            # The preprocessor is saved with the model: the .keras file answers raw questions alone.
+            preprocessor = BertSpanExtractorPreprocessor(
+                tokenizer, sequence_length=c.sequence_length, doc_stride=c.doc_stride,
+                max_question_length=c.max_query_length,
+            )
+            model = BertSpanExtractor(BertBackbone.from_preset(c.preset or c.init_checkpoint),
+                                      preprocessor=preprocessor, max_answer_length=c.max_answer_length)
 
     summary = {"version": c.version}
     if c.epochs > 0:
-        train_examples, train_stats = read_squad_examples(c.train_file, is_training=True)
         train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)
         train_ds = train_features.to_dataset(c.batch_size, training=True, shuffle_seed=c.seed)
         fit = finetune(
@@ -116,8 +133,6 @@ def run(config):
         )
         model.save(os.path.join(c.model_dir, "model.keras"))
 
-    gold = load_squad_json(c.predict_file)
-    examples, _ = read_squad_examples(gold, source=c.predict_file)
     features = convert_examples_to_features(examples, tokenizer, **window)
     result = predict_squad(
         model,
