@@ -93,14 +93,17 @@ class CheckpointManager:
         self._reported = set()
 
     def all_steps(self):
-        """Steps of every finished-looking checkpoint (with a manifest or a state file), intact or not."""
+        """Steps of every `ckpt-<step>` directory holding a checkpoint file, intact or not.
+
+        An empty directory (nothing `save` could have left) is ignored.
+        """
         if not os.path.isdir(self.directory):
             return []
         steps = []
         for name in os.listdir(self.directory):
             match = _NAME.match(name)
             if match and any(os.path.exists(os.path.join(self.directory, name, marker))
-                             for marker in (MANIFEST, STATE)):
+                             for marker in (MANIFEST, STATE, VARIABLES)):
                 steps.append(int(match.group(1)))
         return sorted(steps)
 
@@ -168,7 +171,8 @@ class CheckpointManager:
         except OSError as error:
             shutil.rmtree(tmp, ignore_errors=True)
             previous, _ = self._newest_intact(report=False)
-            where = f" while writing {error.filename}" if getattr(error, "filename", None) else ""
+            where = (f" while writing {os.path.basename(os.fspath(error.filename))}"
+                     if isinstance(getattr(error, "filename", None), (str, bytes, os.PathLike)) else "")
             raise CheckpointWriteError(
                 error.errno,
                 f"Could not write checkpoint {final}{where} ({error.strerror or error}). "
@@ -410,6 +414,12 @@ def _check_variables(path, state, full_read):
     expected = [f"model_{i:05d}" for i in range(state["num_model_variables"])] + [
         f"optimizer_{i:05d}" for i in range(state["num_optimizer_variables"])]
     try:
+        if full_read:
+            # numpy reads each member only as far as its array, so the zip's CRC-32 is checked here.
+            with zipfile.ZipFile(full) as archive:
+                bad = archive.testzip()
+            if bad is not None:
+                return [f"{VARIABLES}: unreadable zip (bad CRC-32 for {bad})"]
         with np.load(full) as arrays:
             present = set(arrays.files)
             absent = [key for key in expected if key not in present]
@@ -417,7 +427,7 @@ def _check_variables(path, state, full_read):
                 return [f"{VARIABLES}: lacks {len(absent)} of {len(expected)} arrays ({absent[0]}, ...)"]
             if full_read:
                 for key in expected:
-                    arrays[key]  # noqa: B018 -- reads the member, which checks its CRC-32
+                    arrays[key]  # noqa: B018 -- parses the array's header and reads its data
     except zipfile.BadZipFile as error:
         return [f"{VARIABLES}: unreadable zip ({_describe(error)})"]
     except (OSError, ValueError, EOFError, KeyError) as error:
