@@ -9,6 +9,9 @@ metric(s) on dev after every epoch, keeps the best epoch, and writes to
 TensorBoard `logs/`, and `submission/<Task>.tsv` (e.g. `RTE.tsv`,
 `MNLI-m.tsv`) in the leaderboard's format.
 
+A bad file or flag stops the run with one line, `error: <message>`, and exit
+code 2; `--debug` shows the traceback.
+
 Example:
 
     python recipes/finetune_glue.py --task rte --data_dir ../shared/data/glue \
@@ -23,8 +26,13 @@ import sys
 TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit code 2, as for bad files
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
     parser.add_argument("--data_dir", required=True, help="GLUE root (with the task folder) or the task folder")
     parser.add_argument("--preset", default="all_minilm_l6_v2_en",
@@ -47,6 +55,7 @@ def parse_args(argv=None):
     parser.add_argument("--train_limit", type=int, default=None, help="train on the first N examples only")
     parser.add_argument("--no_predict_test", action="store_true", help="skip the test-set submission files")
     parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     args = parser.parse_args(argv)
     task = args.task.lower().replace("-", "")
     if task not in TASKS:
@@ -88,7 +97,9 @@ def main(argv=None):
 
     try:
         results = run(config_from_args(args))
-    except (FileNotFoundError, ValueError) as error:
+    except (OSError, ValueError) as error:  # a missing or bad file, a bad flag value: one line, no traceback
+        if args.debug:
+            raise
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(json.dumps({"task": results["task"], "best_epoch": results["best_epoch"], **results["best"],

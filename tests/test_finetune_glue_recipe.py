@@ -69,13 +69,19 @@ def test_regression_on_stsb_slice_loss_goes_down(data_slices, tmp_path):
 
 def test_unknown_task_lists_valid_names(tmp_path):
     result = _run("--task", "mnlii", "--data_dir", str(tmp_path), "--model_dir", str(tmp_path / "o"))
-    assert result.returncode == 2
-    assert "unknown --task 'mnlii'; valid tasks: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli" in result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "error: unknown --task 'mnlii'; valid tasks: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli (see --help)"
+    )
 
 
 def test_missing_file_in_data_dir_is_named(shared_data, tmp_path):
     data_dir = _slice_task(shared_data / "glue", tmp_path, "MRPC", 5)
     os.remove(data_dir / "MRPC" / "dev.tsv")
-    result = _run("--task", "mrpc", "--data_dir", str(data_dir), "--model_dir", str(tmp_path / "o"))
-    assert result.returncode == 2
-    assert "mrpc: missing file" in result.stderr and "MRPC/dev.tsv (the dev split)" in result.stderr
+    args = ("--task", "mrpc", "--data_dir", str(data_dir), "--model_dir", str(tmp_path / "o"))
+    result = _run(*args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "mrpc: missing file" in errors[0] and "MRPC/dev.tsv (the dev split)" in errors[0]
+    debug = _run(*args, "--debug")  # --debug shows the traceback
+    assert debug.returncode != 0 and "Traceback" in debug.stderr and "MRPC/dev.tsv (the dev split)" in debug.stderr
