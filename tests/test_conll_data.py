@@ -368,3 +368,25 @@ def test_windows_1252_byte_names_file_line_and_offset(shared_data, conll_dir, tm
         "like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 -t UTF-8 dev_cp1252.txt > "
         "utf8_dev_cp1252.txt"
     )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"drop_remainder": True},
+        {"boundaries": [32, 64, 128]},
+        {"boundaries": [32, 64, 128], "fixed_batch_size": False},
+        {"boundaries": [32, 64, 128], "shuffle": True, "seed": 0},
+        {"boundaries": [32, 64, 128], "shuffle": True, "seed": 0, "group_by_length": True},
+    ],
+)
+def test_dataset_knows_its_number_of_batches(tokenizer, dev_sentences, dev_pieces, options):
+    """Keras progress bars read `len(dataset)`: it must be the real number of batches (not 'Unknown')."""
+    sentences = dev_sentences[:300]
+    features = conll.encode_sentences(sentences, tokenizer, LABELS, 128,
+                                      word_pieces=dev_pieces[: sum(len(s.words) for s in sentences)])
+    dataset = conll.make_dataset(features, 16, **options)
+    assert len(dataset) == sum(1 for _ in dataset) == sum(1 for _ in dataset)  # two epochs
+    if options.get("group_by_length"):
+        assert len(dataset) > -(-len(features) // 16)  # a partial batch per bucket

@@ -240,3 +240,26 @@ def test_make_dataset_training_tokenizes_once_and_reshuffles_each_epoch(shared_d
     assert sorted(first) == sorted(second) == expected  # every example once per epoch, same token ids
     assert first != second  # reshuffled
     assert 16 in widths and widths <= set(default_boundaries(128, **CLASSIFICATION_BUCKETS))  # CoLA sentences fill the 16-token bucket
+
+
+@pytest.mark.parametrize(
+    "split_name, options",
+    [
+        ("dev", {"training": True, "shuffle_seed": 0}),
+        ("dev", {"training": True, "shuffle_seed": 0, "drop_remainder": True}),
+        ("dev", {}),
+        ("dev", {"fixed_batch_size": False}),
+        ("test", {}),
+    ],
+)
+def test_make_dataset_knows_its_number_of_batches(shared_data, split_name, options):
+    """Keras progress bars read `len(dataset)`: the real number of steps, not 'Unknown'."""
+    from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    split = glue.read_split("rte", shared_data / "glue", split_name).take(150)
+    preprocessor = ClassifierPreprocessor(BertTokenizer.from_preset("all_minilm_l6_v2_en"), sequence_length=128)
+    dataset = glue.make_dataset(split, preprocessor, 16, **options)
+    assert len(dataset) == sum(1 for _ in dataset) == sum(1 for _ in dataset)  # two epochs
+    if options.get("training") and not options.get("drop_remainder"):
+        assert len(dataset) > -(-150 // 16)  # one partial batch per length bucket

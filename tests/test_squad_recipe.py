@@ -156,3 +156,17 @@ def test_answer_question_returns_a_span_of_the_raw_context(tiny_preset):
         answer_questions(model, tokenizer, ["a?", "b?"], ["text", " "])
     with pytest.raises(ValueError, match="Got 1 questions but 2 contexts"):
         answer_questions(model, tokenizer, ["a?"], ["x", "y"])
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_dataset_knows_its_number_of_batches(tiny_preset, data_slices, training):
+    """Keras progress bars read `len(dataset)`: the real number of steps (no "ran out of data")."""
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    data = squad.load_squad_json(data_slices / "squad" / "dev-v1.1.json.gz")
+    data = {"version": "1.1", "data": data["data"][:1]}
+    examples, _ = squad.read_squad_examples(data, is_training=training)
+    features = squad.convert_examples_to_features(examples[:120], BertTokenizer.from_preset(str(tiny_preset)),
+                                                  sequence_length=128, doc_stride=64, is_training=training)
+    dataset = features.to_dataset(8, training=training, shuffle_seed=0)
+    assert len(dataset) == sum(1 for _ in dataset) == sum(1 for _ in dataset)  # two epochs

@@ -13,8 +13,45 @@ Both use `CLASSIFICATION_BUCKETS` (16, 32, 48, 64, 96, 128 for 128 tokens):
 [16, 32, 48, 64, 96, 128]
 """
 
+import math
+
+import numpy as np
+
 from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
 from keras_bert_impl.tasks.classification.features import encode_texts, split_texts
+
+_LENGTH_CHUNK = 4096
+
+
+def count_batches(lengths, batch_size, boundaries, training=False, drop_remainder=False):
+    """The number of batches `make_dataset` gives (its cardinality), from the example lengths.
+
+    Evaluation (in order): `ceil(n / batch_size)`; training (grouped by
+    length bucket): `ceil(count / batch_size)` per non-empty bucket (whole
+    batches only with `drop_remainder`).
+
+    Example:
+    >>> count_batches([5, 20, 7, 100], 2, [16, 32, 48, 64, 96, 128], training=True)
+    3
+    """
+    lengths = np.asarray(lengths)
+    if not training:
+        return math.ceil(len(lengths) / batch_size)
+    rounding = (lambda n: n // batch_size) if drop_remainder else (lambda n: math.ceil(n / batch_size))
+    buckets = np.minimum(np.searchsorted(np.asarray(boundaries), lengths, side="left"), len(boundaries) - 1)
+    return int(sum(rounding(n) for n in np.bincount(buckets) if n))
+
+
+def example_lengths(split, preprocessor):
+    """Packed length (special tokens included) of every example of `split`, tokenized in chunks."""
+    import tensorflow as tf
+
+    texts = split_texts(split)
+    lengths = []
+    for start in range(0, len(texts[0]), _LENGTH_CHUNK):
+        chunk = tuple(tf.constant(list(t[start : start + _LENGTH_CHUNK]), dtype=tf.string) for t in texts)
+        lengths.append(encode_texts(preprocessor, chunk)["token_ids"].row_lengths().numpy())
+    return np.concatenate(lengths) if lengths else np.zeros(0, "int64")
 
 
 def make_dataset(
@@ -59,6 +96,10 @@ def make_dataset(
         cache: keep the tokenized examples in memory after the first pass
             (training epochs and repeated dev evaluations reuse them) (token ids only: about 12 bytes per token, e.g. 20 MB
             for SST-2, 200 MB for MNLI).
+
+    The dataset carries its exact cardinality (`len(dataset)`, `count_batches`),
+    so Keras progress bars show the real number of steps. For training it
+    needs every example's length, so the split is tokenized once more, up front.
     """
     import tensorflow as tf
 
@@ -95,6 +136,9 @@ def make_dataset(
     elif fixed_batch_size:
         dataset = dataset.map(lambda features, label: (features, label, tf.ones(tf.shape(label)[:1], tf.float32)))
         dataset = fill_batches(dataset, batch_size, label_fill_value=0)
+    lengths = example_lengths(split, preprocessor) if training else np.zeros(len(split_texts(split)[0]))
+    num_batches = count_batches(lengths, batch_size, boundaries, training=training, drop_remainder=drop_remainder)
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
