@@ -312,3 +312,122 @@ def test_the_tensorflow_error_is_kept_as_the_cause(tmp_path, monkeypatch):
     assert isinstance(info.value.__cause__.__cause__, tf.errors.ResourceExhaustedError)
     assert "No earlier intact checkpoint exists." in str(info.value)
     assert os.listdir(tmp_path) == []
+
+
+# --- fault injection through the real entry point -------------------------------------------------
+#
+# One uninterrupted `recipes/pretrain.py` run (the tiny run of tests/test_pretraining_run.py, same
+# helper and flags, `--deterministic`, every checkpoint kept) gives the reference. A run stopped after
+# 2k steps holds what the reference holds at that point: checkpoints k and 2k and the run's recorded
+# configuration; each case starts from exactly that state, corrupts one file of ckpt-2k, runs the same
+# command to the end, and must end with weights identical to the reference's (max |diff| == 0.0).
+
+K = 2
+
+
+@pytest.fixture(scope="module")
+def pretrain():
+    import test_pretraining_run
+
+    return test_pretraining_run
+
+
+@pytest.fixture(scope="module")
+def vocab(minilm_dir):
+    return minilm_dir / "vocab.txt"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, vocab, pretrain):
+    tmp_path = tmp_path_factory.mktemp("faults")
+    model_dir = tmp_path / "reference"
+    result = pretrain._run(_fault_command(pretrain, model_dir, vocab, tmp_path))
+    assert result.returncode == 0, result.stderr[-4000:]
+    steps = sorted(n for n in os.listdir(model_dir / "checkpoints"))
+    assert steps[:2] == [f"ckpt-{K:09d}", f"ckpt-{2 * K:09d}"] and len(steps) > 2, steps
+    return tmp_path, model_dir
+
+
+def _fault_command(pretrain, model_dir, vocab, tmp_path):
+    return pretrain._command(model_dir, vocab, tmp_path, "--checkpoint_every", str(K),
+                             "--keep_checkpoints", "100")
+
+
+def _stopped_after_2k(reference_dir, model_dir):
+    """`model_dir` as a run stopped after 2k steps leaves it: checkpoints k and 2k, the run's record."""
+    os.makedirs(model_dir / "checkpoints")
+    for name in os.listdir(reference_dir):
+        if os.path.isfile(reference_dir / name):
+            shutil.copy2(reference_dir / name, model_dir / name)
+    for step in (K, 2 * K):
+        name = f"ckpt-{step:09d}"
+        shutil.copytree(reference_dir / "checkpoints" / name, model_dir / "checkpoints" / name)
+
+
+def _max_abs_diff(a_dir, b_dir):
+    with np.load(os.path.join(a_dir, "variables.npz")) as a, np.load(os.path.join(b_dir, "variables.npz")) as b:
+        assert a.files == b.files
+        worst = 0.0
+        for key in a.files:
+            assert a[key].shape == b[key].shape and a[key].dtype == b[key].dtype, key
+            if a[key].size:
+                worst = max(worst, float(np.max(np.abs(a[key].astype("float64") - b[key].astype("float64")))))
+        return worst
+
+
+E2E_CASES = [("variables.npz", "truncate"), ("state.json", "invalid_json"), ("iterator.index", "flip"),
+             (DATA, "flip"), ("manifest.json", "delete")]
+
+
+@pytest.mark.parametrize("name,mode", E2E_CASES, ids=[f"{n}-{m}" for n, m in E2E_CASES])
+def test_resume_past_a_corrupt_newest_checkpoint_ends_with_identical_weights(reference, vocab, pretrain,
+                                                                            name, mode):
+    tmp_path, reference_dir = reference
+    model_dir = tmp_path / f"{name}-{mode}"
+    _stopped_after_2k(reference_dir, model_dir)
+    newest = model_dir / "checkpoints" / f"ckpt-{2 * K:09d}"
+    assert sorted(os.listdir(newest)) == sorted(FILES)  # a new file in a checkpoint needs a case here
+    corrupt(newest / name, mode)
+
+    result = pretrain._run(_fault_command(pretrain, model_dir, vocab, tmp_path))
+    assert result.returncode == 0, result.stderr[-4000:]
+    skips = [line for line in result.stderr.splitlines() if line.startswith("Skipping checkpoint")]
+    assert len(skips) == 1, result.stderr[-4000:]
+    assert skips[0].startswith(f"Skipping checkpoint {newest}: {_expected_problem(name, mode, False)}"), skips
+    assert f"Resumed from {model_dir}/checkpoints/ckpt-{K:09d} at step {K}." in result.stdout
+    # The corrupt checkpoint was rewritten by the resumed run, and every checkpoint matches the reference.
+    kept = sorted(os.listdir(model_dir / "checkpoints"))
+    assert kept == sorted(os.listdir(reference_dir / "checkpoints"))
+    for checkpoint in kept:
+        assert _max_abs_diff(model_dir / "checkpoints" / checkpoint,
+                             reference_dir / "checkpoints" / checkpoint) == 0.0, checkpoint
+
+
+def test_resume_with_no_intact_checkpoint_is_one_clear_error(reference, vocab, pretrain):
+    tmp_path, reference_dir = reference
+    model_dir = tmp_path / "all-corrupt"
+    _stopped_after_2k(reference_dir, model_dir)
+    corrupt(model_dir / "checkpoints" / f"ckpt-{2 * K:09d}" / "variables.npz", "flip")
+    corrupt(model_dir / "checkpoints" / f"ckpt-{K:09d}" / "state.json", "invalid_json")
+    before = {p: (model_dir / p).read_bytes() for p in _files(model_dir)}
+
+    result = pretrain._run(_fault_command(pretrain, model_dir, vocab, tmp_path))
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        f"error: No intact checkpoint in {model_dir}/checkpoints: "
+        f"ckpt-{2 * K:09d}: variables.npz: checksum mismatch (sha256 " + errors[0].split("(sha256 ", 1)[1]
+    ], result.stderr[-4000:]
+    assert f"; ckpt-{K:09d}: state.json: size " in errors[0]
+    assert "Traceback" not in result.stderr
+    # Nothing was changed: the corrupt checkpoints are left for the user to inspect.
+    assert {p: (model_dir / p).read_bytes() for p in _files(model_dir / "checkpoints", "checkpoints")} == {
+        p: b for p, b in before.items() if p.startswith("checkpoints")}
+
+
+def _files(root, prefix=""):
+    out = []
+    for dirpath, _, filenames in os.walk(root):
+        for filename in filenames:
+            out.append(os.path.join(prefix, os.path.relpath(os.path.join(dirpath, filename), root)))
+    return out
