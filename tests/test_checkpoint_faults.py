@@ -314,6 +314,19 @@ def test_the_tensorflow_error_is_kept_as_the_cause(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+def test_an_iterator_that_cannot_be_saved_is_not_reported_as_a_full_disk(tmp_path, monkeypatch):
+    manager = CheckpointManager(str(tmp_path))
+    model, optimizer = _model_and_optimizer(0)
+
+    def write(self, prefix, options=None):
+        raise tf.errors.FailedPreconditionError(None, None, "SomeDataset does not support checkpointing")
+
+    monkeypatch.setattr(tf.train.Checkpoint, "write", write)
+    with pytest.raises(tf.errors.FailedPreconditionError):
+        manager.save(1, model, optimizer, iterator=iter(_dataset()))
+    assert os.listdir(tmp_path) == []
+
+
 # --- fault injection through the real entry point -------------------------------------------------
 #
 # One uninterrupted `recipes/pretrain.py` run (the tiny run of tests/test_pretraining_run.py, same

@@ -266,9 +266,12 @@ def _write_iterator(iterator, prefix):
 
     try:
         tf.train.Checkpoint(iterator=iterator).write(prefix)
+    except (tf.errors.FailedPreconditionError, tf.errors.InvalidArgumentError, tf.errors.UnimplementedError):
+        raise  # the pipeline cannot be saved (a bug or an unsupported dataset), not an I/O failure
     except tf.errors.OpError as error:
         code = {tf.errors.ResourceExhaustedError: errno.ENOSPC,
-                tf.errors.PermissionDeniedError: errno.EACCES}.get(type(error), errno.EIO)
+                tf.errors.PermissionDeniedError: errno.EACCES,
+                tf.errors.NotFoundError: errno.ENOENT}.get(type(error), errno.EIO)
         raise OSError(code, f"{os.strerror(code)}; TensorFlow {_describe(error)}", prefix + ".*") from error
 
 
@@ -402,7 +405,7 @@ def _read_state(path, legacy):
     if lacking:
         return None, f"{STATE}: bad JSON (no integer {', '.join(lacking)})"
     if legacy and state.get("checkpoint_format", 1) >= FORMAT:
-        return None, f"{MANIFEST}: missing (this checkpoint format writes one last; the write never finished)"
+        return None, f"{MANIFEST}: missing (state.json says the checkpoint was written with one)"
     return state, None
 
 
