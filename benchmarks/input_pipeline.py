@@ -50,7 +50,7 @@ def measure_pipeline(args, cores):
     vocab, _ = _vocab_and_tokenizer_json()
     files = args.files or corpus.bundled_corpus()["train"]
     dataset = pretraining_dataset(
-        files, BertTokenizer(vocab, lowercase=True), seq_length=args.seq_length,
+        files, BertTokenizer(vocab, lowercase=True), sequence_length=args.sequence_length,
         max_predictions_per_seq=args.max_predictions_per_seq, batch_size=args.batch_size, seed=0,
         whole_word_masking=args.whole_word_masking,
     )
@@ -106,7 +106,7 @@ def measure_tokenizers(sentences):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", nargs="*", help="text files (default: the bundled training corpus)")
-    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--sequence_length", "--seq_length", "--max_seq_length", dest="sequence_length", type=int, default=128)
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--batches", type=int, default=200, help="timed batches per measurement")
@@ -138,7 +138,7 @@ def main():
     sentences = [line for line in pathlib.Path(path).read_text(encoding="utf-8").split("\n") if line]
     result = {
         "benchmark": "input_pipeline",
-        "seq_length": args.seq_length,
+        "sequence_length": args.sequence_length,
         "max_predictions_per_seq": args.max_predictions_per_seq,
         "batch_size": args.batch_size,
         "whole_word_masking": args.whole_word_masking,

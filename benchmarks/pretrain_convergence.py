@@ -58,7 +58,7 @@ def prepare_data(args, workdir):
     tokenizer = BertTokenizer(str(vocab), lowercase=True)
 
     def take(path, count, seed, shuffle):
-        dataset = pretraining_dataset([path], tokenizer, seq_length=args.seq_length,
+        dataset = pretraining_dataset([path], tokenizer, sequence_length=args.sequence_length,
                                       max_predictions_per_seq=args.max_predictions_per_seq,
                                       batch_size=args.batch_size, seed=seed, shuffle=shuffle)
         return [{k: v.numpy() for k, v in batch.items()} for batch in dataset.take(count)]
@@ -199,7 +199,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--warmup_steps", type=int, default=30)
     parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--sequence_length", "--seq_length", "--max_seq_length", dest="sequence_length", type=int, default=128)
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--eval_batches", type=int, default=20)
@@ -233,7 +233,7 @@ def main(argv=None):
         print(f"saved {len(train)} training and {len(valid)} held-out batches to {args.save_batches}")
         return 0
     result = {"benchmark": "pretrain_convergence", "backend": keras.backend.backend(),
-              "steps": args.steps, "batch_size": args.batch_size, "seq_length": args.seq_length,
+              "steps": args.steps, "batch_size": args.batch_size, "sequence_length": args.sequence_length,
               "learning_rate": args.learning_rate, "data_seed": args.seed, "model_seeds": model_seeds,
               "cpu_count": os.cpu_count(), "torch_device": args.torch_device}
     for name in args.configs:

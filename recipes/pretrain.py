@@ -30,7 +30,7 @@ def parse_args(argv=None):
     p.add_argument("--validation_files", nargs="+", default=None)
     p.add_argument("--vocab", default=None, help="WordPiece vocab.txt (default: the bundled corpus vocab)")
     p.add_argument("--lowercase", default=True, action=argparse.BooleanOptionalAction)
-    p.add_argument("--seq_length", type=int, default=d.seq_length)
+    p.add_argument("--sequence_length", type=int, default=d.sequence_length)
     p.add_argument("--max_predictions_per_seq", type=int, default=d.max_predictions_per_seq)
     p.add_argument("--global_batch_size", type=int, default=d.global_batch_size)
     p.add_argument("--num_steps", type=int, default=d.num_steps)

@@ -21,7 +21,7 @@ def real_lines(shared_data, count, start=2000):
     return lines[:count]
 
 
-def make_batches(shared_data, tokenizer_json, num_examples, seq_length=32, max_predictions=5, seed=0):
+def make_batches(shared_data, tokenizer_json, num_examples, sequence_length=32, max_predictions=5, seed=0):
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(tokenizer_json))
@@ -32,7 +32,7 @@ def make_batches(shared_data, tokenizer_json, num_examples, seq_length=32, max_p
     rng = np.random.default_rng(seed)
     out = {k: [] for k in ("token_ids", "segment_ids", "padding_mask", "mask_positions",
                            "mask_ids", "mask_weights", "next_sentence_labels")}
-    budget = seq_length - 3
+    budget = sequence_length - 3
     for i in range(num_examples):
         a = ids[2 * i]
         is_random = rng.random() < 0.5
@@ -52,7 +52,7 @@ def make_batches(shared_data, tokenizer_json, num_examples, seq_length=32, max_p
                 tokens[p] = mask_id
             elif r < 0.9:
                 tokens[p] = int(rng.integers(999, vocab_size))
-        pad = seq_length - len(tokens)
+        pad = sequence_length - len(tokens)
         out["token_ids"].append(tokens + [0] * pad)
         out["segment_ids"].append(segments + [0] * pad)
         out["padding_mask"].append([1] * len(tokens) + [0] * pad)

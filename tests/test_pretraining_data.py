@@ -99,7 +99,7 @@ def take(dataset, n):
 def many_batches(paths, tokenizer):
     """10,240 examples of seq 128 from the bundled training text."""
     dataset = pretraining_dataset(
-        paths["train"], tokenizer, seq_length=SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS,
+        paths["train"], tokenizer, sequence_length=SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS,
         batch_size=64, seed=1,
     )
     return take(dataset, 160)
@@ -202,7 +202,7 @@ def test_is_next_follows_and_not_next_from_other_document(many_batches, paths, t
 
 
 def small_dataset(paths, tokenizer, **kwargs):
-    options = dict(seq_length=64, max_predictions_per_seq=10, batch_size=16, seed=3, shuffle_buffer_size=256)
+    options = dict(sequence_length=64, max_predictions_per_seq=10, batch_size=16, seed=3, shuffle_buffer_size=256)
     options.update(kwargs)
     return pretraining_dataset(paths["valid"], tokenizer, **options)
 
@@ -218,13 +218,13 @@ def test_same_seed_same_batches_other_seed_different(paths, tokenizer):
 
 
 def test_two_epochs_give_different_masks(paths, tokenizer, tmp_path):
-    # Documents of one sentence shorter than seq_length, no shuffling: both
+    # Documents of one sentence shorter than sequence_length, no shuffling: both
     # passes build the same examples, only the masks are redrawn.
     sentences = [s for d in read_documents(paths["valid"]) for s in d if 12 <= len(s.split()) <= 30][:320]
     path = tmp_path / "sentences.txt"
     corpus.write_documents([[s] for s in sentences], path)
     dataset = pretraining_dataset(
-        str(path), tokenizer, seq_length=64, max_predictions_per_seq=10, batch_size=16, seed=3,
+        str(path), tokenizer, sequence_length=64, max_predictions_per_seq=10, batch_size=16, seed=3,
         nsp=False, shuffle=False, repeat=False, short_seq_prob=0.0,
     )
     epochs = [list(dataset), list(dataset)]
@@ -241,7 +241,7 @@ def test_two_epochs_give_different_masks(paths, tokenizer, tmp_path):
 def test_whole_word_masking_masks_whole_words(paths, tokenizer):
     vocab = tokenizer.get_vocabulary()
     special = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}
-    dataset = small_dataset(paths, tokenizer, whole_word_masking=True, seq_length=128, max_predictions_per_seq=20)
+    dataset = small_dataset(paths, tokenizer, whole_word_masking=True, sequence_length=128, max_predictions_per_seq=20)
     masked = eligible = continuation_masked = 0
     for batch in take(dataset, 20):
         original = unmasked(batch)
@@ -289,7 +289,7 @@ def test_mlm_only_mode_covers_documents_contiguously(paths, tokenizer):
 def shard_documents(paths, tokenizer, files, pipeline_id, index):
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline_id)
     dataset = pretraining_dataset(
-        files, tokenizer, seq_length=64, max_predictions_per_seq=10, batch_size=1, nsp=False,
+        files, tokenizer, sequence_length=64, max_predictions_per_seq=10, batch_size=1, nsp=False,
         shuffle=False, repeat=False, short_seq_prob=0.0, seed=5, input_context=context,
     )
     documents, tokens = set(), 0
@@ -333,7 +333,7 @@ def test_single_document_corpus_draws_not_next_from_far_in_the_document(paths, t
     corpus.write_documents([document], path)
     (tokens,) = document_tokens(path, tokenizer)
     index = TokenIndex([tokens])
-    batches = take(pretraining_dataset(str(path), tokenizer, seq_length=64, batch_size=32, seed=2), 8)
+    batches = take(pretraining_dataset(str(path), tokenizer, sequence_length=64, batch_size=32, seed=2), 8)
     labels = np.concatenate([b["next_sentence_labels"].numpy() for b in batches])
     assert 0.3 < labels.mean() < 0.7
     for batch in batches:
@@ -351,7 +351,7 @@ def test_one_sentence_documents(paths, tokenizer, tmp_path):
     corpus.write_documents([[s] for s in sentences], path)
     documents = document_tokens(path, tokenizer)
     index = TokenIndex(documents)
-    batch = take(pretraining_dataset(str(path), tokenizer, seq_length=64, batch_size=32, seed=0), 1)[0]
+    batch = take(pretraining_dataset(str(path), tokenizer, sequence_length=64, batch_size=32, seed=0), 1)[0]
     for row, label in zip(unmasked(batch), batch["next_sentence_labels"].numpy()):
         a, b = split_pair(row, tokenizer)
         if label == 0 and len(a) + len(b) >= 3:  # a lone sentence is cut inside
@@ -365,7 +365,7 @@ def test_ten_megabyte_line_is_split_not_fatal(paths, tokenizer, tmp_path):
     path.write_text(line[:10_000_000] + "\n\nA second document. It is short.\n", encoding="utf-8")
     batches = take(
         pretraining_dataset(
-            str(path), tokenizer, seq_length=128, batch_size=64, seed=0, shuffle_buffer_size=64, repeat=False
+            str(path), tokenizer, sequence_length=128, batch_size=64, seed=0, shuffle_buffer_size=64, repeat=False
         ),
         3,
     )
@@ -378,7 +378,7 @@ def test_invalid_utf8_names_file_and_line(real_data, tokenizer):
     data = path.read_bytes()
     first_bad = 1570  # the bad_input README: first invalid UTF-8 byte
     line = data.count(b"\n", 0, first_bad) + 1
-    dataset = pretraining_dataset(str(path), tokenizer, seq_length=64, batch_size=2, seed=0)
+    dataset = pretraining_dataset(str(path), tokenizer, sequence_length=64, batch_size=2, seed=0)
     with pytest.raises(tf.errors.InvalidArgumentError) as error:
         next(iter(dataset))
     message = str(error.value)
@@ -392,10 +392,10 @@ def test_bad_arguments(paths, tokenizer, tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match="empty.txt is empty"):
         pretraining_dataset(str(empty), tokenizer)
-    with pytest.raises(ValueError, match=r"seq_length=4 is too small for \[CLS\] A \[SEP\] B \[SEP\]"):
-        pretraining_dataset(paths["valid"], tokenizer, seq_length=4)
-    with pytest.raises(ValueError, match=r"seq_length=2 is too small for \[CLS\] A \[SEP\]"):
-        pretraining_dataset(paths["valid"], tokenizer, seq_length=2, nsp=False)
+    with pytest.raises(ValueError, match=r"sequence_length=4 is too small for \[CLS\] A \[SEP\] B \[SEP\]"):
+        pretraining_dataset(paths["valid"], tokenizer, sequence_length=4)
+    with pytest.raises(ValueError, match=r"sequence_length=2 is too small for \[CLS\] A \[SEP\]"):
+        pretraining_dataset(paths["valid"], tokenizer, sequence_length=2, nsp=False)
     with pytest.raises(ValueError, match="max_predictions_per_seq must be an integer in"):
         pretraining_dataset(paths["valid"], tokenizer, max_predictions_per_seq=0)
     with pytest.raises(ValueError, match="masking_rate must be in"):
@@ -417,7 +417,7 @@ def test_tfrecord_documents_give_the_same_batches_as_text(paths, tokenizer, tmp_
     ]
     # Documents are dealt round-robin to the shards and read back alternately:
     # the same documents in the same order, so the same seed gives the same batches.
-    options = dict(seq_length=64, max_predictions_per_seq=10, batch_size=16, seed=7, shuffle=False,
+    options = dict(sequence_length=64, max_predictions_per_seq=10, batch_size=16, seed=7, shuffle=False,
                    repeat=False, whole_word_masking=True)
     from_text = list(pretraining_dataset(paths["valid"], tokenizer, **options))
     from_records = list(pretraining_dataset(str(tmp_path / "records" / "valid-*.tfrecord"), tokenizer, **options))
@@ -443,7 +443,7 @@ contexts = []
 
 def dataset_fn(context):
     contexts.append((context.num_input_pipelines, context.input_pipeline_id, context.num_replicas_in_sync))
-    return pretraining_dataset(sys.argv[1], tokenizer, seq_length=32, max_predictions_per_seq=5,
+    return pretraining_dataset(sys.argv[1], tokenizer, sequence_length=32, max_predictions_per_seq=5,
                                batch_size=context.get_per_replica_batch_size(8), seed=1, input_context=context)
 
 batch = next(iter(strategy.distribute_datasets_from_function(dataset_fn)))

@@ -26,7 +26,7 @@ def _command(model_dir, vocab, tmp_path, *extra):
     return [sys.executable, RECIPE, "--config", str(config), "--vocab", str(vocab),
             "--train_files", os.path.join(CORPUS, "train.txt"),
             "--validation_files", os.path.join(CORPUS, "valid.txt"),
-            "--seq_length", "32", "--max_predictions_per_seq", "5", "--global_batch_size", "4",
+            "--sequence_length", "32", "--max_predictions_per_seq", "5", "--global_batch_size", "4",
             "--num_steps", str(NUM_STEPS), "--warmup_steps", "2", "--checkpoint_every", str(CHECKPOINT_EVERY),
             "--log_every", "2", "--validation_steps", "1", "--jit_compile", "false", "--deterministic",
             "--verbose", "2", "--model_dir", str(model_dir), *extra]
@@ -119,10 +119,10 @@ def test_event_files_hold_scalars_hparams_and_text(reference_run):
 
 def test_model_dir_of_a_different_config_is_refused(reference_run, vocab):
     tmp_path, model_dir, _ = reference_run
-    result = _run(_command(model_dir, vocab, tmp_path, "--seq_length", "16"))
+    result = _run(_command(model_dir, vocab, tmp_path, "--sequence_length", "16"))
     assert result.returncode == 1
     assert "holds a run with a different configuration; refusing to resume" in result.stderr
-    assert "seq_length: 32 in" in result.stderr and "vs 16 now" in result.stderr
+    assert "sequence_length: 32 in" in result.stderr and "vs 16 now" in result.stderr
 
 
 def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, vocab):

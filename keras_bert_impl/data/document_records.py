@@ -44,6 +44,18 @@ def is_record_file(path):
     return str(path).endswith(RECORD_SUFFIX)
 
 
+def check_record_file(path):
+    """Raises `ValueError` naming `path` if its first record is not a tokenised document record."""
+    try:
+        for serialized in tf.data.TFRecordDataset(path).take(1):
+            parse_document_record(serialized)
+    except tf.errors.OpError as error:
+        raise ValueError(
+            f"{path}: not a TFRecord shard of tokenised documents (written by "
+            f"recipes/prepare_pretraining_data.py): {error.message.splitlines()[0]}"
+        ) from None
+
+
 def parse_document_record(serialized):
     """A serialised record -> (token_ids [tokens] int32, sentence_lengths [sentences] int64)."""
     features = tf.io.parse_single_example(serialized, FEATURES)

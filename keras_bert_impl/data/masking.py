@@ -151,7 +151,7 @@ def mask_batch(token_ids, lengths, seed, *, max_predictions_per_seq, masking_rat
     """Masks a padded batch of token ids and returns static-shape model inputs.
 
     Args:
-        token_ids: `[batch, seq_length]` int32, padded.
+        token_ids: `[batch, sequence_length]` int32, padded.
         lengths: `[batch]` int, the unpadded lengths.
         seed: `[2]` int stateless seed.
         max_predictions_per_seq: the number of `mask_*` slots.
@@ -160,15 +160,15 @@ def mask_batch(token_ids, lengths, seed, *, max_predictions_per_seq, masking_rat
         mask_token_id: the `[MASK]` id.
         special_token_ids: ids never masked ([CLS], [SEP], [PAD]).
         pad_token_id: the padding id.
-        word_starts: optional `[batch, seq_length]` bool, True on the first piece
+        word_starts: optional `[batch, sequence_length]` bool, True on the first piece
             of every word (and on every special token): whole-word masking.
 
     Returns:
         A dict of int32 tensors: `token_ids` and `padding_mask` `[batch,
-        seq_length]`, `mask_positions`, `mask_ids`, `mask_weights` `[batch,
+        sequence_length]`, `mask_positions`, `mask_ids`, `mask_weights` `[batch,
         max_predictions_per_seq]` (unused slots are 0 everywhere).
     """
-    seq_length = token_ids.shape[1]
+    sequence_length = token_ids.shape[1]
     ragged = tf.RaggedTensor.from_tensor(token_ids, lengths=lengths)
     items = ragged
     if word_starts is not None:
@@ -177,7 +177,7 @@ def mask_batch(token_ids, lengths, seed, *, max_predictions_per_seq, masking_rat
             ragged.flat_values, tf.where(starts)[:, 0], validate=False
         )
         words_per_row = tf.reduce_sum(
-            tf.cast(tf.logical_and(word_starts, tf.sequence_mask(lengths, seq_length)), tf.int64), axis=1
+            tf.cast(tf.logical_and(word_starts, tf.sequence_mask(lengths, sequence_length)), tf.int64), axis=1
         )
         items = tf.RaggedTensor.from_row_lengths(words, words_per_row, validate=False)
     select_seed, values_seed = _split_seed(seed, 2)
@@ -186,7 +186,7 @@ def mask_batch(token_ids, lengths, seed, *, max_predictions_per_seq, masking_rat
     masked, positions, ids = tf_text.mask_language_model(items, selector, chooser, axis=1)
     if masked.ragged_rank > 1:
         masked = masked.merge_dims(1, -1)
-    masked_ids, padding_mask = tf_text.pad_model_inputs(masked, seq_length, pad_value=pad_token_id)
+    masked_ids, padding_mask = tf_text.pad_model_inputs(masked, sequence_length, pad_value=pad_token_id)
     mask_positions, mask_weights = tf_text.pad_model_inputs(
         tf.cast(positions, tf.int32), max_predictions_per_seq
     )

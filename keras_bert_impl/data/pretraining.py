@@ -29,7 +29,7 @@ from keras_bert_impl.text.tokenizer import BertTokenizer
 
 paths = corpus.bundled_corpus()
 dataset = pretraining_dataset(paths["train"], BertTokenizer(paths["vocab"]),
-                              seq_length=128, batch_size=32, seed=1)
+                              sequence_length=128, batch_size=32, seed=1)
 batch = next(iter(dataset))
 print({name: tuple(t.shape) for name, t in batch.items()})
 ```
@@ -38,7 +38,7 @@ print({name: tuple(t.shape) for name, t in batch.items()})
 import tensorflow as tf
 
 from keras_bert_impl.data import document_records, masking, sentence_pairs
-from keras_bert_impl.data.text_documents import expand_files, read_documents
+from keras_bert_impl.data.text_documents import check_text_file, expand_files, read_documents
 
 OUTPUT_KEYS = (
     "token_ids",
@@ -75,7 +75,45 @@ def _check_tokenizer(tokenizer):
     return ids
 
 
-def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per_seq=20, batch_size=32,
+def check_pretraining_files(files):
+    """Expands `files` and reads every one once, before any training: the start-up check of a run.
+
+    Text files are checked with `text_documents.check_text_file` (UTF-8,
+    no NUL byte, at least one non-blank line; errors name file, line and
+    byte); `.tfrecord` shards by parsing their first record. Mixing the two
+    kinds is refused, as `pretraining_dataset` refuses it.
+
+    Args:
+        files: names or glob patterns (local or `gs://`).
+
+    Returns:
+        The expanded, sorted list of files.
+
+    Raises:
+        ValueError: naming the pattern or the file (and line) that is wrong.
+
+    Example:
+
+    >>> from keras_bert_impl.data import corpus
+    >>> len(check_pretraining_files(corpus.bundled_corpus()["valid"]))
+    1
+    """
+    expanded = expand_files(files)
+    records = [document_records.is_record_file(f) for f in expanded]
+    if any(records) and not all(records):
+        raise ValueError(
+            "files mixes TFRecord shards of tokenised documents (*.tfrecord) and text files: "
+            f"pass one kind ({sum(records)} of {len(expanded)} are .tfrecord)"
+        )
+    for path, is_record in zip(expanded, records):
+        if is_record:
+            document_records.check_record_file(path)
+        else:
+            check_text_file(path)
+    return expanded
+
+
+def pretraining_dataset(files, tokenizer, *, sequence_length=128, max_predictions_per_seq=20, batch_size=32,
                         masking_rate=0.15, short_seq_prob=0.1, whole_word_masking=False, seed=None,
                         shuffle=True, repeat=True, nsp=True, input_context=None, documents_per_batch=16,
                         shuffle_buffer_size=2048):
@@ -91,7 +129,7 @@ def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per
             `tf.RaggedTensor` of int32 ids; `tokenize_with_words` for whole-word
             masking; `cls_token_id`, `sep_token_id`, `mask_token_id`,
             `pad_token_id`, `vocabulary_size()`).
-        seq_length: the static sequence length of every example.
+        sequence_length: the static sequence length of every example.
         max_predictions_per_seq: the static number of masked-LM slots.
         batch_size: examples per batch of this dataset (under
             `strategy.distribute_datasets_from_function` pass
@@ -117,7 +155,7 @@ def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per
 
     Returns:
         A `tf.data.Dataset` of dicts of int32 tensors: `token_ids`,
-        `segment_ids`, `padding_mask` `[batch_size, seq_length]`,
+        `segment_ids`, `padding_mask` `[batch_size, sequence_length]`,
         `mask_positions`, `mask_ids`, `mask_weights` `[batch_size,
         max_predictions_per_seq]` and `next_sentence_labels` `[batch_size]`
         (0 = IsNext, 1 = NotNext, as google-research/bert and Hugging Face).
@@ -133,19 +171,19 @@ def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per
     >>> from keras_bert_impl.text.tokenizer import BertTokenizer
     >>> paths = corpus.bundled_corpus()
     >>> dataset = pretraining_dataset(paths["train"], BertTokenizer(paths["vocab"]),
-    ...                               seq_length=64, batch_size=4, seed=0)
+    ...                               sequence_length=64, batch_size=4, seed=0)
     >>> sorted(next(iter(dataset)))  # doctest: +SKIP
     ['mask_ids', 'mask_positions', 'mask_weights', 'next_sentence_labels', 'padding_mask', 'segment_ids', 'token_ids']
     """
     min_length = 5 if nsp else 3
-    if not isinstance(seq_length, int) or seq_length < min_length:
+    if not isinstance(sequence_length, int) or sequence_length < min_length:
         layout = "[CLS] A [SEP] B [SEP]" if nsp else "[CLS] A [SEP]"
         raise ValueError(
-            f"seq_length={seq_length!r} is too small for {layout} with at least one token in each "
+            f"sequence_length={sequence_length!r} is too small for {layout} with at least one token in each "
             f"segment: it must be an integer >= {min_length}"
         )
-    if not isinstance(max_predictions_per_seq, int) or not 1 <= max_predictions_per_seq <= seq_length:
-        raise ValueError(f"max_predictions_per_seq must be an integer in [1, seq_length], got {max_predictions_per_seq!r}")
+    if not isinstance(max_predictions_per_seq, int) or not 1 <= max_predictions_per_seq <= sequence_length:
+        raise ValueError(f"max_predictions_per_seq must be an integer in [1, sequence_length], got {max_predictions_per_seq!r}")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     if not 0.0 < masking_rate <= 1.0:
@@ -233,7 +271,7 @@ def pretraining_dataset(files, tokenizer, *, seq_length=128, max_predictions_per
             sentence_documents,
             document_ids,
             seed_pair,
-            seq_length=seq_length,
+            sequence_length=sequence_length,
             short_seq_prob=short_seq_prob,
             nsp=nsp,
             cls_token_id=special["cls"],

@@ -7,8 +7,8 @@ runs inside `tf.data.Dataset.map` with parallel calls.
 
 With `nsp=True` (the paper, google-research/bert `create_pretraining_data.py`):
 
-- every document gets a target length: `seq_length - 3` tokens, or with
-  probability `short_seq_prob` a length uniform in `[2, seq_length - 3]`;
+- every document gets a target length: `sequence_length - 3` tokens, or with
+  probability `short_seq_prob` a length uniform in `[2, sequence_length - 3]`;
 - the document's sentences are grouped into chunks of contiguous sentences of
   about the target length (a chunk starts at the sentence whose start offset
   crosses a multiple of the target; in documents longer than the target the
@@ -24,19 +24,19 @@ With `nsp=True` (the paper, google-research/bert `create_pretraining_data.py`):
   label. Documents are told apart by `document_ids`; when the batch holds no
   other document (a corpus of one document), B comes from the same document,
   starting half the document away from A;
-- the pair is truncated to `seq_length - 3` tokens by shortening the longer
+- the pair is truncated to `sequence_length - 3` tokens by shortening the longer
   segment (as tensorflow-text's `ShrinkLongestTrimmer` and BERT's
   `truncate_seq_pair` do), A from its front and B from its back, so that an
   IsNext B still starts right after the end of A;
 - `[CLS] A [SEP] B [SEP]`, segment ids 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`.
 
 With `nsp=False` (MLM only, as RoBERTa's DOC-SENTENCES): every document's
-token stream is cut into windows of the target length (`seq_length - 2`, or
+token stream is cut into windows of the target length (`sequence_length - 2`, or
 shorter with `short_seq_prob`), shifted by a random phase in documents longer
 than the target, `[CLS] window [SEP]`.
 
 Sentences longer than the segment budget (a 10 MB line, say) are first cut
-into pieces of at most `seq_length - 3` tokens, so no text is dropped and no
+into pieces of at most `sequence_length - 3` tokens, so no text is dropped and no
 tensor grows with the line.
 
 Example:
@@ -49,7 +49,7 @@ tokens = tf.ragged.constant([[5, 6, 7], [8, 9], [10, 11, 12], [13, 14]], tf.int3
 examples = documents_to_examples(
     tokens, sentence_documents=tf.constant([0, 0, 1, 1], tf.int64),
     document_ids=tf.constant([0, 1], tf.int64), seed=tf.constant([1, 2], tf.int64),
-    seq_length=16, short_seq_prob=0.0, nsp=True, cls_token_id=2, sep_token_id=3, pad_token_id=0,
+    sequence_length=16, short_seq_prob=0.0, nsp=True, cls_token_id=2, sep_token_id=3, pad_token_id=0,
 )
 print(examples["token_ids"], examples["next_sentence_labels"])
 ```
@@ -62,7 +62,7 @@ def _exclusive_cumsum(x):
     return tf.cumsum(x, exclusive=True)
 
 
-def documents_to_examples(tokens, sentence_documents, document_ids, seed, *, seq_length,
+def documents_to_examples(tokens, sentence_documents, document_ids, seed, *, sequence_length,
                           short_seq_prob, nsp, cls_token_id, sep_token_id, pad_token_id,
                           word_starts=None):
     """Builds padded (unmasked) pretraining examples from a batch of documents.
@@ -75,7 +75,7 @@ def documents_to_examples(tokens, sentence_documents, document_ids, seed, *, seq
         document_ids: `[k]` int64 ids of the batch's documents; equal ids mean
             the same document (a document may repeat across epochs).
         seed: `[2]` int64 stateless seed.
-        seq_length: the padded length of an example.
+        sequence_length: the padded length of an example.
         short_seq_prob: probability of a shorter target length for a document.
         nsp: sentence pairs with next-sentence labels (True) or single segments.
         cls_token_id, sep_token_id, pad_token_id: special ids.
@@ -83,12 +83,12 @@ def documents_to_examples(tokens, sentence_documents, document_ids, seed, *, seq
             piece of each word (whole-word masking needs it).
 
     Returns:
-        A dict with `token_ids`, `segment_ids` `[n, seq_length]` int32,
+        A dict with `token_ids`, `segment_ids` `[n, sequence_length]` int32,
         `lengths` `[n]` int32, `next_sentence_labels` `[n]` int32 (with
-        `nsp=True`) and `word_starts` `[n, seq_length]` bool (with
+        `nsp=True`) and `word_starts` `[n, sequence_length]` bool (with
         `word_starts`).
     """
-    max_tokens = tf.constant(seq_length - 3 if nsp else seq_length - 2, tf.int64)
+    max_tokens = tf.constant(sequence_length - 3 if nsp else sequence_length - 2, tf.int64)
     seeds = tf.unstack(tf.random.experimental.stateless_split(seed, 8))
     values = tokens.flat_values
     lengths = tf.cast(tokens.row_lengths(), tf.int64)
@@ -217,8 +217,8 @@ def documents_to_examples(tokens, sentence_documents, document_ids, seed, *, seq
         b_length = tf.boolean_mask(b_kept, valid)
         labels = tf.cast(tf.boolean_mask(is_random, valid), tf.int32)
 
-    # Assemble [CLS] A [SEP] (B [SEP]) with index arithmetic, padded to seq_length.
-    j = tf.range(seq_length, dtype=tf.int64)[None, :]
+    # Assemble [CLS] A [SEP] (B [SEP]) with index arithmetic, padded to sequence_length.
+    j = tf.range(sequence_length, dtype=tf.int64)[None, :]
     la = a_length[:, None]
     lb = b_length[:, None]
     in_a = tf.logical_and(j >= 1, j <= la)

@@ -82,3 +82,75 @@ def read_documents(path, file_index):
     documents = tf.strings.reduce_join(documents, axis=1, separator="\n")
     ids = tf.cast(file_index, tf.int64) * (1 << 32) + tf.range(tf.size(documents, out_type=tf.int64))
     return tf.data.Dataset.from_tensor_slices((documents, ids))
+
+
+def check_text_file(path):
+    """Reads a pretraining text file once and raises `ValueError` if it is not usable text.
+
+    Run before training (as `recipes/pretrain.py` does), this finds in seconds
+    what the pipeline would otherwise find only at the first step, inside a
+    TensorFlow traceback: bytes that are not UTF-8 (Windows-1252 text, a
+    binary or compressed file; the error names the file, line, column and
+    byte), a NUL byte, a file of blank lines only, a file that cannot be read.
+    Reads in blocks, so memory stays bounded by the longest line.
+
+    Args:
+        path: a text file (local or `gs://`).
+
+    Returns:
+        The number of non-blank lines.
+
+    Example:
+
+    >>> from keras_bert_impl.data.corpus import bundled_corpus
+    >>> check_text_file(bundled_corpus()["valid"]) > 0
+    True
+    """
+    offset, line_number, sentences = 0, 0, 0
+
+    def check_line(line):
+        nonlocal offset, line_number, sentences
+        line_number += 1
+        start = offset
+        offset += len(line) + 1
+        if line_number == 1 and line.startswith(b"\xef\xbb\xbf"):
+            line, start = line[3:], start + 3
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            column = len(line[: error.start].decode("utf-8", errors="replace")) + 1
+            raise ValueError(
+                f"{path}:{line_number}: invalid UTF-8 (byte 0x{line[error.start]:02x} at byte offset "
+                f"{start + error.start}, line {line_number}, column {column}); pretraining text must "
+                "be UTF-8, one sentence a line: convert it (e.g. iconv -f cp1252 -t utf-8) or prepare "
+                "it with recipes/prepare_corpus.py --errors replace"
+            ) from None
+        if "\x00" in text:
+            nul = start + line.index(b"\x00")
+            raise ValueError(
+                f"{path}:{line_number}: a NUL byte (at byte offset {nul}, line "
+                f"{line_number}, column {text.index(chr(0)) + 1}): this is a binary file, not UTF-8 text "
+                "with one sentence a line"
+            )
+        if text.strip():
+            sentences += 1
+
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            pending = b""
+            while True:
+                block = f.read(1 << 22)
+                if not block:
+                    break
+                lines = (pending + block).split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    check_line(line)
+            if pending:
+                check_line(pending)
+    except tf.errors.OpError as error:
+        raise ValueError(f"{path}: cannot be read ({error.message})") from None
+    if sentences == 0:
+        raise ValueError(f"{path} holds only blank lines: a pretraining text file needs at least one sentence")
+    return sentences
+

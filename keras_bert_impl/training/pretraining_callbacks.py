@@ -143,7 +143,7 @@ class NaNGuard(keras.callbacks.Callback):
             )
 
 
-def probe_sentences(files, tokenizer, seq_length, count=3, every=6):
+def probe_sentences(files, tokenizer, sequence_length, count=3, every=6):
     """A few fixed held-out sentences with every `every`-th word piece masked, for the text summary."""
     lines = []
     for path in files:
@@ -157,21 +157,21 @@ def probe_sentences(files, tokenizer, seq_length, count=3, every=6):
         if len(lines) >= count:
             break
     ids = tokenizer.tokenize(tf.constant(lines)).to_list()
-    max_predictions = max(1, (seq_length - 2) // every)
+    max_predictions = max(1, (sequence_length - 2) // every)
     batch = {k: [] for k in ("token_ids", "segment_ids", "padding_mask", "mask_positions",
                              "mask_ids", "mask_weights")}
     cls_id, sep_id, mask_id = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id
     for row in ids:
-        row = [int(t) for t in row][: seq_length - 2]
+        row = [int(t) for t in row][: sequence_length - 2]
         tokens = [cls_id] + row + [sep_id]
         positions = list(range(1, len(tokens) - 1, every))[:max_predictions]
         labels = [tokens[p] for p in positions]
         for p in positions:
             tokens[p] = mask_id
-        pad = seq_length - len(tokens)
+        pad = sequence_length - len(tokens)
         fill = max_predictions - len(positions)
         batch["token_ids"].append(tokens + [0] * pad)
-        batch["segment_ids"].append([0] * seq_length)
+        batch["segment_ids"].append([0] * sequence_length)
         batch["padding_mask"].append([1] * len(tokens) + [0] * pad)
         batch["mask_positions"].append(positions + [0] * fill)
         batch["mask_ids"].append(labels + [0] * fill)
@@ -208,14 +208,14 @@ class PretrainingTensorBoard(keras.callbacks.Callback):
     """Writes the run's TensorBoard data under `logs_dir/{train,validation}`."""
 
     def __init__(self, logs_dir, model, tokenizer, probe, *, config, start_step, log_every,
-                 global_batch_size, seq_length, hparams, profile_steps=None):
+                 global_batch_size, sequence_length, hparams, profile_steps=None):
         super().__init__()
         self.logs_dir = logs_dir if is_chief() else os.path.join(logs_dir, "non_chief_workers")
         self.tokenizer = tokenizer
         self.probe = probe
         self.log_every = log_every
         self.global_batch_size = global_batch_size
-        self.seq_length = seq_length
+        self.sequence_length = sequence_length
         self.hparams = hparams
         self.profile = _parse_profile_steps(profile_steps)
         self.start_step = start_step
@@ -262,7 +262,7 @@ class PretrainingTensorBoard(keras.callbacks.Callback):
         if steps > 0 and now > self._last_time:
             sequences = steps * self.global_batch_size / (now - self._last_time)
             scalars["sequences_per_second"] = sequences
-            scalars["tokens_per_second"] = sequences * self.seq_length
+            scalars["tokens_per_second"] = sequences * self.sequence_length
         with self._train_writer.as_default(step=step):
             for name, value in scalars.items():
                 tf.summary.scalar(name, value)

@@ -37,7 +37,7 @@ PRESET_ALIASES = {
 
 # Settings that must match for a model_dir to be resumed.
 RUN_DEFINING_SETTINGS = (
-    "model_config", "seq_length", "max_predictions_per_seq", "global_batch_size", "num_steps",
+    "model_config", "sequence_length", "max_predictions_per_seq", "global_batch_size", "num_steps",
     "warmup_steps", "learning_rate", "optimizer", "weight_decay", "mixed_precision", "seed",
     "whole_word_masking", "nsp", "lowercase", "checkpoint_every", "train_files",
     "init_checkpoint", "gradient_accumulation_steps",
@@ -61,7 +61,7 @@ class PretrainingConfig:
     validation_files: list = None
     vocab: str = None
     lowercase: bool = True
-    seq_length: int = 128
+    sequence_length: int = 128
     max_predictions_per_seq: int = 20
     global_batch_size: int = 32
     num_steps: int = 300
@@ -132,9 +132,9 @@ def backbone_config(config, vocabulary_size):
     arguments["vocabulary_size"] = vocabulary_size
     if config.dropout is not None:
         arguments["dropout"] = config.dropout
-    if config.seq_length > arguments.get("max_sequence_length", 512):
+    if config.sequence_length > arguments.get("max_sequence_length", 512):
         raise ValueError(
-            f"--seq_length={config.seq_length} exceeds the model's max_sequence_length="
+            f"--sequence_length={config.sequence_length} exceeds the model's max_sequence_length="
             f"{arguments.get('max_sequence_length', 512)}."
         )
     return arguments
@@ -218,7 +218,7 @@ def run_pretraining(config, dataset_fn=None):
 
     build_dataset = dataset_fn or (
         lambda files, tokenizer, batch_size, seed, repeat, shuffle, input_context: pretraining_dataset(
-            files, tokenizer, seq_length=config.seq_length,
+            files, tokenizer, sequence_length=config.sequence_length,
             max_predictions_per_seq=config.max_predictions_per_seq, batch_size=batch_size,
             whole_word_masking=config.whole_word_masking, seed=seed, shuffle=shuffle,
             repeat=repeat, nsp=config.nsp, input_context=input_context,
@@ -293,13 +293,13 @@ def run_pretraining(config, dataset_fn=None):
     logs_dir = os.path.join(config.model_dir, "logs")
     export_dir = os.path.join(config.model_dir, "export")
     probe = callbacks_lib.probe_sentences(config.validation_files or config.train_files, tokenizer,
-                                          config.seq_length)
+                                          config.sequence_length)
     run_callbacks = [
         callbacks_lib.NaNGuard(start_step, manager),
         callbacks_lib.PretrainingTensorBoard(
             logs_dir, model, tokenizer, probe, config=config, start_step=start_step,
             log_every=config.log_every, global_batch_size=config.global_batch_size,
-            seq_length=config.seq_length, hparams=_hparams(config, replicas),
+            sequence_length=config.sequence_length, hparams=_hparams(config, replicas),
             profile_steps=config.profile_steps,
         ),
         callbacks_lib.CheckpointEveryEpoch(manager, optimizer, train_iterator, config.checkpoint_every,
@@ -387,7 +387,7 @@ def _distributed_dataset(strategy, build_dataset, config, tokenizer, split, star
 
 def _placeholder_batch(config, replicas):
     """An all-zeros `(x, y, sample_weight)` of the per-replica shape, to build metrics before fit."""
-    n, length, predictions = config.global_batch_size // replicas, config.seq_length, config.max_predictions_per_seq
+    n, length, predictions = config.global_batch_size // replicas, config.sequence_length, config.max_predictions_per_seq
     x = {"token_ids": np.zeros((n, length), "int32"), "segment_ids": np.zeros((n, length), "int32"),
          "padding_mask": np.ones((n, length), "int32"), "mask_positions": np.zeros((n, predictions), "int32")}
     y = {"mlm": np.zeros((n, predictions), "int32")}
