@@ -1,6 +1,8 @@
-"""CheckpointManager: atomic saves, pruning, and a full disk that leaves the previous checkpoint intact."""
+"""CheckpointManager: atomic saves, the manifest written last, pruning, and a full disk that leaves the
+previous checkpoint intact. Corrupt checkpoints and write faults: tests/test_checkpoint_faults.py."""
 
 import errno
+import json
 import os
 
 import numpy as np
@@ -100,3 +102,24 @@ def test_restore_of_a_different_model_names_the_checkpoint(tmp_path):
     with pytest.raises(ValueError, match="different model or optimizer configuration") as info:
         manager.restore(path, bigger, bigger_optimizer)
     assert path in str(info.value)
+
+
+def test_the_manifest_is_written_last_and_verifies(tmp_path, monkeypatch):
+    manager = CheckpointManager(str(tmp_path))
+    model, optimizer = _model_and_optimizer(0)
+    real_write_manifest = run_checkpoints._write_manifest
+    seen = []
+
+    def spy(directory):
+        # Everything else is complete on disk, and the checkpoint is not yet visible under its name.
+        seen.append(sorted(os.listdir(directory)))
+        assert not os.path.exists(manager.path(3)) and manager.latest() is None
+        real_write_manifest(directory)
+
+    monkeypatch.setattr(run_checkpoints, "_write_manifest", spy)
+    path = manager.save(3, model, optimizer)
+    assert seen == [["state.json", "variables.npz"]]
+    assert sorted(os.listdir(path)) == ["manifest.json", "state.json", "variables.npz"]
+    with open(os.path.join(path, "state.json")) as f:
+        assert json.load(f)["checkpoint_format"] == run_checkpoints.FORMAT
+    assert manager.verify(path) == [] and manager.latest() == path

@@ -131,7 +131,10 @@ class CheckpointManager:
         cached = self._verified.get(path)
         if cached is not None and cached[0] == signature:
             return list(cached[1])
-        problems = _verify(path)
+        try:
+            problems = _verify(path)
+        except OSError as error:  # the directory changed or vanished while being read
+            problems = [f"{os.path.basename(path)}: unreadable ({_describe(error)})"]
         self._verified[path] = (signature, tuple(problems))
         return problems
 
