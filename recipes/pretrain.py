@@ -2,7 +2,9 @@
 
 With no arguments: the tiny config on the corpus bundled with the package,
 a few hundred steps (a few minutes on a laptop CPU). Restarting the same
-command resumes from the newest checkpoint in --model_dir.
+command resumes from the newest checkpoint in --model_dir (--num_steps, --learning_rate and
+--warmup_steps may change on resume). Every flag and input file is checked before any work; an
+error is one line `error: ...` and exit status 2 (--debug shows the traceback).
 
     python recipes/pretrain.py
     python recipes/pretrain.py --strategy tpu --tpu my-tpu --config base \\
@@ -30,7 +32,8 @@ def parse_args(argv=None):
     p.add_argument("--validation_files", nargs="+", default=None)
     p.add_argument("--vocab", default=None, help="WordPiece vocab.txt (default: the bundled corpus vocab)")
     p.add_argument("--lowercase", default=True, action=argparse.BooleanOptionalAction)
-    p.add_argument("--sequence_length", type=int, default=d.sequence_length)
+    p.add_argument("--sequence_length", "--seq_length", "--max_seq_length", dest="sequence_length", type=int,
+                   default=d.sequence_length, help="the packed length of every example")
     p.add_argument("--max_predictions_per_seq", type=int, default=d.max_predictions_per_seq)
     p.add_argument("--global_batch_size", type=int, default=d.global_batch_size)
     p.add_argument("--num_steps", type=int, default=d.num_steps)
@@ -55,16 +58,23 @@ def parse_args(argv=None):
     p.add_argument("--profile_steps", default=None, help="'START,END' steps to trace with the TF profiler")
     p.add_argument("--deterministic", action="store_true", help="TF op determinism (exact resume on CPU)")
     p.add_argument("--verbose", type=int, default=1)
-    return PretrainingConfig(**vars(p.parse_args(argv)))
+    p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
+    args = vars(p.parse_args(argv))
+    debug = args.pop("debug")
+    return PretrainingConfig(**args), debug
 
 
 def main(argv=None):
-    config = parse_args(argv)
+    config, debug = parse_args(argv)
     try:
         result = run_pretraining(config)
-    except (ValueError, RuntimeError, FileNotFoundError, NaNLossError, CheckpointWriteError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    except (OSError, ValueError, RuntimeError, NaNLossError, CheckpointWriteError) as error:
+        # A bad flag, a bad or missing file, a model_dir that cannot be used, a non-finite loss,
+        # a full disk: one line, no traceback (--debug shows it).
+        if debug:
+            raise
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
     validation = result["validation"]
     if validation:
         print("Held-out MLM accuracy: {:.4f}  (mlm_loss {:.4f}{})".format(

@@ -120,21 +120,181 @@ def test_event_files_hold_scalars_hparams_and_text(reference_run):
 def test_model_dir_of_a_different_config_is_refused(reference_run, vocab):
     tmp_path, model_dir, _ = reference_run
     result = _run(_command(model_dir, vocab, tmp_path, "--sequence_length", "16"))
-    assert result.returncode == 1
-    assert "holds a run with a different configuration; refusing to resume" in result.stderr
-    assert "sequence_length: 32 in" in result.stderr and "vs 16 now" in result.stderr
+    assert result.returncode == 2
+    assert _error_lines(result.stderr) == [
+        f"error: --model_dir {model_dir} holds a run with a different configuration; refusing to resume it. "
+        f"Differences: --sequence_length: 32 in {model_dir} vs 16 now. Only --num_steps, --learning_rate, "
+        "--warmup_steps may change on resume: restore the other flags, or use a new --model_dir."]
+    assert "Traceback" not in result.stderr
 
 
 def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, vocab):
     model_dir = tmp_path / "nan"
     result = _run(_command(model_dir, vocab, tmp_path, "--learning_rate", "1e30"))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "Training loss is nan at step" in result.stderr or "Training loss is inf at step" in result.stderr
     kept = sorted(n for n in os.listdir(model_dir / "checkpoints") if n.startswith("ckpt-"))
     assert kept, result.stderr[-2000:]
     assert f"The last good checkpoint is {model_dir}/checkpoints/{kept[-1]}" in result.stderr
+    assert "Run the same command again with a lower --learning_rate" in result.stderr
     arrays = _model_arrays(model_dir / "checkpoints" / kept[-1])
     assert all(np.all(np.isfinite(a)) for a in arrays.values() if a.dtype.kind == "f")
+    # The rerun the message advises is accepted: it resumes from the last good checkpoint.
+    result = _run(_command(model_dir, vocab, tmp_path, "--learning_rate", "1e-3"))
+    assert result.returncode == 0, result.stderr[-4000:]
+    step = int(kept[-1].split("-")[1])
+    assert f"Resumed from {model_dir}/checkpoints/{kept[-1]} at step {step}" in result.stdout
+    assert "Resuming with --learning_rate 0.001 (the run was started with 1e+30)." in result.stdout
+    assert json.loads((model_dir / "run_config.json").read_text())["learning_rate"] == 1e-3
+
+
+def test_resume_may_extend_num_steps_and_change_learning_rate_and_reads_legacy_run_config(
+        reference_run, vocab):
+    import shutil
+
+    tmp_path, reference_dir, _ = reference_run
+    model_dir = tmp_path / "extended"
+    shutil.copytree(reference_dir, model_dir)
+    shutil.rmtree(model_dir / "export")
+    # A run directory written before the rename records the packed length as `seq_length`.
+    recorded = json.loads((model_dir / "run_config.json").read_text())
+    recorded["seq_length"] = recorded.pop("sequence_length")
+    (model_dir / "run_config.json").write_text(json.dumps(recorded))
+    result = _run(_command(model_dir, vocab, tmp_path, "--num_steps", str(NUM_STEPS + 2),
+                           "--learning_rate", "1e-4"))
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert f"Resumed from {model_dir}/checkpoints/ckpt-{NUM_STEPS:09d} at step {NUM_STEPS}" in result.stdout
+    assert f"Resuming with --num_steps {NUM_STEPS + 2} (the run was started with {NUM_STEPS})." in result.stdout
+    assert sorted(os.listdir(model_dir / "checkpoints"))[-1] == f"ckpt-{NUM_STEPS + 2:09d}"
+    recorded = json.loads((model_dir / "run_config.json").read_text())
+    assert "seq_length" not in recorded and recorded["sequence_length"] == 32
+    assert recorded["num_steps"] == NUM_STEPS + 2 and recorded["learning_rate"] == 1e-4
+
+
+def test_a_run_cannot_be_shortened(reference_run, vocab, tmp_path, capsys):
+    _, model_dir, _ = reference_run
+    argv = _command(model_dir, vocab, tmp_path, "--num_steps", "4")[2:]
+    assert _recipe().main(argv) == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        f"error: --num_steps=4 is below step {NUM_STEPS} of the checkpoint "
+        f"{model_dir}/checkpoints/ckpt-{NUM_STEPS:09d}: a run cannot be shortened; pass --num_steps >= "
+        f"{NUM_STEPS}, or use a new --model_dir"]
+
+
+def _error_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("error: ")]
+
+
+def _recipe():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pretrain_recipe", RECIPE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _bad_start_cases(tmp_path):
+    cp1252 = tmp_path / "cp1252.txt"
+    cp1252.write_bytes("It was a dark night.\nThe caf\u00e9 was closed.\n".encode("cp1252"))
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(bytes(range(256)) * 4)
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n\n")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a directory")
+    return {
+        "warmup_30_of_4": (("--num_steps", "4", "--warmup_steps", "30"), None,
+                           "--warmup_steps=30 must be an integer in [0, --num_steps=4]: the warm-up must "
+                           "end within the run"),
+        "mistyped_train_files": (("--train_files", str(tmp_path / "trian.txt")), None,
+                                 f"--train_files: no file matches '{tmp_path / 'trian.txt'}'"),
+        "sequence_length_3": (("--sequence_length", "3"), None,
+                              "--sequence_length=3 is too small for [CLS] A [SEP] B [SEP] with at least one "
+                              "token in each segment: it must be >= 5"),
+        "checkpoint_every_0": (("--checkpoint_every", "0"), None, "--checkpoint_every=0: must be an integer >= 1"),
+        "num_steps_0": (("--num_steps", "0"), None, "--num_steps=0: must be an integer >= 1"),
+        "cp1252_corpus": (("--train_files", str(cp1252)), None,
+                          f"--train_files: {cp1252}:2: invalid UTF-8 (byte 0xe9 at byte offset 28, line 2, "
+                          "column 8); pretraining text must be UTF-8, one sentence a line: convert it (e.g. "
+                          "iconv -f cp1252 -t utf-8) or prepare it with recipes/prepare_corpus.py --errors replace"),
+        "cp1252_validation": (("--validation_files", str(cp1252)), None,
+                              f"--validation_files: {cp1252}:2: invalid UTF-8 (byte 0xe9 at byte offset 28"),
+        "binary_corpus": (("--train_files", str(binary)), None,
+                          f"--train_files: {binary}:1: a NUL byte (at byte offset 0, line 1, column 1): this is "
+                          "a binary file, not UTF-8 text with one sentence a line"),
+        "blank_lines_only": (("--train_files", str(blank)), None,
+                             f"--train_files: {blank} holds only blank lines: a pretraining text file needs at "
+                             "least one sentence"),
+        "model_dir_is_a_file": ((), a_file,
+                                f"--model_dir {a_file} is a file, not a directory: pass a new directory or one "
+                                "holding a run to resume"),
+    }
+
+
+BAD_STARTS = ("warmup_30_of_4", "mistyped_train_files", "sequence_length_3",
+              "checkpoint_every_0", "num_steps_0", "cp1252_corpus", "cp1252_validation", "binary_corpus",
+              "blank_lines_only", "model_dir_is_a_file")
+
+
+@pytest.mark.parametrize("case", BAD_STARTS)
+def test_bad_start_is_one_line_before_any_write(case, tmp_path, vocab, capsys):
+    extra, model_dir, message = _bad_start_cases(tmp_path)[case]
+    model_dir = model_dir or tmp_path / "run"
+    before = model_dir.read_bytes() if model_dir.is_file() else None
+    argv = _command(model_dir, vocab, tmp_path, *extra)[2:]
+    assert _recipe().main(argv) == 2
+    errors = _error_lines(capsys.readouterr().err)
+    assert len(errors) == 1 and errors[0].startswith("error: " + message), errors
+    if case != "cp1252_validation":
+        assert errors == ["error: " + message]
+    # Nothing was written: the corrected command starts a new run.
+    if before is None:
+        assert not model_dir.exists()
+    else:
+        assert model_dir.read_bytes() == before
+
+
+def test_read_only_model_dir_is_refused_before_any_work(tmp_path, vocab, capsys, monkeypatch):
+    from keras_bert_impl.training import pretraining_run
+
+    monkeypatch.setattr(pretraining_run, "_writable", lambda directory: False)  # root writes anywhere
+    model_dir = tmp_path / "run"
+    assert _recipe().main(_command(model_dir, vocab, tmp_path)[2:]) == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        f"error: --model_dir {model_dir} cannot be written ({tmp_path} is read-only or not ours): pass a "
+        "writable directory"]
+    assert not model_dir.exists()
+
+
+def test_export_dir_holding_a_users_file_is_refused_before_training(tmp_path, vocab, capsys):
+    model_dir = tmp_path / "run"
+    (model_dir / "export").mkdir(parents=True)
+    (model_dir / "export" / "notes.txt").write_text("mine")
+    assert _recipe().main(_command(model_dir, vocab, tmp_path)[2:]) == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        f"error: --model_dir {model_dir}: {model_dir}/export holds notes.txt, which a pretraining run does not "
+        "write; the run exports the backbone there at the end: move those files, or use another --model_dir"]
+    assert sorted(str(p.relative_to(model_dir)) for p in model_dir.rglob("*")) == ["export", "export/notes.txt"]
+
+
+def test_failed_start_leaves_model_dir_usable_and_debug_shows_the_traceback(tmp_path, vocab):
+    model_dir = tmp_path / "run"
+    result = _run(_command(model_dir, vocab, tmp_path, "--checkpoint_every", "0"))
+    assert result.returncode == 2
+    assert _error_lines(result.stderr) == ["error: --checkpoint_every=0: must be an integer >= 1"]
+    assert "Traceback" not in result.stderr and not model_dir.exists()
+    result = _run(_command(model_dir, vocab, tmp_path, "--checkpoint_every", "0", "--debug"))
+    assert result.returncode == 1 and "Traceback" in result.stderr
+    assert "ValueError: --checkpoint_every=0: must be an integer >= 1" in result.stderr
+    # A run_config.json left by a failed start of an earlier version (no checkpoint) does not block the
+    # corrected command: only a model_dir with a checkpoint holds a run.
+    model_dir.mkdir()
+    (model_dir / "run_config.json").write_text(json.dumps({"seq_length": 3, "num_steps": 4, "warmup_steps": 30}))
+    result = _run(_command(model_dir, vocab, tmp_path, "--num_steps", "2", "--validation_steps", "1"))
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert json.loads((model_dir / "run_config.json").read_text())["sequence_length"] == 32
+    assert os.listdir(model_dir / "checkpoints") == ["ckpt-000000002"]
 
 
 def test_global_batch_not_divisible_by_replicas_is_refused():

@@ -91,10 +91,15 @@ def is_chief():
 
 
 class CheckpointEveryEpoch(keras.callbacks.Callback):
-    """Saves an atomic checkpoint (model, optimizer, step, iterator) after each epoch."""
+    """Saves an atomic checkpoint (model, optimizer, step, iterator) after each epoch.
 
-    def __init__(self, manager, optimizer, iterator, steps_per_epoch, state=None):
+    `on_saved(path)` is called after each save (the run records its configuration then, so a
+    model_dir holds a recorded configuration only once it holds a checkpoint).
+    """
+
+    def __init__(self, manager, optimizer, iterator, steps_per_epoch, state=None, on_saved=None):
         super().__init__()
+        self.on_saved = on_saved
         self.manager = manager
         self.optimizer = optimizer
         self.iterator = iterator
@@ -111,6 +116,8 @@ class CheckpointEveryEpoch(keras.callbacks.Callback):
                 step, self.model, self.optimizer, iterator=self.iterator,
                 state=dict(self.state, logs={k: float(v) for k, v in (logs or {}).items()}),
             )
+            if self.on_saved is not None:
+                self.on_saved(self.last_path)
 
 
 class NaNGuard(keras.callbacks.Callback):
@@ -139,7 +146,9 @@ class NaNGuard(keras.callbacks.Callback):
                 f"Training loss is {float(loss)} at step {step}; stopped. "
                 + (f"The last good checkpoint is {last} (it was kept)."
                    if last else "No checkpoint was written before it.")
-                + " Lower --learning_rate, raise --warmup_steps, or use bf16 instead of fp16."
+                + " Run the same command again with a lower --learning_rate or a larger --warmup_steps"
+                + (" (both may change on resume: it continues from that checkpoint)" if last else "")
+                + "; with --mixed_precision fp16, start a new --model_dir with bf16."
             )
 
 

@@ -35,13 +35,23 @@ PRESET_ALIASES = {
     "large": "bert_large_en_uncased",
 }
 
-# Settings that must match for a model_dir to be resumed.
+# Settings recorded in `<model_dir>/run_config.json` (after the first checkpoint) and compared on resume.
 RUN_DEFINING_SETTINGS = (
     "model_config", "sequence_length", "max_predictions_per_seq", "global_batch_size", "num_steps",
     "warmup_steps", "learning_rate", "optimizer", "weight_decay", "mixed_precision", "seed",
     "whole_word_masking", "nsp", "lowercase", "checkpoint_every", "train_files",
     "init_checkpoint", "gradient_accumulation_steps",
 )
+# Of those, the ones a resumed run may change: extend a run (--num_steps), or rerun after a
+# non-finite loss with a lower --learning_rate or a longer --warmup_steps. The optimizer's
+# variables and the step are restored from the checkpoint; the schedule is rebuilt from the flags.
+# The other flags (--validation_files, --log_every, --keep_checkpoints, --validation_steps,
+# --steps_per_execution, --jit_compile, --profile_steps, --strategy, --deterministic, --verbose)
+# are not recorded and may always change.
+MAY_CHANGE_ON_RESUME = ("num_steps", "learning_rate", "warmup_steps")
+RUN_CONFIG_FILE = "run_config.json"
+# Keys of run_config.json files written by earlier versions -> today's names.
+LEGACY_KEYS = {"seq_length": "sequence_length"}
 
 
 @dataclasses.dataclass
@@ -146,30 +156,170 @@ def run_settings(config, model_config):
     return {key: values[key] for key in RUN_DEFINING_SETTINGS}
 
 
-def check_resumable(model_dir, settings):
-    """Writes `<model_dir>/run_config.json` on the first start; on restarts refuses a different run."""
-    path = os.path.join(model_dir, "run_config.json")
-    settings = json.loads(json.dumps(settings))
-    if os.path.exists(path):
+def read_run_config(model_dir):
+    """The settings recorded in `<model_dir>/run_config.json` (legacy keys renamed), or None."""
+    path = os.path.join(model_dir, RUN_CONFIG_FILE)
+    if not os.path.exists(path):
+        return None
+    try:
         with open(path) as f:
             saved = json.load(f)
-        differ = [
-            f"{key}: {json.dumps(saved.get(key))} in {model_dir} vs {json.dumps(settings.get(key))} now"
-            for key in sorted(set(saved) | set(settings))
-            if saved.get(key) != settings.get(key)
-        ]
-        if differ:
-            raise ValueError(
-                f"--model_dir {model_dir} holds a run with a different configuration; refusing to "
-                f"resume it. Differences: " + "; ".join(differ)
-                + ". Use a new --model_dir (or restore the original flags)."
-            )
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: cannot be read as JSON ({error}); restore it or use a new --model_dir") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path}: expected a JSON object of the run's settings; restore it or use a new --model_dir")
+    for old, new in LEGACY_KEYS.items():
+        if old in saved and new not in saved:
+            saved[new] = saved.pop(old)
+    return saved
+
+
+def _flag(key):
+    return "--config/--dropout (the model configuration)" if key == "model_config" else f"--{key}"
+
+
+def check_resumable(model_dir, settings):
+    """Refuses to resume `model_dir` with settings other than those it records, except `MAY_CHANGE_ON_RESUME`.
+
+    Called only when `model_dir` holds a checkpoint: a model_dir without one
+    has nothing to resume, whatever a failed earlier start left in it.
+
+    Returns:
+        The `(key, recorded, now)` of the settings that changed and may change.
+    """
+    saved = read_run_config(model_dir)
+    if saved is None:
+        return []
+    settings = json.loads(json.dumps(settings))
+    differ = [(key, saved.get(key), settings.get(key)) for key in sorted(set(saved) | set(settings))
+              if saved.get(key) != settings.get(key)]
+    refused = [d for d in differ if d[0] not in MAY_CHANGE_ON_RESUME]
+    if refused:
+        raise ValueError(
+            f"--model_dir {model_dir} holds a run with a different configuration; refusing to resume it. "
+            "Differences: " + "; ".join(f"{_flag(key)}: {json.dumps(old)} in {model_dir} vs {json.dumps(new)} now"
+                                        for key, old, new in refused)
+            + ". Only " + ", ".join(_flag(key) for key in MAY_CHANGE_ON_RESUME)
+            + " may change on resume: restore the other flags, or use a new --model_dir."
+        )
+    return differ
+
+
+def record_run_config(model_dir, settings):
+    """Writes `<model_dir>/run_config.json` atomically (after a checkpoint), unless it already says the same."""
+    settings = json.loads(json.dumps(settings))
+    if read_run_config(model_dir) == settings:
         return
-    os.makedirs(model_dir, exist_ok=True)
+    path = os.path.join(model_dir, RUN_CONFIG_FILE)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(settings, f, indent=2)
     os.replace(tmp, path)
+
+
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"--{name}={value!r}: must be an integer >= 1")
+
+
+def check_flags(config):
+    """Checks every numeric flag of `config` and their relations; raises `ValueError` naming the flag."""
+    for name in ("num_steps", "checkpoint_every", "global_batch_size", "max_predictions_per_seq",
+                 "steps_per_execution", "keep_checkpoints", "log_every", "validation_steps"):
+        _positive(name, getattr(config, name))
+    if config.gradient_accumulation_steps is not None:
+        _positive("gradient_accumulation_steps", config.gradient_accumulation_steps)
+    minimum = 5 if config.nsp else 3
+    if isinstance(config.sequence_length, bool) or not isinstance(config.sequence_length, int) or (
+            config.sequence_length < minimum):
+        layout = "[CLS] A [SEP] B [SEP]" if config.nsp else "[CLS] A [SEP]"
+        raise ValueError(
+            f"--sequence_length={config.sequence_length!r} is too small for {layout} with at least one token "
+            f"in each segment: it must be >= {minimum}"
+        )
+    if config.max_predictions_per_seq > config.sequence_length:
+        raise ValueError(f"--max_predictions_per_seq={config.max_predictions_per_seq} exceeds "
+                         f"--sequence_length={config.sequence_length}")
+    if isinstance(config.warmup_steps, bool) or not isinstance(config.warmup_steps, int) or not (
+            0 <= config.warmup_steps <= config.num_steps):
+        raise ValueError(
+            f"--warmup_steps={config.warmup_steps!r} must be an integer in [0, --num_steps={config.num_steps}]: "
+            f"the warm-up must end within the run"
+        )
+    if not (isinstance(config.learning_rate, (int, float)) and math.isfinite(config.learning_rate)
+            and config.learning_rate > 0):
+        raise ValueError(f"--learning_rate={config.learning_rate!r}: must be a finite number > 0")
+    if not (isinstance(config.weight_decay, (int, float)) and 0 <= config.weight_decay < math.inf):
+        raise ValueError(f"--weight_decay={config.weight_decay!r}: must be a finite number >= 0")
+    if config.dropout is not None and not 0 <= config.dropout < 1:
+        raise ValueError(f"--dropout={config.dropout!r}: must be in [0, 1)")
+    if config.num_steps % config.checkpoint_every:
+        raise ValueError(
+            f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every="
+            f"{config.checkpoint_every} (training runs in epochs of checkpoint_every steps)"
+        )
+    if config.checkpoint_every % config.steps_per_execution:
+        raise ValueError(
+            f"--checkpoint_every={config.checkpoint_every} must be a multiple of "
+            f"--steps_per_execution={config.steps_per_execution}"
+        )
+    from keras_bert_impl.training.pretraining_callbacks import _parse_profile_steps
+
+    _parse_profile_steps(config.profile_steps)
+
+
+def check_model_dir(model_dir):
+    """Refuses a `--model_dir` that is a file, cannot be written, or whose `export/` holds a user's files.
+
+    Nothing is created: the directory is made by the first write of the run.
+    `gs://` and other remote paths are not checked here.
+    """
+    from keras_bert_impl.checkpoints import own_preset
+
+    if "://" in str(model_dir):
+        return
+    model_dir = os.fspath(model_dir)
+    existing = os.path.abspath(model_dir)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        what = "is a file" if existing == os.path.abspath(model_dir) else f"is inside a file ({existing})"
+        raise ValueError(f"--model_dir {model_dir} {what}, not a directory: pass a new directory or one "
+                         "holding a run to resume")
+    if not _writable(existing):
+        raise ValueError(f"--model_dir {model_dir} cannot be written ({existing} is read-only or not "
+                         "ours): pass a writable directory")
+    for sub in ("checkpoints", "logs"):
+        path = os.path.join(model_dir, sub)
+        if os.path.exists(path) and (not os.path.isdir(path) or not _writable(path)):
+            raise ValueError(f"--model_dir {model_dir}: {path} is not a writable directory")
+    export_dir = os.path.join(model_dir, "export")
+    if os.path.exists(export_dir):
+        if not os.path.isdir(export_dir):
+            raise ValueError(f"--model_dir {model_dir}: {export_dir} is a file; the run exports the backbone "
+                             "to that directory at the end: move the file, or use another --model_dir")
+        ours = {own_preset.CONFIG_FILE, own_preset.WEIGHTS_FILE, own_preset.VOCABULARY_FILE,
+                own_preset.TOKENIZER_CONFIG_FILE}
+        foreign = sorted(set(os.listdir(export_dir)) - ours)
+        if foreign:
+            raise ValueError(
+                f"--model_dir {model_dir}: {export_dir} holds {', '.join(foreign[:5])}"
+                f"{' ...' if len(foreign) > 5 else ''}, which a pretraining run does not write; the run exports "
+                "the backbone there at the end: move those files, or use another --model_dir"
+            )
+
+
+def _writable(directory):
+    """True when a file can be created in `directory` (also for root on a read-only mount)."""
+    import tempfile
+
+    try:
+        fd, path = tempfile.mkstemp(dir=directory, prefix=".write-test-")
+    except OSError:
+        return False
+    os.close(fd)
+    os.remove(path)
+    return True
 
 
 def run_pretraining(config, dataset_fn=None):
@@ -187,22 +337,43 @@ def run_pretraining(config, dataset_fn=None):
     """
     import tensorflow as tf
 
-    from keras_bert_impl.data.pretraining import pretraining_dataset
+    from keras_bert_impl.data.pretraining import check_pretraining_files, pretraining_dataset
     from keras_bert_impl.text.tokenizer import BertTokenizer
     from keras_bert_impl.training import pretraining_callbacks as callbacks_lib
     from keras_bert_impl.training.pretraining_inputs import split_features_labels
 
+    # === Check every flag, the model_dir and every input file before any work or any write ===
     config = config.resolved()
-    if config.num_steps % config.checkpoint_every:
-        raise ValueError(
-            f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every="
-            f"{config.checkpoint_every} (training runs in epochs of checkpoint_every steps)."
-        )
-    if config.checkpoint_every % config.steps_per_execution:
-        raise ValueError(
-            f"--checkpoint_every={config.checkpoint_every} must be a multiple of "
-            f"--steps_per_execution={config.steps_per_execution}."
-        )
+    check_flags(config)
+    check_model_dir(config.model_dir)
+    if dataset_fn is None:
+        for flag, files in (("train_files", config.train_files), ("validation_files", config.validation_files)):
+            try:
+                check_pretraining_files(files) if files else None
+            except ValueError as error:
+                raise ValueError(f"--{flag}: {error}") from None
+    if not tf.io.gfile.exists(config.vocab):
+        raise ValueError(f"--vocab {config.vocab}: no such file (a WordPiece vocab.txt)")
+    tokenizer = BertTokenizer(config.vocab, lowercase=config.lowercase)
+    model_config = backbone_config(config, tokenizer.vocabulary_size())
+    settings = run_settings(config, model_config)
+
+    # === Resume: only a model_dir with a checkpoint holds a run; its recorded flags must match ===
+    manager = CheckpointManager(os.path.join(config.model_dir, "checkpoints"), keep=config.keep_checkpoints)
+    latest = manager.latest()
+    start_step = 0
+    if latest:
+        with open(os.path.join(latest, "state.json")) as f:
+            start_step = json.load(f)["step"]
+        changed = check_resumable(config.model_dir, settings)
+        if config.num_steps < start_step:
+            raise ValueError(
+                f"--num_steps={config.num_steps} is below step {start_step} of the checkpoint {latest}: a run "
+                f"cannot be shortened; pass --num_steps >= {start_step}, or use a new --model_dir"
+            )
+        for key, old, new in changed:
+            print(f"Resuming with --{key} {new} (the run was started with {old}).", flush=True)
+
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
@@ -211,10 +382,6 @@ def run_pretraining(config, dataset_fn=None):
     replicas = strategy.num_replicas_in_sync
     check_global_batch_size(config.global_batch_size, replicas)
     keras.mixed_precision.set_global_policy(mixed_precision_policy(config.mixed_precision))
-
-    tokenizer = BertTokenizer(config.vocab, lowercase=config.lowercase)
-    model_config = backbone_config(config, tokenizer.vocabulary_size())
-    check_resumable(config.model_dir, run_settings(config, model_config))
 
     build_dataset = dataset_fn or (
         lambda files, tokenizer, batch_size, seed, repeat, shuffle, input_context: pretraining_dataset(
@@ -253,14 +420,7 @@ def run_pretraining(config, dataset_fn=None):
         )
         optimizer.build(model.trainable_variables)
 
-    # === Resume ===
-    manager = CheckpointManager(os.path.join(config.model_dir, "checkpoints"), keep=config.keep_checkpoints)
-    latest = manager.latest()
-    start_step = 0
     single_pipeline = _owns_iterator(strategy)
-    if latest:
-        with open(os.path.join(latest, "state.json")) as f:
-            start_step = json.load(f)["step"]
 
     # === Data ===
     if single_pipeline:
@@ -303,7 +463,8 @@ def run_pretraining(config, dataset_fn=None):
             profile_steps=config.profile_steps,
         ),
         callbacks_lib.CheckpointEveryEpoch(manager, optimizer, train_iterator, config.checkpoint_every,
-                                           state={"config": config.config}),
+                                           state={"config": config.config},
+                                           on_saved=lambda path: record_run_config(config.model_dir, settings)),
     ]
     epochs = config.num_steps // config.checkpoint_every
     initial_epoch = start_step // config.checkpoint_every
