@@ -464,3 +464,34 @@ def test_distribute_datasets_from_function(paths, minilm_dir):
     assert report["shapes"]["token_ids"] == [[4, 32], [4, 32]]
     assert report["shapes"]["mask_positions"] == [[4, 5], [4, 5]]
     assert report["shapes"]["next_sentence_labels"] == [[4], [4]]
+
+
+def test_check_pretraining_files_names_file_line_and_byte_before_any_iteration(real_data, paths, tmp_path):
+    from keras_bert_impl.data.pretraining import check_pretraining_files
+
+    assert check_pretraining_files(paths["valid"]) == [paths["valid"]]
+    bad = os.path.join(real_data, "bad_input", "pg84_cp1252_excerpt.txt")
+    if os.path.exists(bad):
+        with pytest.raises(ValueError) as error:
+            check_pretraining_files(bad)
+        assert str(error.value).startswith(
+            f"{bad}:25: invalid UTF-8 (byte 0x97 at byte offset 1570, line 25, column 17); pretraining text must "
+            "be UTF-8, one sentence a line")
+    crlf = tmp_path / "crlf.txt"
+    crlf.write_bytes("One.\r\nTwo.\r\n\r\nThe caf\u00e9.\r\n".encode("cp1252"))
+    with pytest.raises(ValueError, match=r"crlf.txt:4: invalid UTF-8 \(byte 0xe9 at byte offset 21, line 4, column 8\)"):
+        check_pretraining_files(str(crlf))
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(b"\x00\x01\x02" * 100)
+    with pytest.raises(ValueError, match=r"model.bin:1: a NUL byte \(at byte offset 0, line 1, column 1\)"):
+        check_pretraining_files(str(binary))
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n \n\t\n")
+    with pytest.raises(ValueError, match="blank.txt holds only blank lines"):
+        check_pretraining_files(str(blank))
+    records = tmp_path / "shard.tfrecord"
+    records.write_bytes(b"not a record file at all")
+    with pytest.raises(ValueError, match="shard.tfrecord: not a TFRecord shard of tokenised documents"):
+        check_pretraining_files(str(records))
+    with pytest.raises(ValueError, match="mixes TFRecord shards"):
+        check_pretraining_files([str(records), paths["valid"]])
