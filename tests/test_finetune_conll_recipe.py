@@ -260,7 +260,7 @@ def test_saved_model_of_the_conll_run_tags_raw_text(trained):
 
 
 def test_split_words_offsets():
-    from keras_bert_impl.tasks.tagging.prediction import split_words
+    from keras_bert_impl.text.token_classifier_preprocessor import split_words
 
     text = "Inzamam-ul-Haq scored 1,874 runs for Pakistan's side."
     words = split_words(text)

@@ -27,10 +27,8 @@ from keras_bert_impl.tasks.tagging.outputs import (
     write_conll_predictions,
 )
 from keras_bert_impl.tasks.tagging.prediction import (
-    predict_entities,
     predict_token_label_ids,
     predict_word_tags,
-    split_words,
 )
 from keras_bert_impl.tasks.tagging.reading import (
     DOCSTART,

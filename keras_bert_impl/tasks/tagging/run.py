@@ -29,7 +29,6 @@ from keras_bert_impl.tasks.tagging.batches import make_dataset
 from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, ConllSplit, evaluate_conll
 from keras_bert_impl.tasks.tagging.features import encode_sentences
 from keras_bert_impl.tasks.tagging.outputs import write_conll_outputs
-from keras_bert_impl.tasks.tagging.prediction import predict_entities
 from keras_bert_impl.tasks.tagging.reading import (
     TAG_SCHEMES,
     check_known_tags,
@@ -243,5 +242,8 @@ def run(config):
         summary[f"{name}_recall"] = evaluation.scores["recall"]
         summary[f"{name}_predict_seconds"] = evaluation.predict_seconds
     if c.predict_text:
-        summary["entities"] = predict_entities(model, tokenizer, c.predict_text, label_names, c.sequence_length)
+        if model.preprocessor is None or model.label_names is None:  # a model saved before they were kept
+            model.preprocessor = model.preprocessor or BertTokenClassifierPreprocessor(tokenizer, c.sequence_length)
+            model.label_names = model.label_names or list(label_names)
+        summary["entities"] = model.predict_entities(c.predict_text)
     return summary
