@@ -130,6 +130,9 @@ def test_model_dir_of_a_different_config_is_refused(reference_run, vocab):
 
 def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, vocab):
     model_dir = tmp_path / "nan"
+    # A healthy first checkpoint, then (extending the run: allowed) a learning rate that diverges.
+    result = _run(_command(model_dir, vocab, tmp_path, "--num_steps", "2", "--validation_steps", "1"))
+    assert result.returncode == 0, result.stderr[-4000:]
     result = _run(_command(model_dir, vocab, tmp_path, "--learning_rate", "1e30"))
     assert result.returncode == 2
     assert "Training loss is nan at step" in result.stderr or "Training loss is inf at step" in result.stderr
@@ -144,7 +147,7 @@ def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_pat
     assert result.returncode == 0, result.stderr[-4000:]
     step = int(kept[-1].split("-")[1])
     assert f"Resumed from {model_dir}/checkpoints/{kept[-1]} at step {step}" in result.stdout
-    assert "Resuming with --learning_rate 0.001 (the run was started with 1e+30)." in result.stdout
+    assert "Resuming with --num_steps 8 (the run was started with 2)." in result.stdout
     assert json.loads((model_dir / "run_config.json").read_text())["learning_rate"] == 1e-3
 
 
