@@ -18,7 +18,7 @@ class BertPretrainer(Task):
     [CLS] output (0 = IsNext, 1 = NotNext). Both heads return float32 logits,
     also under mixed precision. Backend-agnostic (TensorFlow, JAX, PyTorch).
 
-    Inputs: dict `token_ids, segment_ids, padding_mask` (batch, seq_length)
+    Inputs: dict `token_ids, segment_ids, padding_mask` (batch, sequence_length)
     and `mask_positions` (batch, max_predictions_per_seq).
     Outputs: dict `{"mlm": (batch, max_predictions, vocabulary_size),
     "nsp": (batch, 2)}` (no `"nsp"` when `nsp=False`).
