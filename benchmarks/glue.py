@@ -123,7 +123,7 @@ def export_inputs(task_name, args):
         token_ids, segment_ids = [], []
         for start in range(0, len(split), 1024):
             chunk = [list(t[start : start + 1024]) for t in texts]
-            features = preprocessor.unpadded(chunk if len(chunk) > 1 else chunk[0])
+            features = preprocessor.unpadded(tuple(chunk) if len(chunk) > 1 else chunk[0])  # (texts_a, texts_b)
             token_ids.extend(features["token_ids"].to_list())
             segment_ids.extend(features["segment_ids"].to_list())
         arrays[f"{split_name}_token_ids"] = np.concatenate([np.asarray(x, np.int32) for x in token_ids])
