@@ -259,9 +259,9 @@ def test_bad_start_is_one_line_before_any_write(case, tmp_path, vocab, capsys):
 
 
 def test_read_only_model_dir_is_refused_before_any_work(tmp_path, vocab, capsys, monkeypatch):
-    from keras_bert_impl.training import pretraining_run
+    from keras_bert_impl.training import pretraining_checks
 
-    monkeypatch.setattr(pretraining_run, "_writable", lambda directory: False)  # root writes anywhere
+    monkeypatch.setattr(pretraining_checks, "_writable", lambda directory: False)  # root writes anywhere
     model_dir = tmp_path / "run"
     assert _recipe().main(_command(model_dir, vocab, tmp_path)[2:]) == 2
     assert _error_lines(capsys.readouterr().err) == [

@@ -308,4 +308,5 @@ def as_segments(x):
 def _check_texts(texts):
     for index, text in enumerate(texts):
         if not _is_text(text):
-            raise ValueError(f"Raw text: item {index} is {type(text).__name__} {text!r}, expected a string.")
+            shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
+            raise ValueError(f"Raw text: item {index} is {type(text).__name__} {shown}, expected a string.")

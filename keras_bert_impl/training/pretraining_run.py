@@ -12,7 +12,6 @@ deterministic skip of the consumed batches with several replicas).
 
 import dataclasses
 import json
-import math
 import os
 import time
 
@@ -22,6 +21,18 @@ import numpy as np
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.training.optimizer import create_optimizer, mixed_precision_policy
+from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also the run's public names)
+    LEGACY_KEYS,
+    MAY_CHANGE_ON_RESUME,
+    RUN_CONFIG_FILE,
+    RUN_DEFINING_SETTINGS,
+    check_flags,
+    check_model_dir,
+    check_resumable,
+    read_run_config,
+    record_run_config,
+    run_settings,
+)
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
 from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy
@@ -34,25 +45,6 @@ PRESET_ALIASES = {
     "base": "bert_base_en_uncased",
     "large": "bert_large_en_uncased",
 }
-
-# Settings recorded in `<model_dir>/run_config.json` (after the first checkpoint) and compared on resume.
-RUN_DEFINING_SETTINGS = (
-    "model_config", "sequence_length", "max_predictions_per_seq", "global_batch_size", "num_steps",
-    "warmup_steps", "learning_rate", "optimizer", "weight_decay", "mixed_precision", "seed",
-    "whole_word_masking", "nsp", "lowercase", "checkpoint_every", "train_files",
-    "init_checkpoint", "gradient_accumulation_steps",
-)
-# Of those, the ones a resumed run may change: extend a run (--num_steps), or rerun after a
-# non-finite loss with a lower --learning_rate or a longer --warmup_steps. The optimizer's
-# variables and the step are restored from the checkpoint; the schedule is rebuilt from the flags.
-# The other flags (--validation_files, --log_every, --keep_checkpoints, --validation_steps,
-# --steps_per_execution, --jit_compile, --profile_steps, --strategy, --deterministic, --verbose)
-# are not recorded and may always change.
-MAY_CHANGE_ON_RESUME = ("num_steps", "learning_rate", "warmup_steps")
-RUN_CONFIG_FILE = "run_config.json"
-# Keys of run_config.json files written by earlier versions -> today's names.
-LEGACY_KEYS = {"seq_length": "sequence_length"}
-
 
 @dataclasses.dataclass
 class PretrainingConfig:
@@ -148,178 +140,6 @@ def backbone_config(config, vocabulary_size):
             f"{arguments.get('max_sequence_length', 512)}."
         )
     return arguments
-
-
-def run_settings(config, model_config):
-    values = dataclasses.asdict(config)
-    values["model_config"] = model_config
-    return {key: values[key] for key in RUN_DEFINING_SETTINGS}
-
-
-def read_run_config(model_dir):
-    """The settings recorded in `<model_dir>/run_config.json` (legacy keys renamed), or None."""
-    path = os.path.join(model_dir, RUN_CONFIG_FILE)
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path) as f:
-            saved = json.load(f)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: cannot be read as JSON ({error}); restore it or use a new --model_dir") from None
-    if not isinstance(saved, dict):
-        raise ValueError(f"{path}: expected a JSON object of the run's settings; restore it or use a new --model_dir")
-    for old, new in LEGACY_KEYS.items():
-        if old in saved and new not in saved:
-            saved[new] = saved.pop(old)
-    return saved
-
-
-def _flag(key):
-    return "--config/--dropout (the model configuration)" if key == "model_config" else f"--{key}"
-
-
-def check_resumable(model_dir, settings):
-    """Refuses to resume `model_dir` with settings other than those it records, except `MAY_CHANGE_ON_RESUME`.
-
-    Called only when `model_dir` holds a checkpoint: a model_dir without one
-    has nothing to resume, whatever a failed earlier start left in it.
-
-    Returns:
-        The `(key, recorded, now)` of the settings that changed and may change.
-    """
-    saved = read_run_config(model_dir)
-    if saved is None:
-        return []
-    settings = json.loads(json.dumps(settings))
-    differ = [(key, saved.get(key), settings.get(key)) for key in sorted(set(saved) | set(settings))
-              if saved.get(key) != settings.get(key)]
-    refused = [d for d in differ if d[0] not in MAY_CHANGE_ON_RESUME]
-    if refused:
-        raise ValueError(
-            f"--model_dir {model_dir} holds a run with a different configuration; refusing to resume it. "
-            "Differences: " + "; ".join(f"{_flag(key)}: {json.dumps(old)} in {model_dir} vs {json.dumps(new)} now"
-                                        for key, old, new in refused)
-            + ". Only " + ", ".join(_flag(key) for key in MAY_CHANGE_ON_RESUME)
-            + " may change on resume: restore the other flags, or use a new --model_dir."
-        )
-    return differ
-
-
-def record_run_config(model_dir, settings):
-    """Writes `<model_dir>/run_config.json` atomically (after a checkpoint), unless it already says the same."""
-    settings = json.loads(json.dumps(settings))
-    if read_run_config(model_dir) == settings:
-        return
-    path = os.path.join(model_dir, RUN_CONFIG_FILE)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(settings, f, indent=2)
-    os.replace(tmp, path)
-
-
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"--{name}={value!r}: must be an integer >= 1")
-
-
-def check_flags(config):
-    """Checks every numeric flag of `config` and their relations; raises `ValueError` naming the flag."""
-    for name in ("num_steps", "checkpoint_every", "global_batch_size", "max_predictions_per_seq",
-                 "steps_per_execution", "keep_checkpoints", "log_every", "validation_steps"):
-        _positive(name, getattr(config, name))
-    if config.gradient_accumulation_steps is not None:
-        _positive("gradient_accumulation_steps", config.gradient_accumulation_steps)
-    minimum = 5 if config.nsp else 3
-    if isinstance(config.sequence_length, bool) or not isinstance(config.sequence_length, int) or (
-            config.sequence_length < minimum):
-        layout = "[CLS] A [SEP] B [SEP]" if config.nsp else "[CLS] A [SEP]"
-        raise ValueError(
-            f"--sequence_length={config.sequence_length!r} is too small for {layout} with at least one token "
-            f"in each segment: it must be >= {minimum}"
-        )
-    if config.max_predictions_per_seq > config.sequence_length:
-        raise ValueError(f"--max_predictions_per_seq={config.max_predictions_per_seq} exceeds "
-                         f"--sequence_length={config.sequence_length}")
-    if isinstance(config.warmup_steps, bool) or not isinstance(config.warmup_steps, int) or not (
-            0 <= config.warmup_steps <= config.num_steps):
-        raise ValueError(
-            f"--warmup_steps={config.warmup_steps!r} must be an integer in [0, --num_steps={config.num_steps}]: "
-            f"the warm-up must end within the run"
-        )
-    if not (isinstance(config.learning_rate, (int, float)) and math.isfinite(config.learning_rate)
-            and config.learning_rate > 0):
-        raise ValueError(f"--learning_rate={config.learning_rate!r}: must be a finite number > 0")
-    if not (isinstance(config.weight_decay, (int, float)) and 0 <= config.weight_decay < math.inf):
-        raise ValueError(f"--weight_decay={config.weight_decay!r}: must be a finite number >= 0")
-    if config.dropout is not None and not 0 <= config.dropout < 1:
-        raise ValueError(f"--dropout={config.dropout!r}: must be in [0, 1)")
-    if config.num_steps % config.checkpoint_every:
-        raise ValueError(
-            f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every="
-            f"{config.checkpoint_every} (training runs in epochs of checkpoint_every steps)"
-        )
-    if config.checkpoint_every % config.steps_per_execution:
-        raise ValueError(
-            f"--checkpoint_every={config.checkpoint_every} must be a multiple of "
-            f"--steps_per_execution={config.steps_per_execution}"
-        )
-    from keras_bert_impl.training.pretraining_callbacks import _parse_profile_steps
-
-    _parse_profile_steps(config.profile_steps)
-
-
-def check_model_dir(model_dir):
-    """Refuses a `--model_dir` that is a file, cannot be written, or whose `export/` holds a user's files.
-
-    Nothing is created: the directory is made by the first write of the run.
-    `gs://` and other remote paths are not checked here.
-    """
-    from keras_bert_impl.checkpoints import own_preset
-
-    if "://" in str(model_dir):
-        return
-    model_dir = os.fspath(model_dir)
-    existing = os.path.abspath(model_dir)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        what = "is a file" if existing == os.path.abspath(model_dir) else f"is inside a file ({existing})"
-        raise ValueError(f"--model_dir {model_dir} {what}, not a directory: pass a new directory or one "
-                         "holding a run to resume")
-    if not _writable(existing):
-        raise ValueError(f"--model_dir {model_dir} cannot be written ({existing} is read-only or not "
-                         "ours): pass a writable directory")
-    for sub in ("checkpoints", "logs"):
-        path = os.path.join(model_dir, sub)
-        if os.path.exists(path) and (not os.path.isdir(path) or not _writable(path)):
-            raise ValueError(f"--model_dir {model_dir}: {path} is not a writable directory")
-    export_dir = os.path.join(model_dir, "export")
-    if os.path.exists(export_dir):
-        if not os.path.isdir(export_dir):
-            raise ValueError(f"--model_dir {model_dir}: {export_dir} is a file; the run exports the backbone "
-                             "to that directory at the end: move the file, or use another --model_dir")
-        ours = {own_preset.CONFIG_FILE, own_preset.WEIGHTS_FILE, own_preset.VOCABULARY_FILE,
-                own_preset.TOKENIZER_CONFIG_FILE}
-        foreign = sorted(set(os.listdir(export_dir)) - ours)
-        if foreign:
-            raise ValueError(
-                f"--model_dir {model_dir}: {export_dir} holds {', '.join(foreign[:5])}"
-                f"{' ...' if len(foreign) > 5 else ''}, which a pretraining run does not write; the run exports "
-                "the backbone there at the end: move those files, or use another --model_dir"
-            )
-
-
-def _writable(directory):
-    """True when a file can be created in `directory` (also for root on a read-only mount)."""
-    import tempfile
-
-    try:
-        fd, path = tempfile.mkstemp(dir=directory, prefix=".write-test-")
-    except OSError:
-        return False
-    os.close(fd)
-    os.remove(path)
-    return True
 
 
 def run_pretraining(config, dataset_fn=None):
