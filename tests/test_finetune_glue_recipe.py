@@ -85,3 +85,23 @@ def test_missing_file_in_data_dir_is_named(shared_data, tmp_path):
     assert len(errors) == 1 and "mrpc: missing file" in errors[0] and "MRPC/dev.tsv (the dev split)" in errors[0]
     debug = _run(*args, "--debug")  # --debug shows the traceback
     assert debug.returncode != 0 and "Traceback" in debug.stderr and "MRPC/dev.tsv (the dev split)" in debug.stderr
+
+
+def test_no_training_examples_is_refused_before_training(data_slices, tmp_path):
+    # STS-B slice (vendored): header-only train.tsv, and --train_limit 0 on the real rows.
+    data_dir = tmp_path / "glue"
+    (data_dir / "STS-B").mkdir(parents=True)
+    for name in ("train.tsv", "dev.tsv", "test.tsv"):
+        (data_dir / "STS-B" / name).write_bytes((data_slices / "glue" / "STS-B" / name).read_bytes())
+    train = data_dir / "STS-B" / "train.tsv"
+    model_dir = tmp_path / "o"
+    result = _run("--task", "stsb", "--data_dir", str(data_dir), "--model_dir", str(model_dir), "--train_limit", "0")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"error: {train}: no training examples (--train_limit 0); a classifier trained on nothing would write a dev "
+        "score and submission files from an untrained head")
+    train.write_bytes(train.read_bytes().split(b"\n")[0] + b"\n")  # the header only
+    result = _run("--task", "stsb", "--data_dir", str(data_dir), "--model_dir", str(model_dir))
+    assert result.returncode == 2 and result.stderr.splitlines()[-1].startswith(
+        f"error: {train}: no training examples (it has a header only)")
+    assert not (model_dir / "dev_results.json").exists()

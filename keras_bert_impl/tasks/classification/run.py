@@ -111,6 +111,14 @@ def run(config):
     if c.dev_limit is not None:
         dev_splits = [s.take(c.dev_limit) for s in dev_splits]
     test_splits = [read_split(task, c.data_dir, s) for s in task.test_splits] if c.predict_test else []
+    if len(train) == 0:
+        why = f"--train_limit {c.train_limit}" if c.train_limit is not None and c.train_limit < 1 else "it has a header only"
+        raise ValueError(f"{train.path}: no training examples ({why}); a classifier trained on nothing would "
+                         "write a dev score and submission files from an untrained head")
+    for split in dev_splits:
+        if len(split) == 0:
+            raise ValueError(f"{split.path}: no examples to evaluate on (--dev_limit {c.dev_limit})"
+                             if c.dev_limit is not None else f"{split.path}: no examples to evaluate on (a header only)")
 
     setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
     distribution = get_strategy(c.strategy)
