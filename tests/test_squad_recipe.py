@@ -170,3 +170,18 @@ def test_dataset_knows_its_number_of_batches(tiny_preset, data_slices, training)
                                                   sequence_length=128, doc_stride=64, is_training=training)
     dataset = features.to_dataset(8, training=training, shuffle_seed=0)
     assert len(dataset) == sum(1 for _ in dataset) == sum(1 for _ in dataset)  # two epochs
+
+
+def test_v2_content_under_version_1_1_and_empty_files_are_refused_before_training(tmp_path):
+    from keras_bert_impl.tasks.span_qa.run import check_version
+
+    article = {"title": "T", "paragraphs": [{"context": "The cat sat.", "qas": [
+        {"id": "q1", "question": "Who sat?", "answers": [{"text": "The cat", "answer_start": 0}]},
+        {"id": "q2", "question": "Who stood?", "answers": []}]}]}
+    with pytest.raises(ValueError, match=r"dev.json: 1 question\(s\) have no answers \(first ids: q2\)"):
+        check_version({"version": "1.1", "data": [article]}, "dev.json", "1.1")
+    with pytest.raises(ValueError, match="holds SQuAD v2.0 content .* pass --version 2.0"):
+        check_version({"version": "v2.0", "data": [article]}, "dev.json", "1.1")
+    check_version({"version": "v2.0", "data": [article]}, "dev.json", "2.0")  # fine under 2.0
+    with pytest.raises(ValueError, match=r'train.json: no questions \("data" is empty\)'):
+        check_version({"version": "1.1", "data": []}, "train.json", "1.1")

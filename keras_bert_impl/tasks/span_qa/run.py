@@ -24,7 +24,7 @@ from keras_bert_impl.models.span_extractor import BertSpanExtractor
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
-from keras_bert_impl.tasks.span_qa.reading import load_squad_json, read_squad_examples
+from keras_bert_impl.tasks.span_qa.reading import load_squad_json, read_squad_examples, squad_version
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import finetune, setup_finetuning
@@ -73,6 +73,37 @@ class SpanQaConfig:
     seed: int = 42
 
 
+def check_version(dataset, path, version):
+    """Refuses a file whose content does not match `--version`, and a file without questions, naming the file.
+
+    SQuAD v2.0 content (`"version": "v2.0"`, `is_impossible`, or answerable
+    questions with an empty `answers` list) under `--version 1.1` would
+    crash after training or drop questions silently.
+
+    Example:
+    >>> check_version({"version": "1.1", "data": []}, "dev.json", "1.1")
+    Traceback (most recent call last):
+    ...
+    ValueError: dev.json: no questions ("data" is empty): expected SQuAD articles with paragraphs and qas
+    """
+    questions = [
+        qa
+        for article in dataset.get("data", [])
+        for paragraph in (article.get("paragraphs", []) if isinstance(article, dict) else [])
+        for qa in (paragraph.get("qas", []) if isinstance(paragraph, dict) else [])
+    ]
+    if not questions:
+        raise ValueError(f'{path}: no questions ("data" is empty): expected SQuAD articles with paragraphs and qas')
+    if version == "1.1":
+        if squad_version(dataset) == "2.0":
+            raise ValueError(f"{path} holds SQuAD v2.0 content (its version or is_impossible questions) but --version "
+                             "is 1.1: pass --version 2.0")
+        empty = [str(qa.get("id")) for qa in questions if isinstance(qa, dict) and qa.get("answers") == []]
+        if empty:
+            raise ValueError(f"{path}: {len(empty)} question(s) have no answers (first ids: {', '.join(empty[:3])}), "
+                             "as in SQuAD v2.0, but --version is 1.1: pass --version 2.0")
+
+
 def run(config):
     """Fine-tunes (unless `epochs=0`), predicts and scores `predict_file`, writes the outputs.
 
@@ -85,8 +116,10 @@ def run(config):
     fine_tuned = c.init_checkpoint and c.init_checkpoint.endswith(".keras")
     # Every input file is read and checked before the model is built.
     gold = load_squad_json(c.predict_file)
+    check_version(gold, c.predict_file, c.version)
     examples, _ = read_squad_examples(gold, source=c.predict_file)
     if c.epochs > 0:
+        check_version(load_squad_json(c.train_file), c.train_file, c.version)
         train_examples, train_stats = read_squad_examples(c.train_file, is_training=True)
 
     strategy = get_strategy(c.strategy)
