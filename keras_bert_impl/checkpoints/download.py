@@ -7,11 +7,18 @@ extracted: absolute paths, `..` components and symbolic links that would write
 outside the target directory (zip-slip) are refused. Extraction happens in a
 temporary directory that is renamed into the cache, so the cache never holds a
 half-extracted preset.
+
+The weight files of a preset are checked before they are read
+(`check_safetensors_file`, `check_h5_file`): a truncated or corrupt file is a
+one-line `CheckpointFileError` naming the file, the bytes it has against the
+bytes its header announces, and what to do.
 """
 
 import contextlib
 import hashlib
+import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -24,7 +31,123 @@ _CHUNK = 1 << 20
 
 
 class DownloadError(OSError):
-    """A download was incomplete or its content did not match the expected digest."""
+    """A download was incomplete, unreachable, or its content did not match the expected digest.
+
+    `short_reason` holds the reason alone (`HTTP 404 Not Found`, `cannot resolve host ...`) when known.
+    """
+
+    def __init__(self, message, short_reason=None):
+        super().__init__(message)
+        self.short_reason = short_reason
+
+
+def preset_cache_root():
+    """The directory that holds downloaded presets (`$KERAS_BERT_IMPL_CACHE` or `~/.cache/keras_bert_impl/presets`)."""
+    root = os.environ.get("KERAS_BERT_IMPL_CACHE")
+    if root:
+        return os.path.abspath(os.path.expanduser(root))
+    return os.path.join(os.path.expanduser("~"), ".cache", "keras_bert_impl", "presets")
+
+
+class CheckpointFileError(ValueError):
+    """A checkpoint file exists but cannot be read: truncated, corrupt or of the wrong kind."""
+
+
+def _replace_hint(path):
+    cache_root = preset_cache_root()
+    real = os.path.abspath(path)
+    if real.startswith(cache_root + os.sep):
+        entry = os.path.join(cache_root, os.path.relpath(real, cache_root).split(os.sep)[0])
+        return f"delete {entry} and load the preset again to download it afresh"
+    return "replace it with a complete copy (copy or download it again)"
+
+
+def truncated_file_error(path, detail):
+    """A one-line `CheckpointFileError` for an unreadable weights file: the file, what is wrong, what to do."""
+    return CheckpointFileError(f"{path} cannot be read: {detail}. The file is truncated or corrupt; {_replace_hint(path)}.")
+
+
+def check_h5_file(path):
+    """Raises `CheckpointFileError` (one line naming `path`) when `path` is not a complete HDF5 file."""
+    import h5py
+
+    try:
+        h5py.File(path, "r").close()
+    except OSError as e:
+        text = str(e)
+        match = re.search(r"eof = (\d+).*stored_eof = (\d+)", text)
+        if match:
+            detail = f"it has {int(match.group(1))} of the {int(match.group(2))} bytes its header announces"
+        elif "signature not found" in text:
+            detail = f"it is not an HDF5 file ({os.path.getsize(path)} bytes, no HDF5 signature)"
+        else:
+            detail = f"h5py says {text!r}"
+        raise truncated_file_error(path, detail) from None
+
+
+def check_safetensors_file(path):
+    """Raises `CheckpointFileError` (one line naming `path`) when `path` is not a complete safetensors file."""
+    size = os.path.getsize(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            header_length = int.from_bytes(head, "little") if len(head) == 8 else None
+            header = json.loads(f.read(header_length)) if header_length and header_length <= size - 8 else None
+    except (OSError, ValueError):
+        header = None
+    if header is None:
+        if size < 8:
+            detail = f"it has {size} bytes, fewer than the 8-byte header length of a safetensors file"
+        elif header_length and header_length > size - 8:
+            detail = f"it has {size} bytes, fewer than its own {8 + header_length}-byte header"
+        else:
+            detail = f"its header is incomplete or not safetensors ({size} bytes)"
+        raise truncated_file_error(path, detail)
+    ends = [entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"]
+    expected = 8 + header_length + max(ends, default=0)
+    if size < expected:
+        raise truncated_file_error(path, f"it has {size} of the {expected} bytes its header announces")
+
+
+def _causes(error):
+    seen = []
+    while error is not None and error not in seen:
+        seen.append(error)
+        error = error.__cause__ or error.__context__ or getattr(error, "reason", None)
+        if not isinstance(error, BaseException):
+            break
+    return seen
+
+
+def describe_failure(error, url=None):
+    """A short one-line reason for a failed fetch: `cannot resolve host X (no network?)`, `HTTP 404 Not Found`, ...
+
+    Follows the chain of causes (urllib's `URLError`, requests' `ConnectionError`
+    wrapping urllib3's `MaxRetryError`) to the root and names the host.
+    """
+    import socket
+    import urllib.error
+    import urllib.parse
+
+    chain = _causes(error)
+    text = " ".join(str(e) for e in chain)
+    host = re.search(r"host='([^']+)'", text)
+    host = host.group(1) if host else None
+    if host is None and url:
+        host = urllib.parse.urlsplit(url).hostname
+    if getattr(error, "short_reason", None):
+        return error.short_reason
+    for e in chain:
+        if isinstance(e, urllib.error.HTTPError):
+            return f"HTTP {e.code} {e.reason}"
+    if any(isinstance(e, socket.gaierror) for e in chain) or "NameResolutionError" in text or "Failed to resolve" in text:
+        return f"cannot resolve host {host}: no network or DNS?" if host else "cannot resolve the host name: no network or DNS?"
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in text:
+        return f"connection refused by {host}" if host else "connection refused"
+    if any(isinstance(e, (socket.timeout, TimeoutError)) for e in chain) or "timed out" in text:
+        return f"timed out reaching {host}" if host else "timed out"
+    first_line = " ".join(str(error).split()).rstrip(".")
+    return first_line[:300] or type(error).__name__
 
 
 def _format_bytes(n):
@@ -105,7 +228,12 @@ def download_file(url, destination, sha256=None, progress_stream="stderr", timeo
     partial = destination + ".part"
     digest = hashlib.sha256()
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, open(partial, "wb") as f:
+        try:
+            response = urllib.request.urlopen(url, timeout=timeout)
+        except OSError as e:  # urllib.error.URLError / HTTPError, socket errors: one line, no chained tracebacks
+            reason = describe_failure(e, url)
+            raise DownloadError(f"Could not download {url}: {reason}.", short_reason=reason) from None
+        with response, open(partial, "wb") as f:
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
             progress = _Progress(f"Downloading {os.path.basename(destination)}", total, progress_stream)
@@ -113,7 +241,7 @@ def download_file(url, destination, sha256=None, progress_stream="stderr", timeo
                 try:
                     chunk = response.read(_CHUNK)
                 except Exception as e:  # http.client.IncompleteRead and socket errors
-                    raise DownloadError(f"Download of {url} broke off after {progress.done} bytes: {e}") from e
+                    raise DownloadError(f"Download of {url} broke off after {progress.done} bytes: {e}") from None
                 if not chunk:
                     break
                 f.write(chunk)

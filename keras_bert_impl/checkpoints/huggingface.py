@@ -181,6 +181,20 @@ def _normalise_name(name):
     return re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name))
 
 
+def _read_weight_map(index_path):
+    try:
+        with open(index_path, encoding="utf-8") as f:
+            weight_map = json.load(f)["weight_map"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(
+            f"{index_path} is not a safetensors index: expected JSON with a 'weight_map' of tensor name -> shard file "
+            f"({type(e).__name__}: {e}); replace it with a complete copy."
+        ) from None
+    if not isinstance(weight_map, dict):
+        raise ValueError(f"{index_path}: 'weight_map' must map tensor names to shard files.")
+    return weight_map
+
+
 class _SafetensorsReader:
     """Lazy access to the tensors of a (possibly sharded) safetensors checkpoint."""
 
@@ -189,19 +203,25 @@ class _SafetensorsReader:
 
         index_path = os.path.join(directory, "model.safetensors.index.json")
         single = os.path.join(directory, "model.safetensors")
+        from keras_bert_impl.checkpoints.download import check_safetensors_file, truncated_file_error
+
         if os.path.exists(single):
             files = {single}
             self.description = single
         else:
-            with open(index_path, encoding="utf-8") as f:
-                weight_map = json.load(f)["weight_map"]
-            files = {os.path.join(directory, v) for v in weight_map.values()}
+            files = {os.path.join(directory, v) for v in _read_weight_map(index_path).values()}
             self.description = index_path
         self._handles = {}
         self._file_of = {}
         self.shapes = {}
         for path in sorted(files):
-            handle = safe_open(path, framework="numpy")
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"{index_path} names the shard {os.path.basename(path)}, but {path} does not exist.")
+            check_safetensors_file(path)
+            try:
+                handle = safe_open(path, framework="numpy")
+            except Exception as e:  # safetensors_rust.SafetensorError: a header it cannot parse
+                raise truncated_file_error(path, f"safetensors says {str(e)!r}") from None
             self._handles[path] = handle
             for key in handle.keys():
                 self._file_of[key] = path

@@ -23,6 +23,8 @@ import json
 import logging
 import os
 
+from keras_bert_impl.checkpoints.download import CheckpointFileError  # noqa: F401 (re-exported)
+
 logger = logging.getLogger("keras_bert_impl.checkpoints")
 
 HUGGINGFACE = "huggingface"
@@ -52,10 +54,9 @@ class ResolvedPreset:
 
 def preset_cache_root():
     """The directory that holds downloaded presets (`$KERAS_BERT_IMPL_CACHE` or `~/.cache/keras_bert_impl/presets`)."""
-    root = os.environ.get("KERAS_BERT_IMPL_CACHE")
-    if root:
-        return os.path.abspath(os.path.expanduser(root))
-    return os.path.join(os.path.expanduser("~"), ".cache", "keras_bert_impl", "presets")
+    from keras_bert_impl.checkpoints.download import preset_cache_root as root
+
+    return root()
 
 
 def _read_json(path):
@@ -85,6 +86,8 @@ def detect_format(directory):
     'huggingface'
     """
     directory = os.fspath(directory)
+    if os.path.isfile(directory):
+        raise _file_as_preset_error(directory)
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"Preset directory {directory} does not exist.")
     names = set(os.listdir(directory))
@@ -135,6 +138,42 @@ def detect_format(directory):
     )
 
 
+_ACCEPTED_FORMATS = (
+    "a preset name, or a directory holding Hugging Face config.json + model.safetensors, "
+    "Google bert_config.json + bert_model.ckpt.index, a keras-hub preset, or a save_to_preset output"
+)
+_PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".pkl", ".pickle", ".ckpt")
+_ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+_WEIGHT_FILE_NAMES = (
+    "config.json", "model.safetensors", "model.safetensors.index.json", "model.weights.h5", "bert_config.json",
+    "bert_model.ckpt.index", "vocab.txt", "tokenizer_config.json",
+)
+
+
+def _file_as_preset_error(path):
+    """The one-line error for a file (not a directory) given as a preset: what it is, what is accepted."""
+    name = os.path.basename(path).lower()
+    parent = os.path.dirname(os.path.abspath(path))
+    if name.endswith(_ARCHIVE_SUFFIXES):
+        what = "an archive, which from_preset does not unpack"
+        todo = f"unpack it (python -m zipfile -e {path} <dir>, or tar -xf) and pass the directory that holds its files"
+    elif name.endswith(_PICKLE_SUFFIXES) or name.startswith("pytorch_model"):
+        what = "a PyTorch/pickle file, which is never unpickled (unpickling can run code)"
+        todo = (
+            "convert it to model.safetensors (safetensors.torch.save_file) next to a Hugging Face config.json "
+            "and pass that directory"
+        )
+    elif name in _WEIGHT_FILE_NAMES or name.startswith("bert_model.ckpt") or name.endswith((".safetensors", ".h5")):
+        what = "one file of a checkpoint"
+        todo = f"pass the directory that holds it: {parent}"
+    else:
+        what = "a file"
+        todo = "pass a directory"
+    return ValueError(
+        f"Preset {path} is {what}; from_preset takes {_ACCEPTED_FORMATS}: {todo}."
+    )
+
+
 def _unknown_preset_error(preset):
     from keras_bert_impl.presets import backbone_presets
 
@@ -151,6 +190,24 @@ def _looks_like_path(preset):
     return os.sep in preset or preset.startswith((".", "~")) or (os.altsep and os.altsep in preset)
 
 
+class PresetUnavailableError(ValueError):
+    """No source of a preset name could be fetched (offline, unreachable hosts); the message lists each try."""
+
+
+_EXPECTED_FILES = (
+    "Hugging Face config.json + model.safetensors + vocab.txt, or Google bert_config.json + "
+    "bert_model.ckpt.index + bert_model.ckpt.data-00000-of-00001 + vocab.txt"
+)
+
+
+def _source_location(source):
+    if source.get("url"):
+        return source["url"]
+    if source.get("urls"):
+        return next(iter(source["urls"].values())).rsplit("/", 1)[0] + "/"
+    return source.get("repo") or source.get("package") or source.get("handle")
+
+
 def _resolve_source(name, source, cache_dir):
     """Makes one source of a preset available locally; returns a ResolvedPreset."""
     kind = source["format"]
@@ -161,9 +218,18 @@ def _resolve_source(name, source, cache_dir):
         directory = os.path.join(list(spec.submodule_search_locations)[0], source.get("subdir", ""))
         return ResolvedPreset(directory, detect_format(directory), name)
     if kind == "keras_hub":
-        from keras_bert_impl.checkpoints.keras_hub import require_keras_hub
+        from keras_bert_impl.checkpoints.keras_hub import read_backbone_config, require_keras_hub
 
         require_keras_hub(source["handle"])
+        try:
+            read_backbone_config(source["handle"])  # fetches config.json now, so an unreachable host is found here
+        except ImportError:
+            raise
+        except Exception as e:  # requests / kagglehub / huggingface_hub errors: not all are OSError
+            from keras_bert_impl.checkpoints.download import DownloadError, describe_failure
+
+            reason = describe_failure(e)
+            raise DownloadError(f"Could not fetch {source['handle']}: {reason}.", short_reason=reason) from None
         return ResolvedPreset(source["handle"], KERAS_HUB_HANDLE, name)
     from keras_bert_impl.checkpoints import download
 
@@ -199,6 +265,8 @@ def resolve_preset(preset):
     if os.path.isdir(preset):
         return ResolvedPreset(os.path.abspath(preset), detect_format(preset))
     if preset not in backbone_presets:
+        if os.path.isfile(preset):
+            raise _file_as_preset_error(preset)
         if _looks_like_path(preset):
             raise FileNotFoundError(f"Preset directory {preset} does not exist.")
         raise _unknown_preset_error(preset)
@@ -213,12 +281,15 @@ def resolve_preset(preset):
         try:
             return _resolve_source(preset, source, cache_dir)
         except (OSError, ValueError, ImportError) as e:  # ImportError: a keras-hub source without keras-hub
-            where = source.get("url") or source.get("repo") or source.get("package") or source.get("handle")
-            failures.append(f"  - {source['format']} ({where}): {e}")
-            logger.info("Preset %s: source %s failed: %s", preset, where, e)
-    raise ValueError(
-        f"Could not obtain preset {preset!r}; every source failed:\n" + "\n".join(failures)
-        + f"\nYou can place the files in {cache_dir} by hand."
+            from keras_bert_impl.checkpoints.download import describe_failure
+
+            where = _source_location(source)
+            reason = describe_failure(e, where if "://" in str(where) else None)
+            failures.append(f"{source['format']} {where} ({reason})")
+            logger.info("Preset %s: source %s failed: %s", preset, where, reason)
+    raise PresetUnavailableError(
+        f"Could not obtain preset {preset!r}; every source failed: tried " + "; ".join(failures)
+        + f". Put the files in {cache_dir} to work offline ({_EXPECTED_FILES})."
     )
 
 
@@ -266,6 +337,11 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
     config.update(overrides)
     backbone = cls(**config, dtype=dtype)
     if load_weights:
+        keras_hub_weights = os.path.join(resolved.location, "model.weights.h5")
+        if resolved.format == KERAS_HUB and os.path.isfile(keras_hub_weights):
+            from keras_bert_impl.checkpoints.download import check_h5_file
+
+            check_h5_file(keras_hub_weights)
         if resolved.format == HUGGINGFACE and allow_pickle:
             report = module.load_weights(backbone, resolved.location, allow_pytorch_pickle=True)
         else:

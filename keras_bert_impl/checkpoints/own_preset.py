@@ -93,6 +93,9 @@ def load_weights(backbone, preset_dir):
     path = os.path.join(preset_dir, WEIGHTS_FILE)
     if not os.path.exists(path):
         raise FileNotFoundError(f"Preset {preset_dir} has no {WEIGHTS_FILE}.")
+    from keras_bert_impl.checkpoints.download import check_h5_file
+
+    check_h5_file(path)
     backbone.load_weights(path)
     return None
 
