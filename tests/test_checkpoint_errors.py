@@ -155,10 +155,10 @@ def test_every_source_failing_offline_lists_each_try_and_the_cache_dir(tmp_path,
     cache_dir = tmp_path / "cache" / "test_offline"
     assert _one_line(info.value) == (
         "Could not obtain preset 'test_offline'; every source failed: tried "
-        f"google_zip {refused} (connection refused by 127.0.0.1); "
-        f"huggingface {url}/ (HTTP 404 File not found); "
-        "huggingface https://huggingface.co/google-bert/bert-base-uncased/resolve/main/ "
-        "(cannot resolve host huggingface.co: no network or DNS?). "
+        f"google_zip ({refused}): connection refused by 127.0.0.1; "
+        f"huggingface ({url}/): HTTP 404 File not found; "
+        "huggingface (https://huggingface.co/google-bert/bert-base-uncased/resolve/main/): "
+        "cannot resolve host huggingface.co (no network or DNS). "
         f"Put the files in {cache_dir} to work offline (Hugging Face config.json + model.safetensors + vocab.txt, "
         "or Google bert_config.json + bert_model.ckpt.index + bert_model.ckpt.data-00000-of-00001 + vocab.txt)."
     )
@@ -197,8 +197,8 @@ def test_keras_hub_source_offline_is_one_try_among_the_others(tmp_path, monkeypa
     message = _one_line(info.value)
     assert message.startswith(
         "Could not obtain preset 'test_kaggle_offline'; every source failed: tried "
-        "keras_hub kaggle://keras/bert/keras/bert_tiny_en_uncased/2 (cannot resolve host api.kaggle.com: no network "
-        f"or DNS?). Put the files in {tmp_path / 'cache' / 'test_kaggle_offline'} to work offline ("
+        "keras_hub (kaggle://keras/bert/keras/bert_tiny_en_uncased/2): cannot resolve host api.kaggle.com (no network "
+        f"or DNS). Put the files in {tmp_path / 'cache' / 'test_kaggle_offline'} to work offline ("
     )
 
 

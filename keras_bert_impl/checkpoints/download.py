@@ -141,7 +141,7 @@ def describe_failure(error, url=None):
         if isinstance(e, urllib.error.HTTPError):
             return f"HTTP {e.code} {e.reason}"
     if any(isinstance(e, socket.gaierror) for e in chain) or "NameResolutionError" in text or "Failed to resolve" in text:
-        return f"cannot resolve host {host}: no network or DNS?" if host else "cannot resolve the host name: no network or DNS?"
+        return f"cannot resolve host {host} (no network or DNS)" if host else "cannot resolve the host name (no network or DNS)"
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in text:
         return f"connection refused by {host}" if host else "connection refused"
     if any(isinstance(e, (socket.timeout, TimeoutError)) for e in chain) or "timed out" in text:

@@ -285,7 +285,7 @@ def resolve_preset(preset):
 
             where = _source_location(source)
             reason = describe_failure(e, where if "://" in str(where) else None)
-            failures.append(f"{source['format']} {where} ({reason})")
+            failures.append(f"{source['format']} ({where}): {reason}")
             logger.info("Preset %s: source %s failed: %s", preset, where, reason)
     raise PresetUnavailableError(
         f"Could not obtain preset {preset!r}; every source failed: tried " + "; ".join(failures)
