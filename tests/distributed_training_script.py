@@ -42,13 +42,13 @@ TOKENIZER_JSON = os.environ["MINILM_TOKENIZER_JSON"]
 GLOBAL_BATCH = 8
 
 
-def build(strategy, steps):
+def build(strategy, steps, jit_compile=False):
     keras.utils.set_random_seed(1)
     with strategy.scope():
         backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16,
                                 intermediate_dim=32, max_sequence_length=32, dropout=0.0)
         model = BertPretrainer(backbone)
-        model.compile(optimizer=create_optimizer(1e-3, steps, 1), jit_compile=False)
+        model.compile(optimizer=create_optimizer(1e-3, steps, 1), jit_compile=jit_compile)
     return model
 
 
@@ -106,7 +106,10 @@ elif MODE == "jax_data_parallel":
 
     strategy = get_strategy("mirrored")
     x, y, w = BertPretrainer.split_features_labels(batches)
-    model = build(strategy, 6)
+    # Compiled, as JAX users train. Eagerly, each op is its own two-device program, and XLA's CPU runtime can
+    # start op B on one device while op A still waits for its all-reduce partner on the other: with the few
+    # threads of a 2-core machine that deadlocks (seen in 1 run of 2-4; a rendezvous abort after 40 s).
+    model = build(strategy, 6, jit_compile=True)
     history = model.fit(x, y, sample_weight=w, batch_size=GLOBAL_BATCH, epochs=3,
                         steps_per_epoch=2, verbose=0).history
     kernel = model.backbone.token_embedding.embeddings.value

@@ -25,9 +25,11 @@ def _env(data_slices, minilm_dir, **extra):
     return env
 
 
-# XLA's CPU collectives abort a process whose all-reduce partner thread has not arrived within 40 s. With two
-# virtual devices on a 2-core machine that is busy with other jobs, a thread can be starved that long: a crash of
-# the runtime, not a wrong result. Such a run is retried once (a wrong result is never retried).
+# XLA's CPU collectives abort a process whose all-reduce partner thread has not arrived within 40 s. Eager
+# (uncompiled) steps over two devices deadlocked that way in 1 run of 2-4 (each op is its own two-device
+# program, and the few threads of a 2-core machine can run different ops on the two devices); the JAX run is
+# therefore compiled, which ran 6 of 6. A starved thread on a busy machine is still retried once: a crash of
+# the runtime, not a wrong result (a wrong result is never retried).
 _XLA_RENDEZVOUS_TIMEOUT = "Termination timeout for `all reduce"
 
 
@@ -94,3 +96,20 @@ def test_jax_data_parallel_over_two_host_devices_trains(tmp_path, data_slices, m
     assert result["distribution"] == "DataParallel"
     assert result["embedding_sharding_devices"] == 2  # weights replicated on both devices
     assert all(np.isfinite(result["losses"])) and result["losses"][-1] < result["losses"][0]
+
+
+def test_pretrain_recipe_refuses_eager_steps_over_several_jax_devices(tmp_path, minilm_dir):
+    pytest.importorskip("jax")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    corpus = os.path.join(repo, "keras_bert_impl", "assets", "corpus")
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    proc = subprocess.run(
+        [sys.executable, os.path.join(repo, "recipes", "pretrain.py"), "--strategy", "mirrored",
+         "--jit_compile", "false", "--vocab", str(minilm_dir / "vocab.txt"),
+         "--train_files", os.path.join(corpus, "train.txt"), "--global_batch_size", "4",
+         "--num_steps", "2", "--warmup_steps", "1", "--checkpoint_every", "2", "--model_dir", str(tmp_path / "run")],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "--jit_compile false with 2 JAX devices" in proc.stderr, proc.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "run" / "run_config.json")

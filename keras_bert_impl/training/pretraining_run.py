@@ -201,6 +201,13 @@ def run_pretraining(config, dataset_fn=None):
     strategy = get_strategy(config.strategy, tpu=config.tpu)
     replicas = strategy.num_replicas_in_sync
     check_global_batch_size(config.global_batch_size, replicas)
+    if config.jit_compile is False and replicas > 1 and keras.backend.backend() == "jax":
+        # Eager ops over several JAX CPU devices can deadlock XLA's CPU collectives (two programs each waiting
+        # for its all-reduce partner); compiled steps are one program and do not.
+        raise ValueError(
+            f"--jit_compile false with {replicas} JAX devices: JAX runs data parallelism through compiled steps "
+            f"(eager ops across devices can deadlock XLA's collectives); use --jit_compile true or auto"
+        )
     keras.mixed_precision.set_global_policy(mixed_precision_policy(config.mixed_precision))
 
     build_dataset = dataset_fn or (
