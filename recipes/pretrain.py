@@ -75,11 +75,16 @@ def main(argv=None):
             raise
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
-    validation = result["validation"]
+    validation, floor = result["validation"], result.get("unigram_floor")
     if validation:
+        accuracy = validation.get("mlm_accuracy", float("nan"))
         print("Held-out MLM accuracy: {:.4f}  (mlm_loss {:.4f}{})".format(
-            validation.get("mlm_accuracy", float("nan")), validation.get("mlm_loss", float("nan")),
+            accuracy, validation.get("mlm_loss", float("nan")),
             f", NSP accuracy {validation['nsp_accuracy']:.4f}" if "nsp_accuracy" in validation else ""))
+    if validation and floor:
+        print(f"Unigram floor:        {floor['accuracy']:.4f}  (always guessing {floor['token']!r}; "
+              f"the model scores {accuracy / floor['accuracy']:.1f}x that on the same "
+              f"{floor['masked_positions']} held-out masked positions)")
     if result["sequences_per_second"]:
         print(f"Training speed: {result['sequences_per_second']:.1f} sequences/s")
     print(f"TensorBoard logs: {result['logs_dir']}   (tensorboard --logdir {result['logs_dir']})")

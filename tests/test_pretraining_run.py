@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -62,6 +63,10 @@ def reference_run(tmp_path_factory, vocab):
 def test_uninterrupted_run_reports_and_exports(reference_run):
     _, model_dir, result = reference_run
     assert "Held-out MLM accuracy:" in result.stdout
+    floor = re.search(r"Unigram floor: +(0\.\d{4})  \(always guessing '([^']+)'; the model scores \d+\.\dx that "
+                      r"on the same (\d+) held-out masked positions\)", result.stdout)
+    assert floor, result.stdout
+    assert 0 < float(floor.group(1)) < 0.5 and int(floor.group(3)) > 0
     assert f"TensorBoard logs: {model_dir}/logs" in result.stdout
     assert f"Exported backbone: {model_dir}/export" in result.stdout
     assert {"config.json", "model.weights.h5", "vocab.txt"} <= set(os.listdir(model_dir / "export"))

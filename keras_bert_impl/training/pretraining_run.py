@@ -36,6 +36,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
 from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy
+from keras_bert_impl.training.unigram_floor import unigram_floor
 
 PRESET_ALIASES = {
     "tiny": "bert_tiny_en_uncased",
@@ -312,14 +313,21 @@ def run_pretraining(config, dataset_fn=None):
     trained_steps = config.num_steps - start_step
 
     validation = {}
+    floor = None
     if validation_data is not None:
         validation = model.evaluate(validation_data, steps=config.validation_steps, verbose=0,
                                     return_dict=True)
+        # The same held-out batches (a new iterator over the same seeded pipeline), the same weights.
+        floor = unigram_floor(validation_data, config.validation_steps)
+        if floor is not None:
+            floor["token"] = tokenizer.id_to_token(floor["token_id"])
+            _log_final_validation(logs_dir, config.num_steps, validation, floor)
     _export(backbone, export_dir, config)
     return {
         "step": config.num_steps,
         "resumed_from_step": start_step,
         "validation": {k: float(v) for k, v in validation.items()},
+        "unigram_floor": floor,
         "history": {k: [float(x) for x in v] for k, v in history.items()},
         "sequences_per_second": trained_steps * config.global_batch_size / elapsed if trained_steps else None,
         "model_dir": config.model_dir,
@@ -327,6 +335,24 @@ def run_pretraining(config, dataset_fn=None):
         "export_dir": export_dir,
         "model": model,
     }
+
+
+def _log_final_validation(logs_dir, step, validation, floor):
+    """TensorBoard `validation/final_mlm_accuracy` beside `validation/mlm_unigram_floor` (the chief only)."""
+    from keras_bert_impl.training.pretraining_callbacks import is_chief
+
+    if not is_chief():
+        return
+    import tensorflow as tf
+
+    writer = tf.summary.create_file_writer(os.path.join(logs_dir, "validation"))
+    with writer.as_default(step=step):
+        if "mlm_accuracy" in validation:
+            tf.summary.scalar("final_mlm_accuracy", float(validation["mlm_accuracy"]))
+        tf.summary.scalar("mlm_unigram_floor", floor["accuracy"])
+        tf.summary.text("mlm_unigram_floor", f"Always guessing `{floor['token']}` scores {floor['accuracy']:.4f} "
+                        f"on the {floor['masked_positions']} held-out masked positions.")
+    writer.close()
 
 
 def _owns_iterator(strategy):
