@@ -52,7 +52,9 @@ def parse_args(argv=None):
     p.add_argument("--whole_word_masking", action="store_true")
     p.add_argument("--nsp", default=True, action=argparse.BooleanOptionalAction)
     p.add_argument("--init_checkpoint", default=None, help="preset name or directory to continue from")
-    p.add_argument("--dropout", type=float, default=None)
+    p.add_argument("--dropout", type=float, default=d.dropout,
+                   help="dropout while pretraining (default 0: off, best for short runs; BERT used 0.1). "
+                        "The exported backbone records the architecture's own dropout for fine-tuning")
     p.add_argument("--steps_per_execution", type=int, default=d.steps_per_execution)
     p.add_argument("--jit_compile", default="auto", type=lambda v: {"true": True, "false": False}.get(v.lower(), v))
     p.add_argument("--profile_steps", default=None, help="'START,END' steps to trace with the TF profiler")

@@ -30,6 +30,7 @@ def _command(model_dir, vocab, tmp_path, *extra):
             "--sequence_length", "32", "--max_predictions_per_seq", "5", "--global_batch_size", "4",
             "--num_steps", str(NUM_STEPS), "--warmup_steps", "2", "--checkpoint_every", str(CHECKPOINT_EVERY),
             "--log_every", "2", "--validation_steps", "1", "--jit_compile", "false", "--deterministic",
+            "--dropout", "0.1",  # dropout on, so that exact resume covers the dropout seed state
             "--verbose", "2", "--model_dir", str(model_dir), *extra]
 
 
@@ -310,3 +311,28 @@ def test_global_batch_not_divisible_by_replicas_is_refused():
 
     with pytest.raises(ValueError, match="--global_batch_size=7 is not divisible by the 2 replicas"):
         check_global_batch_size(7, 2)
+
+
+def test_export_records_the_architecture_dropout_not_the_runs(tmp_path, vocab):
+    """`--dropout 0` (the short-run default) is a pretraining choice: fine-tuning from the export gets the
+    architecture's dropout, from the JSON --config here and from the preset for --init_checkpoint."""
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig, _export
+
+    config_path = tmp_path / "micro.json"
+    config_path.write_text(json.dumps({"num_layers": 1, "num_heads": 2, "hidden_dim": 16, "intermediate_dim": 32,
+                                       "max_sequence_length": 64, "dropout": 0.2}))
+    vocabulary_size = len(vocab.read_text().splitlines())
+    trained = BertBackbone(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2, hidden_dim=16,
+                           intermediate_dim=32, max_sequence_length=64, dropout=0.0)
+    config = PretrainingConfig(config=str(config_path), vocab=str(vocab), dropout=0.0, sequence_length=32)
+    _export(trained, str(tmp_path / "export"), config)
+    exported = BertBackbone.from_preset(str(tmp_path / "export"))
+    assert exported.dropout == 0.2
+    for a, b in zip(trained.get_weights(), exported.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+    continued = PretrainingConfig(config="tiny", vocab=str(vocab), dropout=0.0,
+                                  init_checkpoint=str(tmp_path / "export"), sequence_length=32)
+    _export(trained, str(tmp_path / "export2"), continued)
+    assert BertBackbone.from_preset(str(tmp_path / "export2")).dropout == 0.2

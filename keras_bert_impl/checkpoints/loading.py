@@ -293,6 +293,32 @@ def resolve_preset(preset):
     )
 
 
+def read_preset_config(preset):
+    """The `BertBackbone` constructor arguments of a preset name or directory, without building a model.
+
+    Reads only the configuration (a preset name of the table needs no download).
+
+    Example:
+    >>> read_preset_config("bert_tiny_en_uncased")["hidden_dim"]
+    128
+    """
+    if not os.path.isdir(os.fspath(preset)):
+        from keras_bert_impl.presets import backbone_presets
+
+        if preset in backbone_presets:
+            return dict(backbone_presets[preset]["config"])
+    resolved = _resolve_for_loading(preset, False)
+    if resolved.format == HUGGINGFACE:
+        from keras_bert_impl.checkpoints import huggingface as module
+    elif resolved.format == GOOGLE:
+        from keras_bert_impl.checkpoints import google as module
+    elif resolved.format in (KERAS_HUB, KERAS_HUB_HANDLE):
+        from keras_bert_impl.checkpoints import keras_hub as module
+    else:
+        from keras_bert_impl.checkpoints import own_preset as module
+    return module.read_backbone_config(resolved.location)
+
+
 def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
     """Builds `cls` (BertBackbone) from a preset name or directory, loading its weights.
 

@@ -28,7 +28,7 @@ FORMAT_VERSION = 1
 _SAVED_FILES = (CONFIG_FILE, WEIGHTS_FILE, VOCABULARY_FILE, TOKENIZER_CONFIG_FILE)
 
 
-def save_backbone_preset(backbone, preset_dir, vocabulary=None, lowercase=None):
+def save_backbone_preset(backbone, preset_dir, vocabulary=None, lowercase=None, config_overrides=None):
     """Writes `backbone` (and optionally its vocabulary) as a preset directory, atomically.
 
     Args:
@@ -37,6 +37,9 @@ def save_backbone_preset(backbone, preset_dir, vocabulary=None, lowercase=None):
             files of an earlier preset save.
         vocabulary: path to a vocab.txt or a list of tokens, optional.
         lowercase: tokenizer casing; inferred from the vocabulary when None.
+        config_overrides: dict of training-time settings to record instead of
+            the backbone's own (only `dropout`: a run that pretrained without
+            dropout still exports the architecture's dropout for fine-tuning).
 
     Example:
     >>> from keras_bert_impl import BertBackbone
@@ -48,11 +51,16 @@ def save_backbone_preset(backbone, preset_dir, vocabulary=None, lowercase=None):
     >>> BertBackbone.from_preset(preset).hidden_dim
     8
     """
+    architecture = backbone.architecture_config()
+    unknown = set(config_overrides or ()) - {"dropout"}
+    if unknown:
+        raise ValueError(f"config_overrides may only set 'dropout' (a training-time setting), got {sorted(unknown)}")
+    architecture.update(config_overrides or {})
     config = {
         "module": type(backbone).__module__,
         "class_name": type(backbone).__name__,
         "registered_name": "keras_bert_impl>BertBackbone",
-        "config": backbone.architecture_config(),
+        "config": architecture,
         "format_version": FORMAT_VERSION,
     }
     with atomic_directory(preset_dir, replaceable_files=_SAVED_FILES) as temp_dir:
