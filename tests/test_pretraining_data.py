@@ -475,15 +475,17 @@ def test_check_pretraining_files_names_file_line_and_byte_before_any_iteration(r
         with pytest.raises(ValueError) as error:
             check_pretraining_files(bad)
         assert str(error.value).startswith(
-            f"{bad}:25: invalid UTF-8 (byte 0x97 at byte offset 1570, line 25, column 17); pretraining text must "
-            "be UTF-8, one sentence a line")
+            f"{bad}, line 25, column 17: byte 0x97 at byte offset 1570 of the file is not valid UTF-8; the file looks "
+            "like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 -t UTF-8 "
+            "pg84_cp1252_excerpt.txt > utf8_pg84_cp1252_excerpt.txt, or prepare it with recipes/prepare_corpus.py "
+            "--errors replace")
     crlf = tmp_path / "crlf.txt"
     crlf.write_bytes("One.\r\nTwo.\r\n\r\nThe caf\u00e9.\r\n".encode("cp1252"))
-    with pytest.raises(ValueError, match=r"crlf.txt:4: invalid UTF-8 \(byte 0xe9 at byte offset 21, line 4, column 8\)"):
+    with pytest.raises(ValueError, match=r"crlf.txt, line 4, column 8: byte 0xe9 at byte offset 21 of the file is not valid UTF-8"):
         check_pretraining_files(str(crlf))
     binary = tmp_path / "model.bin"
     binary.write_bytes(b"\x00\x01\x02" * 100)
-    with pytest.raises(ValueError, match=r"model.bin:1: a NUL byte \(at byte offset 0, line 1, column 1\)"):
+    with pytest.raises(ValueError, match=r"model.bin, line 1, column 1: a NUL byte \(at byte offset 0\)"):
         check_pretraining_files(str(binary))
     blank = tmp_path / "blank.txt"
     blank.write_text("\n \n\t\n")

@@ -224,13 +224,14 @@ def _bad_start_cases(tmp_path):
         "checkpoint_every_0": (("--checkpoint_every", "0"), None, "--checkpoint_every=0: must be an integer >= 1"),
         "num_steps_0": (("--num_steps", "0"), None, "--num_steps=0: must be an integer >= 1"),
         "cp1252_corpus": (("--train_files", str(cp1252)), None,
-                          f"--train_files: {cp1252}:2: invalid UTF-8 (byte 0xe9 at byte offset 28, line 2, "
-                          "column 8); pretraining text must be UTF-8, one sentence a line: convert it (e.g. "
-                          "iconv -f cp1252 -t utf-8) or prepare it with recipes/prepare_corpus.py --errors replace"),
+                          f"--train_files: {cp1252}, line 2, column 8: byte 0xe9 at byte offset 28 of the file is "
+                          "not valid UTF-8; the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. "
+                          "iconv -f WINDOWS-1252 -t UTF-8 cp1252.txt > utf8_cp1252.txt, or prepare it with "
+                          "recipes/prepare_corpus.py --errors replace"),
         "cp1252_validation": (("--validation_files", str(cp1252)), None,
-                              f"--validation_files: {cp1252}:2: invalid UTF-8 (byte 0xe9 at byte offset 28"),
+                              f"--validation_files: {cp1252}, line 2, column 8: byte 0xe9 at byte offset 28"),
         "binary_corpus": (("--train_files", str(binary)), None,
-                          f"--train_files: {binary}:1: a NUL byte (at byte offset 0, line 1, column 1): this is "
+                          f"--train_files: {binary}, line 1, column 1: a NUL byte (at byte offset 0): this is "
                           "a binary file, not UTF-8 text with one sentence a line"),
         "blank_lines_only": (("--train_files", str(blank)), None,
                              f"--train_files: {blank} holds only blank lines: a pretraining text file needs at "

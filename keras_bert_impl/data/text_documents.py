@@ -11,6 +11,10 @@ documents, UTF-8 (checked: the error names the file and the line).
 
 import tensorflow as tf
 
+from keras_bert_impl.file_errors import FileFormatError, decode_utf8
+
+_PREPARE_ADVICE = ", or prepare it with recipes/prepare_corpus.py --errors replace"
+
 
 def expand_files(files):
     """Expands file names and glob patterns (local or `gs://`) into a sorted file list.
@@ -90,8 +94,9 @@ def check_text_file(path):
     Run before training (as `recipes/pretrain.py` does), this finds in seconds
     what the pipeline would otherwise find only at the first step, inside a
     TensorFlow traceback: bytes that are not UTF-8 (Windows-1252 text, a
-    binary or compressed file; the error names the file, line, column and
-    byte), a NUL byte, a file of blank lines only, a file that cannot be read.
+    binary or compressed file; `keras_bert_impl.file_errors.decode_utf8`
+    names the file, line, column and byte), a NUL byte, a file of blank
+    lines only, a file that cannot be read.
     Reads in blocks, so memory stays bounded by the longest line.
 
     Args:
@@ -113,24 +118,12 @@ def check_text_file(path):
         line_number += 1
         start = offset
         offset += len(line) + 1
-        if line_number == 1 and line.startswith(b"\xef\xbb\xbf"):
-            line, start = line[3:], start + 3
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as error:
-            column = len(line[: error.start].decode("utf-8", errors="replace")) + 1
-            raise ValueError(
-                f"{path}:{line_number}: invalid UTF-8 (byte 0x{line[error.start]:02x} at byte offset "
-                f"{start + error.start}, line {line_number}, column {column}); pretraining text must "
-                "be UTF-8, one sentence a line: convert it (e.g. iconv -f cp1252 -t utf-8) or prepare "
-                "it with recipes/prepare_corpus.py --errors replace"
-            ) from None
+        text = decode_utf8(line, path, advice=_PREPARE_ADVICE, first_line=line_number, first_offset=start)
         if "\x00" in text:
             nul = start + line.index(b"\x00")
-            raise ValueError(
-                f"{path}:{line_number}: a NUL byte (at byte offset {nul}, line "
-                f"{line_number}, column {text.index(chr(0)) + 1}): this is a binary file, not UTF-8 text "
-                "with one sentence a line"
+            raise FileFormatError(
+                path, line_number, text.index(chr(0)) + 1,
+                f"a NUL byte (at byte offset {nul}): this is a binary file, not UTF-8 text with one sentence a line",
             )
         if text.strip():
             sentences += 1

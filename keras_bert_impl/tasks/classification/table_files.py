@@ -48,6 +48,7 @@ from typing import List, Optional, Union
 
 import numpy as np
 
+from keras_bert_impl.file_errors import FileFormatError, decode_utf8
 from keras_bert_impl.metrics.glue import accuracy, f1_score, pearson, spearman
 
 FORMATS = ("csv", "tsv", "jsonl")
@@ -57,20 +58,11 @@ _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"
 # === Errors ===
 
 
-class TableFormatError(ValueError):
-    """A problem in a table file; the message is one line naming the file, the line and the column."""
+class TableFormatError(FileFormatError):
+    """A problem in a table file; the message is one line naming the file, the line and the column.
 
-    def __init__(self, path, line, column, problem):
-        self.path = os.fspath(path)
-        self.line = line
-        self.column = column
-        self.problem = problem
-        where = [self.path]
-        if line is not None:
-            where.append(f"line {line}")
-        if column is not None:  # a column name, or a 1-based position (character, byte or field)
-            where.append(f"column {column!r}" if isinstance(column, str) else f"column {column}")
-        super().__init__(_one_line(f"{', '.join(where)}: {problem}"))
+    The one-line `file, line, column: problem` format is `keras_bert_impl.file_errors.FileFormatError`'s.
+    """
 
 
 class MissingColumnError(TableFormatError):
@@ -90,7 +82,7 @@ class LabelValueError(TableFormatError):
 
 
 class TableEncodingError(TableFormatError):
-    """A byte that is not valid UTF-8."""
+    """A byte that is not valid UTF-8 (`keras_bert_impl.file_errors.decode_utf8`)."""
 
 
 class RaggedRowError(TableFormatError):
@@ -103,10 +95,6 @@ class JsonLineError(TableFormatError):
 
 class EmptyTableError(TableFormatError):
     """A file with no header, or a header and no rows."""
-
-
-def _one_line(text):
-    return " ".join(str(text).splitlines()) if "\n" in str(text) or "\r" in str(text) else str(text)
 
 
 # === The table ===
@@ -266,19 +254,7 @@ def _preview(labels, limit=20):
 
 def _decode(path):
     with open(path, "rb") as f:
-        data = f.read()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        offset = error.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
-        line_start = data.rfind(b"\n", 0, offset) + 1
-        line = data.count(b"\n", 0, offset) + 1
-        byte = data[offset : offset + 1].hex()
-        raise TableEncodingError(
-            path, line, offset - line_start + 1,
-            f"byte 0x{byte} at byte offset {offset} of the file is not valid UTF-8; the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. "
-            f"iconv -f WINDOWS-1252 -t UTF-8 {os.path.basename(path)} > utf8_{os.path.basename(path)}",
-        ) from None
+        return decode_utf8(f.read(), path, TableEncodingError)
 
 
 def _delimited_rows(path, text, fmt, columns):

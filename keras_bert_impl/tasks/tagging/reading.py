@@ -31,6 +31,7 @@ import itertools
 import logging
 import os
 
+from keras_bert_impl.file_errors import FileFormatError, decode_utf8
 from keras_bert_impl.metrics.conll import split_tag
 
 logger = logging.getLogger(__name__)
@@ -113,24 +114,13 @@ def iob2_to_iob1(tags):
     return result
 
 
-class ConllFormatError(ValueError):
+class ConllFormatError(FileFormatError):
     """A problem in a CoNLL file: the message is one line, `<file>, line <n>, column <c>: <problem>`.
 
     `column` is the 1-based column (field) of the line, or for an undecodable
-    byte its 1-based byte position in the line; None where no column applies.
+    byte its 1-based character position in the line; None where no column
+    applies. The format is `keras_bert_impl.file_errors.FileFormatError`'s.
     """
-
-    def __init__(self, path, line, column, problem):
-        self.path = os.fspath(path)
-        self.line = line
-        self.column = column
-        self.problem = problem
-        where = [self.path]
-        if line is not None:
-            where.append(f"line {line}")
-        if column is not None:
-            where.append(f"column {column}")
-        super().__init__(" ".join(f"{', '.join(where)}: {problem}".split()))
 
 
 TAG_SCHEMES = ("iob1", "iob2", "iobes")
@@ -232,19 +222,7 @@ def _check_sequence(tags, path, line_numbers, column, tag_scheme):
 
 
 def _decode(path, data):
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        offset = error.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
-        line_start = data.rfind(b"\n", 0, offset) + 1
-        line = data.count(b"\n", 0, offset) + 1
-        name = os.path.basename(path)
-        raise ConllFormatError(
-            path, line, offset - line_start + 1,
-            f"byte 0x{data[offset:offset + 1].hex()} at byte offset {offset} of the file is not valid UTF-8; "
-            f"the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. "
-            f"iconv -f WINDOWS-1252 -t UTF-8 {name} > utf8_{name}",
-        ) from None
+    return decode_utf8(data, path, ConllFormatError)
 
 
 def read_conll(path, tag_scheme="iob1", num_columns=None, tag_column=-1):

@@ -1,0 +1,139 @@
+"""One-line errors about a user's input file, and the UTF-8 check that every file reader shares.
+
+- `FileFormatError(path, line, column, problem)`: a `ValueError` whose message
+  is one line, `<file>, line <n>, column <c>: <problem>` (the line or column
+  left out where it is None). The task readers' errors are subclasses:
+  `TableFormatError` (CSV / TSV / JSON Lines tables) and `ConllFormatError`.
+- `decode_utf8(data, path)`: the bytes of a file (or of one of its lines) ->
+  text. A byte that is not UTF-8 (Windows-1252 or Latin-1 text, a binary
+  file) raises one `FileFormatError` naming the file, the line, the column
+  (in characters, as an editor counts), the byte and its offset in the file,
+  with the `iconv` command that re-encodes the file. Used by the table and
+  CoNLL readers and by the pretraining corpus check
+  (`data.text_documents.check_text_file`).
+
+Pure Python. It imports nothing else from the package (the bottom room of
+docs/architecture.md), so that every room can use it.
+
+Example:
+>>> str(FileFormatError("train.csv", 7, "label", "the label is empty"))
+"train.csv, line 7, column 'label': the label is empty"
+>>> decode_utf8("café".encode("cp1252"), "menu.txt")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+keras_bert_impl.file_errors.FileFormatError: menu.txt, line 1, column 4: byte 0xe9 at byte offset 3 of the file \
+is not valid UTF-8; the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 \
+-t UTF-8 menu.txt > utf8_menu.txt
+"""
+
+import os
+import re
+
+UTF8_BOM = b"\xef\xbb\xbf"
+_LINE_BREAK = re.compile(r"[ \t]*[\r\n]+[ \t]*")
+
+
+def one_line(text):
+    """`text` with every line break (and the spaces around it) replaced by one space.
+
+    Example:
+    >>> one_line("expected a header\\n  naming the columns")
+    'expected a header naming the columns'
+    """
+    return _LINE_BREAK.sub(" ", str(text))
+
+
+def file_location(path, line=None, column=None):
+    """`'<file>, line <n>, column <c>'`: a column name is quoted, a 1-based position is not; None parts are left out.
+
+    Example:
+    >>> file_location("dev.tsv", 3, "label"), file_location("eng.testa", 19, 4), file_location("x.json")
+    ("dev.tsv, line 3, column 'label'", 'eng.testa, line 19, column 4', 'x.json')
+    """
+    where = [os.fspath(path)]
+    if line is not None:
+        where.append(f"line {line}")
+    if column is not None:
+        where.append(f"column {column!r}" if isinstance(column, str) else f"column {column}")
+    return ", ".join(where)
+
+
+class FileFormatError(ValueError):
+    """A problem in a user's input file; the message is one line naming the file, the line and the column.
+
+    Args:
+        path: the file.
+        line: 1-based line, or None.
+        column: a column name (str, shown quoted) or a 1-based position
+            (character, field), or None.
+        problem: what is wrong and what was expected (line breaks become spaces).
+
+    Example:
+    >>> error = FileFormatError("eng.testa", 19, 4, "tag 'I-XYZ' is not in the training file")
+    >>> str(error), error.line, error.column
+    ("eng.testa, line 19, column 4: tag 'I-XYZ' is not in the training file", 19, 4)
+    """
+
+    def __init__(self, path, line, column, problem):
+        self.path = os.fspath(path)
+        self.line = line
+        self.column = column
+        self.problem = problem
+        super().__init__(one_line(f"{file_location(self.path, line, column)}: {problem}"))
+
+    def __reduce__(self):  # picklable (multiprocessing, tf.data workers) with the same fields
+        return type(self), (self.path, self.line, self.column, self.problem)
+
+
+def decode_utf8(data, path, error_class=FileFormatError, *, advice=None, first_line=1, first_offset=0):
+    """Decodes the bytes of a UTF-8 file, or of a piece of it, naming file, line, column and byte on failure.
+
+    A byte-order mark at the start of the file is dropped.
+
+    Args:
+        data: bytes of the whole file, or of a piece of it (say, one line)
+            starting at line `first_line` and byte `first_offset` of the file.
+        path: the file, for the message.
+        error_class: `FileFormatError` or a subclass, raised as
+            `error_class(path, line, column, problem)`.
+        advice: text appended to the message (what else the user may do).
+        first_line, first_offset: where `data` starts in the file (1-based
+            line, 0-based byte offset); a piece starting mid-line is not supported.
+
+    Returns:
+        The text (str).
+
+    Raises:
+        error_class: `<file>, line <n>, column <c>: byte 0x92 at byte offset
+            <o> of the file is not valid UTF-8; the file looks like
+            Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv ...`;
+            the column counts characters of the line (the byte-order mark not
+            included), the offset bytes of the file.
+
+    Example:
+    >>> decode_utf8(b"\\xef\\xbb\\xbfword O\\n", "a.conll")
+    'word O\\n'
+    >>> try:
+    ...     decode_utf8("One.\\nA naïve ".encode("utf-8") + b"\\x93quote\\x94", "b.txt", first_line=7, first_offset=100)
+    ... except FileFormatError as error:
+    ...     print(error.line, error.column, error.problem.split(";")[0])
+    8 9 byte 0x93 at byte offset 114 of the file is not valid UTF-8
+    """
+    start = 3 if first_offset == 0 and data[:3] == UTF8_BOM else 0
+    try:
+        return data[start:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        bad = start + error.start
+        line_start = max(data.rfind(b"\n", 0, bad) + 1, start)
+        line = first_line + data.count(b"\n", 0, bad)
+        column = len(data[line_start:bad].decode("utf-8", errors="replace")) + 1
+        name = os.path.basename(os.fspath(path))
+        problem = (
+            f"byte 0x{data[bad]:02x} at byte offset {first_offset + bad} of the file is not valid UTF-8; the file "
+            f"looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 -t UTF-8 "
+            f"{name} > utf8_{name}"
+        )
+        raise error_class(path, line, column, problem + (advice or "")) from None
+
+
+__all__ = ["FileFormatError", "decode_utf8", "file_location", "one_line"]
