@@ -26,6 +26,7 @@ from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_name
 from keras_bert_impl.tasks.classification.outputs import save_model_atomically, write_dev_results, write_submission
 from keras_bert_impl.tasks.classification.prediction import predict_split
 from keras_bert_impl.tasks.classification.reading import get_task, read_split
+from keras_bert_impl.tasks.flags import check_numbers
 from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import finetune, setup_finetuning
@@ -92,6 +93,25 @@ class ClassificationConfig:
     jit_compile: object = "auto"
 
 
+def check_flags(config):
+    """Refuses `epochs < 1` (a GLUE run has no predict-only mode), a non-positive length, batch size, patience or
+    learning rate, and a warm-up, weight decay or dropout outside its range. `--train_limit 0` and a `--dev_limit`
+    that leaves no example are refused when the files are read, naming the file.
+
+    Example:
+    >>> check_flags(ClassificationConfig(task="rte", data_dir="glue", model_dir="m", epochs=0))
+    Traceback (most recent call last):
+    ...
+    ValueError: --epochs=0: must be an integer >= 1
+    """
+    check_numbers(
+        config,
+        integers=dict(epochs=1, sequence_length=3, batch_size=1, eval_batch_size=1, early_stopping_patience=1),
+        positive=["learning_rate"],
+        fractions={"warmup_proportion": (0, 1, True), "weight_decay": (0, 1, True), "dropout": (0, 1, False)},
+    )
+
+
 def run(config):
     """Fine-tunes on `config.task`'s train split, picks the best epoch on dev, writes results and submissions.
 
@@ -102,6 +122,7 @@ def run(config):
         The dict written to `dev_results.json`.
     """
     c = config
+    check_flags(c)
     task = get_task(c.task)
     # Read every file first: a missing or malformed file fails before any training.
     train = read_split(task, c.data_dir, "train")

@@ -9,6 +9,9 @@
   expected; empty contexts and questions are errors too. An answer whose
   `answer_start` does not point at its `text` in the context is dropped with
   a counted warning (`ReadStats.mismatched_answers`); never a wrong label.
+  In training, a question without an `answers` key is skipped with one
+  warning naming the file, the count and the first ids
+  (`ReadStats.missing_answers`).
 - `split_articles(dataset, num_train_articles)`: the article-level split of
   one file (the documented dev split used while the train file is absent).
 
@@ -60,12 +63,16 @@ class ReadStats:
             point at `text` in the context.
         unlabelled_questions: answerable questions left without any verified
             answer (they cannot be trained on; skipped when `is_training`).
+        missing_answers: answerable questions without an `answers` key (skipped
+            when `is_training`, with one warning naming the file, the count
+            and the first ids).
         skipped_questions: questions not returned.
     """
 
     questions: int = 0
     mismatched_answers: int = 0
     unlabelled_questions: int = 0
+    missing_answers: int = 0
     skipped_questions: int = 0
 
 
@@ -152,6 +159,7 @@ def read_squad_examples(path_or_dataset, is_training=False, source=None):
     stats = ReadStats()
     examples = []
     mismatched_ids = []
+    missing_ids = []
     for i, article in enumerate(dataset["data"]):
         article_path = f"data[{i}]"
         _expect(isinstance(article, dict), source, article_path, "an object with 'paragraphs'", article)
@@ -207,6 +215,9 @@ def read_squad_examples(path_or_dataset, is_training=False, source=None):
                 if is_training and not is_impossible and not answers:
                     stats.unlabelled_questions += 1
                     stats.skipped_questions += 1
+                    if "answers" not in qa:
+                        stats.missing_answers += 1
+                        missing_ids.append(qas_id)
                     continue
                 examples.append(
                     SquadExample(
@@ -226,6 +237,14 @@ def read_squad_examples(path_or_dataset, is_training=False, source=None):
             stats.mismatched_answers,
             stats.skipped_questions,
             ", ".join(mismatched_ids[:5]),
+        )
+    if stats.missing_answers:
+        logger.warning(
+            "%s: %d question(s) have no 'answers' key and are skipped for training (first ids: %s); give each "
+            "answerable question its answers, or mark it \"is_impossible\": true (SQuAD v2.0, --version 2.0)",
+            source,
+            stats.missing_answers,
+            ", ".join(missing_ids[:5]),
         )
     return examples, stats
 

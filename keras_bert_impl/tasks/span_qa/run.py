@@ -24,6 +24,7 @@ from keras_bert_impl.models.span_extractor import BertSpanExtractor
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
+from keras_bert_impl.tasks.flags import check_epochs, check_numbers, is_fine_tuned_model
 from keras_bert_impl.tasks.span_qa.reading import load_squad_json, read_squad_examples, squad_version
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
@@ -104,6 +105,27 @@ def check_version(dataset, path, version):
                              "as in SQuAD v2.0, but --version is 1.1: pass --version 2.0")
 
 
+def check_flags(config):
+    """Refuses a non-positive window, batch or post-processing size, learning rate or warm-up outside [0, 1], and
+    `epochs=0` without a fine-tuned `.keras` model (its predictions would come from a random span head).
+
+    Example:
+    >>> check_flags(SpanQaConfig(model_dir="m", predict_file="dev.json", preset="bert_tiny_en_uncased", doc_stride=0))
+    Traceback (most recent call last):
+    ...
+    ValueError: --doc_stride=0: must be an integer >= 1
+    """
+    c = config
+    check_numbers(
+        c,
+        integers=dict(sequence_length=5, doc_stride=1, max_query_length=1, max_answer_length=1, n_best_size=1,
+                      batch_size=1, predict_batch_size=1),
+        positive=["learning_rate"],
+        fractions={"warmup_proportion": (0, 1, True)},
+    )
+    check_epochs(c, "span head")
+
+
 def run(config):
     """Fine-tunes (unless `epochs=0`), predicts and scores `predict_file`, writes the outputs.
 
@@ -111,9 +133,10 @@ def run(config):
         `(result, summary)`: the `SquadResult` and the run's summary (what `eval.json` adds to the metrics).
     """
     c = config
+    check_flags(c)
     setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
     window = dict(sequence_length=c.sequence_length, doc_stride=c.doc_stride, max_query_length=c.max_query_length)
-    fine_tuned = c.init_checkpoint and c.init_checkpoint.endswith(".keras")
+    fine_tuned = is_fine_tuned_model(c.init_checkpoint)
     # Every input file is read and checked before the model is built.
     gold = load_squad_json(c.predict_file)
     check_version(gold, c.predict_file, c.version)

@@ -25,6 +25,7 @@ from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundar
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
+from keras_bert_impl.tasks.flags import check_epochs, check_numbers, is_fine_tuned_model
 from keras_bert_impl.tasks.tagging.batches import make_dataset
 from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, ConllSplit, evaluate_conll
 from keras_bert_impl.tasks.tagging.features import encode_sentences
@@ -157,14 +158,35 @@ def _load_fine_tuned(path):
     return model, list(label_names)
 
 
+def check_flags(config):
+    """Refuses a non-positive length, batch size, sentence limit or learning rate, a warm-up outside [0, 1] or a
+    dropout outside [0, 1), and `epochs=0` without a fine-tuned `.keras` model (a random tagging head).
+
+    Example:
+    >>> check_flags(TaggingConfig(model_dir="m", preset="bert_tiny_en_uncased", data_dir="d", max_train_sentences=0))
+    Traceback (most recent call last):
+    ...
+    ValueError: --max_train_sentences=0: must be an integer >= 1
+    """
+    check_numbers(
+        config,
+        integers=dict(sequence_length=3, batch_size=1, predict_batch_size=1, max_train_sentences=1,
+                      max_eval_sentences=1),
+        positive=["learning_rate"],
+        fractions={"warmup_proportion": (0, 1, True), "dropout": (0, 1, False)},
+    )
+    check_epochs(config, "tagging head")
+
+
 def run(config):
     """Fine-tunes (unless `epochs=0`), scores dev and test, writes the outputs; returns the summary dict.
 
     Every input file is read and checked before the model is built.
     """
     c = config
+    check_flags(c)
     setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
-    fine_tuned = bool(c.init_checkpoint and c.init_checkpoint.endswith(".keras"))
+    fine_tuned = is_fine_tuned_model(c.init_checkpoint)
     boundaries = None if c.static_shapes else default_boundaries(c.sequence_length, **TAGGING_BUCKETS)
     strategy = get_strategy(c.strategy)
 

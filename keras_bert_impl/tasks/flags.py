@@ -1,0 +1,112 @@
+"""The numeric-flag checks shared by the fine-tuning stories (`tasks/*/run.py`), run before any file is read.
+
+A bad value is a `ValueError` whose message is one line naming the flag, its
+value and what was expected (`--batch_size=0: must be an integer >= 1`); the
+recipes print it as `error: ...` and exit with code 2.
+
+- `check_numbers(config, integers=..., positive=..., fractions=...)`: every
+  named field of `config` is in range (a field that is None is not checked).
+- `check_epochs(config, head)`: `epochs >= 1`, or `epochs == 0` only with a
+  fine-tuned `--init_checkpoint model.keras` (predicting with a new, random
+  head would write outputs that mean nothing).
+
+Example:
+>>> import types
+>>> check_numbers(types.SimpleNamespace(batch_size=0), integers={"batch_size": 1})
+Traceback (most recent call last):
+...
+ValueError: --batch_size=0: must be an integer >= 1
+"""
+
+import numbers
+
+
+def _is_integer(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value  # not NaN
+
+
+def check_numbers(config, integers=None, positive=None, fractions=None):
+    """Checks numeric fields of `config`; a field that is None is not checked.
+
+    Args:
+        config: any object with the fields as attributes (a run's config dataclass).
+        integers: `{field: minimum}`: an integer >= minimum.
+        positive: names of fields that must be a number > 0 (a learning rate).
+        fractions: `{field: (low, high, high_included)}`: a number with
+            `low <= value <= high` (or `< high` when `high_included` is False).
+
+    Raises:
+        ValueError: `--<field>=<value>: must be ...`, the first field out of range.
+
+    Example:
+    >>> import types
+    >>> config = types.SimpleNamespace(learning_rate=3e-5, warmup_proportion=1.5, dropout=None)
+    >>> check_numbers(config, positive=["learning_rate"], fractions={"warmup_proportion": (0, 1, True)})
+    Traceback (most recent call last):
+    ...
+    ValueError: --warmup_proportion=1.5: must be a number in [0, 1]
+    """
+    for name, minimum in (integers or {}).items():
+        value = getattr(config, name)
+        if value is not None and not (_is_integer(value) and value >= minimum):
+            raise ValueError(f"--{name}={value!r}: must be an integer >= {minimum}")
+    for name in positive or ():
+        value = getattr(config, name)
+        if value is not None and not (_is_number(value) and value > 0):
+            raise ValueError(f"--{name}={value!r}: must be a number > 0")
+    for name, (low, high, high_included) in (fractions or {}).items():
+        value = getattr(config, name)
+        inside = _is_number(value) and low <= value and (value <= high if high_included else value < high)
+        if value is not None and not inside:
+            raise ValueError(f"--{name}={value!r}: must be a number in [{low}, {high}{']' if high_included else ')'}")
+
+
+def is_fine_tuned_model(init_checkpoint):
+    """True for a fine-tuned task model file (`.keras`), which holds a trained head.
+
+    Example:
+    >>> is_fine_tuned_model("runs/squad/model.keras"), is_fine_tuned_model("runs/pretrain/export")
+    (True, False)
+    """
+    return bool(init_checkpoint) and str(init_checkpoint).endswith(".keras")
+
+
+def check_epochs(config, head):
+    """`--epochs` is >= 1, or 0 with a fine-tuned `--init_checkpoint *.keras` (predict only).
+
+    Args:
+        config: with `epochs`, `init_checkpoint` and (optionally) `preset`.
+        head: what the task model adds to the backbone, for the message ("span head").
+
+    Raises:
+        ValueError: one line naming the flag, what it would do and what to pass instead.
+
+    Example:
+    >>> import types
+    >>> check_epochs(types.SimpleNamespace(epochs=0, init_checkpoint="runs/squad/model.keras"), "span head")
+    >>> check_epochs(types.SimpleNamespace(epochs=0, init_checkpoint=None, preset="bert_tiny_en_uncased"), "span head")
+    Traceback (most recent call last):
+    ...
+    ValueError: --epochs=0 predicts without training, but --preset bert_tiny_en_uncased has no trained span head: \
+the predictions would come from a random span head. Pass --epochs 1 or more (with training data), or \
+--init_checkpoint a fine-tuned model.keras to predict only
+    """
+    epochs = config.epochs
+    if not (_is_integer(epochs) and epochs >= 0):
+        raise ValueError(f"--epochs={epochs!r}: must be an integer >= 1 (or 0 with a fine-tuned --init_checkpoint "
+                         "model.keras, to predict only)")
+    if epochs == 0 and not is_fine_tuned_model(config.init_checkpoint):
+        source = (f"--init_checkpoint {config.init_checkpoint}" if config.init_checkpoint
+                  else f"--preset {getattr(config, 'preset', None)}")
+        raise ValueError(
+            f"--epochs=0 predicts without training, but {source} has no trained {head}: the predictions would come "
+            f"from a random {head}. Pass --epochs 1 or more (with training data), or --init_checkpoint a fine-tuned "
+            "model.keras to predict only"
+        )
+
+
+__all__ = ["check_epochs", "check_numbers", "is_fine_tuned_model"]
