@@ -144,11 +144,12 @@ def run(config):
     setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
     distribution = get_strategy(c.strategy)
     tokenizer_source = c.init_checkpoint if c.init_checkpoint and _has_vocabulary(c.init_checkpoint) else c.preset
-    preprocessor = ClassifierPreprocessor(
-        BertTokenizer.from_preset(tokenizer_source), sequence_length=c.sequence_length, truncate=c.truncate
-    )
+    tokenizer = BertTokenizer.from_preset(tokenizer_source)
+    preprocessor = ClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length, truncate=c.truncate)
     with distribution.scope():
         backbone = BertBackbone.from_preset(c.init_checkpoint or c.preset)
+        flag = f"--init_checkpoint {c.init_checkpoint}" if c.init_checkpoint else f"--preset {c.preset}"
+        check_vocabulary(backbone, tokenizer, flag, tokenizer_source)
         if c.sequence_length > backbone.max_sequence_length:
             raise ValueError(
                 f"sequence_length={c.sequence_length} exceeds the backbone's {backbone.max_sequence_length} positions."
@@ -247,6 +248,28 @@ def run(config):
 def run_glue(task, data_dir, model_dir, **options):
     """`run(ClassificationConfig(task, data_dir, model_dir, **options))`."""
     return run(ClassificationConfig(task, data_dir, model_dir, **options))
+
+
+def check_vocabulary(backbone, tokenizer, flag, tokenizer_source):
+    """Refuses a backbone whose embedding rows differ from the tokenizer's vocabulary (a gather error at step 1).
+
+    Example:
+    >>> import types
+    >>> check_vocabulary(types.SimpleNamespace(vocabulary_size=4291),
+    ...                  types.SimpleNamespace(vocabulary_size=lambda: 30522), "--init_checkpoint run/export",
+    ...                  "bert_base_en_uncased")
+    Traceback (most recent call last):
+    ...
+    ValueError: --init_checkpoint run/export has 4291 embedding rows but the tokenizer of bert_base_en_uncased has 30522 tokens: put the checkpoint's own vocab.txt next to its weights, or pass the --preset whose tokenizer it was \
+trained with
+    """
+    rows, tokens = backbone.vocabulary_size, tokenizer.vocabulary_size()
+    if rows != tokens:
+        raise ValueError(
+            f"{flag} has {rows} embedding rows but the tokenizer of {tokenizer_source} has {tokens} tokens: put "
+            "the checkpoint's own vocab.txt next to its weights, or pass the --preset whose tokenizer it was trained "
+            "with"
+        )
 
 
 def _has_vocabulary(directory):
