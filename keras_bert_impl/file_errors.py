@@ -8,9 +8,9 @@
   text. A byte that is not UTF-8 (Windows-1252 or Latin-1 text, a binary
   file) raises one `FileFormatError` naming the file, the line, the column
   (in characters, as an editor counts), the byte and its offset in the file,
-  with the `iconv` command that re-encodes the file. Used by the table and
-  CoNLL readers and by the pretraining corpus check
-  (`data.text_documents.check_text_file`).
+  with the `iconv` command that re-encodes the file. Used by every file
+  reader: tables, CoNLL, GLUE TSV, SQuAD JSON, the pretraining corpus check
+  (`data.text_documents.check_text_file`) and `data.corpus.read_text`.
 
 Pure Python. It imports nothing else from the package (the bottom room of
 docs/architecture.md), so that every room can use it.

@@ -140,7 +140,10 @@ def test_old_gutenberg_markers(books):
 def test_invalid_utf8_names_file_and_line(real_data):
     path = real_data / "bad_input" / "pg84_cp1252_excerpt.txt"
     line = path.read_bytes().count(b"\n", 0, 1570) + 1  # first invalid byte at 1570 (its README)
-    with pytest.raises(ValueError, match=re.escape(f"{path}:{line}: invalid UTF-8 (byte 0x97")):
+    with pytest.raises(ValueError, match=re.escape(
+            f"{path}, line {line}, column 17: byte 0x97 at byte offset 1570 of the file is not valid UTF-8; the file "
+            "looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 -t UTF-8 "
+            "pg84_cp1252_excerpt.txt > utf8_pg84_cp1252_excerpt.txt, or pass errors='replace' (--errors replace)")):
         corpus.file_documents(path)
     documents = corpus.file_documents(path, errors="replace", input_format="wrapped", min_document_words=1)
     assert any("\ufffd" in s for d in documents for s in d)
@@ -192,7 +195,7 @@ def test_recipe_prints_counts_and_reports_errors(books, tmp_path, real_data, mon
         run_recipe(monkeypatch, "--input", str(bad), "--output", str(tmp_path / "bad.txt"))
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
-    assert f"{bad}:" in error and "invalid UTF-8" in error
+    assert f"{bad}, line " in error and "is not valid UTF-8" in error
     assert not (tmp_path / "bad.txt").exists()
 
 

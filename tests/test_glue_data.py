@@ -134,8 +134,15 @@ def test_empty_sentence_is_an_error(glue_dir, tmp_path):
 def test_invalid_utf8_is_an_error(glue_dir, tmp_path):
     task_dir = _copy_task(glue_dir, tmp_path, "RTE", "train.tsv")
     _edit_line(task_dir / "train.tsv", 2, lambda l: l.replace(b"Iraq", b"Ir\xe4q", 1))
-    with pytest.raises(GlueFormatError, match=r"train.tsv, line 2: not valid UTF-8"):
+    data = (task_dir / "train.tsv").read_bytes()
+    offset = data.index(b"\xe4")
+    column = len(data[data.rfind(b"\n", 0, offset) + 1 : offset].decode("utf-8")) + 1  # in characters
+    with pytest.raises(GlueFormatError) as error:
         read_split("rte", tmp_path, "train")
+    assert str(error.value).endswith(
+        f"train.tsv, line 2, column {column}: byte 0xe4 at byte offset {offset} of the file is not valid UTF-8; the "
+        "file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 -t UTF-8 "
+        "train.tsv > utf8_train.tsv")
 
 
 def test_missing_file_is_named(glue_dir, tmp_path):

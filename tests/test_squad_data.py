@@ -382,3 +382,22 @@ def test_array_batches_are_the_tf_data_batches_without_tensorflow(tokenizer, fir
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")  # predict_logits then takes the array path
     for got, expected in zip(predict_logits(EchoModel(), features, batch_size=16), reference_logits):
         np.testing.assert_array_equal(got, expected)
+
+
+def test_windows_1252_byte_names_file_line_column_and_offset(data_slices, tmp_path):
+    """The real dev slice written as UTF-8 JSON, but its first non-ASCII character in Windows-1252."""
+    text = json.dumps(squad.load_squad_json(data_slices / "squad" / "dev-v1.1.json.gz"), ensure_ascii=False, indent=1)
+    index = next(i for i, ch in enumerate(text) if ord(ch) > 127 and ch.encode("cp1252", errors="ignore"))
+    bad = text[:index].encode("utf-8") + text[index].encode("cp1252") + text[index + 1 :].encode("utf-8")
+    path = tmp_path / "dev-cp1252.json"
+    path.write_bytes(bad)
+    offset = len(text[:index].encode("utf-8"))
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    with pytest.raises(squad.SquadFormatError) as error:
+        squad.read_squad_examples(path)
+    assert str(error.value) == (
+        f"{path}, line {line}, column {column}: byte 0x{bad[offset]:02x} at byte offset {offset} of the file is not "
+        "valid UTF-8; the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 "
+        "-t UTF-8 dev-cp1252.json > utf8_dev-cp1252.json"
+    )

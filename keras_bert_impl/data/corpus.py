@@ -55,6 +55,7 @@ from keras_bert_impl.data.book_text import (  # noqa: F401 (part of this module'
     strip_gutenberg_boilerplate,
 )
 from keras_bert_impl.data.sentence_splitting import ABBREVIATIONS, split_sentences  # noqa: F401
+from keras_bert_impl.file_errors import decode_utf8
 
 INPUT_FORMATS = ("auto", "gutenberg", "wrapped", "lines")
 
@@ -92,8 +93,9 @@ def read_text(path, errors="strict"):
         The decoded text.
 
     Raises:
-        ValueError: the file is not valid UTF-8 (with `errors="strict"`): the
-            message names the file, the line and the byte offset.
+        FileFormatError (a ValueError): the file is not valid UTF-8 (with
+            `errors="strict"`): `keras_bert_impl.file_errors.decode_utf8`
+            names the file, the line, the column and the byte offset.
 
     Example:
 
@@ -102,18 +104,12 @@ def read_text(path, errors="strict"):
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     data = pathlib.Path(path).read_bytes()
-    try:
+    if errors == "strict":
+        text = decode_utf8(data, path, advice=", or pass errors='replace' (--errors replace)")
+    else:
         text = data.decode("utf-8", errors=errors)
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        raise ValueError(
-            f"{path}:{line}: invalid UTF-8 (byte 0x{data[error.start]:02x} at byte offset "
-            f"{error.start}, line {line}, column {column}); the file must be UTF-8 encoded: "
-            f"convert it (e.g. `iconv -f cp1252 -t utf-8`) or pass errors='replace'"
-        ) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+        if text.startswith("\ufeff"):
+            text = text[1:]
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 

@@ -39,11 +39,17 @@ import os
 
 import numpy as np
 
+from keras_bert_impl.file_errors import UTF8_BOM, FileFormatError, decode_utf8
+
 logger = logging.getLogger(__name__)
 
 
 class GlueFormatError(ValueError):
     """A GLUE file does not have the expected layout; the message names the file and line."""
+
+
+class GlueEncodingError(GlueFormatError, FileFormatError):
+    """A byte of a GLUE file that is not UTF-8 (`keras_bert_impl.file_errors.decode_utf8`: file, line, column, byte)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,7 +250,8 @@ def read_tsv_lines(path):
     """Yields `(line_number, fields)` of a TSV file with quoting off.
 
     Handles a UTF-8 byte-order mark, LF/CRLF line ends and a missing final
-    newline; a file that is not UTF-8 raises `GlueFormatError` with the line.
+    newline; a byte that is not UTF-8 raises `GlueEncodingError` (a
+    `GlueFormatError`) naming the file, the line, the column and the byte.
 
     Example:
     >>> import tempfile, os
@@ -255,22 +262,14 @@ def read_tsv_lines(path):
     """
     with open(path, "rb") as f:
         data = f.read()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    lines = data.split(b"\n")
+    offset = 3 if data.startswith(UTF8_BOM) else 0
+    lines = data[offset:].split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     for number, raw in enumerate(lines, start=1):
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise GlueFormatError(
-                f"{path}, line {number}: not valid UTF-8 (byte {raw[error.start:error.start + 1]!r} at column "
-                f"{error.start + 1}); GLUE files are UTF-8."
-            ) from None
-        yield number, line.split("\t")
+        line = decode_utf8(raw, path, GlueEncodingError, first_line=number, first_offset=offset)
+        offset += len(raw) + 1
+        yield number, line.removesuffix("\r").split("\t")
 
 
 def _header_layout(task, split, path, header_fields):

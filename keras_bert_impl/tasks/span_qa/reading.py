@@ -24,11 +24,17 @@ import json
 import logging
 import os
 
+from keras_bert_impl.file_errors import FileFormatError, decode_utf8
+
 logger = logging.getLogger(__name__)
 
 
 class SquadFormatError(ValueError):
     """A SQuAD file that does not follow the official layout (message names file and JSON path)."""
+
+
+class SquadEncodingError(SquadFormatError, FileFormatError):
+    """A byte of a SQuAD file that is not UTF-8 (`keras_bert_impl.file_errors.decode_utf8`: file, line, column, byte)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +86,8 @@ def load_squad_json(path):
     """Reads a SQuAD `.json` or `.json.gz` file into a dict.
 
     Raises:
-        SquadFormatError: the file is not valid UTF-8 JSON (line and column given).
+        SquadFormatError: the file is not valid JSON (line and column given);
+            `SquadEncodingError`, a byte that is not UTF-8 (file, line, column, byte).
 
     Example:
     >>> import tempfile, os
@@ -92,16 +99,17 @@ def load_squad_json(path):
     path = os.fspath(path)
     opener = gzip.open if path.endswith(".gz") else open
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            return json.load(f)
+        with opener(path, "rb") as f:
+            data = f.read()
+    except (gzip.BadGzipFile, EOFError) as error:
+        raise SquadFormatError(f"{path}: not a valid gzip file ({error}).") from error
+    text = decode_utf8(data, path, SquadEncodingError)
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise SquadFormatError(
             f"{path}: not valid JSON at line {error.lineno} column {error.colno}: {error.msg}."
         ) from error
-    except UnicodeDecodeError as error:
-        raise SquadFormatError(f"{path}: not UTF-8 text ({error}).") from error
-    except (gzip.BadGzipFile, EOFError) as error:
-        raise SquadFormatError(f"{path}: not a valid gzip file ({error}).") from error
 
 
 def _expect(condition, source, json_path, expected, value):
