@@ -15,7 +15,7 @@ Wrong before issue 16:
 | GLUE trained on zero examples and exited 0 | test_finetune_glue_recipe.py::test_no_training_examples_is_refused_before_training |
 | SQuAD v2.0 content under `--version 1.1` crashed after training | test_squad_recipe.py::test_v2_content_under_version_1_1_and_empty_files_are_refused_before_training |
 | a malformed SQuAD `--predict_file` was found only after training | test_squad_recipe.py::test_recipe_bad_predict_file_is_one_line_before_training |
-| `--init_checkpoint` whose vocabulary does not match the tokenizer: gather error at step 1 | here: test_glue_init_checkpoint_vocabulary_must_match_the_tokenizer |
+| `--init_checkpoint` whose vocabulary does not match the tokenizer: gather error at step 1 | here: test_glue_init_checkpoint_vocabulary_must_match_the_tokenizer, test_squad_preset_vocabulary_must_match_the_tokenizer, test_conll_preset_vocabulary_must_match_the_tokenizer |
 
 Poor before issue 16:
 
@@ -203,20 +203,56 @@ def test_non_positive_numeric_flags_are_one_line(case, data_slices, tmp_path, mo
 # === --init_checkpoint with another vocabulary ===
 
 
-def test_glue_init_checkpoint_vocabulary_must_match_the_tokenizer(data_slices, tmp_path, model_dir, capsys):
-    """A pretraining export without vocab.txt (4,291 rows) under the preset's 30,522-token tokenizer."""
+@pytest.fixture
+def export_without_vocabulary(tmp_path):
+    """A pretraining export without vocab.txt: 4,291 embedding rows (a vocabulary built from one book)."""
     from keras_bert_impl import BertBackbone
 
     export = tmp_path / "export"
     BertBackbone(vocabulary_size=4291, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
                  max_sequence_length=128).save_to_preset(str(export))
+    return export
+
+
+def _vocabulary_message(flag, export):
+    return (f"error: {flag} {export} has 4291 embedding rows but the tokenizer of all_minilm_l6_v2_en has 30522 "
+            "tokens: put the checkpoint's own vocab.txt next to its weights, or pass the --preset whose tokenizer it "
+            "was trained with")
+
+
+def test_glue_init_checkpoint_vocabulary_must_match_the_tokenizer(data_slices, tmp_path, model_dir,
+                                                                   export_without_vocabulary, capsys):
+    """--init_checkpoint without a vocabulary under the --preset's 30,522-token tokenizer."""
     before = _snapshot(model_dir)
     code = _main_exit_code(_recipe("finetune_glue"), [
         "--task", "stsb", "--data_dir", str(_glue_dir(data_slices, tmp_path)), "--preset", "all_minilm_l6_v2_en",
-        "--init_checkpoint", str(export), "--model_dir", str(model_dir)])
+        "--init_checkpoint", str(export_without_vocabulary), "--model_dir", str(model_dir)])
     assert code == 2
-    assert _error_lines(capsys.readouterr().err) == [
-        f"error: --init_checkpoint {export} has 4291 embedding rows but the tokenizer of all_minilm_l6_v2_en has "
-        "30522 tokens: put the checkpoint's own vocab.txt next to its weights, or pass the --preset whose tokenizer "
-        "it was trained with"]
+    assert _error_lines(capsys.readouterr().err) == [_vocabulary_message("--init_checkpoint", export_without_vocabulary)]
+    assert _snapshot(model_dir) == before
+
+
+def test_squad_preset_vocabulary_must_match_the_tokenizer(data_slices, model_dir, export_without_vocabulary, capsys):
+    squad_file = str(data_slices / "squad" / "dev-v1.1.json.gz")
+    before = _snapshot(model_dir)
+    code = _main_exit_code(_recipe("finetune_squad"), [
+        "--train_file", squad_file, "--predict_file", squad_file, "--preset", str(export_without_vocabulary),
+        "--tokenizer", "all_minilm_l6_v2_en", "--sequence_length", "128", "--model_dir", str(model_dir)])
+    assert code == 2
+    assert _error_lines(capsys.readouterr().err) == [_vocabulary_message("--preset", export_without_vocabulary)]
+    assert _snapshot(model_dir) == before
+
+
+def test_conll_preset_vocabulary_must_match_the_tokenizer(shared_data, tmp_path, model_dir, export_without_vocabulary,
+                                                          capsys):
+    files = {}
+    for name in ("eng.train", "eng.testa"):  # the first 200 lines of the real files, byte for byte
+        files[name] = tmp_path / name
+        files[name].write_bytes(b"".join((shared_data / "conll2003" / name).open("rb").readlines()[:200]))
+    before = _snapshot(model_dir)
+    code = _main_exit_code(_recipe("finetune_conll"), [
+        "--train_file", str(files["eng.train"]), "--validation_file", str(files["eng.testa"]), "--preset",
+        str(export_without_vocabulary), "--tokenizer", "all_minilm_l6_v2_en", "--model_dir", str(model_dir)])
+    assert code == 2
+    assert _error_lines(capsys.readouterr().err) == [_vocabulary_message("--preset", export_without_vocabulary)]
     assert _snapshot(model_dir) == before

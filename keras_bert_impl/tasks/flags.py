@@ -9,6 +9,9 @@ recipes print it as `error: ...` and exit with code 2.
 - `check_epochs(config, head)`: `epochs >= 1`, or `epochs == 0` only with a
   fine-tuned `--init_checkpoint model.keras` (predicting with a new, random
   head would write outputs that mean nothing).
+- `check_vocabulary(backbone, tokenizer, flag, tokenizer_source)`: the
+  backbone's embedding rows equal the tokenizer's vocabulary (else a gather
+  error at the first step), checked before training.
 
 Example:
 >>> import types
@@ -109,4 +112,27 @@ the predictions would come from a random span head. Pass --epochs 1 or more (wit
         )
 
 
-__all__ = ["check_epochs", "check_numbers", "is_fine_tuned_model"]
+def check_vocabulary(backbone, tokenizer, flag, tokenizer_source):
+    """Refuses a backbone whose embedding rows differ from the tokenizer's vocabulary (a gather error at step 1).
+
+    Example:
+    >>> import types
+    >>> check_vocabulary(types.SimpleNamespace(vocabulary_size=4291),
+    ...                  types.SimpleNamespace(vocabulary_size=lambda: 30522), "--init_checkpoint run/export",
+    ...                  "bert_base_en_uncased")
+    Traceback (most recent call last):
+    ...
+    ValueError: --init_checkpoint run/export has 4291 embedding rows but the tokenizer of bert_base_en_uncased has \
+30522 tokens: put the checkpoint's own vocab.txt next to its weights, or pass the --preset whose tokenizer it was \
+trained with
+    """
+    rows, tokens = backbone.vocabulary_size, tokenizer.vocabulary_size()
+    if rows != tokens:
+        raise ValueError(
+            f"{flag} has {rows} embedding rows but the tokenizer of {tokenizer_source} has {tokens} tokens: put "
+            "the checkpoint's own vocab.txt next to its weights, or pass the --preset whose tokenizer it was trained "
+            "with"
+        )
+
+
+__all__ = ["check_epochs", "check_numbers", "check_vocabulary", "is_fine_tuned_model"]

@@ -26,7 +26,7 @@ from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_name
 from keras_bert_impl.tasks.classification.outputs import save_model_atomically, write_dev_results, write_submission
 from keras_bert_impl.tasks.classification.prediction import predict_split
 from keras_bert_impl.tasks.classification.reading import get_task, read_split
-from keras_bert_impl.tasks.flags import check_numbers
+from keras_bert_impl.tasks.flags import check_numbers, check_vocabulary
 from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import finetune, setup_finetuning
@@ -248,28 +248,6 @@ def run(config):
 def run_glue(task, data_dir, model_dir, **options):
     """`run(ClassificationConfig(task, data_dir, model_dir, **options))`."""
     return run(ClassificationConfig(task, data_dir, model_dir, **options))
-
-
-def check_vocabulary(backbone, tokenizer, flag, tokenizer_source):
-    """Refuses a backbone whose embedding rows differ from the tokenizer's vocabulary (a gather error at step 1).
-
-    Example:
-    >>> import types
-    >>> check_vocabulary(types.SimpleNamespace(vocabulary_size=4291),
-    ...                  types.SimpleNamespace(vocabulary_size=lambda: 30522), "--init_checkpoint run/export",
-    ...                  "bert_base_en_uncased")
-    Traceback (most recent call last):
-    ...
-    ValueError: --init_checkpoint run/export has 4291 embedding rows but the tokenizer of bert_base_en_uncased has 30522 tokens: put the checkpoint's own vocab.txt next to its weights, or pass the --preset whose tokenizer it was \
-trained with
-    """
-    rows, tokens = backbone.vocabulary_size, tokenizer.vocabulary_size()
-    if rows != tokens:
-        raise ValueError(
-            f"{flag} has {rows} embedding rows but the tokenizer of {tokenizer_source} has {tokens} tokens: put "
-            "the checkpoint's own vocab.txt next to its weights, or pass the --preset whose tokenizer it was trained "
-            "with"
-        )
 
 
 def _has_vocabulary(directory):

@@ -24,7 +24,7 @@ from keras_bert_impl.models.span_extractor import BertSpanExtractor
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
-from keras_bert_impl.tasks.flags import check_epochs, check_numbers, is_fine_tuned_model
+from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model
 from keras_bert_impl.tasks.span_qa.reading import load_squad_json, read_squad_examples, squad_version
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
@@ -162,8 +162,10 @@ def run(config):
                 tokenizer, sequence_length=c.sequence_length, doc_stride=c.doc_stride,
                 max_question_length=c.max_query_length,
             )
-            model = BertSpanExtractor(BertBackbone.from_preset(c.preset or c.init_checkpoint),
-                                      preprocessor=preprocessor, max_answer_length=c.max_answer_length)
+            backbone = BertBackbone.from_preset(c.preset or c.init_checkpoint)
+            check_vocabulary(backbone, tokenizer, f"--preset {c.preset}" if c.preset else
+                             f"--init_checkpoint {c.init_checkpoint}", c.tokenizer or c.preset or c.init_checkpoint)
+            model = BertSpanExtractor(backbone, preprocessor=preprocessor, max_answer_length=c.max_answer_length)
 
     summary = {"version": c.version}
     if c.epochs > 0:

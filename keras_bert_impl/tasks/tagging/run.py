@@ -25,7 +25,7 @@ from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundar
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
-from keras_bert_impl.tasks.flags import check_epochs, check_numbers, is_fine_tuned_model
+from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model
 from keras_bert_impl.tasks.tagging.batches import make_dataset
 from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, ConllSplit, evaluate_conll
 from keras_bert_impl.tasks.tagging.features import encode_sentences
@@ -215,6 +215,8 @@ def run(config):
     if not fine_tuned:
         with strategy.scope():
             backbone = BertBackbone.from_preset(c.preset or c.init_checkpoint)
+            check_vocabulary(backbone, tokenizer, f"--preset {c.preset}" if c.preset else
+                             f"--init_checkpoint {c.init_checkpoint}", c.tokenizer or c.preset or c.init_checkpoint)
             # The preprocessor and the label names are saved with the model: the .keras file tags raw text alone.
             preprocessor = BertTokenClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length)
             model = BertTokenClassifier(backbone, len(label_names), dropout=c.dropout, label_names=label_names,
