@@ -27,7 +27,7 @@ Your own files (two columns, `word tag`, IOBES tags):
     python recipes/finetune_conll.py --train_file train.bioes --validation_file dev.bioes \
         --tag_scheme iobes --preset all_minilm_l6_v2_en --model_dir /tmp/my_ner
 
-Tag raw text with the fine-tuned model (no training):
+Tag raw text with the fine-tuned model (no training; `--epochs 0` needs a fine-tuned `.keras` model):
 
     python recipes/finetune_conll.py --init_checkpoint /tmp/conll/model.keras \
         --epochs 0 --model_dir /tmp/conll \

@@ -14,8 +14,9 @@ Example (the official protocol):
         --train_file train-v1.1.json --predict_file dev-v1.1.json \
         --preset bert_base_en_uncased --model_dir /tmp/squad11
 
-Without training (`--epochs 0`) it only predicts, e.g. with a fine-tuned
-`--init_checkpoint model.keras` (its tokenizer is inside). The saved
+Without training (`--epochs 0`) it only predicts, with a fine-tuned
+`--init_checkpoint model.keras` (its tokenizer is inside); `--epochs 0` with
+a backbone alone is refused (its span head would be random). The saved
 `model.keras` holds its preprocessor: `keras.saving.load_model(path).answer(question, context)`.
 
 A bad file or flag stops the run with one line, `error: <message>`, and exit
