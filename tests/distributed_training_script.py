@@ -8,6 +8,9 @@ MODE `multiworker`: one worker of a MultiWorkerMirroredStrategy (TF_CONFIG set
 by the caller); 10 steps -> sha of weights and the weights' sum.
 MODE `jax_data_parallel`: KERAS_BACKEND=jax with 2 host devices; DataParallel;
 a few steps -> losses and the number of replicas.
+MODE `jax_processes`: one of JAX_NUM_PROCESSES JAX processes (JAX_COORDINATOR, JAX_PROCESS_ID),
+`get_strategy("multiworker")`, each feeding its rows of 6 global batches of 8 -> its weights
+(OUTPUT.npz); process 0 also trains one device on the whole global batches (OUTPUT.single.npz).
 """
 
 import json
@@ -120,6 +123,43 @@ elif MODE == "jax_data_parallel":
         "distribution": type(keras.distribution.distribution()).__name__,
         "embedding_sharding_devices": len(kernel.sharding.device_set),
     }
+elif MODE == "jax_processes":
+    # One of JAX_NUM_PROCESSES processes of a `--strategy multiworker` JAX job (jax.distributed over gloo).
+    import time
+
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    count, index = int(os.environ["JAX_NUM_PROCESSES"]), int(os.environ["JAX_PROCESS_ID"])
+    strategy = get_strategy("multiworker", coordinator_address=os.environ["JAX_COORDINATOR"],
+                            num_processes=count, process_id=index)
+    steps, local = 6, GLOBAL_BATCH // count
+    x, y, w = BertPretrainer.split_features_labels(batches)
+    # Process p contributes rows [p * local, (p + 1) * local) of every global batch of 8.
+    rows = np.concatenate([np.arange(s * GLOBAL_BATCH + index * local, s * GLOBAL_BATCH + (index + 1) * local)
+                           for s in range(steps)])
+    take = lambda tree: {k: v[rows] for k, v in tree.items()}  # noqa: E731
+    model = build(strategy, steps, jit_compile=True)
+    start = time.perf_counter()
+    history = model.fit(take(x), take(y), sample_weight=take(w), batch_size=local, epochs=1, shuffle=False,
+                        verbose=0).history
+    seconds = time.perf_counter() - start
+    weights = [np.asarray(v.value) for v in model.trainable_variables]
+    np.savez(OUTPUT + ".npz", *weights)
+    kernel = model.backbone.token_embedding.embeddings.value
+    result = {"processes": jax.process_count(), "process": jax.process_index(), "devices": jax.device_count(),
+              "local_devices": jax.local_device_count(), "replicas": strategy.num_replicas_in_sync,
+              "embedding_sharding_devices": len(kernel.sharding.device_set), "loss": history["loss"],
+              "fit_seconds": seconds}
+    if index == 0:
+        # The reference: this process alone, one device, no distribution, the same 6 global batches of 8.
+        keras.distribution.set_distribution(None)
+        single = build(get_strategy("cpu"), steps, jit_compile=True)
+        n = steps * GLOBAL_BATCH
+        single.fit({k: v[:n] for k, v in x.items()}, {k: v[:n] for k, v in y.items()},
+                   sample_weight={k: v[:n] for k, v in w.items()}, batch_size=GLOBAL_BATCH, epochs=1,
+                   shuffle=False, verbose=0)
+        np.savez(OUTPUT + ".single.npz", *[np.asarray(v.value) for v in single.trainable_variables])
 else:
     raise SystemExit(f"unknown mode {MODE}")
 

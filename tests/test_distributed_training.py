@@ -113,3 +113,53 @@ def test_pretrain_recipe_refuses_eager_steps_over_several_jax_devices(tmp_path, 
     assert proc.returncode != 0
     assert "--jit_compile false with 2 JAX devices" in proc.stderr, proc.stderr[-2000:]
     assert not os.path.exists(tmp_path / "run" / "run_config.json")
+
+
+def _run_jax_processes(mode, tmp_path, env, count=2, timeout=240, extra_args=()):
+    """Starts `count` JAX processes of one `jax.distributed` job; returns their (stdout, stderr, out path)."""
+    coordinator = f"127.0.0.1:{_free_ports(1)[0]}"
+    procs = []
+    for index in range(count):
+        out = tmp_path / f"{mode}{index}.json"
+        process_env = dict(env, JAX_COORDINATOR=coordinator, JAX_NUM_PROCESSES=str(count),
+                           JAX_PROCESS_ID=str(index))
+        procs.append((out, subprocess.Popen([sys.executable, SCRIPT, mode, str(out), *extra_args],
+                                            env=process_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            text=True)))
+    finished = []
+    try:
+        for out, proc in procs:
+            stdout, stderr = proc.communicate(timeout=timeout)
+            finished.append((out, proc.returncode, stderr))
+    finally:
+        for _, proc in procs:  # one process failing leaves the other waiting for its collectives: end it
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    for out, returncode, stderr in finished:
+        assert returncode == 0, stderr[-3000:]
+    return [out for out, _, _ in finished]
+
+
+def test_jax_two_processes_end_with_equal_weights_equal_to_one_process(tmp_path, data_slices, minilm_dir):
+    """`--strategy multiworker` on JAX: 2 processes x 1 CPU device (jax.distributed, gloo all-reduce).
+
+    Each process feeds its 4 rows of every global batch of 8; after 6 compiled steps both hold the
+    same weights, equal (<= 1e-5) to one process training one device on the whole global batches.
+    """
+    pytest.importorskip("jax")
+    env = _env(data_slices, minilm_dir, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)  # one CPU device a process
+    outs = _run_jax_processes("jax_processes", tmp_path, env)
+    results = [json.loads(out.read_text()) for out in outs]
+    weights = [np.load(str(out) + ".npz") for out in outs]
+    single = np.load(str(outs[0]) + ".single.npz")
+    for index, result in enumerate(results):
+        assert result["process"] == index and result["processes"] == 2
+        assert result["devices"] == 2 and result["local_devices"] == 1 and result["replicas"] == 2
+        assert result["embedding_sharding_devices"] == 2  # the weights live on both processes' devices
+    assert results[0]["loss"] == results[1]["loss"] and np.isfinite(results[0]["loss"]).all()
+    assert len(weights[0].files) == len(weights[1].files) == len(single.files) > 20
+    for name in weights[0].files:
+        np.testing.assert_array_equal(weights[0][name], weights[1][name])
+        np.testing.assert_allclose(weights[0][name], single[name], atol=1e-5, rtol=0)

@@ -33,15 +33,24 @@ class SingleDeviceStrategy:
 
 
 class JaxDataParallelStrategy:
-    """`keras.distribution.DataParallel` over local JAX devices, with a strategy-like interface.
+    """`keras.distribution.DataParallel` over JAX devices, with a strategy-like interface.
 
     The distribution is also set globally (`keras.distribution.set_distribution`)
     so that `model.fit` shards each global batch across the devices.
+
+    With several JAX processes (`--strategy multiworker`, after
+    `jax.distributed.initialize`) `devices` are the devices of every process and
+    `num_processes > 1`: each process then feeds its *local* part of the global
+    batch (`global_batch_size / num_processes` rows, from its own shard of the
+    data), which Keras joins into one global array; the distribution does not
+    re-shard the datasets (`auto_shard_dataset=False`).
     """
 
-    def __init__(self, devices=None):
+    def __init__(self, devices=None, num_processes=1):
         self.devices = list(devices or keras.distribution.list_devices())
-        self.distribution = keras.distribution.DataParallel(devices=self.devices)
+        self.num_processes = num_processes
+        self.distribution = keras.distribution.DataParallel(
+            devices=self.devices, auto_shard_dataset=num_processes == 1)
         keras.distribution.set_distribution(self.distribution)
 
     @property
@@ -55,7 +64,8 @@ class JaxDataParallelStrategy:
         return f"JaxDataParallelStrategy(devices={self.devices!r})"
 
 
-def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0):
+def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coordinator_address=None,
+                 num_processes=None, process_id=None):
     """Returns the distribution strategy called `name` for the current Keras backend.
 
     Args:
@@ -66,8 +76,13 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0):
             - `"mirrored"`: synchronous data parallelism over all local GPUs
               (`MirroredStrategy`; or `devices`). Under JAX:
               `keras.distribution.DataParallel` over the local devices.
-            - `"multiworker"`: `MultiWorkerMirroredStrategy`, cluster from the
-              `TF_CONFIG` environment variable.
+            - `"multiworker"`: several processes (machines). TensorFlow:
+              `MultiWorkerMirroredStrategy`, cluster from the `TF_CONFIG`
+              environment variable. JAX: `jax.distributed.initialize` (from
+              `coordinator_address`, `num_processes`, `process_id`, or with
+              none of them from the cluster's environment: Cloud TPU, SLURM),
+              then `keras.distribution.DataParallel` over the devices of all
+              processes (`keras_bert_impl.training.jax_processes`).
             - `"cpu"`, `"gpu"`: one device. `"auto"`: one device (the first
               GPU if there is one, else the CPU); under JAX, DataParallel
               when more than one local device is visible.
@@ -75,6 +90,9 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0):
             TPU attached to this VM, `"local"`).
         devices: explicit device list for `"mirrored"` (e.g. logical CPUs).
         connect_timeout: seconds to wait for a TPU worker's port to answer.
+        coordinator_address, num_processes, process_id: the JAX cluster of
+            `"multiworker"` (`host:port` of process 0, the number of processes,
+            this one's index); all three or none.
 
     Returns:
         An object with `.scope()` and `.num_replicas_in_sync`.
@@ -91,9 +109,19 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0):
     backend = keras.backend.backend()
     if backend == "tensorflow":
         return _tensorflow_strategy(name, tpu, devices, connect_timeout)
+    if backend == "jax" and name == "multiworker":
+        from keras_bert_impl.training.jax_processes import initialize_jax_processes
+
+        _, count = initialize_jax_processes(coordinator_address, num_processes, process_id)
+        return JaxDataParallelStrategy(keras.distribution.list_devices(), num_processes=count)
+    if name == "tpu" and backend == "jax":
+        raise ValueError(
+            "--strategy tpu is TensorFlow's TPUStrategy (KERAS_BACKEND=tensorflow); on JAX use --strategy auto "
+            "on one TPU VM (DataParallel over its TPU cores) or --strategy multiworker on a TPU VM pod slice."
+        )
     if name in ("tpu", "multiworker"):
         raise ValueError(
-            f"--strategy {name} needs KERAS_BACKEND=tensorflow (tf.distribute); "
+            f"--strategy {name} needs KERAS_BACKEND=tensorflow (tf.distribute) or, for multiworker, jax; "
             f"the current backend is {backend!r}."
         )
     if backend == "jax":

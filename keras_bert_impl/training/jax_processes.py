@@ -1,0 +1,151 @@
+"""Several JAX processes as one data-parallel job: GPU nodes, TPU VM pod slices, or processes of one host.
+
+JAX's own distributed runtime does the work: `jax.distributed.initialize`
+connects the processes (every process runs the same program), after which
+`jax.devices()` lists the devices of *all* processes and a
+`keras.distribution.DataParallel` over them trains with one all-reduce of the
+gradients per step, inside the compiled train step. Each process feeds only its
+local part of the global batch (`per_process_batch_size`), read from its own
+disjoint shard of the data (`input_context`, the same `tf.distribute.InputContext`
+sharding as TensorFlow's multi-worker pipelines); Keras assembles the global
+batch with `jax.make_array_from_process_local_data`.
+
+CPU processes exchange gradients over gloo (`jax_cpu_collectives_implementation`,
+the default of JAX 0.10; set here explicitly for older JAX). Steps must be compiled: eager
+steps over several devices can deadlock XLA's CPU collectives.
+
+    initialize_jax_processes("10.0.0.1:1234", num_processes=2, process_id=0)  # or () on Cloud TPU / SLURM
+    strategy = get_strategy("multiworker")  # DataParallel over every process's devices
+"""
+
+CLUSTER_FLAGS = ("coordinator_address", "num_processes", "process_id")
+
+
+def initialize_jax_processes(coordinator_address=None, num_processes=None, process_id=None,
+                             initialization_timeout=300):
+    """Connects this process to the others with `jax.distributed.initialize`; returns `(index, count)`.
+
+    Pass all three of `coordinator_address` (`host:port` of process 0), `num_processes`
+    and `process_id`, or none of them: JAX then reads the cluster from the environment
+    (a Cloud TPU VM pod slice, SLURM, Open MPI, Kubernetes...). Calling it again in the
+    same process returns the existing connection (it must then name the same cluster).
+    It must run before the first JAX computation of the process.
+
+    Raises:
+        ValueError: some but not all of the three given, out-of-range values, or no
+            cluster in the environment when none is given (one line naming the flags).
+        RuntimeError: JAX already ran a computation in this process, or the
+            coordinator did not answer within `initialization_timeout` seconds.
+    """
+    import jax
+
+    given = {name: value for name, value in zip(CLUSTER_FLAGS, (coordinator_address, num_processes, process_id))
+             if value is not None}
+    if given and len(given) != len(CLUSTER_FLAGS):
+        missing = [f"--{name}" for name in CLUSTER_FLAGS if name not in given]
+        raise ValueError(
+            f"--strategy multiworker on JAX: {', '.join('--' + k for k in given)} given without "
+            f"{', '.join(missing)}; pass all of --coordinator_address host:port, --num_processes and "
+            "--process_id, or none of them to read the cluster from the environment (Cloud TPU, SLURM)"
+        )
+    if given:
+        if isinstance(num_processes, bool) or not isinstance(num_processes, int) or num_processes < 1:
+            raise ValueError(f"--num_processes must be a positive integer, got {num_processes!r}")
+        if isinstance(process_id, bool) or not isinstance(process_id, int) or not 0 <= process_id < num_processes:
+            raise ValueError(f"--process_id must be in [0, --num_processes={num_processes}), got {process_id!r}")
+        if ":" not in str(coordinator_address):
+            raise ValueError(f"--coordinator_address must be host:port (process 0's), got {coordinator_address!r}")
+
+    if jax.distributed.is_initialized():
+        if given and (jax.process_count(), jax.process_index()) != (num_processes, process_id):
+            raise RuntimeError(
+                f"JAX is already connected as process {jax.process_index()} of {jax.process_count()}, "
+                f"not {process_id} of {num_processes}"
+            )
+        return jax.process_index(), jax.process_count()
+
+    if jax.config.jax_cpu_collectives_implementation in (None, "none"):
+        # CPU processes need a collectives library for their all-reduce (gloo is JAX 0.10's default).
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    try:
+        jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
+                                   process_id=process_id, initialization_timeout=initialization_timeout)
+    except ValueError as error:
+        if given:
+            raise
+        raise ValueError(
+            "--strategy multiworker on JAX found no cluster in the environment "
+            f"({' '.join(str(error).split())}); pass --coordinator_address host:port --num_processes N "
+            "--process_id I on every process (or run on a Cloud TPU VM pod slice or under SLURM)"
+        ) from None
+    except RuntimeError as error:
+        text = " ".join(str(error).split())
+        if "before any JAX" in text:
+            raise RuntimeError(
+                "--strategy multiworker on JAX: jax.distributed.initialize must run before the process's "
+                f"first JAX computation ({text})"
+            ) from None
+        raise RuntimeError(
+            f"--strategy multiworker on JAX: could not join the cluster at {coordinator_address or 'the environment'} "
+            f"as process {process_id} of {num_processes} ({text[:300]})"
+        ) from None
+    return jax.process_index(), jax.process_count()
+
+
+def process_index():
+    """This process's index among the JAX processes (0 without `jax.distributed`)."""
+    import jax
+
+    return jax.process_index()
+
+
+def process_count():
+    """The number of JAX processes (1 without `jax.distributed`)."""
+    import jax
+
+    return jax.process_count()
+
+
+def is_multiprocess():
+    """True in a JAX job of several processes (`keras.backend.backend() == "jax"` and `jax.distributed` up)."""
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return False
+    import jax
+
+    return jax.distributed.is_initialized() and jax.process_count() > 1
+
+
+def per_process_batch_size(global_batch_size, num_processes=None):
+    """Examples each process contributes to a global batch: `global_batch_size / processes`.
+
+    Example:
+    >>> per_process_batch_size(64, num_processes=4)
+    16
+    """
+    num_processes = process_count() if num_processes is None else num_processes
+    if global_batch_size % num_processes:
+        raise ValueError(
+            f"--global_batch_size={global_batch_size} is not divisible by the {num_processes} JAX processes: "
+            "each process must contribute the same number of examples"
+        )
+    return global_batch_size // num_processes
+
+
+def input_context(num_replicas=None):
+    """The `tf.distribute.InputContext` of this process: pipeline `process_index()` of `process_count()`.
+
+    `pretraining_dataset(..., input_context=input_context())` then reads only this
+    process's disjoint shard (by file when there are at least as many files as
+    processes, else by document), as a TensorFlow multi-worker pipeline does.
+    """
+    import jax
+    import tensorflow as tf
+
+    return tf.distribute.InputContext(
+        num_input_pipelines=jax.process_count(),
+        input_pipeline_id=jax.process_index(),
+        num_replicas_in_sync=num_replicas or jax.device_count(),
+    )
+
