@@ -26,6 +26,11 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strategy", default=d.strategy, choices=["auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"])
     p.add_argument("--tpu", default=None, help="TPU name or grpc:// address (default: local TPU VM)")
+    p.add_argument("--coordinator_address", default=None,
+                   help="--strategy multiworker on JAX: host:port of process 0 (with --num_processes and "
+                        "--process_id; none of the three: JAX reads the cluster from Cloud TPU / SLURM)")
+    p.add_argument("--num_processes", type=int, default=None, help="JAX processes of the job (multiworker)")
+    p.add_argument("--process_id", type=int, default=None, help="this process's index, 0..num_processes-1")
     p.add_argument("--config", "--preset", dest="config", default=d.config,
                    help="tiny|mini|small|medium|base|large, a preset name, or a JSON file of BertBackbone args")
     p.add_argument("--train_files", nargs="+", default=None, help="text files or globs (default: bundled corpus)")

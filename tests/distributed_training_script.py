@@ -11,6 +11,8 @@ a few steps -> losses and the number of replicas.
 MODE `jax_processes`: one of JAX_NUM_PROCESSES JAX processes (JAX_COORDINATOR, JAX_PROCESS_ID),
 `get_strategy("multiworker")`, each feeding its rows of 6 global batches of 8 -> its weights
 (OUTPUT.npz); process 0 also trains one device on the whole global batches (OUTPUT.single.npz).
+MODE `jax_pretrain`: one of 2 such processes: its shard of the bundled held-out text, then
+`run_pretraining(--strategy multiworker)` 4 steps straight and 2 + a resume to 4 (under PRETRAIN_DIRS).
 """
 
 import json
@@ -160,6 +162,44 @@ elif MODE == "jax_processes":
                    sample_weight={k: v[:n] for k, v in w.items()}, batch_size=GLOBAL_BATCH, epochs=1,
                    shuffle=False, verbose=0)
         np.savez(OUTPUT + ".single.npz", *[np.asarray(v.value) for v in single.trainable_variables])
+elif MODE == "jax_pretrain":
+    # One of 2 JAX processes running the pretraining recipe's `run_pretraining` with --strategy multiworker:
+    # the process's shard of the held-out text (one pass), then 4 steps straight, then 2 steps + a resume to 4.
+    import jax
+
+    from keras_bert_impl.data.corpus import bundled_corpus
+    from keras_bert_impl.data.pretraining import pretraining_dataset
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+    from keras_bert_impl.training import jax_processes
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    count, index = int(os.environ["JAX_NUM_PROCESSES"]), int(os.environ["JAX_PROCESS_ID"])
+    cluster = dict(coordinator_address=os.environ["JAX_COORDINATOR"], num_processes=count, process_id=index)
+    jax_processes.initialize_jax_processes(**cluster)
+    paths = bundled_corpus()
+    shard = pretraining_dataset(paths["valid"], BertTokenizer(paths["vocab"]), sequence_length=64,
+                                max_predictions_per_seq=10, batch_size=1, nsp=False, shuffle=False, repeat=False,
+                                short_seq_prob=0.0, seed=5, input_context=jax_processes.input_context())
+    examples = []
+    for batch in shard.as_numpy_iterator():
+        tokens = batch["token_ids"].copy()
+        for r, w in zip(*np.nonzero(batch["mask_weights"])):
+            tokens[r, batch["mask_positions"][r, w]] = batch["mask_ids"][r, w]
+        examples.append(tokens[0, 1:batch["padding_mask"][0].sum() - 1].tolist())
+    model_dirs = os.environ["PRETRAIN_DIRS"]
+    common = dict(strategy="multiworker", train_files=[paths["train"]], vocab=paths["vocab"], global_batch_size=8,
+                  sequence_length=32, max_predictions_per_seq=5, warmup_steps=1, checkpoint_every=2,
+                  log_every=1000, verbose=0, **cluster)
+    straight = run_pretraining(PretrainingConfig(model_dir=os.path.join(model_dirs, "straight"), num_steps=4, **common))
+    first = run_pretraining(PretrainingConfig(model_dir=os.path.join(model_dirs, "resumed"), num_steps=2, **common))
+    resumed = run_pretraining(PretrainingConfig(model_dir=os.path.join(model_dirs, "resumed"), num_steps=4, **common))
+    for name, run in (("straight", straight), ("resumed", resumed)):
+        np.savez(f"{OUTPUT}.{name}.npz", *[np.asarray(v.value) for v in run["model"].trainable_variables])
+    result = {"process": jax.process_index(), "processes": jax.process_count(), "replicas": jax.device_count(),
+              "shard_examples": examples, "resumed_from_step": resumed["resumed_from_step"],
+              "straight_loss": straight["history"]["loss"], "first_loss": first["history"]["loss"],
+              "resumed_loss": resumed["history"]["loss"]}
 else:
     raise SystemExit(f"unknown mode {MODE}")
 

@@ -163,3 +163,52 @@ def test_jax_two_processes_end_with_equal_weights_equal_to_one_process(tmp_path,
     for name in weights[0].files:
         np.testing.assert_array_equal(weights[0][name], weights[1][name])
         np.testing.assert_allclose(weights[0][name], single[name], atol=1e-5, rtol=0)
+
+
+def test_jax_two_processes_shard_the_data_and_resume_the_pretraining_run_exactly(tmp_path, data_slices, minilm_dir):
+    """`run_pretraining(strategy="multiworker")` on 2 JAX processes (the recipe's path).
+
+    Each process reads a disjoint shard of the held-out text (`jax_processes.input_context()`, the TF
+    `InputContext` sharding) and the two shards cover it once; process 0 alone writes the checkpoints
+    and a run of 2 steps resumed to 4 ends with the weights of 4 steps straight, in both processes.
+    """
+    pytest.importorskip("jax")
+    from test_pretraining_data import TokenIndex, document_tokens
+
+    from keras_bert_impl.data.corpus import bundled_corpus
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    env = _env(data_slices, minilm_dir, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PRETRAIN_DIRS=str(tmp_path))
+    env.pop("XLA_FLAGS", None)
+    outs = _run_jax_processes("jax_pretrain", tmp_path, env, timeout=400)
+    results = [json.loads(out.read_text()) for out in outs]
+
+    paths = bundled_corpus()
+    documents = document_tokens(paths["valid"], BertTokenizer(paths["vocab"], lowercase=True))
+    index = TokenIndex(documents)
+    shards = []
+    for result in results:
+        found, tokens = set(), 0
+        for example in result["shard_examples"]:
+            tokens += len(example)
+            if len(example) >= 30:
+                hits = {d for d, _ in index.find(np.asarray(example, np.int32))}
+                assert len(hits) == 1
+                found |= hits
+        shards.append((found, tokens))
+    (docs0, tokens0), (docs1, tokens1) = shards
+    assert docs0 and docs1 and not docs0 & docs1
+    assert docs0 | docs1 == set(range(len(documents)))
+    assert tokens0 + tokens1 == sum(len(d) for d in documents)  # every token once per epoch
+
+    assert [r["process"] for r in results] == [0, 1] and all(r["replicas"] == 2 for r in results)
+    assert results[0]["resumed_from_step"] == results[1]["resumed_from_step"] == 2
+    assert sorted(os.listdir(tmp_path / "resumed" / "checkpoints")) == ["ckpt-000000002", "ckpt-000000004"]
+    assert os.path.isdir(tmp_path / "straight" / "logs" / "non_chief_workers")  # process 1 writes only its logs
+    assert results[0]["straight_loss"] == results[1]["straight_loss"]
+    np.testing.assert_allclose(results[0]["first_loss"] + results[0]["resumed_loss"], results[0]["straight_loss"],
+                               atol=1e-5, rtol=0)
+    weights = {(p, name): np.load(f"{out}.{name}.npz") for p, out in enumerate(outs) for name in ("straight", "resumed")}
+    for key in weights[0, "straight"].files:
+        for other in ((1, "straight"), (0, "resumed"), (1, "resumed")):
+            np.testing.assert_allclose(weights[other][key], weights[0, "straight"][key], atol=1e-6, rtol=0)

@@ -149,3 +149,48 @@ def input_context(num_replicas=None):
         num_replicas_in_sync=num_replicas or jax.device_count(),
     )
 
+
+
+def local_rows(dataset, strategy):
+    """`dataset` of global `(x, y, sample_weight)` batches -> this process's rows of each (or `dataset` itself).
+
+    For held-out data: every process builds the same global batches and feeds
+    rows `[index * n, (index + 1) * n)` of each, so the global batch Keras
+    assembles is exactly the one-process batch (same metrics as one process).
+    """
+    count = getattr(strategy, "num_processes", 1)
+    if dataset is None or count == 1:
+        return dataset
+    import tensorflow as tf
+
+    index = process_index()
+
+    def rows(*batch):
+        def take(tensor):
+            n = tf.shape(tensor)[0] // count
+            return tensor[index * n:(index + 1) * n]
+
+        return tf.nest.map_structure(take, batch)
+
+    return dataset.map(rows)
+
+
+def check_same_on_every_process(what, value, hint):
+    """Raises `RuntimeError` on every process unless all JAX processes hold the same int `value`."""
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    values = np.asarray(multihost_utils.process_allgather(np.asarray(value, np.int64))).reshape(-1)
+    if len(set(values.tolist())) > 1:
+        raise RuntimeError(
+            f"The {jax.process_count()} JAX processes disagree on {what}: {values.tolist()} (process 0, 1, ...); "
+            f"check {hint}"
+        )
+
+
+def barrier(name):
+    """Waits until every JAX process reaches the barrier `name` (`multihost_utils.sync_global_devices`)."""
+    from jax.experimental import multihost_utils
+
+    multihost_utils.sync_global_devices(name)

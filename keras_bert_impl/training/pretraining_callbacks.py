@@ -80,7 +80,12 @@ class IteratorAdapter(DataAdapter):
 
 
 def is_chief():
-    """False on the non-chief workers of a MultiWorkerMirroredStrategy (they write no files)."""
+    """False on the non-chief workers of a MultiWorkerMirroredStrategy and on JAX processes > 0 (they write no files)."""
+    if keras.backend.backend() == "jax":
+        import jax
+
+        if jax.distributed.is_initialized() and jax.process_index() != 0:
+            return False
     if not tf.distribute.has_strategy():
         return True
     resolver = getattr(tf.distribute.get_strategy(), "cluster_resolver", None)

@@ -22,6 +22,7 @@ import numpy as np
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.training.optimizer import create_optimizer, mixed_precision_policy
+from keras_bert_impl.training import jax_processes
 from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also the run's public names)
     LEGACY_KEYS,
     MAY_CHANGE_ON_RESUME,
@@ -64,6 +65,9 @@ class PretrainingConfig:
 
     strategy: str = "auto"
     tpu: str = None
+    coordinator_address: str = None  # --strategy multiworker on JAX: host:port of process 0 (else from the env)
+    num_processes: int = None
+    process_id: int = None
     config: str = "tiny"
     train_files: list = None
     validation_files: list = None
@@ -204,7 +208,11 @@ def run_pretraining(config, dataset_fn=None):
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
 
-    strategy = get_strategy(config.strategy, tpu=config.tpu)
+    strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
+                            num_processes=config.num_processes, process_id=config.process_id)
+    if getattr(strategy, "num_processes", 1) > 1:  # JAX processes: all must resume from the same step
+        jax_processes.check_same_on_every_process("the checkpoint step to resume from", start_step,
+                                                  f"--model_dir {config.model_dir} (a filesystem all processes see)")
     replicas = strategy.num_replicas_in_sync
     check_global_batch_size(config.global_batch_size, replicas)
     if config.jit_compile is False and replicas > 1 and keras.backend.backend() == "jax":
@@ -265,10 +273,12 @@ def run_pretraining(config, dataset_fn=None):
         train_iterator = None
         train_data = _distributed_dataset(strategy, build_dataset, config, tokenizer, split, start_step)
 
-    validation_data = None
+    validation_data = validation_feed = None
     if config.validation_files:
         validation_data = build_dataset(config.validation_files, tokenizer, config.global_batch_size,
                                         config.seed + 1, True, False, None).map(split)
+        # Several JAX processes: each feeds its rows of the same global held-out batches.
+        validation_feed = jax_processes.local_rows(validation_data, strategy)
 
     if not single_pipeline and keras.backend.backend() == "tensorflow":
         from keras_bert_impl.training.multiworker_patches import (
@@ -309,7 +319,7 @@ def run_pretraining(config, dataset_fn=None):
             epochs=epochs,
             initial_epoch=initial_epoch,
             steps_per_epoch=config.checkpoint_every,
-            validation_data=validation_data,
+            validation_data=validation_feed,
             validation_steps=config.validation_steps if validation_data is not None else None,
             callbacks=run_callbacks,
             verbose=config.verbose,
@@ -320,14 +330,17 @@ def run_pretraining(config, dataset_fn=None):
     validation = {}
     floor = None
     if validation_data is not None:
-        validation = model.evaluate(validation_data, steps=config.validation_steps, verbose=0,
+        validation = model.evaluate(validation_feed, steps=config.validation_steps, verbose=0,
                                     return_dict=True)
         # The same held-out batches (a new iterator over the same seeded pipeline), the same weights.
         floor = unigram_floor(validation_data, config.validation_steps)
         if floor is not None:
             floor["token"] = tokenizer.id_to_token(floor["token_id"])
             _log_final_validation(logs_dir, config.num_steps, validation, floor)
-    _export(backbone, export_dir, config)
+    if callbacks_lib.is_chief():  # one writer (the TF chief, JAX process 0)
+        _export(backbone, export_dir, config)
+    if getattr(strategy, "num_processes", 1) > 1:  # JAX processes return once process 0's files are written
+        jax_processes.barrier("run_pretraining: checkpoint and export written")
     return {
         "step": config.num_steps,
         "resumed_from_step": start_step,
@@ -379,13 +392,19 @@ def _distributed_dataset(strategy, build_dataset, config, tokenizer, split, star
     replica count sees the same examples in the same batches. Several workers
     (MultiWorkerMirroredStrategy): one pipeline per worker
     (`distribute_datasets_from_function` with its `InputContext`), each making
-    that worker's share of the global batch.
+    that worker's share of the global batch; several JAX processes alike (the
+    `InputContext` of `jax_processes.input_context()`, `global_batch_size /
+    processes` rows each, joined by Keras into the global batch).
     """
 
     def global_batches():
         return (build_dataset(config.train_files, tokenizer, config.global_batch_size,
                               config.seed, True, True, None).skip(start_step).map(split))
 
+    if getattr(strategy, "num_processes", 1) > 1:  # JAX processes: each reads its shard, makes its rows
+        return (build_dataset(config.train_files, tokenizer,
+                              jax_processes.per_process_batch_size(config.global_batch_size), config.seed,
+                              True, True, jax_processes.input_context()).skip(start_step).map(split))
     if keras.backend.backend() != "tensorflow":
         return global_batches()
     import tensorflow as tf
