@@ -76,7 +76,9 @@ def parse_args(argv=None):
     parser.add_argument("--max_eval_sentences", type=int, default=None,
                         help="score only the first N dev and test sentences (a documented subset, for quick runs)")
     parser.add_argument("--no_test_each_epoch", action="store_true", help="score test only at the end")
-    parser.add_argument("--strategy", default="auto", help="auto, cpu, gpu, mirrored, multiworker, tpu")
+    parser.add_argument("--strategy", default="auto", choices=("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"),
+                        help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
+                             "(docs/finetuning.md)")
     parser.add_argument("--mixed_precision", default=None, help="mixed_float16 or mixed_bfloat16")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--predict_text", action="append", default=[],
@@ -103,8 +105,10 @@ def main(argv=None):
     """Runs the recipe; returns the summary, or exits with code 2 and one `error: ...` line on a user error."""
     args = parse_args(argv)
     from keras_bert_impl.tasks.tagging.run import run
+    from keras_bert_impl.training.strategy import check_finetuning_strategy
 
     try:
+        check_finetuning_strategy(args.strategy)  # one line for a --strategy this backend does not run
         summary = run(config_from_args(args))
     except (OSError, ValueError) as error:  # a missing or bad file, a bad flag value: one line, no traceback
         if args.debug:

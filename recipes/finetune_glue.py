@@ -46,7 +46,9 @@ def parse_args(argv=None):
     parser.add_argument("--learning_rate", type=float, default=2e-5)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
-    parser.add_argument("--strategy", default="auto", help="auto, cpu, gpu, mirrored, multiworker, tpu")
+    parser.add_argument("--strategy", default="auto", choices=("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"),
+                        help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
+                             "(docs/finetuning.md)")
     parser.add_argument("--mixed_precision", default=None, help="bf16 or fp16")
     parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
                         help="XLA-compile the steps (auto: Keras's choice, which is off on a CPU-only TensorFlow machine)")
@@ -94,8 +96,10 @@ def config_from_args(args):
 def main(argv=None):
     args = parse_args(argv)
     from keras_bert_impl.tasks.classification.run import run
+    from keras_bert_impl.training.strategy import check_finetuning_strategy
 
     try:
+        check_finetuning_strategy(args.strategy)  # one line for a --strategy this backend does not run
         results = run(config_from_args(args))
     except (OSError, ValueError) as error:  # a missing or bad file, a bad flag value: one line, no traceback
         if args.debug:

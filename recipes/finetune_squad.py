@@ -56,7 +56,9 @@ def parse_args(argv=None):
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
     parser.add_argument("--null_score_diff_threshold", type=float, default=None,
                         help="v2.0: fixed threshold (default: tuned for F1 on the predict file, as the BERT paper)")
-    parser.add_argument("--strategy", default="auto", help="auto, cpu, gpu, mirrored, multiworker, tpu")
+    parser.add_argument("--strategy", default="auto", choices=("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"),
+                        help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
+                             "(docs/finetuning.md)")
     parser.add_argument("--mixed_precision", default=None, help="mixed_float16 or mixed_bfloat16")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--model_dir", required=True)
@@ -79,8 +81,10 @@ def main(argv=None):
     """Runs the recipe; returns `(result, summary)`, or exits with code 2 and one `error: ...` line on a user error."""
     args = parse_args(argv)
     from keras_bert_impl.tasks.span_qa.run import run
+    from keras_bert_impl.training.strategy import check_finetuning_strategy
 
     try:
+        check_finetuning_strategy(args.strategy)  # one line for a --strategy this backend does not run
         result, summary = run(config_from_args(args))
     except (OSError, ValueError) as error:  # bad files or flags: one clear line, no traceback
         if args.debug:

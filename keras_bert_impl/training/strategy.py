@@ -139,6 +139,34 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coor
     return SingleDeviceStrategy(name)
 
 
+def check_finetuning_strategy(name, backend=None):
+    """Refuses, in one line, a `--strategy` the fine-tuning recipes do not run on this backend; returns `name`.
+
+    The fine-tuning recipes (GLUE, CoNLL, SQuAD) take every `STRATEGY_NAMES` value on
+    TensorFlow. On JAX they run in one process: `multiworker` (several JAX processes) is
+    for `recipes/pretrain.py` only, and `tpu` is TensorFlow's TPUStrategy (on a TPU VM,
+    `auto` gives DataParallel over its TPU cores). On PyTorch: one device (`auto`, `cpu`, `gpu`).
+
+    Example:
+    >>> check_finetuning_strategy("mirrored", backend="jax")
+    'mirrored'
+    """
+    backend = backend or keras.backend.backend()
+    if name not in STRATEGY_NAMES:
+        raise ValueError(f"Unknown --strategy {name!r}: expected one of {', '.join(STRATEGY_NAMES)}.")
+    refused = {"jax": ("multiworker", "tpu"), "torch": ("mirrored", "multiworker", "tpu")}.get(backend, ())
+    if name in refused:
+        runs = {"jax": "auto, cpu, gpu, mirrored (every device of this machine, keras DataParallel)",
+                "torch": "auto, cpu, gpu (one device)"}[backend]
+        where = ("several JAX processes are for recipes/pretrain.py only" if name == "multiworker" and backend == "jax"
+                 else "it is a tf.distribute strategy")
+        raise ValueError(
+            f"--strategy {name} is not available for fine-tuning on KERAS_BACKEND={backend} ({where}); "
+            f"use {runs}, or KERAS_BACKEND=tensorflow for --strategy {name}"
+        )
+    return name
+
+
 def check_global_batch_size(global_batch_size, num_replicas):
     """Returns the per-replica batch size; raises if the global batch does not split evenly.
 

@@ -1,0 +1,75 @@
+"""The JAX multi-process plumbing without a cluster: flags, batch split, fine-tuning --strategy (issue 19).
+
+The real two-process runs are in tests/test_distributed_training.py.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from keras_bert_impl.training.jax_processes import initialize_jax_processes, per_process_batch_size
+from keras_bert_impl.training.strategy import STRATEGY_NAMES, check_finetuning_strategy
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(num_processes=2), r"--num_processes given without --coordinator_address, --process_id"),
+    (dict(coordinator_address="127.0.0.1:1", process_id=0), r"without --num_processes"),
+    (dict(coordinator_address="127.0.0.1:1", num_processes=2, process_id=2), r"--process_id must be in \[0, "),
+    (dict(coordinator_address="127.0.0.1:1", num_processes=0, process_id=0), r"--num_processes must be a positive"),
+    (dict(coordinator_address="node0", num_processes=2, process_id=0), r"--coordinator_address must be host:port"),
+])
+def test_cluster_flags_are_checked_before_jax_is_touched(kwargs, message):
+    pytest.importorskip("jax")
+    with pytest.raises(ValueError, match=message):
+        initialize_jax_processes(**kwargs)
+
+
+def test_each_process_feeds_an_equal_part_of_the_global_batch():
+    assert per_process_batch_size(256, num_processes=8) == 32
+    with pytest.raises(ValueError, match=r"--global_batch_size=10 is not divisible by the 4 JAX processes"):
+        per_process_batch_size(10, num_processes=4)
+
+
+@pytest.mark.parametrize("backend, runs", [
+    ("tensorflow", STRATEGY_NAMES),
+    ("jax", ("auto", "cpu", "gpu", "mirrored")),
+    ("torch", ("auto", "cpu", "gpu")),
+])
+def test_fine_tuning_strategies_per_backend(backend, runs):
+    for name in STRATEGY_NAMES:
+        if name in runs:
+            assert check_finetuning_strategy(name, backend=backend) == name
+        else:
+            with pytest.raises(ValueError, match=rf"--strategy {name} is not available for fine-tuning on "
+                                                 rf"KERAS_BACKEND={backend} .*use auto, cpu, gpu"):
+                check_finetuning_strategy(name, backend=backend)
+
+
+def _recipe(args, **env):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, cwd=REPO,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", JAX_PLATFORMS="cpu", **env))
+
+
+def test_finetune_recipe_refuses_multiworker_on_jax_in_one_line(tmp_path):
+    proc = _recipe(["recipes/finetune_glue.py", "--task", "sst2", "--data_dir", str(tmp_path),
+                    "--model_dir", str(tmp_path / "out"), "--strategy", "multiworker"], KERAS_BACKEND="jax")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: --strategy multiworker is not available for fine-tuning on KERAS_BACKEND=jax (several JAX "
+        "processes are for recipes/pretrain.py only); use auto, cpu, gpu, mirrored (every device of this machine, "
+        "keras DataParallel), or KERAS_BACKEND=tensorflow for --strategy multiworker")
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_pretrain_recipe_names_the_missing_cluster_flags_on_jax(tmp_path):
+    proc = _recipe(["recipes/pretrain.py", "--strategy", "multiworker", "--num_processes", "2",
+                    "--model_dir", str(tmp_path / "run")], KERAS_BACKEND="jax")
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: --strategy multiworker on JAX: --num_processes given without "
+                           "--coordinator_address, --process_id"), last
+    assert not os.path.exists(tmp_path / "run" / "checkpoints")
