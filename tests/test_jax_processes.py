@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from keras_bert_impl.training.jax_processes import initialize_jax_processes, per_process_batch_size
-from keras_bert_impl.training.strategy import STRATEGY_NAMES, check_finetuning_strategy
+from keras_bert_impl.training.strategy import STRATEGY_NAMES, check_finetuning_strategy, get_strategy
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -73,3 +73,9 @@ def test_pretrain_recipe_names_the_missing_cluster_flags_on_jax(tmp_path):
     assert last.startswith("error: --strategy multiworker on JAX: --num_processes given without "
                            "--coordinator_address, --process_id"), last
     assert not os.path.exists(tmp_path / "run" / "checkpoints")
+
+
+def test_cluster_flags_without_jax_multiworker_are_refused():
+    with pytest.raises(ValueError, match=r"--num_processes, --process_id: the JAX cluster flags go with --strategy "
+                                         r"multiworker under KERAS_BACKEND=jax \(here --strategy cpu"):
+        get_strategy("cpu", num_processes=2, process_id=0)

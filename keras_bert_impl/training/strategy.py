@@ -107,6 +107,14 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coor
             f"Unknown strategy {name!r}: expected one of {', '.join(STRATEGY_NAMES)}."
         )
     backend = keras.backend.backend()
+    cluster = [f"--{flag}" for flag, value in (("coordinator_address", coordinator_address),
+                                                ("num_processes", num_processes), ("process_id", process_id))
+               if value is not None]
+    if cluster and (backend != "jax" or name != "multiworker"):
+        raise ValueError(
+            f"{', '.join(cluster)}: the JAX cluster flags go with --strategy multiworker under KERAS_BACKEND=jax "
+            f"(here --strategy {name}, backend {backend!r}; TensorFlow's workers come from TF_CONFIG)."
+        )
     if backend == "tensorflow":
         return _tensorflow_strategy(name, tpu, devices, connect_timeout)
     if backend == "jax" and name == "multiworker":
