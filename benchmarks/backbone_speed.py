@@ -40,10 +40,10 @@ CONFIGS = {
 }
 
 
-def model_flops_per_sequence(config, seq_length, predictions, training):
+def model_flops_per_sequence(config, sequence_length, predictions, training):
     """Matmul FLOPs of one sequence (multiply-add = 2), forward; x3 for a training step."""
     h, i, n, v = config["hidden_dim"], config["intermediate_dim"], config["num_layers"], config["vocabulary_size"]
-    per_layer = 2 * seq_length * (4 * h * h + 2 * h * i) + 2 * 2 * seq_length * seq_length * h
+    per_layer = 2 * sequence_length * (4 * h * h + 2 * h * i) + 2 * 2 * sequence_length * sequence_length * h
     flops = n * per_layer + 2 * h * h  # pooler
     if training:
         flops += predictions * (2 * h * h + 2 * h * v) + 2 * h * 2
@@ -77,12 +77,12 @@ def measure_matmul_peak(size=2048, repeats=10, dtype="float32"):
     return best
 
 
-def make_batch(batch_size, seq_length, predictions, vocabulary_size, seed=0):
+def make_batch(batch_size, sequence_length, predictions, vocabulary_size, seed=0):
     rng = np.random.default_rng(seed)
-    lengths = rng.integers(seq_length // 2, seq_length + 1, size=batch_size)
-    padding_mask = (np.arange(seq_length)[None, :] < lengths[:, None]).astype("int32")
-    token_ids = rng.integers(1000, vocabulary_size, size=(batch_size, seq_length)).astype("int32") * padding_mask
-    segment_ids = ((np.arange(seq_length)[None, :] >= lengths[:, None] // 2) & (padding_mask > 0)).astype("int32")
+    lengths = rng.integers(sequence_length // 2, sequence_length + 1, size=batch_size)
+    padding_mask = (np.arange(sequence_length)[None, :] < lengths[:, None]).astype("int32")
+    token_ids = rng.integers(1000, vocabulary_size, size=(batch_size, sequence_length)).astype("int32") * padding_mask
+    segment_ids = ((np.arange(sequence_length)[None, :] >= lengths[:, None] // 2) & (padding_mask > 0)).astype("int32")
     mask_positions = np.sort(
         np.stack([rng.choice(np.arange(1, l - 1), size=predictions, replace=False) for l in lengths]), axis=1
     ).astype("int32")
@@ -245,7 +245,8 @@ def main():
     parser.add_argument("--configs", default="tiny,small,base")
     parser.add_argument("--peers", default="keras_hub,huggingface", help="comma list of keras_hub, huggingface, or empty")
     parser.add_argument("--batch_size", type=int, default=8)
-    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--sequence_length", "--seq_length", "--max_seq_length", dest="sequence_length", type=int,
+                        default=128, help="packed length (aliases: --seq_length, --max_seq_length)")
     parser.add_argument("--predictions", type=int, default=20)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per measurement (median)")
     parser.add_argument("--jit_compile", default="true", choices=["true", "false", "auto"])
@@ -264,7 +265,7 @@ def main():
         "backend": backend,
         "jit_compile": args.jit_compile,
         "batch_size": args.batch_size,
-        "seq_length": args.seq_length,
+        "sequence_length": args.sequence_length,
         "predictions": args.predictions,
         "machine": f"{platform.machine()} {os.cpu_count()} cpu",
         "keras_devices": [str(d) for d in keras.distribution.list_devices()],
@@ -278,13 +279,13 @@ def main():
     for name in args.configs.split(","):
         # keras-hub's BertBackbone always uses the tanh GELU: use the same in ours for a like-for-like step.
         config = dict(backbone_presets[CONFIGS[name]]["config"], activation="gelu_approximate")
-        x, y = make_batch(args.batch_size, args.seq_length, args.predictions, config["vocabulary_size"])
+        x, y = make_batch(args.batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
         entry = {}
         keras.utils.set_random_seed(0)
         fwd, train = time_keras(build_ours(config), x, y, args.steps, jit)
         entry["ours"] = {"forward_seq_s": round(fwd, 2), "train_seq_s": round(train, 2)}
-        train_flops = model_flops_per_sequence(config, args.seq_length, args.predictions, True)
-        fwd_flops = model_flops_per_sequence(config, args.seq_length, args.predictions, False)
+        train_flops = model_flops_per_sequence(config, args.sequence_length, args.predictions, True)
+        fwd_flops = model_flops_per_sequence(config, args.sequence_length, args.predictions, False)
         entry["ours"]["train_fraction_of_peak"] = round(train * train_flops / peak, 3)
         entry["ours"]["forward_fraction_of_peak"] = round(fwd * fwd_flops / peak, 3)
         if "keras_hub" in peers:
