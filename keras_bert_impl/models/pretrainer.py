@@ -28,8 +28,9 @@ class BertPretrainer(Task):
     positions through `sample_weight`) and the metrics `mlm_accuracy`,
     `nsp_accuracy`; `fit` then logs `loss, mlm_loss, nsp_loss, mlm_accuracy,
     nsp_accuracy`. Map the pretraining pipeline's dicts to `(x, y,
-    sample_weight)` with `keras_bert_impl.training.split_features_labels`
-    (or see `BertPretrainer.split_features_labels`).
+    sample_weight)` with
+    `keras_bert_impl.training.pretraining_inputs.split_features_labels`
+    (tf.data), or `BertPretrainer.split_features_labels` (NumPy batches).
 
     Args:
         backbone: a `BertBackbone`.
