@@ -2,7 +2,9 @@
 
 - `boundaries`: `default_boundaries(sequence_length, ...)` (the bucket upper
   bounds) with one named choice per task (`CLASSIFICATION_BUCKETS`,
-  `TAGGING_BUCKETS`, `SPAN_QA_BUCKETS`), and `check_boundaries`. Pure Python.
+  `TAGGING_BUCKETS`, `SPAN_QA_BUCKETS`), `check_boundaries`, and the one
+  bucket choice and batch count from example lengths (`bucket_indices`,
+  `count_batches_from_lengths`). NumPy, no TensorFlow.
 - `tf_batches`: the tf.data pipeline pieces (`bucket_by_length`,
   `pad_to_boundaries`, `fill_batches`, `count_batches`). Needs TensorFlow.
 - `array_batches`: the NumPy twin (`LengthBucketedBatches`, a

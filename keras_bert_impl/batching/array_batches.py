@@ -60,7 +60,7 @@ Example:
 import keras
 import numpy as np
 
-from keras_bert_impl.batching.boundaries import check_boundaries
+from keras_bert_impl.batching.boundaries import bucket_indices, check_boundaries
 
 
 class LengthBucketedBatches(keras.utils.PyDataset):
@@ -141,7 +141,7 @@ class LengthBucketedBatches(keras.utils.PyDataset):
         self.fixed_batch_size = fixed_batch_size
         self.padding_value = padding_value
         self.group_by_length = group_by_length
-        self._bucket_of = np.searchsorted(np.array(boundaries), self.lengths, side="left")
+        self._bucket_of = bucket_indices(self.lengths, boundaries)
         self._rng = np.random.default_rng(seed)
         self._batches = self._plan()
 
@@ -215,7 +215,7 @@ class LengthBucketedBatches(keras.utils.PyDataset):
             for start in range(0, self.num_examples, self.batch_size):
                 index = order[start : start + self.batch_size]
                 longest = int(self.lengths[index].max())
-                batches.append((index, self.boundaries[int(np.searchsorted(self.boundaries, longest))]))
+                batches.append((index, self.boundaries[int(bucket_indices([longest], self.boundaries)[0])]))
             return batches
         open_buckets = [[] for _ in self.boundaries]
         batches = []

@@ -17,9 +17,17 @@ Each task's choice is a dict of these keyword arguments:
 [16, 32, 48, 64, 96, 128]
 >>> default_boundaries(256, **TAGGING_BUCKETS)         # CoNLL: news sentences, 40-70 pieces
 [32, 48, 64, 96, 128, 256]
+
+`bucket_indices(lengths, boundaries)` is the one bucket choice (the first
+boundary >= a length) and `count_batches_from_lengths` the one batch count
+(the cardinality of `tf_batches.bucket_by_length` / `pad_to_boundaries` and
+the length of `LengthBucketedBatches`) that the tasks and preprocessors use;
+`tf_batches` makes the same choice inside the tf.data graph.
 """
 
 import math
+
+import numpy as np
 
 # GLUE sentences are short (CoLA averages 12 word pieces, SST-2 13, STS-B
 # pairs 19), so a 16-token bucket and half-steps between the powers of two
@@ -75,3 +83,43 @@ def check_boundaries(boundaries):
     if not boundaries or any(b <= 0 for b in boundaries) or sorted(set(boundaries)) != boundaries:
         raise ValueError(f"`boundaries` must be strictly increasing positive ints, got {boundaries!r}.")
     return boundaries
+
+
+def bucket_indices(lengths, boundaries):
+    """For each length, the index of the first boundary >= it (the last bucket for longer ones).
+
+    Example:
+    >>> bucket_indices([3, 32, 33, 500], [32, 64, 128]).tolist()
+    [0, 0, 1, 2]
+    """
+    boundaries = np.asarray(boundaries)
+    indices = np.searchsorted(boundaries, np.asarray(lengths, dtype=np.int64), side="left")
+    return np.minimum(indices, len(boundaries) - 1)
+
+
+def count_batches_from_lengths(lengths, batch_size, boundaries=None, grouped=False, drop_remainder=False):
+    """The number of batches of `batch_size` that `lengths` (one per example) give: the datasets' cardinality.
+
+    In input order (`grouped=False`: `pad_to_boundaries`, plain `batch`):
+    `ceil(n / batch_size)`. Grouped by length bucket (`grouped=True`:
+    `bucket_by_length`, `LengthBucketedBatches(shuffle=True)`):
+    `ceil(count / batch_size)` per non-empty bucket of `boundaries`.
+    `drop_remainder` counts whole batches only (`n // batch_size`).
+
+    Example:
+    >>> count_batches_from_lengths([3, 40, 5, 50, 7], 2)
+    3
+    >>> count_batches_from_lengths([3, 40, 5, 50, 7], 2, [32, 64], grouped=True)
+    3
+    >>> count_batches_from_lengths([3, 40, 5, 50, 7], 2, [32, 64], grouped=True, drop_remainder=True)
+    2
+    """
+    def rounding(n):
+        return n // batch_size if drop_remainder else math.ceil(n / batch_size)
+
+    lengths = np.asarray(lengths)
+    if not grouped:
+        return int(rounding(len(lengths)))
+    if boundaries is None:
+        raise ValueError("`grouped=True` needs the `boundaries` of the length buckets.")
+    return int(sum(rounding(int(n)) for n in np.bincount(bucket_indices(lengths, boundaries)) if n))

@@ -1,12 +1,10 @@
 """BertClassifierPreprocessor: raw strings (one or two segments) -> BertClassifier inputs and batches."""
 
-import math
-
 import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
+from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, count_batches_from_lengths, default_boundaries
 from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
 from keras_bert_impl.text.packer import SegmentPacker
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
@@ -170,11 +168,9 @@ class BertClassifierPreprocessor(PreprocessingLayer):
         if shuffle:
             dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
             dataset = bucket_by_length(dataset, boundaries, batch_size)
-            buckets = np.searchsorted(np.asarray(boundaries), lengths, side="left")
-            num_batches = int(sum(math.ceil(n / batch_size) for n in np.bincount(buckets) if n))
         else:
             dataset = pad_to_boundaries(dataset, boundaries, batch_size)
-            num_batches = math.ceil(count / batch_size)
+        num_batches = count_batches_from_lengths(lengths, batch_size, boundaries, grouped=bool(shuffle))
         # Filler rows repeat the batch's first features, with label 0 and weight 0.
         dataset = fill_batches(dataset, batch_size, label_fill_value=0)
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))

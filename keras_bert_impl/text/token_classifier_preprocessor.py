@@ -1,13 +1,12 @@
 """BertTokenClassifierPreprocessor: words (or raw sentences) -> BertTokenClassifier inputs, one label per word."""
 
-import math
 import re
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
+from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, count_batches_from_lengths, default_boundaries
 from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_impl.text.tokenizer import BertTokenizer
@@ -242,12 +241,10 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
             boundaries = list(boundaries) if boundaries is not None else self.default_boundaries()
             dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
             dataset = bucket_by_length(dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL)
-            buckets = np.searchsorted(np.asarray(boundaries), [len(r) for r in rows], side="left")
-            num_batches = int(sum(math.ceil(n / batch_size) for n in np.bincount(buckets) if n))
         else:
             boundaries = list(boundaries) if boundaries is not None else [self.sequence_length]
             dataset = pad_to_boundaries(dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL)
-            num_batches = math.ceil(count / batch_size)
+        num_batches = count_batches_from_lengths([len(r) for r in rows], batch_size, boundaries, grouped=bool(shuffle))
         dataset = fill_batches(dataset, batch_size, label_fill_value=IGNORE_LABEL)
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
         return dataset.prefetch(tf.data.AUTOTUNE)

@@ -13,33 +13,12 @@ Both use `CLASSIFICATION_BUCKETS` (16, 32, 48, 64, 96, 128 for 128 tokens):
 [16, 32, 48, 64, 96, 128]
 """
 
-import math
-
 import numpy as np
 
-from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
+from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, count_batches_from_lengths, default_boundaries
 from keras_bert_impl.tasks.classification.features import encode_texts, split_texts
 
 _LENGTH_CHUNK = 4096
-
-
-def count_batches(lengths, batch_size, boundaries, training=False, drop_remainder=False):
-    """The number of batches `make_dataset` gives (its cardinality), from the example lengths.
-
-    Evaluation (in order): `ceil(n / batch_size)`; training (grouped by
-    length bucket): `ceil(count / batch_size)` per non-empty bucket (whole
-    batches only with `drop_remainder`).
-
-    Example:
-    >>> count_batches([5, 20, 7, 100], 2, [16, 32, 48, 64, 96, 128], training=True)
-    3
-    """
-    lengths = np.asarray(lengths)
-    if not training:
-        return math.ceil(len(lengths) / batch_size)
-    rounding = (lambda n: n // batch_size) if drop_remainder else (lambda n: math.ceil(n / batch_size))
-    buckets = np.minimum(np.searchsorted(np.asarray(boundaries), lengths, side="left"), len(boundaries) - 1)
-    return int(sum(rounding(n) for n in np.bincount(buckets) if n))
 
 
 def example_lengths(split, preprocessor):
@@ -97,7 +76,7 @@ def make_dataset(
             (training epochs and repeated dev evaluations reuse them) (token ids only: about 12 bytes per token, e.g. 20 MB
             for SST-2, 200 MB for MNLI).
 
-    The dataset carries its exact cardinality (`len(dataset)`, `count_batches`),
+    The dataset carries its exact cardinality (`len(dataset)`, `count_batches_from_lengths`),
     so Keras progress bars show the real number of steps. For training it
     needs every example's length, so the split is tokenized once more, up front.
     """
@@ -137,7 +116,8 @@ def make_dataset(
         dataset = dataset.map(lambda features, label: (features, label, tf.ones(tf.shape(label)[:1], tf.float32)))
         dataset = fill_batches(dataset, batch_size, label_fill_value=0)
     lengths = example_lengths(split, preprocessor) if training else np.zeros(len(split_texts(split)[0]))
-    num_batches = count_batches(lengths, batch_size, boundaries, training=training, drop_remainder=drop_remainder)
+    num_batches = count_batches_from_lengths(lengths, batch_size, boundaries, grouped=training,
+                                             drop_remainder=drop_remainder and training)
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
     return dataset.prefetch(tf.data.AUTOTUNE)
 

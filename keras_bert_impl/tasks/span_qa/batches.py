@@ -3,28 +3,7 @@
 `SPAN_QA_BUCKETS`: powers of two up to the sequence length (32, 64, 128, 256, 384).
 """
 
-import math
-
-import numpy as np
-
-from keras_bert_impl.batching.boundaries import SPAN_QA_BUCKETS, default_boundaries
-
-
-def count_batches(lengths, batch_size, boundaries, training=False):
-    """The number of batches `make_dataset` gives (its cardinality), from the window lengths.
-
-    Prediction: `ceil(n / batch_size)`; training (grouped by length bucket):
-    `ceil(count / batch_size)` per non-empty bucket.
-
-    Example:
-    >>> count_batches([30, 100, 31, 300], 2, [32, 64, 128, 256, 384], training=True)
-    3
-    """
-    lengths = np.asarray(lengths)
-    if not training:
-        return math.ceil(len(lengths) / batch_size)
-    buckets = np.minimum(np.searchsorted(np.asarray(boundaries), lengths, side="left"), len(boundaries) - 1)
-    return int(sum(math.ceil(n / batch_size) for n in np.bincount(buckets) if n))
+from keras_bert_impl.batching.boundaries import SPAN_QA_BUCKETS, count_batches_from_lengths, default_boundaries
 
 
 def make_dataset(features, batch_size, training=False, shuffle_seed=None, boundaries=None, fixed_batch_size=True):
@@ -71,7 +50,7 @@ def make_dataset(features, batch_size, training=False, shuffle_seed=None, bounda
         dataset = pad_to_boundaries(dataset, boundaries, batch_size)
     if fixed_batch_size:  # prediction batches have no labels: only features are filled
         dataset = fill_batches(dataset, batch_size, label_fill_value=-1)
-    num_batches = count_batches(features.lengths, batch_size, boundaries, training=training)
+    num_batches = count_batches_from_lengths(features.lengths, batch_size, boundaries, grouped=training)
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
     return dataset.prefetch(tf.data.AUTOTUNE)
 

@@ -11,34 +11,8 @@
 [32, 48, 64, 96, 128]
 """
 
-import math
-
-import numpy as np
-
-from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
+from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, count_batches_from_lengths, default_boundaries
 from keras_bert_impl.tasks.tagging.reading import IGNORE_LABEL
-
-
-def count_batches(lengths, batch_size, boundaries=None, bucketed=False, drop_remainder=False):
-    """The number of batches `make_dataset` gives (its cardinality), from the window lengths alone.
-
-    In order (or without boundaries): `ceil(n / batch_size)`. Grouped by length
-    bucket (`bucketed`): `ceil(count / batch_size)` per non-empty bucket (an
-    example of length L goes to the first boundary >= L). `drop_remainder`
-    counts whole batches only.
-
-    Example:
-    >>> count_batches([3, 40, 5, 50, 7], 2, boundaries=[32, 64], bucketed=True)
-    3
-    >>> count_batches([3, 40, 5, 50, 7], 2)
-    3
-    """
-    rounding = (lambda n: n // batch_size) if drop_remainder else (lambda n: math.ceil(n / batch_size))
-    lengths = np.asarray(lengths)
-    if not bucketed or boundaries is None:
-        return int(rounding(len(lengths)))
-    buckets = np.minimum(np.searchsorted(np.asarray(boundaries), lengths, side="left"), len(boundaries) - 1)
-    return int(sum(rounding(n) for n in np.bincount(buckets) if n))
 
 
 def make_dataset(
@@ -85,7 +59,7 @@ def make_dataset(
 
     Returns:
         A batched `tf.data.Dataset` with its exact cardinality (`len(dataset)`,
-        so Keras progress bars show the real number of steps; `count_batches`).
+        so Keras progress bars show the real number of steps; `count_batches_from_lengths`).
     """
     import tensorflow as tf
 
@@ -122,8 +96,8 @@ def make_dataset(
         )
     if boundaries is not None and fixed_batch_size:
         dataset = tf_batches.fill_batches(dataset, batch_size, label_fill_value=IGNORE_LABEL)
-    num_batches = count_batches(
-        features.lengths, batch_size, boundaries, bucketed=bool(shuffle and group_by_length),
+    num_batches = count_batches_from_lengths(
+        features.lengths, batch_size, boundaries, grouped=bool(shuffle and group_by_length and boundaries is not None),
         drop_remainder=drop_remainder and boundaries is None,
     )
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
