@@ -195,7 +195,7 @@ class Task(FunctionalModel):
         `type(self).from_preset(preset_dir)` rebuilds the same model, and
         `BertBackbone.from_preset(preset_dir)` reads the backbone alone.
         """
-        from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
+        from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, save_weights_atomically
 
         tokenizer = getattr(self.preprocessor, "tokenizer", None)
         self.backbone.save_to_preset(
@@ -208,10 +208,7 @@ class Task(FunctionalModel):
             preprocessor_config = {
                 k: v for k, v in self.preprocessor.get_config().items() if k not in ("tokenizer", "name", "trainable", "dtype")
             }
-        weights_path = os.path.join(os.fspath(preset_dir), TASK_WEIGHTS_FILE)
-        temp_path = os.path.join(os.fspath(preset_dir), f".{os.getpid()}.{TASK_WEIGHTS_FILE}")
-        self.save_weights(temp_path)
-        os.replace(temp_path, weights_path)
+        save_weights_atomically(self, os.path.join(os.fspath(preset_dir), TASK_WEIGHTS_FILE))
         atomic_write_json(
             os.path.join(os.fspath(preset_dir), TASK_CONFIG_FILE),
             {"class_name": type(self).__name__, "config": self.head_config(), "preprocessor": preprocessor_config},

@@ -12,6 +12,8 @@ import json
 import math
 import os
 
+from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
+
 # Settings recorded in `<model_dir>/run_config.json` (after the first checkpoint) and compared on resume.
 RUN_DEFINING_SETTINGS = (
     "model_config", "sequence_length", "max_predictions_per_seq", "global_batch_size", "num_steps",
@@ -91,11 +93,7 @@ def record_run_config(model_dir, settings):
     settings = json.loads(json.dumps(settings))
     if read_run_config(model_dir) == settings:
         return
-    path = os.path.join(model_dir, RUN_CONFIG_FILE)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(settings, f, indent=2)
-    os.replace(tmp, path)
+    atomic_write_json(os.path.join(model_dir, RUN_CONFIG_FILE), settings)
 
 
 def _positive(name, value):

@@ -1,0 +1,66 @@
+"""One atomic-save helper (issue 15): files are replaced only through checkpoints/atomic_files.py.
+
+`os.replace`/`os.rename` may appear only in the helper module and in the few
+places that move something the helper cannot write: a streamed download and
+the download cache swap, a checkpoint directory, and the corpus text that is
+written sentence by sentence.
+"""
+
+import ast
+import json
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+from keras_bert_impl import BertBackbone, BertClassifier
+
+pytestmark = pytest.mark.multibackend
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_impl"
+ALLOWED = {
+    "checkpoints/atomic_files.py": "the helpers",
+    "checkpoints/download.py": "a streamed download, the cache directory swap",
+    "training/run_checkpoints.py": "a checkpoint directory",
+    "data/corpus.py": "pretraining text streamed to a temporary file",
+}
+
+
+def _renames(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr in ("replace", "rename")
+            and isinstance(node.value, ast.Name) and node.value.id == "os"]
+
+
+def test_files_are_replaced_only_through_the_helpers():
+    found = [f"{path.relative_to(PACKAGE)}:{line}" for path in sorted(PACKAGE.rglob("*.py"))
+             if str(path.relative_to(PACKAGE)) not in ALLOWED for line in _renames(path)]
+    assert not found, "use keras_bert_impl.checkpoints.atomic_files (atomic_save, atomic_write_json, ...):\n" \
+        + "\n".join(found)
+    for name in ALLOWED:  # the allow-list names real files that still need it
+        assert _renames(PACKAGE / name), f"{name} no longer renames: take it off ALLOWED"
+
+
+def test_save_to_preset_leaves_only_the_preset_files(tmp_path):
+    backbone = BertBackbone(vocabulary_size=40, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                            max_sequence_length=16)
+    classifier = BertClassifier(backbone, num_classes=2)
+    classifier.save_to_preset(tmp_path / "preset")
+    names = sorted(os.listdir(tmp_path / "preset"))
+    assert "task.weights.h5" in names and "task.json" in names
+    assert not [n for n in names if n.startswith(".") or n.endswith(".tmp")], names
+    restored = BertClassifier.from_preset(str(tmp_path / "preset"), preprocessor=None)
+    x = {"token_ids": np.array([[2, 5, 7, 3]]), "segment_ids": np.zeros((1, 4), "int32"),
+         "padding_mask": np.ones((1, 4), "int32")}
+    np.testing.assert_allclose(restored.predict(x, verbose=0), classifier.predict(x, verbose=0), atol=1e-6)
+
+
+def test_run_config_is_written_whole(tmp_path):
+    from keras_bert_impl.training.pretraining_checks import read_run_config, record_run_config
+
+    record_run_config(str(tmp_path), {"sequence_length": 64, "num_steps": 10})
+    assert read_run_config(str(tmp_path)) == {"sequence_length": 64, "num_steps": 10}
+    assert os.listdir(tmp_path) == ["run_config.json"]
+    assert json.loads((tmp_path / "run_config.json").read_text()) == {"sequence_length": 64, "num_steps": 10}
