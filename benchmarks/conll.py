@@ -152,7 +152,7 @@ def run_keras(args, label_names, train, dev, test, seed, encoded=None):
             name: conll.encode_sentences(sentences, tokenizer, label_names, args.max_seq_length)
             for name, sentences in (("train", train), ("dev", dev), ("test", test))
         }
-        train_ds = conll.make_dataset(encoded["train"], args.batch_size, shuffle=True, seed=seed, boundaries=boundaries)
+        train_ds = conll.make_dataset(encoded["train"], args.batch_size, training=True, seed=seed, boundaries=boundaries)
     else:
         train_ds = _array_batches(encoded["train"], args.batch_size, boundaries, shuffle=True, seed=seed)
     model = BertTokenClassifier(BertBackbone.from_preset(args.preset), len(label_names))

@@ -71,7 +71,7 @@ def recipe_dataset(args, classifier, split):
         from keras_bert_impl.tasks.classification.batches import make_dataset
     except ImportError:
         from keras_bert_impl.tasks.classification.batches import make_dataset
-    return make_dataset(split, classifier.preprocessor, args.batch_size, training=True, shuffle_seed=args.seed)
+    return make_dataset(split, classifier.preprocessor, args.batch_size, training=True, seed=args.seed)
 
 
 def read_split(args):

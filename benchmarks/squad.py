@@ -79,8 +79,8 @@ def _train_batches(args, train_features):
     import keras
 
     if args.features or keras.backend.backend() != "tensorflow":
-        return train_features.to_array_batches(args.batch_size, training=True, shuffle_seed=args.seed)
-    return train_features.to_dataset(args.batch_size, training=True, shuffle_seed=args.seed)
+        return train_features.to_array_batches(args.batch_size, training=True, seed=args.seed)
+    return train_features.to_dataset(args.batch_size, training=True, seed=args.seed)
 
 
 def _subset(dataset, num_questions, seed):

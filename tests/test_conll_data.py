@@ -230,7 +230,7 @@ def test_dataset_batches(tokenizer, dev_sentences, dev_pieces):
     assert conll.word_label_ids(features, rows, sentences) == [[LABELS.index(t) for t in s.tags] for s in sentences]
     unfilled = list(conll.make_dataset(features, 16, boundaries=[32, 64, 128], fixed_batch_size=False))
     assert sum(int(x["token_ids"].shape[0]) for x, _ in unfilled) == len(features)
-    shuffled = list(conll.make_dataset(features, 16, shuffle=True, seed=0, boundaries=[32, 64, 128]))
+    shuffled = list(conll.make_dataset(features, 16, training=True, seed=0, boundaries=[32, 64, 128]))
     assert all(int(x["token_ids"].shape[0]) == 16 for x, _ in shuffled)
     # Each real window once per epoch; filler rows carry no label.
     assert sum(int((y.numpy() >= 0).any(axis=1).sum()) for _, y in shuffled) == len(features)
@@ -378,7 +378,7 @@ def test_windows_1252_byte_names_file_line_and_offset(shared_data, conll_dir, tm
         {"boundaries": [32, 64, 128]},
         {"boundaries": [32, 64, 128], "fixed_batch_size": False},
         {"boundaries": [32, 64, 128], "shuffle": True, "seed": 0},
-        {"boundaries": [32, 64, 128], "shuffle": True, "seed": 0, "group_by_length": True},
+        {"boundaries": [32, 64, 128], "training": True, "seed": 0, "group_by_length": True},
     ],
 )
 def test_dataset_knows_its_number_of_batches(tokenizer, dev_sentences, dev_pieces, options):

@@ -200,7 +200,7 @@ def test_make_dataset_batches_are_fixed_size_with_zero_weight_fillers(shared_dat
     preprocessor = ClassifierPreprocessor(BertTokenizer.from_preset("all_minilm_l6_v2_en"), sequence_length=128)
     assert len(split) % 32
     for training in (True, False):
-        batches = list(glue.make_dataset(split, preprocessor, 32, training=training, shuffle_seed=0))
+        batches = list(glue.make_dataset(split, preprocessor, 32, training=training, seed=0))
         assert all(int(f["token_ids"].shape[0]) == 32 and int(w.shape[0]) == 32 for f, _, w in batches)
         assert sum(float(w.numpy().sum()) for _, _, w in batches) == len(split)
         if not training:  # order kept, real rows first: the labels read back in file order
@@ -232,7 +232,7 @@ def test_make_dataset_training_tokenizes_once_and_reshuffles_each_epoch(shared_d
 
     split = glue.read_split("cola", shared_data / "glue", "dev").take(300)
     preprocessor = ClassifierPreprocessor(BertTokenizer.from_preset("all_minilm_l6_v2_en"), sequence_length=128)
-    dataset = glue.make_dataset(split, preprocessor, 32, training=True, shuffle_seed=0)
+    dataset = glue.make_dataset(split, preprocessor, 32, training=True, seed=0)
 
     def epoch():
         rows, widths = [], set()
@@ -253,7 +253,7 @@ def test_make_dataset_training_tokenizes_once_and_reshuffles_each_epoch(shared_d
     "split_name, options",
     [
         ("dev", {"training": True, "shuffle_seed": 0}),
-        ("dev", {"training": True, "shuffle_seed": 0, "drop_remainder": True}),
+        ("dev", {"training": True, "seed": 0, "drop_remainder": True}),
         ("dev", {}),
         ("dev", {"fixed_batch_size": False}),
         ("test", {}),

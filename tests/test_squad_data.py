@@ -322,7 +322,7 @@ def test_batches_have_a_fixed_size_and_filler_rows_are_dropped(tokenizer, first_
     assert len(features) % batch_size  # so that some batches need filling
 
     labelled = 0
-    for inputs, labels in features.to_dataset(batch_size, training=True, shuffle_seed=0):
+    for inputs, labels in features.to_dataset(batch_size, training=True, seed=0):
         assert inputs["token_ids"].shape[0] == batch_size and labels["start_logits"].shape == (batch_size,)
         real = labels["start_logits"].numpy() >= 0
         assert (real == (labels["end_logits"].numpy() >= 0)).all()
@@ -357,7 +357,7 @@ def test_array_batches_are_the_tf_data_batches_without_tensorflow(tokenizer, fir
                  int(labels["end_logits"][i])) for i in np.flatnonzero(real)]
 
     reference, ours = collections.Counter(), collections.Counter()
-    for inputs, labels in features.to_dataset(16, training=True, shuffle_seed=0):
+    for inputs, labels in features.to_dataset(16, training=True, seed=0):
         reference.update(rows({k: v.numpy() for k, v in inputs.items()}, {k: v.numpy() for k, v in labels.items()}))
     batches = features.to_array_batches(16, training=True, shuffle_seed=0)
     for i in range(len(batches)):

@@ -168,7 +168,7 @@ def test_dataset_knows_its_number_of_batches(tiny_preset, data_slices, training)
     examples, _ = squad.read_squad_examples(data, is_training=training)
     features = squad.convert_examples_to_features(examples[:120], BertTokenizer.from_preset(str(tiny_preset)),
                                                   sequence_length=128, doc_stride=64, is_training=training)
-    dataset = features.to_dataset(8, training=training, shuffle_seed=0)
+    dataset = features.to_dataset(8, training=training, seed=0)
     assert len(dataset) == sum(1 for _ in dataset) == sum(1 for _ in dataset)  # two epochs
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, count_batches_from_lengths, default_boundaries
 from keras_bert_impl.tasks.classification.features import encode_texts, split_texts
+from keras_bert_impl.tasks.old_keywords import check_training, renamed
 
 _LENGTH_CHUNK = 4096
 
@@ -38,12 +39,14 @@ def make_dataset(
     preprocessor,
     batch_size,
     training=False,
-    shuffle_seed=None,
-    shuffle_buffer=None,
+    seed=None,
+    *,
     boundaries=None,
     drop_remainder=False,
     fixed_batch_size=True,
+    shuffle_buffer=None,
     cache=True,
+    shuffle_seed=None,
 ):
     """A `tf.data.Dataset` of `(features, label[, weight])` batches (features only for test splits).
 
@@ -58,8 +61,7 @@ def make_dataset(
             (strings -> unpadded token_ids/segment_ids/padding_mask).
         batch_size: int.
         training: shuffle + bucket (order changes) if True.
-        shuffle_seed: seed of the shuffle.
-        shuffle_buffer: default: the whole split.
+        seed: seed of the shuffle (old name: `shuffle_seed`, still taken).
         boundaries: bucket boundaries; default `default_boundaries(preprocessor.sequence_length, **CLASSIFICATION_BUCKETS)`
             (16, 32, 48, 64, 96, 128 for 128 tokens).
         drop_remainder: for training, drop partial batches.
@@ -72,6 +74,7 @@ def make_dataset(
             is over the real rows; Keras metrics skip weight-0 rows). Test
             batches (no labels) are filled the same way; their filler rows
             come last: keep the first `len(split)` predictions.
+        shuffle_buffer: default: the whole split.
         cache: keep the tokenized examples in memory after the first pass
             (training epochs and repeated dev evaluations reuse them) (token ids only: about 12 bytes per token, e.g. 20 MB
             for SST-2, 200 MB for MNLI).
@@ -84,6 +87,7 @@ def make_dataset(
 
     from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
 
+    seed = renamed("make_dataset", "shuffle_seed", shuffle_seed, "seed", seed, None)
     if boundaries is None:
         boundaries = default_boundaries(preprocessor.sequence_length, **CLASSIFICATION_BUCKETS)
     texts = split_texts(split)
@@ -104,7 +108,7 @@ def make_dataset(
         # cached token ids instead of re-running WordPiece on every string.
         dataset = dataset.cache()
     if training:
-        dataset = dataset.shuffle(shuffle_buffer or max(1, len(split)), seed=shuffle_seed, reshuffle_each_iteration=True)
+        dataset = dataset.shuffle(shuffle_buffer or max(1, len(split)), seed=seed, reshuffle_each_iteration=True)
         dataset = bucket_by_length(dataset, boundaries, batch_size, drop_remainder=drop_remainder)
     else:
         dataset = pad_to_boundaries(dataset, boundaries, batch_size)
@@ -122,8 +126,8 @@ def make_dataset(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def make_array_batches(inputs, labels, batch_size, sequence_length=128, boundaries=None, training=False, seed=0,
-                       fixed_batch_size=True):
+def make_array_batches(inputs, labels, batch_size, training=False, seed=0, *, boundaries=None, fixed_batch_size=True,
+                       sequence_length=128):
     """`make_dataset` without TensorFlow: a `LengthBucketedBatches` over tokenized examples.
 
     Args:
@@ -131,14 +135,15 @@ def make_array_batches(inputs, labels, batch_size, sequence_length=128, boundari
             list of 1-D int arrays (one per example, unpadded).
         labels: 1-D array of class ids or scores, or None (prediction).
         batch_size: int.
-        sequence_length: the packed length (the last boundary).
-        boundaries: default `default_boundaries(sequence_length, **CLASSIFICATION_BUCKETS)`.
         training: shuffle (a new seeded order each epoch) and group by bucket.
         seed: shuffle seed.
+        boundaries: default `default_boundaries(sequence_length, **CLASSIFICATION_BUCKETS)`.
         fixed_batch_size: fill each last, partial batch with weight-0 rows.
+        sequence_length: the packed length (the last boundary).
     """
     from keras_bert_impl.batching.array_batches import LengthBucketedBatches
 
+    training = check_training("make_array_batches", training)
     if boundaries is None:
         boundaries = default_boundaries(sequence_length, **CLASSIFICATION_BUCKETS)
     return LengthBucketedBatches(inputs, labels, batch_size=batch_size, boundaries=boundaries, shuffle=training,

@@ -162,7 +162,7 @@ def run(config):
             label_names=task.label_names,
         )
 
-    train_ds = make_dataset(train, preprocessor, c.batch_size, training=True, shuffle_seed=c.seed)
+    train_ds = make_dataset(train, preprocessor, c.batch_size, training=True, seed=c.seed)
     dev_datasets = [make_dataset(s, preprocessor, c.eval_batch_size) for s in dev_splits]
     eval_seconds = []
 

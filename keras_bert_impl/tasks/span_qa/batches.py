@@ -4,9 +4,11 @@
 """
 
 from keras_bert_impl.batching.boundaries import SPAN_QA_BUCKETS, count_batches_from_lengths, default_boundaries
+from keras_bert_impl.tasks.old_keywords import renamed
 
 
-def make_dataset(features, batch_size, training=False, shuffle_seed=None, boundaries=None, fixed_batch_size=True):
+def make_dataset(features, batch_size, training=False, seed=None, *, boundaries=None, fixed_batch_size=True,
+                 shuffle_seed=None):
     """A batched `tf.data.Dataset` of `(inputs, labels)` (training) or `inputs` (prediction).
 
     Windows are padded only to the smallest of `boundaries` (default
@@ -22,11 +24,14 @@ def make_dataset(features, batch_size, training=False, shuffle_seed=None, bounda
     training their labels are -1, which `SpanLoss` ignores (the loss stays
     the mean over the real windows); in prediction the extra rows come
     last, and `predict_logits` drops them.
+
+    `seed` seeds the training shuffle (old name: `shuffle_seed`, still taken).
     """
     import tensorflow as tf
 
     from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
 
+    seed = renamed("make_dataset", "shuffle_seed", shuffle_seed, "seed", seed, None)
     sequence_length = features.token_ids.shape[1]
     boundaries = list(boundaries or default_boundaries(sequence_length, **SPAN_QA_BUCKETS))
     tensors = dict(features.inputs(), length=features.lengths)
@@ -34,7 +39,7 @@ def make_dataset(features, batch_size, training=False, shuffle_seed=None, bounda
         tensors.update(start_positions=features.start_positions, end_positions=features.end_positions)
     dataset = tf.data.Dataset.from_tensor_slices(tensors)
     if training:
-        dataset = dataset.shuffle(len(features), seed=shuffle_seed, reshuffle_each_iteration=True)
+        dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True)
 
     def trim(element):
         length = element["length"]
@@ -55,17 +60,19 @@ def make_dataset(features, batch_size, training=False, shuffle_seed=None, bounda
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def make_array_batches(features, batch_size, training=False, shuffle_seed=0, boundaries=None, fixed_batch_size=True):
+def make_array_batches(features, batch_size, training=False, seed=0, *, boundaries=None, fixed_batch_size=True,
+                       shuffle_seed=None):
     """`make_dataset` without TensorFlow: a `LengthBucketedBatches` (`keras.utils.PyDataset`) for JAX/PyTorch.
 
     The same batches as `make_dataset`: in training shuffled (a new seeded
     order each epoch) and grouped by length bucket, labels
     `{"start_logits", "end_logits"}` with -1 on filler rows; in
     prediction the windows in order, `(inputs,)` per batch. Not for the
-    TensorFlow backend (see `LengthBucketedBatches`).
+    TensorFlow backend (see `LengthBucketedBatches`). `seed`: old name `shuffle_seed`, still taken.
     """
     from keras_bert_impl.batching.array_batches import LengthBucketedBatches
 
+    seed = renamed("make_array_batches", "shuffle_seed", shuffle_seed, "seed", seed, 0)
     sequence_length = features.token_ids.shape[1]
     boundaries = list(boundaries or default_boundaries(sequence_length, **SPAN_QA_BUCKETS))
     inputs = {k: [v[i, : features.lengths[i]] for i in range(len(features))] for k, v in features.inputs().items()}
@@ -75,7 +82,7 @@ def make_array_batches(features, batch_size, training=False, shuffle_seed=0, bou
         batch_size=batch_size,
         boundaries=boundaries,
         shuffle=training,
-        seed=shuffle_seed,
+        seed=seed,
         fixed_batch_size=fixed_batch_size,
         label_fill_value=-1 if training else None,
     )

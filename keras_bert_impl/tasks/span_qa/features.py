@@ -147,19 +147,17 @@ class SquadFeatures:
         """The labels as `{"start_logits": start_positions, "end_logits": end_positions}`."""
         return {"start_logits": self.start_positions, "end_logits": self.end_positions}
 
-    def to_dataset(self, batch_size, training=False, shuffle_seed=None, boundaries=None, fixed_batch_size=True):
+    def to_dataset(self, batch_size, training=False, seed=None, **options):
         """`keras_bert_impl.tasks.span_qa.batches.make_dataset(self, ...)`: a batched `tf.data.Dataset`."""
         from keras_bert_impl.tasks.span_qa.batches import make_dataset
 
-        return make_dataset(self, batch_size, training=training, shuffle_seed=shuffle_seed, boundaries=boundaries,
-                            fixed_batch_size=fixed_batch_size)
+        return make_dataset(self, batch_size, training, seed, **options)
 
-    def to_array_batches(self, batch_size, training=False, shuffle_seed=0, boundaries=None, fixed_batch_size=True):
+    def to_array_batches(self, batch_size, training=False, seed=0, **options):
         """`keras_bert_impl.tasks.span_qa.batches.make_array_batches(self, ...)`: the NumPy twin (no TensorFlow)."""
         from keras_bert_impl.tasks.span_qa.batches import make_array_batches
 
-        return make_array_batches(self, batch_size, training=training, shuffle_seed=shuffle_seed,
-                                  boundaries=boundaries, fixed_batch_size=fixed_batch_size)
+        return make_array_batches(self, batch_size, training, seed, **options)
 
 
 

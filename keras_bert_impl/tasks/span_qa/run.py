@@ -170,7 +170,7 @@ def run(config):
     summary = {"version": c.version}
     if c.epochs > 0:
         train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)
-        train_ds = train_features.to_dataset(c.batch_size, training=True, shuffle_seed=c.seed)
+        train_ds = train_features.to_dataset(c.batch_size, training=True, seed=c.seed)
         fit = finetune(
             model,
             train_ds,

@@ -12,19 +12,22 @@
 """
 
 from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, count_batches_from_lengths, default_boundaries
+from keras_bert_impl.tasks.old_keywords import check_training, renamed
 from keras_bert_impl.tasks.tagging.reading import IGNORE_LABEL
 
 
 def make_dataset(
     features,
     batch_size,
-    shuffle=False,
+    training=False,
     seed=None,
+    *,
     boundaries=None,
-    with_labels=True,
     drop_remainder=False,
     fixed_batch_size=True,
+    with_labels=True,
     group_by_length=False,
+    shuffle=None,
 ):
     """A `tf.data.Dataset` of `(inputs, labels)` batches for `BertTokenClassifier`.
 
@@ -34,13 +37,14 @@ def make_dataset(
     Args:
         features: `ConllFeatures`.
         batch_size: int.
-        shuffle: shuffle windows (each epoch anew).
+        training: shuffle windows (each epoch anew) (old name: `shuffle`,
+            still taken); labels come with `with_labels`.
         seed: shuffle seed.
         boundaries: None (every batch has `sequence_length` tokens: static
             shapes, e.g. for TPU) or increasing length buckets such as
             `default_boundaries(128)`: each batch is padded only to the
             smallest boundary that holds its longest window.
-        group_by_length: with `shuffle` and `boundaries`, batch windows of
+        group_by_length: with `training` and `boundaries`, batch windows of
             one length bucket together (`tf_batches.bucket_by_length`:
             least padding). Off by default: the token-level loss is the mean
             over a batch's labelled words, so grouping would give each word of
@@ -49,13 +53,13 @@ def make_dataset(
             the reference implementations. Measured, one epoch, one seed:
             grouped dev/test F1 0.824/0.787 at 21.0 seq/s, random 0.828/0.791
             at 16.5 seq/s (Hugging Face: 0.835/0.798 at 21.6 seq/s).
-        with_labels: yield `(inputs, labels)` or `inputs` only.
         drop_remainder: static batch size (fixed-shape mode only).
         fixed_batch_size: with `boundaries`, fill each bucket's last, partial
             batch up to `batch_size` rows (`tf_batches.fill_batches`: copies
             of a real window, labels -1 in training; in prediction the filler
             rows come last and `predict_token_label_ids` drops them), so an
             XLA-compiled step sees one shape per bucket.
+        with_labels: yield `(inputs, labels)` or `inputs` only.
 
     Returns:
         A batched `tf.data.Dataset` with its exact cardinality (`len(dataset)`,
@@ -65,6 +69,7 @@ def make_dataset(
 
     from keras_bert_impl.batching import tf_batches
 
+    training = renamed("make_dataset", "shuffle", shuffle, "training", training, False)
     tensors = {
         "token_ids": features.token_ids,
         "segment_ids": features.segment_ids,
@@ -82,11 +87,11 @@ def make_dataset(
             return {k: v[:length] for k, v in element.items()}
 
         dataset = tf.data.Dataset.zip((dataset, lengths)).map(trim)
-    if shuffle:
+    if training:
         dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True)
     if boundaries is None:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    elif shuffle and group_by_length:
+    elif training and group_by_length:
         dataset = tf_batches.bucket_by_length(
             dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL
         )
@@ -97,23 +102,26 @@ def make_dataset(
     if boundaries is not None and fixed_batch_size:
         dataset = tf_batches.fill_batches(dataset, batch_size, label_fill_value=IGNORE_LABEL)
     num_batches = count_batches_from_lengths(
-        features.lengths, batch_size, boundaries, grouped=bool(shuffle and group_by_length and boundaries is not None),
+        features.lengths, batch_size, boundaries, grouped=bool(training and group_by_length and boundaries is not None),
         drop_remainder=drop_remainder and boundaries is None,
     )
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def make_array_batches(features, batch_size, boundaries=None, shuffle=False, seed=0, with_labels=True,
-                       fixed_batch_size=True):
+def make_array_batches(features, batch_size, training=False, seed=0, *, boundaries=None, fixed_batch_size=True,
+                       with_labels=True, shuffle=None):
     """`make_dataset` without TensorFlow: a `LengthBucketedBatches` (`keras.utils.PyDataset`) for JAX/PyTorch.
 
     Windows are trimmed to their length; `boundaries` default to
     `default_boundaries(sequence_length, **TAGGING_BUCKETS)`; labels are -1 off
-    the first pieces and on filler rows.
+    the first pieces and on filler rows. `training` (old name: `shuffle`, still
+    taken): a new seeded order each epoch, grouped by length bucket.
     """
     from keras_bert_impl.batching.array_batches import LengthBucketedBatches
 
+    training = check_training("make_array_batches", renamed("make_array_batches", "shuffle", shuffle, "training",
+                                                            training, False))
     sequence_length = features.token_ids.shape[1]
     boundaries = list(boundaries or default_boundaries(sequence_length, **TAGGING_BUCKETS))
     lengths = features.lengths
@@ -123,6 +131,6 @@ def make_array_batches(features, batch_size, boundaries=None, shuffle=False, see
                      ("padding_mask", features.padding_mask))
     }
     labels = [features.labels[i, : lengths[i]] for i in range(len(features))] if with_labels else None
-    return LengthBucketedBatches(inputs, labels, batch_size=batch_size, boundaries=boundaries, shuffle=shuffle,
+    return LengthBucketedBatches(inputs, labels, batch_size=batch_size, boundaries=boundaries, shuffle=training,
                                  seed=seed, fixed_batch_size=fixed_batch_size,
                                  label_fill_value=IGNORE_LABEL if with_labels else None)

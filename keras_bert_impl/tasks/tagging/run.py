@@ -224,7 +224,7 @@ def run(config):
 
     summary = {"labels": label_names, "document_context": c.document_context, "tag_scheme": c.tag_scheme}
     if c.epochs > 0:
-        train_ds = make_dataset(train.features, c.batch_size, shuffle=True, seed=c.seed, boundaries=boundaries)
+        train_ds = make_dataset(train.features, c.batch_size, training=True, seed=c.seed, boundaries=boundaries)
         evaluated = {"dev": splits["dev"]} if c.no_test_each_epoch else splits
         evaluator = ConllEpochEvaluator(
             evaluated, label_names, c.predict_batch_size, boundaries,

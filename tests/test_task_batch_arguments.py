@@ -1,0 +1,47 @@
+"""The tasks' batch functions share one shape: `(data, batch_size, training, seed, *, boundaries, ...)` (issue 15).
+
+The old keywords (`shuffle_seed` of classification and span_qa, `shuffle` of
+tagging) are still taken; the cardinality tests of test_glue_data.py,
+test_conll_data.py and test_squad_data.py run both names.
+"""
+
+import inspect
+
+import pytest
+
+from keras_bert_impl.tasks.classification import batches as classification_batches
+from keras_bert_impl.tasks.old_keywords import check_training, renamed
+from keras_bert_impl.tasks.span_qa import batches as span_qa_batches
+from keras_bert_impl.tasks.tagging import batches as tagging_batches
+
+FUNCTIONS = [
+    getattr(module, name)
+    for module in (classification_batches, tagging_batches, span_qa_batches)
+    for name in ("make_dataset", "make_array_batches")
+]
+
+
+@pytest.mark.parametrize("function", FUNCTIONS, ids=lambda f: f"{f.__module__}.{f.__name__}")
+def test_one_shape(function):
+    parameters = inspect.signature(function).parameters
+    positional = [p.name for p in parameters.values() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    assert positional[-3:] == ["batch_size", "training", "seed"]
+    assert parameters["training"].default is False
+    for name in ("boundaries", "fixed_batch_size"):
+        assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY and name in parameters
+
+
+def test_old_and_new_keyword_given_differently_is_an_error():
+    assert renamed("f", "shuffle", True, "training", False, False) is True
+    assert renamed("f", "shuffle", None, "training", True, False) is True
+    assert renamed("f", "shuffle_seed", 4, "seed", 4, 0) == 4
+    with pytest.raises(TypeError, match="give `seed` only"):
+        renamed("f", "shuffle_seed", 4, "seed", 5, 0)
+
+
+def test_a_length_or_boundaries_in_the_place_of_training_is_refused():
+    assert check_training("f", False) is False
+    with pytest.raises(TypeError, match="keywords only"):
+        classification_batches.make_array_batches({}, None, 32, 128)  # the old place of sequence_length
+    with pytest.raises(TypeError, match="keywords only"):
+        tagging_batches.make_array_batches(None, 32, [32, 64])  # the old place of boundaries
