@@ -98,3 +98,32 @@ def test_span_head_config_round_trip():
 def test_span_extractor_rejects_non_backbone():
     with pytest.raises(TypeError, match="`backbone` must be a BertBackbone, got Dense"):
         BertSpanExtractor(keras.layers.Dense(2))
+
+
+def test_answer_applies_the_null_rule_of_span_decoding():
+    """SQuAD v2.0: `answer(null_score_diff_threshold=...)` says "" by the rule `answer_questions` uses (span_decoding)."""
+    import keras_bert_impl
+    from keras_bert_impl.models import span_decoding
+
+    preprocessor = keras_bert_impl.BertSpanExtractorPreprocessor.from_preset("all_minilm_l6_v2_en", sequence_length=32)
+    model = BertSpanExtractor(BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8,
+                                           intermediate_dim=16, max_sequence_length=32), preprocessor=preprocessor)
+    question, context = "Who sat?", "The cat sat on the mat."
+    windows = preprocessor.windows([question], [context])
+    target = int(windows.context_start[0]) + 1  # the context's second token: "cat"
+
+    def predict(features, **kwargs):
+        start = np.full(features["token_ids"].shape, -5.0, "float32")
+        start[:, 0] = 6.0  # [CLS]: null score 12
+        start[:, target] = 5.0  # the span "cat": score 10
+        return {"start_logits": start, "end_logits": start.copy()}
+
+    model.predict = predict
+    span = model.answer(question, context)
+    assert span["text"] == "cat" and "null_odds" not in span  # v1.1: always a span
+    no_answer = model.answer(question, context, null_score_diff_threshold=0.0)
+    assert no_answer["text"] == "" and no_answer["null_odds"] == pytest.approx(2.0)
+    assert no_answer["null_odds"] == span_decoding.null_odds(12.0, 10.0)
+    assert 0.0 < no_answer["score"] < 1.0
+    kept = model.answer(question, context, null_score_diff_threshold=2.0)  # odds 2 are not > 2
+    assert kept["text"] == "cat" and kept["null_odds"] == pytest.approx(2.0)

@@ -5,6 +5,7 @@ import numpy as np
 
 from keras_bert_impl.layers.span_head import SpanHead
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.span_decoding import NULL_POSITION, is_no_answer, null_odds, window_null_score
 from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler
 
 
@@ -129,7 +130,7 @@ class BertSpanExtractor(Task):
             "for raw text use answer(question, context)."
         )
 
-    def answer(self, question, context, batch_size=32):
+    def answer(self, question, context, batch_size=32, null_score_diff_threshold=None):
         """The answer span of `question` in `context`: `{"text", "start", "end", "score"}`.
 
         Contexts longer than one window are cut into overlapping windows
@@ -140,6 +141,13 @@ class BertSpanExtractor(Task):
         `context` (`end` exclusive), exact for any Unicode; `score` is the
         span's probability, `p(start) * p(end)` under the softmax of its
         window. Lists of questions and contexts give a list of answers.
+
+        SQuAD v2.0 ("no answer"): with `null_score_diff_threshold` set, the
+        answer is "" (`start == end == 0`, `score` the [CLS] span's
+        probability) where `null_odds > null_score_diff_threshold`, the rule
+        of `keras_bert_impl.models.span_decoding` that
+        `tasks.span_qa.prediction.answer_questions` applies too; every answer
+        then has `null_odds`. None (default): always the best span (v1.1).
 
         Example:
         >>> qa = BertSpanExtractor.from_preset("all_minilm_l6_v2_en")
@@ -155,15 +163,21 @@ class BertSpanExtractor(Task):
         start_logits = np.asarray(outputs["start_logits"], "float64")
         end_logits = np.asarray(outputs["end_logits"], "float64")
         best = [None] * len(questions)
+        null = [None] * len(questions)  # (null score, its probability): the lowest over the windows
         for w, i in enumerate(windows.example):
+            log_z_start, log_z_end = _logsumexp(start_logits[w]), _logsumexp(end_logits[w])
+            window_null = window_null_score(start_logits[w], end_logits[w])
+            if null[i] is None or window_null < null[i][0]:
+                cls_log_p = start_logits[w, NULL_POSITION] - log_z_start + end_logits[w, NULL_POSITION] - log_z_end
+                null[i] = (window_null, float(np.exp(cls_log_p)))
             first = int(windows.context_start[w])
             count = len(windows.token_index[w])
             if count == 0:
                 continue
             starts = start_logits[w, first : first + count]
             ends = end_logits[w, first : first + count]
-            log_p_start = starts - _logsumexp(start_logits[w])
-            log_p_end = ends - _logsumexp(end_logits[w])
+            log_p_start = starts - log_z_start
+            log_p_end = ends - log_z_end
             # score[s, e] = start_logit[s] + end_logit[e] for allowed spans.
             scores = starts[:, None] + ends[None, :]
             offsets = np.arange(count)
@@ -178,6 +192,11 @@ class BertSpanExtractor(Task):
                 best[i] = (scores[s, e], token_s, token_e, float(np.exp(log_p_start[s] + log_p_end[e])))
         answers = []
         for i, found in enumerate(best):
+            if null_score_diff_threshold is not None and null[i] is not None:
+                odds = null_odds(null[i][0], None if found is None else float(found[0]))
+                if is_no_answer(odds, null_score_diff_threshold):
+                    answers.append({"text": "", "start": 0, "end": 0, "score": null[i][1], "null_odds": odds})
+                    continue
             if found is None:
                 answers.append({"text": "", "start": 0, "end": 0, "score": 0.0})
                 continue
@@ -185,6 +204,8 @@ class BertSpanExtractor(Task):
             start = int(windows.char_starts[i][token_s])
             end = int(windows.char_ends[i][token_e])
             answers.append({"text": contexts[i][start:end], "start": start, "end": end, "score": probability})
+            if null_score_diff_threshold is not None and null[i] is not None:
+                answers[-1]["null_odds"] = odds
         return answers[0] if single else answers
 
 

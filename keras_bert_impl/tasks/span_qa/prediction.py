@@ -8,7 +8,9 @@
   *original* context by character offsets (original casing, accents and
   spacing). For SQuAD v2.0 the null score is the lowest `start_logit[CLS] +
   end_logit[CLS]` over the windows, and `null_odds[id] = null_score -
-  best_span_score` (the official `na_probs`).
+  best_span_score` (the official `na_probs`): the one null rule,
+  `keras_bert_impl.models.span_decoding`, which `BertSpanExtractor.answer`
+  applies too.
 - `apply_null_threshold(best_answers, null_odds, threshold)`: "" where
   `null_odds > threshold` (`evaluation.tune_null_threshold` picks the
   threshold that maximises F1 on a dev file, as the BERT paper does).
@@ -29,6 +31,7 @@ import keras
 import numpy as np
 
 from keras_bert_impl.layers.span_head import MASKED_LOGIT
+from keras_bert_impl.models.span_decoding import is_no_answer, null_odds, null_score
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.reading import SquadExample
 
@@ -105,11 +108,11 @@ def postprocess_predictions(
     for window, example_index in enumerate(features.example_index):
         windows_of_example[int(example_index)].append(window)
 
-    predictions, best_answers, nbest_all, null_odds = {}, {}, {}, {}
+    predictions, best_answers, nbest_all, all_null_odds = {}, {}, {}, {}
     for example_index, example in enumerate(features.examples):
         windows = windows_of_example.get(example_index, [])
         candidates = []
-        null_score = None
+        example_null_score = null_score(start_logits, end_logits, windows)
         for w in windows:
             length = min(start_logits.shape[1], features.token_char_start.shape[1])
             starts = start_logits[w, :length]
@@ -117,9 +120,6 @@ def postprocess_predictions(
             char_start = features.token_char_start[w, :length]
             char_end = features.token_char_end[w, :length]
             in_context = char_start >= 0
-            window_null = float(starts[0] + ends[0])
-            if null_score is None or window_null < null_score:
-                null_score = window_null
             start_indexes = _top_indices(starts, in_context & features.token_is_max_context[w, :length], n_best_size)
             end_indexes = _top_indices(ends, in_context, n_best_size)
             if start_indexes.size == 0 or end_indexes.size == 0:
@@ -150,30 +150,31 @@ def postprocess_predictions(
                 break
         best_text = nbest[0]["text"] if nbest else ""
         best_score = nbest[0]["score"] if nbest else None
-        if version_2_with_negative and null_score is not None:
-            null_entry = {"text": "", "score": null_score, "start_logit": None, "end_logit": None, "start": -1, "end": -1}
+        if version_2_with_negative and example_null_score is not None:
+            null_entry = {"text": "", "score": example_null_score, "start_logit": None, "end_logit": None,
+                          "start": -1, "end": -1}
             nbest = sorted(nbest + [null_entry], key=lambda entry: -entry["score"])[: max(n_best_size, 1) + 1]
-            # With no valid span the null answer wins by construction.
-            odds = null_score - best_score if best_score is not None else float(abs(null_score) + 1e4)
-            null_odds[example.qas_id] = odds
-            predictions[example.qas_id] = "" if odds > null_score_diff_threshold else best_text
+            odds = null_odds(example_null_score, best_score)  # with no valid span the null answer wins
+            all_null_odds[example.qas_id] = odds
+            predictions[example.qas_id] = "" if is_no_answer(odds, null_score_diff_threshold) else best_text
         else:
             predictions[example.qas_id] = best_text
         for entry, probability in zip(nbest, _softmax([entry["score"] for entry in nbest])):
             entry["probability"] = float(probability)
         best_answers[example.qas_id] = best_text
         nbest_all[example.qas_id] = nbest
-    return SquadPredictions(predictions=predictions, best_answers=best_answers, nbest=nbest_all, null_odds=null_odds)
+    return SquadPredictions(predictions=predictions, best_answers=best_answers, nbest=nbest_all,
+                            null_odds=all_null_odds)
 
 
 def apply_null_threshold(best_answers, null_odds, threshold):
-    """Answer "" where `null_odds[id] > threshold`, else the best span.
+    """Answer "" where `null_odds[id] > threshold` (`span_decoding.is_no_answer`), else the best span.
 
     Example:
     >>> apply_null_threshold({"a": "x", "b": "y"}, {"a": -1.0, "b": 2.0}, 0.5)
     {'a': 'x', 'b': ''}
     """
-    return {qid: ("" if null_odds[qid] > threshold else text) for qid, text in best_answers.items()}
+    return {qid: ("" if is_no_answer(null_odds[qid], threshold) else text) for qid, text in best_answers.items()}
 
 
 def predict_logits(model, features, batch_size=32):
