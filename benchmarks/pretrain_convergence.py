@@ -124,7 +124,18 @@ def run_keras(config_name, args, train, valid, vocab_size, model_seed):
             "sequences_per_second": (args.steps - 2) * args.batch_size / elapsed}
 
 
-def run_huggingface(config_name, args, train, valid, vocab_size, model_seed):
+def run_huggingface(config_name, args, train, valid, vocab_size, model_seed, dropout=None, save_to=None,
+                    gather_masked=False):
+    """Trains `transformers.BertForPreTraining` on `train` and scores `valid` (see the module docstring).
+
+    `dropout` replaces the preset's dropout during pretraining (None keeps it);
+    `save_to` writes the trained model there with `save_pretrained`, its config
+    carrying the preset's dropout again (the architecture to fine-tune).
+    `gather_masked` applies the model's own MLM head (`model.cls`) to the
+    masked positions only, as NVIDIA's and our step do: the same parameters
+    and loss as `model(labels=...)`, which scores every position and spends
+    most of a tiny model's step on the vocabulary projection.
+    """
     import torch
     from transformers import BertConfig, BertForPreTraining, get_linear_schedule_with_warmup
 
@@ -139,8 +150,8 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed):
         num_attention_heads=c["num_heads"], intermediate_size=c["intermediate_dim"],
         hidden_act="gelu_new" if c["activation"] == "gelu_approximate" else "gelu",
         max_position_embeddings=c["max_sequence_length"], type_vocab_size=c["num_segments"],
-        layer_norm_eps=c["layer_norm_epsilon"], hidden_dropout_prob=c["dropout"],
-        attention_probs_dropout_prob=c["dropout"])).to(device)
+        layer_norm_eps=c["layer_norm_epsilon"], hidden_dropout_prob=c["dropout"] if dropout is None else dropout,
+        attention_probs_dropout_prob=c["dropout"] if dropout is None else dropout)).to(device)
     no_decay = ("bias", "LayerNorm.weight")
     groups = [
         {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
@@ -166,7 +177,10 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed):
     for step, batch in enumerate(train[: args.steps]):
         if step == 2:
             start = time.perf_counter()
-        loss = model(**tensors(batch)).loss
+        if gather_masked:
+            loss = _gathered_loss(model, batch, tensors(batch), device, torch)
+        else:
+            loss = model(**tensors(batch)).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -189,8 +203,29 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed):
             mlm_total += int(mask.sum())
             nsp_correct += int((out.seq_relationship_logits.argmax(-1).cpu().numpy() == batch["next_sentence_labels"]).sum())
             nsp_total += len(batch["next_sentence_labels"])
+    if save_to is not None:
+        model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = c["dropout"]
+        model.save_pretrained(save_to)
     return {"mlm_accuracy": mlm_correct / mlm_total, "nsp_accuracy": nsp_correct / nsp_total,
             "sequences_per_second": (args.steps - 2) * args.batch_size / elapsed}
+
+
+def _gathered_loss(model, batch, inputs, device, torch):
+    """`BertForPreTraining`'s loss with its MLM head on the `mask_positions` only (weights 0 ignored)."""
+    out = model.bert(input_ids=inputs["input_ids"], token_type_ids=inputs["token_type_ids"],
+                     attention_mask=inputs["attention_mask"])
+    positions = torch.tensor(batch["mask_positions"], dtype=torch.long, device=device)
+    hidden = torch.gather(out.last_hidden_state, 1,
+                          positions[..., None].expand(-1, -1, out.last_hidden_state.shape[-1]))
+    logits = model.cls.predictions(hidden)
+    targets = torch.tensor(batch["mask_ids"], dtype=torch.long, device=device)
+    weights = torch.tensor(batch["mask_weights"], dtype=torch.float32, device=device)
+    per_token = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                                  reduction="none")
+    mlm = (per_token * weights.reshape(-1)).sum() / weights.sum().clamp(min=1.0)
+    nsp = torch.nn.functional.cross_entropy(model.cls.seq_relationship(out.pooler_output),
+                                            inputs["next_sentence_label"])
+    return mlm + nsp
 
 
 def main(argv=None):

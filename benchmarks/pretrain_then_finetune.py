@@ -1,0 +1,434 @@
+"""Pretrain, then fine-tune: is a BERT pretrained here worth fine-tuning?
+
+One run, end to end, from raw text to dev scores (one JSON line on stdout):
+
+1. Corpus: the Project Gutenberg novels in ../shared/data/corpus/gutenberg
+   (the bundled corpus's four books among them) through `prepare_corpus`,
+   every `--valid_every`-th chapter held out. Vocabulary: the bundled
+   lower-cased WordPiece vocabulary (4,291 tokens).
+2. Pretraining, the same budget for both sides (`--steps` steps of
+   `--batch_size` pairs, `--sequence_length`, the main job's settings):
+   - ours: `run_pretraining` (what `recipes/pretrain.py` runs), its export;
+   - Hugging Face `BertForPreTraining`, same config, trained on the batches
+     of the same pipeline and seed (`pretraining_dataset`), torch AdamW
+     with the same groups, schedule and clipping, saved with
+     `save_pretrained`.
+   Both are scored on the same held-out batches (masked-LM accuracy).
+3. Fine-tuning, the same recipe code and budget for every initialisation
+   (`--init_checkpoint` of the GLUE recipe, `--preset` of the CoNLL one):
+   SST-2 (accuracy), STS-B (Pearson/Spearman) and CoNLL-2003 (entity F1),
+   full training sets, `--epochs` epochs, seeds `--seeds`; initialisations
+   `ours` (our export), `huggingface` (HF's checkpoint, read by our loader)
+   and `random` (the same architecture, random weights, seeded by the
+   fine-tuning seed).
+4. Budget curve: ours pretrained for each of `--budget_steps` too, each
+   fine-tuned on SST-2 with the first seed; MLM and SST-2 accuracy against
+   pretraining minutes, a PNG with `--plot` (needs the `benchmark` extra:
+   matplotlib).
+
+Every unit (pretraining run, fine-tuning run) runs in its own process and
+writes `<work_dir>/units/<name>.json`; a rerun skips finished units, so an
+interrupted benchmark resumes where it stopped.
+
+    python benchmarks/pretrain_then_finetune.py --steps 3000 --budget_steps 300,1000 \\
+        --plot docs/results/pretrain_budget_curve.png --output docs/results/pretrain_then_finetune.json
+
+The CPU protocol of issue 17 is 30 minutes of pretraining (`--steps` about
+9,000 at 650 pairs/s on 2 cores); the figures in docs/pretraining.md state
+the budget they ran.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+SHARED = pathlib.Path(os.environ.get("KERAS_BERT_IMPL_SHARED_DATA", REPO.parent / "shared" / "data"))
+TASKS = ("sst2", "stsb", "conll")
+INITS = ("ours", "huggingface", "random")
+SCORE = {"sst2": "accuracy", "stsb": "pearson", "conll": "dev_f1"}  # the score each task is judged by
+
+
+def _write_json(path, value):
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=1)
+    os.replace(tmp, path)
+
+
+def _warmup(steps):
+    return max(1, round(steps / 12))  # the main job's 150 warm-up steps of 1,800
+
+
+# === Units (each runs in its own process) ===
+
+def unit_corpus(args):
+    from keras_bert_impl.data.corpus import bundled_corpus, prepare_corpus
+
+    books = sorted(str(p) for p in (SHARED / "corpus" / "gutenberg").glob("*.txt") if p.name != "README.md")
+    if not books:
+        raise FileNotFoundError(f"{SHARED / 'corpus' / 'gutenberg'}: no books (set KERAS_BERT_IMPL_SHARED_DATA)")
+    corpus_dir = os.path.join(args.work_dir, "corpus")
+    os.makedirs(corpus_dir, exist_ok=True)
+    train, valid = os.path.join(corpus_dir, "train.txt"), os.path.join(corpus_dir, "valid.txt")
+    stats = prepare_corpus(books, train, valid_output=valid, valid_every=args.valid_every)
+    return {"books": [os.path.basename(b) for b in books], "train": train, "valid": valid,
+            "vocab": bundled_corpus()["vocab"],
+            "stats": {k: (v._asdict() if hasattr(v, "_asdict") else getattr(v, "__dict__", str(v)))
+                      for k, v in stats.items() if v is not None}}
+
+
+def unit_pretrain_ours(args, steps):
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
+
+    corpus = _load_unit(args, "corpus")
+    model_dir = os.path.join(args.work_dir, f"ours_{steps}")
+    config = PretrainingConfig(
+        strategy="cpu" if args.cpu else "auto", config=args.config, train_files=[corpus["train"]],
+        validation_files=[corpus["valid"]], vocab=corpus["vocab"], sequence_length=args.sequence_length,
+        max_predictions_per_seq=args.max_predictions_per_seq, global_batch_size=args.batch_size,
+        num_steps=steps, warmup_steps=_warmup(steps), learning_rate=args.learning_rate,
+        model_dir=model_dir, checkpoint_every=steps, validation_steps=args.eval_batches, seed=args.data_seed,
+        verbose=2,
+    )
+    start = time.perf_counter()
+    result = run_pretraining(config)
+    seconds = time.perf_counter() - start
+    return {"steps": steps, "seconds": seconds, "mlm_accuracy": result["validation"].get("mlm_accuracy"),
+            "nsp_accuracy": result["validation"].get("nsp_accuracy"), "unigram_floor": result["unigram_floor"],
+            "sequences_per_second": result["sequences_per_second"], "checkpoint": result["export_dir"]}
+
+
+def unit_pretrain_huggingface(args, steps):
+    import shutil
+    import types
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from pretrain_convergence import run_huggingface
+
+    from keras_bert_impl.data.pretraining import pretraining_dataset
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    corpus = _load_unit(args, "corpus")
+    tokenizer = BertTokenizer(corpus["vocab"], lowercase=True)
+
+    def draw(path, count, seed, shuffle):  # the batches `run_pretraining` draws with the same seed
+        dataset = pretraining_dataset([path], tokenizer, sequence_length=args.sequence_length,
+                                      max_predictions_per_seq=args.max_predictions_per_seq,
+                                      batch_size=args.batch_size, seed=seed, shuffle=shuffle, repeat=True)
+        return [{k: v.numpy() for k, v in batch.items()} for batch in dataset.take(count)]
+
+    train = draw(corpus["train"], steps, args.data_seed, True)
+    valid = draw(corpus["valid"], args.eval_batches, args.data_seed + 1, False)
+    checkpoint = os.path.join(args.work_dir, f"huggingface_{steps}")
+    settings = types.SimpleNamespace(learning_rate=args.learning_rate, warmup_steps=_warmup(steps), steps=steps,
+                                     torch_device="cpu", batch_size=args.batch_size)
+    start = time.perf_counter()
+    metrics = run_huggingface(args.config, settings, train, valid, tokenizer.vocabulary_size(), args.data_seed,
+                              dropout=0.0, save_to=checkpoint, gather_masked=True)
+    seconds = time.perf_counter() - start
+    shutil.copy(corpus["vocab"], os.path.join(checkpoint, "vocab.txt"))
+    _write_json(os.path.join(checkpoint, "tokenizer_config.json"), {"do_lower_case": True})
+    return {"steps": steps, "seconds": seconds, **metrics, "checkpoint": checkpoint}
+
+
+def unit_random(args, seed):
+    import keras
+
+    from keras_bert_impl.checkpoints.own_preset import save_backbone_preset
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.presets import backbone_presets
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+    from keras_bert_impl.training.pretraining_run import PRESET_ALIASES
+
+    corpus = _load_unit(args, "corpus")
+    keras.utils.set_random_seed(seed)
+    vocabulary_size = BertTokenizer(corpus["vocab"], lowercase=True).vocabulary_size()
+    config = dict(backbone_presets[PRESET_ALIASES.get(args.config, args.config)]["config"],
+                  vocabulary_size=vocabulary_size)
+    checkpoint = os.path.join(args.work_dir, f"random_{seed}")
+    save_backbone_preset(BertBackbone(**config), checkpoint, vocabulary=corpus["vocab"], lowercase=True)
+    return {"seed": seed, "checkpoint": checkpoint}
+
+
+def unit_finetune(args, checkpoint, task, seed, out_dir):
+    common = dict(sequence_length=args.finetune_sequence_length, batch_size=args.finetune_batch_size,
+                  learning_rate=args.finetune_learning_rate, epochs=args.finetune_epochs, seed=seed)
+    start = time.perf_counter()
+    if task == "conll":
+        from keras_bert_impl.tasks.tagging.run import TaggingConfig, run
+
+        summary = run(TaggingConfig(model_dir=out_dir, data_dir=str(SHARED / "conll2003"), preset=checkpoint,
+                                    no_test_each_epoch=True, max_train_sentences=args.train_limit,
+                                    max_eval_sentences=args.eval_limit, **common))
+        scores = {k: summary[k] for k in ("dev_f1", "test_f1")}
+        extra = {"train_examples": summary.get("train_sentences"), "best_epoch": summary.get("best_epoch")}
+    else:
+        from keras_bert_impl.tasks.classification.run import ClassificationConfig, run
+
+        results = run(ClassificationConfig(task=task, data_dir=str(SHARED / "glue"), model_dir=out_dir,
+                                           init_checkpoint=checkpoint, preset=checkpoint, predict_test=False,
+                                           train_limit=args.train_limit, dev_limit=args.eval_limit, verbose=2,
+                                           **common))
+        scores = dict(results["best"])
+        extra = {"train_examples": results["train_examples"], "best_epoch": results["best_epoch"]}
+    return {"task": task, "seed": seed, "checkpoint": checkpoint, "scores": scores,
+            "seconds": time.perf_counter() - start, **extra}
+
+
+# === Orchestration ===
+
+def _unit_path(args, name):
+    return os.path.join(args.work_dir, "units", f"{name}.json")
+
+
+def _load_unit(args, name):
+    with open(_unit_path(args, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def run_unit(args, name):
+    """Runs unit `name` in this process and writes its JSON."""
+    kind, *rest = name.split(":")
+    if kind == "corpus":
+        result = unit_corpus(args)
+    elif kind == "pretrain_ours":
+        result = unit_pretrain_ours(args, int(rest[0]))
+    elif kind == "pretrain_huggingface":
+        result = unit_pretrain_huggingface(args, int(rest[0]))
+    elif kind == "random":
+        result = unit_random(args, int(rest[0]))
+    elif kind == "finetune":
+        init, steps, task, seed = rest[0], int(rest[1]), rest[2], int(rest[3])
+        source = f"random:{seed}" if init == "random" else f"pretrain_{init}:{steps}"
+        checkpoint = _load_unit(args, source.replace(":", "_"))["checkpoint"]
+        out_dir = os.path.join(args.work_dir, "finetune", name.replace(":", "_"))
+        result = unit_finetune(args, checkpoint, task, seed, out_dir)
+    else:
+        raise ValueError(f"unknown unit {name!r}")
+    _write_json(_unit_path(args, name.replace(":", "_")), {"unit": name, **result})
+
+
+def plan(args):
+    """The units in the order they start: the compared pretraining runs, every task and initialisation
+    with the first seed, the budget curve, then the other seeds."""
+    seeds, steps = args.seed_list, args.steps
+    units = ["corpus", f"pretrain_ours:{steps}"]
+    if "huggingface" in args.init_list:
+        units.append(f"pretrain_huggingface:{steps}")
+    units += [f"random:{s}" for s in seeds if "random" in args.init_list]
+    for index, seed in enumerate(seeds):
+        for task in args.task_list:
+            units += [f"finetune:{init}:{steps}:{task}:{seed}" for init in args.init_list]
+        if index == 0:
+            for budget in args.budget_list:
+                units += [f"pretrain_ours:{budget}", f"finetune:ours:{budget}:sst2:{seed}"]
+    return units
+
+
+def dependencies(name):
+    """The units whose JSON `name` reads."""
+    kind, *rest = name.split(":")
+    if kind == "corpus":
+        return []
+    if kind == "finetune":
+        init, steps, _, seed = rest
+        return ["corpus", f"random:{seed}" if init == "random" else f"pretrain_{init}:{steps}"]
+    return ["corpus"]
+
+
+def summarize(args, units):
+    """The one JSON line: pretraining figures, per-task scores per initialisation (mean, seeds, spread),
+    whether each pretrained initialisation beats random by more than the seed spread, and the budget curve."""
+    get = lambda name: units.get(name.replace(":", "_"))  # noqa: E731
+    pretraining = {}
+    for init in ("ours", "huggingface"):
+        unit = get(f"pretrain_{init}:{args.steps}")
+        if unit:
+            pretraining[init] = {k: unit.get(k) for k in ("steps", "seconds", "mlm_accuracy", "nsp_accuracy",
+                                                           "unigram_floor", "sequences_per_second")}
+    finetuning = {}
+    for task in args.task_list:
+        finetuning[task] = {}
+        for init in args.init_list:
+            runs = [get(f"finetune:{init}:{args.steps}:{task}:{s}") for s in args.seed_list]
+            runs = [r for r in runs if r]
+            if not runs:
+                continue
+            values = [r["scores"][SCORE[task]] for r in runs]
+            finetuning[task][init] = {
+                "metric": SCORE[task], "mean": sum(values) / len(values), "seeds": values,
+                "spread": max(values) - min(values), "all_scores": [r["scores"] for r in runs],
+                "mean_seconds": sum(r["seconds"] for r in runs) / len(runs),
+            }
+        random_run = finetuning[task].get("random")
+        for init in ("ours", "huggingface"):
+            run = finetuning[task].get(init)
+            if run and random_run and len(run["seeds"]) == len(random_run["seeds"]) > 1:
+                gain = run["mean"] - random_run["mean"]
+                run["gain_over_random"] = gain
+                run["beats_random_beyond_spread"] = gain > max(run["spread"], random_run["spread"])
+                run["worst_seed_above_best_random_seed"] = min(run["seeds"]) > max(random_run["seeds"])
+        if "ours" in finetuning[task] and "huggingface" in finetuning[task]:
+            finetuning[task]["ours_minus_huggingface"] = (finetuning[task]["ours"]["mean"]
+                                                          - finetuning[task]["huggingface"]["mean"])
+    curve = []
+    for budget in sorted(set(args.budget_list) | {args.steps}):
+        pre, fine = get(f"pretrain_ours:{budget}"), get(f"finetune:ours:{budget}:sst2:{args.seed_list[0]}")
+        if pre:
+            loop_minutes = budget * args.batch_size / pre["sequences_per_second"] / 60
+            curve.append({"steps": budget, "pretraining_minutes": loop_minutes, "wall_minutes": pre["seconds"] / 60,
+                          "mlm_accuracy": pre["mlm_accuracy"], "unigram_floor": (pre["unigram_floor"] or {}).get("accuracy"),
+                          "sst2_accuracy": fine["scores"]["accuracy"] if fine else None})
+    random_sst2 = get(f"finetune:random:{args.steps}:sst2:{args.seed_list[0]}")
+    return {
+        "benchmark": "pretrain_then_finetune", "config": args.config, "steps": args.steps,
+        "batch_size": args.batch_size, "sequence_length": args.sequence_length,
+        "learning_rate": args.learning_rate, "finetune": {
+            "learning_rate": args.finetune_learning_rate, "epochs": args.finetune_epochs,
+            "batch_size": args.finetune_batch_size, "sequence_length": args.finetune_sequence_length,
+            "train_limit": args.train_limit, "eval_limit": args.eval_limit, "seeds": args.seed_list},
+        "cpu_count": os.cpu_count(), "pretraining": pretraining, "finetuning": finetuning,
+        "budget_curve": curve,
+        "random_init_sst2_accuracy": random_sst2["scores"]["accuracy"] if random_sst2 else None,
+        "units_missing": [u for u in plan(args) if not get(u)],
+    }
+
+
+def plot_curve(summary, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curve = summary["budget_curve"]
+    minutes = [p["pretraining_minutes"] for p in curve]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
+    left.plot(minutes, [p["mlm_accuracy"] for p in curve], "o-", label="held-out MLM accuracy")
+    left.plot(minutes, [p["unigram_floor"] for p in curve], "--", color="grey", label="unigram floor")
+    left.set_xlabel("pretraining minutes (2 CPU cores)")
+    left.set_ylabel("accuracy")
+    left.set_title("masked-LM")
+    left.legend()
+    points = [(p["pretraining_minutes"], p["sst2_accuracy"]) for p in curve if p["sst2_accuracy"] is not None]
+    right.plot([m for m, _ in points], [a for _, a in points], "o-", label="pretrained here")
+    if summary.get("random_init_sst2_accuracy") is not None:
+        right.axhline(summary["random_init_sst2_accuracy"], ls="--", color="grey", label="random init")
+    right.set_xlabel("pretraining minutes (2 CPU cores)")
+    right.set_ylabel("SST-2 dev accuracy")
+    right.set_title(f"SST-2, fine-tuned {summary['finetune']['epochs']} epoch(s)")
+    right.legend()
+    fig.suptitle(f"BERT-{summary['config']} pretrained on Gutenberg, then fine-tuned")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work_dir", default=str(REPO / ".bench" / "pretrain_then_finetune"),
+                        help="corpus, checkpoints, fine-tuning runs and per-unit JSON (reused: a rerun resumes)")
+    parser.add_argument("--config", default="tiny", help="backbone size: tiny, mini, small, ...")
+    parser.add_argument("--steps", type=int, default=3000, help="pretraining steps of the compared models")
+    parser.add_argument("--budget_steps", default="300,1000",
+                        help="further pretraining budgets (steps) for the curve, fine-tuned on SST-2 only")
+    parser.add_argument("--batch_size", type=int, default=128, help="pretraining pairs per step")
+    parser.add_argument("--sequence_length", type=int, default=64, help="pretraining sequence length")
+    parser.add_argument("--max_predictions_per_seq", type=int, default=10)
+    parser.add_argument("--learning_rate", type=float, default=3e-3, help="pretraining peak learning rate")
+    parser.add_argument("--eval_batches", type=int, default=20, help="held-out pretraining batches scored")
+    parser.add_argument("--valid_every", type=int, default=10, help="every N-th chapter is held out")
+    parser.add_argument("--data_seed", type=int, default=0)
+    parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--inits", default=",".join(INITS))
+    parser.add_argument("--seeds", default="0,1,2", help="fine-tuning seeds (random init: also its weights)")
+    parser.add_argument("--finetune_learning_rate", type=float, default=1e-4)
+    parser.add_argument("--finetune_epochs", type=int, default=3)
+    parser.add_argument("--finetune_batch_size", type=int, default=32)
+    parser.add_argument("--finetune_sequence_length", type=int, default=128)
+    parser.add_argument("--train_limit", type=int, default=None,
+                        help="first N training examples of each task (default: the full training sets)")
+    parser.add_argument("--eval_limit", type=int, default=None,
+                        help="first N dev (and CoNLL test) examples (default: all; for smoke runs)")
+    parser.add_argument("--cpu", action="store_true", help="pretrain with --strategy cpu")
+    parser.add_argument("--parallel", type=int, default=2,
+                        help="fine-tuning runs at once (pretraining runs alone); tiny models leave cores idle")
+    parser.add_argument("--output", default=None, help="also write the JSON line here")
+    parser.add_argument("--plot", default=None, help="write the budget curve PNG here (needs matplotlib)")
+    parser.add_argument("--unit", default=None, help=argparse.SUPPRESS)  # internal: run one unit
+    args = parser.parse_args(argv)
+    args.seed_list = [int(s) for s in args.seeds.split(",") if s]
+    args.budget_list = [int(s) for s in args.budget_steps.split(",") if s]
+    args.task_list = [t for t in args.tasks.split(",") if t]
+    args.init_list = [i for i in args.inits.split(",") if i]
+    for name, values, allowed in (("--tasks", args.task_list, TASKS), ("--inits", args.init_list, INITS)):
+        unknown = sorted(set(values) - set(allowed))
+        if unknown:
+            parser.error(f"{name}: unknown {unknown}; choose from {', '.join(allowed)}")
+    if args.steps < 1 or any(b < 1 for b in args.budget_list) or not args.seed_list:
+        parser.error("--steps and --budget_steps must be >= 1 and --seeds must name at least one seed")
+    return args, argv
+
+
+def main(argv=None):
+    args, argv = parse_args(argv)
+    if args.unit:
+        run_unit(args, args.unit)
+        return 0
+    os.makedirs(os.path.join(args.work_dir, "units"), exist_ok=True)
+    forwarded = [a for a in (sys.argv[1:] if argv is None else argv)]
+    names = plan(args)
+    done = {n for n in names if os.path.exists(_unit_path(args, n.replace(":", "_")))}
+    pending = [n for n in names if n not in done]
+    running = {}  # name -> (process, log file, start time)
+    while pending or running:
+        for name in list(pending):  # start what may start, in plan order, up to --parallel at once
+            heavy = name.startswith(("corpus", "pretrain"))  # these use every core: alone
+            if len(running) >= (1 if heavy else args.parallel) or any(
+                    r.startswith(("corpus", "pretrain")) for r in running):
+                break
+            if not all(d in done for d in dependencies(name)):
+                continue
+            log = os.path.join(args.work_dir, "units", name.replace(":", "_") + ".log")
+            print(f"[{names.index(name) + 1}/{len(names)}] {name} (log: {log})", file=sys.stderr, flush=True)
+            f = open(log, "w", encoding="utf-8")
+            process = subprocess.Popen([sys.executable, __file__, *forwarded, "--unit", name], stdout=f,
+                                       stderr=subprocess.STDOUT, cwd=str(REPO))
+            running[name] = (process, f, time.perf_counter())
+            pending.remove(name)
+        time.sleep(1)
+        for name, (process, f, start) in list(running.items()):
+            code = process.poll()
+            if code is None:
+                continue
+            f.close()
+            del running[name]
+            if code != 0:
+                for other, (p, g, _) in running.items():
+                    p.wait()
+                    g.close()
+                print(f"{name} failed (exit {code}); see {f.name}. Rerun the same command to resume.",
+                      file=sys.stderr)
+                return code
+            done.add(name)
+            scores = _load_unit(args, name.replace(":", "_")).get("scores")
+            print(f"    {name} done in {time.perf_counter() - start:.0f} s{': ' + json.dumps(scores) if scores else ''}",
+                  file=sys.stderr, flush=True)
+    units = {}
+    for path in pathlib.Path(args.work_dir, "units").glob("*.json"):
+        units[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+    summary = summarize(args, units)
+    line = json.dumps(summary)
+    print(line)
+    if args.output:
+        _write_json(args.output, summary)
+    if args.plot:
+        plot_curve(summary, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
