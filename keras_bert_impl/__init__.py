@@ -48,7 +48,15 @@ def _register_on_first_use(name, module):
         custom_objects[key] = type(name, (), {"from_config": classmethod(from_config), "__module__": module})
 
 
-for _name, _module in _PREPROCESSING.items():
+# Optimizers and their schedule (training/, Keras only): the same stand-ins, so a model saved with
+# `save(path, include_optimizer=True)` loads with its optimizer after `import keras_bert_impl`.
+_TRAINING_OBJECTS = {
+    "GlobalClipAdamW": "keras_bert_impl.training.optimizer",
+    "GlobalClipLamb": "keras_bert_impl.training.optimizer",
+    "WarmupLinearDecay": "keras_bert_impl.training.schedule",
+}
+
+for _name, _module in {**_PREPROCESSING, **_TRAINING_OBJECTS}.items():
     _register_on_first_use(_name, _module)
 
 # Sub-packages: imported on first access.

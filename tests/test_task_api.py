@@ -141,6 +141,40 @@ def test_keras_file_round_trip_in_a_fresh_process(tmp_path):
     np.testing.assert_array_equal(loaded, np.asarray(classifier.predict(texts, verbose=0), "float64"))
 
 
+_LOAD_WITH_OPTIMIZER = """
+import json, sys, numpy as np, keras
+import keras_bert_impl
+model = keras.saving.load_model(sys.argv[1])
+slots = [np.asarray(v, "float64") for v in model.optimizer.variables]
+print(json.dumps({"optimizer": type(model.optimizer).__name__,
+                  "schedule": type(model.optimizer._learning_rate).__name__,
+                  "iterations": int(model.optimizer.iterations),
+                  "slot_sums": [float(np.abs(s).sum()) for s in slots]}))
+"""
+
+
+def test_save_with_the_optimizer_reloads_its_state_in_a_fresh_process(tmp_path):
+    from keras_bert_impl.training.optimizer import create_optimizer
+
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    classifier.compile(optimizer=create_optimizer(1e-3, num_train_steps=10, warmup_steps=2))
+    classifier.fit(["one text", "another text", "a third", "and a fourth"], [0, 1, 1, 0], batch_size=2, epochs=1,
+                   verbose=0)
+    path = str(tmp_path / "with_optimizer.keras")
+    classifier.save(path, include_optimizer=True)
+    result = subprocess.run([sys.executable, "-c", _LOAD_WITH_OPTIMIZER, path], capture_output=True, text=True,
+                            timeout=300, env=dict(os.environ))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Skipping variable loading" not in result.stderr and "compile() was not called" not in result.stderr
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded["optimizer"] == type(classifier.optimizer).__name__ == "GlobalClipAdamW"
+    assert loaded["schedule"] == "WarmupLinearDecay"
+    assert loaded["iterations"] == int(classifier.optimizer.iterations) == 2
+    expected = [float(np.abs(np.asarray(v, "float64")).sum()) for v in classifier.optimizer.variables]
+    np.testing.assert_allclose(loaded["slot_sums"], expected, rtol=1e-6)
+    assert sum(expected[1:]) > 0  # trained moments, not fresh zeros
+
+
 def test_save_to_preset_round_trip_keeps_the_head(tmp_path):
     classifier = BertClassifier(_tiny_backbone(), num_classes=2, label_names=["no", "yes"],
                                 preprocessor=_preprocessor(sequence_length=24))

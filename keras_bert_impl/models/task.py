@@ -88,6 +88,13 @@ class Task(FunctionalModel):
             weighted_metrics = self.default_weighted_metrics()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
 
+    def compile_from_config(self, config):
+        """Re-compiles a model loaded from `save(path, include_optimizer=True)` and builds its optimizer, so the
+        saved optimizer state loads (Keras skips this for models whose `compile` is overridden, as here)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
     def _compile_if_needed(self):
         if not self.compiled:
             self.compile()
