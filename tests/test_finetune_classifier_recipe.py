@@ -224,9 +224,13 @@ def test_flags_parse_to_config():
     config = recipe.parse_args(["--train_file", "a.csv", "--validation_file", "b.jsonl", "--text_column", "t",
                                 "--label_column", "y", "--output_dir", "o", "--max_seq_length", "96",
                                 "--regression", "--train_limit", "10", "--text_pair_column", "u"])
-    assert config == recipe.FinetuneConfig(
+    from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig
+
+    assert config == TableClassificationConfig(
         train_file="a.csv", validation_file="b.jsonl", text_column="t", label_column="y", output_dir="o",
         text_pair_column="u", regression=True, sequence_length=96, train_limit=10)
     assert config.preset == "all_minilm_l6_v2_en" and config.test_file is None
     assert recipe.parse_args(["--train_file", "a", "--validation_file", "b", "--text_column", "t",
                               "--label_column", "y", "--output_dir", "o", "--sequence_length", "32"]).sequence_length == 32
+    assert recipe.parse_args(["--train_file", "a", "--validation_file", "b", "--text_column", "t",
+                              "--label_column", "y", "--output_dir", "o", "--seq_length", "48"]).sequence_length == 48

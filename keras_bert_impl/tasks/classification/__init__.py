@@ -4,7 +4,8 @@ The step functions are re-exported here (`from keras_bert_impl.tasks import
 classification; classification.read_split(...)`); the fine-tuning story is
 `keras_bert_impl.tasks.classification.run` (`ClassificationConfig`, `run`),
 imported on its own since it builds models. Labelled tables in CSV, TSV or
-JSON Lines (your own data) are read by `table_files`.
+JSON Lines (your own data) are read by `table_files`, and fine-tuned by the
+story of `recipes/finetune_classifier.py`, `table_run`.
 """
 
 from keras_bert_impl.tasks.classification.batches import make_array_batches, make_dataset
