@@ -386,9 +386,11 @@ def main(argv=None):
     running = {}  # name -> (process, log file, start time)
     while pending or running:
         for name in list(pending):  # start what may start, in plan order, up to --parallel at once
-            heavy = name.startswith(("corpus", "pretrain"))  # these use every core: alone
-            if len(running) >= (1 if heavy else args.parallel) or any(
-                    r.startswith(("corpus", "pretrain")) for r in running):
+            # Our pretraining runs alone (its timing is a result); the peer's pretraining, whose seq/s only
+            # describes the peer, may share the machine with fine-tuning runs.
+            exclusive = ("corpus", "pretrain_ours")
+            if len(running) >= (1 if name.startswith(exclusive) else args.parallel) or any(
+                    r.startswith(exclusive) for r in running):
                 break
             if not all(d in done for d in dependencies(name)):
                 continue
