@@ -158,12 +158,13 @@ def unit_random(args, seed):
 def unit_finetune(args, checkpoint, task, seed, out_dir):
     common = dict(sequence_length=args.finetune_sequence_length, batch_size=args.finetune_batch_size,
                   learning_rate=args.finetune_learning_rate, epochs=args.finetune_epochs, seed=seed)
+    limit = args.train_limit_of.get(task, args.train_limit)
     start = time.perf_counter()
     if task == "conll":
         from keras_bert_impl.tasks.tagging.run import TaggingConfig, run
 
         summary = run(TaggingConfig(model_dir=out_dir, data_dir=str(SHARED / "conll2003"), preset=checkpoint,
-                                    no_test_each_epoch=True, max_train_sentences=args.train_limit,
+                                    no_test_each_epoch=True, max_train_sentences=limit,
                                     max_eval_sentences=args.eval_limit, **common))
         scores = {k: summary[k] for k in ("dev_f1", "test_f1")}
         extra = {"train_examples": summary.get("train_sentences"), "best_epoch": summary.get("best_epoch")}
@@ -172,7 +173,7 @@ def unit_finetune(args, checkpoint, task, seed, out_dir):
 
         results = run(ClassificationConfig(task=task, data_dir=str(SHARED / "glue"), model_dir=out_dir,
                                            init_checkpoint=checkpoint, preset=checkpoint, predict_test=False,
-                                           train_limit=args.train_limit, dev_limit=args.eval_limit, verbose=2,
+                                           train_limit=limit, dev_limit=args.eval_limit, verbose=2,
                                            **common))
         scores = dict(results["best"])
         extra = {"train_examples": results["train_examples"], "best_epoch": results["best_epoch"]}
@@ -189,6 +190,33 @@ def _unit_path(args, name):
 def _load_unit(args, name):
     with open(_unit_path(args, name), encoding="utf-8") as f:
         return json.load(f)
+
+
+class _AdoptedUnit:
+    """A unit process started by an earlier invocation (its `.pid` file names a live process running it)."""
+
+    def __init__(self, args, name, pid):
+        self.args, self.name, self.pid = args, name, pid
+
+    @classmethod
+    def find(cls, args, name):
+        try:
+            with open(_unit_path(args, name.replace(":", "_")) + ".pid") as f:
+                pid = int(f.read())
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                alive = f"--unit\0{name}".encode() in f.read()
+        except (OSError, ValueError):
+            return None
+        return cls(args, name, pid) if alive else None
+
+    def poll(self):
+        if os.path.exists(f"/proc/{self.pid}"):
+            return None
+        return 0 if os.path.exists(_unit_path(self.args, self.name.replace(":", "_"))) else 1
+
+    def wait(self):
+        while self.poll() is None:
+            time.sleep(1)
 
 
 def run_unit(args, name):
@@ -291,7 +319,7 @@ def summarize(args, units):
         "learning_rate": args.learning_rate, "finetune": {
             "learning_rate": args.finetune_learning_rate, "epochs": args.finetune_epochs,
             "batch_size": args.finetune_batch_size, "sequence_length": args.finetune_sequence_length,
-            "train_limit": args.train_limit, "eval_limit": args.eval_limit, "seeds": args.seed_list},
+            "train_limit": args.train_limit, "train_limits": args.train_limit_of, "eval_limit": args.eval_limit, "seeds": args.seed_list},
         "cpu_count": os.cpu_count(), "pretraining": pretraining, "finetuning": finetuning,
         "budget_curve": curve,
         "random_init_sst2_accuracy": random_sst2["scores"]["accuracy"] if random_sst2 else None,
@@ -351,6 +379,8 @@ def parse_args(argv=None):
     parser.add_argument("--finetune_sequence_length", type=int, default=128)
     parser.add_argument("--train_limit", type=int, default=None,
                         help="first N training examples of each task (default: the full training sets)")
+    parser.add_argument("--train_limits", default="",
+                        help="per-task first-N training examples, e.g. sst2=20000 (overrides --train_limit)")
     parser.add_argument("--eval_limit", type=int, default=None,
                         help="first N dev (and CoNLL test) examples (default: all; for smoke runs)")
     parser.add_argument("--cpu", action="store_true", help="pretrain with --strategy cpu")
@@ -361,6 +391,10 @@ def parse_args(argv=None):
     parser.add_argument("--unit", default=None, help=argparse.SUPPRESS)  # internal: run one unit
     args = parser.parse_args(argv)
     args.seed_list = [int(s) for s in args.seeds.split(",") if s]
+    try:
+        args.train_limit_of = {t: int(n) for t, n in (item.split("=") for item in args.train_limits.split(",") if item)}
+    except ValueError:
+        parser.error(f"--train_limits: expected task=N[,task=N], got {args.train_limits!r}")
     args.budget_list = [int(s) for s in args.budget_steps.split(",") if s]
     args.task_list = [t for t in args.tasks.split(",") if t]
     args.init_list = [i for i in args.inits.split(",") if i]
@@ -384,6 +418,13 @@ def main(argv=None):
     done = {n for n in names if os.path.exists(_unit_path(args, n.replace(":", "_")))}
     pending = [n for n in names if n not in done]
     running = {}  # name -> (process, log file, start time)
+    for name in list(pending):  # units still running from an interrupted invocation: wait for them
+        process = _AdoptedUnit.find(args, name)
+        if process is not None:
+            print(f"[{names.index(name) + 1}/{len(names)}] {name} still running (pid {process.pid}): waiting for it",
+                  file=sys.stderr, flush=True)
+            running[name] = (process, open(os.devnull, "w"), time.perf_counter())
+            pending.remove(name)
     while pending or running:
         for name in list(pending):  # start what may start, in plan order, up to --parallel at once
             # Our pretraining runs alone (its timing is a result); the peer's pretraining, whose seq/s only
@@ -399,6 +440,8 @@ def main(argv=None):
             f = open(log, "w", encoding="utf-8")
             process = subprocess.Popen([sys.executable, __file__, *forwarded, "--unit", name], stdout=f,
                                        stderr=subprocess.STDOUT, cwd=str(REPO))
+            with open(_unit_path(args, name.replace(":", "_")) + ".pid", "w") as pid_file:
+                pid_file.write(str(process.pid))
             running[name] = (process, f, time.perf_counter())
             pending.remove(name)
         time.sleep(1)
