@@ -388,6 +388,8 @@ def parse_args(argv=None):
                         help="fine-tuning runs at once (pretraining runs alone); tiny models leave cores idle")
     parser.add_argument("--output", default=None, help="also write the JSON line here")
     parser.add_argument("--plot", default=None, help="write the budget curve PNG here (needs matplotlib)")
+    parser.add_argument("--summary_only", action="store_true",
+                        help="report the units finished so far (missing ones are listed), run nothing")
     parser.add_argument("--unit", default=None, help=argparse.SUPPRESS)  # internal: run one unit
     args = parser.parse_args(argv)
     args.seed_list = [int(s) for s in args.seeds.split(",") if s]
@@ -413,6 +415,8 @@ def main(argv=None):
         run_unit(args, args.unit)
         return 0
     os.makedirs(os.path.join(args.work_dir, "units"), exist_ok=True)
+    if args.summary_only:
+        return _report(args)
     forwarded = [a for a in (sys.argv[1:] if argv is None else argv)]
     names = plan(args)
     done = {n for n in names if os.path.exists(_unit_path(args, n.replace(":", "_")))}
@@ -462,6 +466,11 @@ def main(argv=None):
             scores = _load_unit(args, name.replace(":", "_")).get("scores")
             print(f"    {name} done in {time.perf_counter() - start:.0f} s{': ' + json.dumps(scores) if scores else ''}",
                   file=sys.stderr, flush=True)
+    return _report(args)
+
+
+def _report(args):
+    """Prints (and writes) the JSON line of the finished units, and the plot."""
     units = {}
     for path in pathlib.Path(args.work_dir, "units").glob("*.json"):
         units[path.stem] = json.loads(path.read_text(encoding="utf-8"))
