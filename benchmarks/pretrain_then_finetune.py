@@ -39,6 +39,7 @@ the budget they ran.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
@@ -46,18 +47,13 @@ import subprocess
 import sys
 import time
 
+from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED = pathlib.Path(os.environ.get("KERAS_BERT_IMPL_SHARED_DATA", REPO.parent / "shared" / "data"))
 TASKS = ("sst2", "stsb", "conll")
 INITS = ("ours", "huggingface", "random")
 SCORE = {"sst2": "accuracy", "stsb": "pearson", "conll": "dev_f1"}  # the score each task is judged by
-
-
-def _write_json(path, value):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=1)
-    os.replace(tmp, path)
 
 
 def _warmup(steps):
@@ -78,8 +74,7 @@ def unit_corpus(args):
     stats = prepare_corpus(books, train, valid_output=valid, valid_every=args.valid_every)
     return {"books": [os.path.basename(b) for b in books], "train": train, "valid": valid,
             "vocab": bundled_corpus()["vocab"],
-            "stats": {k: (v._asdict() if hasattr(v, "_asdict") else getattr(v, "__dict__", str(v)))
-                      for k, v in stats.items() if v is not None}}
+            "stats": {k: dataclasses.asdict(v) for k, v in stats.items() if v is not None}}
 
 
 def unit_pretrain_ours(args, steps):
@@ -132,7 +127,7 @@ def unit_pretrain_huggingface(args, steps):
                               dropout=0.0, save_to=checkpoint, gather_masked=True)
     seconds = time.perf_counter() - start
     shutil.copy(corpus["vocab"], os.path.join(checkpoint, "vocab.txt"))
-    _write_json(os.path.join(checkpoint, "tokenizer_config.json"), {"do_lower_case": True})
+    atomic_write_json(os.path.join(checkpoint, "tokenizer_config.json"), {"do_lower_case": True})
     return {"steps": steps, "seconds": seconds, **metrics, "checkpoint": checkpoint}
 
 
@@ -238,7 +233,7 @@ def run_unit(args, name):
         result = unit_finetune(args, checkpoint, task, seed, out_dir)
     else:
         raise ValueError(f"unknown unit {name!r}")
-    _write_json(_unit_path(args, name.replace(":", "_")), {"unit": name, **result})
+    atomic_write_json(_unit_path(args, name.replace(":", "_")), {"unit": name, **result})
 
 
 def plan(args):
@@ -478,7 +473,7 @@ def _report(args):
     line = json.dumps(summary)
     print(line)
     if args.output:
-        _write_json(args.output, summary)
+        atomic_write_json(args.output, summary)
     if args.plot:
         plot_curve(summary, args.plot)
     return 0

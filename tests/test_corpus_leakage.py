@@ -8,13 +8,12 @@ SST-2 and STS-B dev and test, CoNLL-2003 testa/testb, SQuAD v1.1 dev
 13-gram.
 """
 
-import gzip
-import json
-
 import pytest
 
 from keras_bert_impl.data.contamination import shared_ngrams, words
 from keras_bert_impl.data.corpus import bundled_corpus
+from keras_bert_impl.tasks.span_qa.reading import load_squad_json
+from keras_bert_impl.tasks.tagging.reading import read_conll
 
 
 def _tsv_columns(path, columns):
@@ -24,21 +23,8 @@ def _tsv_columns(path, columns):
     return [parts[i] for parts in (line.split("\t") for line in lines[1:] if line) for i in indices if i < len(parts)]
 
 
-def _conll_sentences(path):
-    sentences, current = [], []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("-DOCSTART-"):
-            if current:
-                sentences.append(" ".join(current))
-            current = []
-        else:
-            current.append(line.split()[0])
-    return sentences + ([" ".join(current)] if current else [])
-
-
 def _squad_texts(path):
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        data = json.load(f)["data"]
+    data = load_squad_json(path)["data"]
     return [t for a in data for p in a["paragraphs"] for t in [p["context"], *(q["question"] for q in p["qas"])]]
 
 
@@ -49,8 +35,8 @@ def evaluation_texts(root):
         "SST-2 test": (root / "glue/SST-2/test.tsv", lambda p: _tsv_columns(p, ["sentence"])),
         "STS-B dev": (root / "glue/STS-B/dev.tsv", lambda p: _tsv_columns(p, ["sentence1", "sentence2"])),
         "STS-B test": (root / "glue/STS-B/test.tsv", lambda p: _tsv_columns(p, ["sentence1", "sentence2"])),
-        "CoNLL-2003 testa": (root / "conll2003/eng.testa", _conll_sentences),
-        "CoNLL-2003 testb": (root / "conll2003/eng.testb", _conll_sentences),
+        "CoNLL-2003 testa": (root / "conll2003/eng.testa", lambda p: [" ".join(s.words) for s in read_conll(p)]),
+        "CoNLL-2003 testb": (root / "conll2003/eng.testb", lambda p: [" ".join(s.words) for s in read_conll(p)]),
         "SQuAD v1.1 dev": (root / "squad/dev-v1.1.json.gz", _squad_texts),
     }
     return {name: read(path) for name, (path, read) in sources.items() if path.is_file()}
