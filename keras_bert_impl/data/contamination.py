@@ -40,6 +40,10 @@ def shared_ngrams(corpus_texts, evaluation_texts, n=8):
     ['it was the worst of', 'was the worst of times']
     >>> shared_ngrams(corpus, ["The times were hard."], n=5)
     set()
+    >>> shared_ngrams(corpus, ["x"], n=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: n must be an integer >= 1, got 0
     """
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be an integer >= 1, got {n!r}")
