@@ -61,7 +61,9 @@ def parse_args(argv=None):
                    help="dropout while pretraining (default 0: off, best for short runs; BERT used 0.1). "
                         "The exported backbone records the architecture's own dropout for fine-tuning")
     p.add_argument("--steps_per_execution", type=int, default=d.steps_per_execution)
-    p.add_argument("--jit_compile", default="auto", type=lambda v: {"true": True, "false": False}.get(v.lower(), v))
+    p.add_argument("--jit_compile", default="auto", type=lambda v: {"true": True, "false": False}.get(v.lower(), v),
+                   help="XLA for the training step: true, false, or auto (default: XLA on TensorFlow with one "
+                        "replica and on JAX, off on PyTorch, Keras's choice with several tf.distribute replicas)")
     p.add_argument("--profile_steps", default=None, help="'START,END' steps to trace with the TF profiler")
     p.add_argument("--deterministic", action="store_true", help="TF op determinism (exact resume on CPU)")
     p.add_argument("--verbose", type=int, default=1)
@@ -93,7 +95,8 @@ def main(argv=None):
               f"the model scores {accuracy / floor['accuracy']:.1f}x that on the same "
               f"{floor['masked_positions']} held-out masked positions)")
     if result["sequences_per_second"]:
-        print(f"Training speed: {result['sequences_per_second']:.1f} sequences/s")
+        xla = {True: "XLA on", False: "XLA off"}.get(result.get("jit_compile"), "XLA: Keras's choice")
+        print(f"Training speed: {result['sequences_per_second']:.1f} sequences/s ({xla})")
     print(f"TensorBoard logs: {result['logs_dir']}   (tensorboard --logdir {result['logs_dir']})")
     print(f"Exported backbone: {result['export_dir']}   (--init_checkpoint for fine-tuning)")
     return 0

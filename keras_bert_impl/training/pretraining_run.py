@@ -37,7 +37,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
 )
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
-from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy
+from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy, resolve_jit_compile
 from keras_bert_impl.training.unigram_floor import unigram_floor
 
 PRESET_ALIASES = {
@@ -163,7 +163,8 @@ def run_pretraining(config, dataset_fn=None):
 
     Returns:
         dict with `step`, `validation` metrics, `model_dir`, `logs_dir`,
-        `export_dir`, `sequences_per_second`.
+        `export_dir`, `sequences_per_second`, `jit_compile` (what `--jit_compile`
+        resolved to: `strategy.resolve_jit_compile`).
     """
     import tensorflow as tf
 
@@ -256,7 +257,7 @@ def run_pretraining(config, dataset_fn=None):
         )
         model.compile(
             optimizer=optimizer,
-            jit_compile=config.jit_compile,
+            jit_compile=resolve_jit_compile(config.jit_compile, strategy),
             steps_per_execution=config.steps_per_execution,
         )
         optimizer.build(model.trainable_variables)
@@ -348,6 +349,7 @@ def run_pretraining(config, dataset_fn=None):
         "unigram_floor": floor,
         "history": {k: [float(x) for x in v] for k, v in history.items()},
         "sequences_per_second": trained_steps * config.global_batch_size / elapsed if trained_steps else None,
+        "jit_compile": model.jit_compile,
         "model_dir": config.model_dir,
         "logs_dir": logs_dir,
         "export_dir": export_dir,

@@ -194,6 +194,39 @@ def check_global_batch_size(global_batch_size, num_replicas):
     return global_batch_size // num_replicas
 
 
+def resolve_jit_compile(jit_compile, strategy, backend=None):
+    """What `--jit_compile auto` means for a pretraining step: XLA wherever one compiled program runs it.
+
+    Keras's own `"auto"` leaves XLA *off* for TensorFlow on CPU-only machines
+    and under any `tf.distribute` strategy. The pretraining step has static
+    shapes, so one compile serves the whole run, and XLA ran it 1.8x faster on
+    2 CPU cores (docs/pretraining.md). So for pretraining, `"auto"` is:
+    - TensorFlow with one replica (the CPU, or one GPU): `True`;
+    - TensorFlow with several replicas (`MirroredStrategy`,
+      `MultiWorkerMirroredStrategy`, `TPUStrategy`): Keras's choice (`"auto"`);
+      a TPU compiles every step with XLA anyway;
+    - JAX: `True` (JAX steps are compiled programs);
+    - PyTorch: `False` (`True` would mean `torch.compile`).
+    `True` and `False` are returned as given.
+
+    Example:
+    >>> resolve_jit_compile("auto", SingleDeviceStrategy("cpu"), backend="tensorflow")
+    True
+    >>> resolve_jit_compile("auto", SingleDeviceStrategy("cpu"), backend="torch")
+    False
+    >>> resolve_jit_compile(False, SingleDeviceStrategy("cpu"), backend="jax")
+    False
+    """
+    if jit_compile != "auto":
+        return jit_compile
+    backend = backend or keras.backend.backend()
+    if backend == "torch":
+        return False
+    if backend == "jax":
+        return True
+    return True if strategy.num_replicas_in_sync == 1 else "auto"
+
+
 def _tensorflow_strategy(name, tpu, devices, connect_timeout):
     import tensorflow as tf
 
