@@ -1,7 +1,7 @@
 """Pretrain BERT (MLM + NSP) on raw text: CPU, GPUs, several workers or a TPU.
 
 With no arguments: the tiny config on the corpus bundled with the package,
-1,800 steps of batch 128 (about 4 minutes on 2 CPU cores). Restarting the same
+1,800 steps of batch 128 (6.5-12.5 minutes on 2 CPU cores, by machine). Restarting the same
 command resumes from the newest checkpoint in --model_dir (--num_steps, --learning_rate and
 --warmup_steps may change on resume). Every flag and input file is checked before any work; an
 error is one line `error: ...` and exit status 2 (--debug shows the traceback).

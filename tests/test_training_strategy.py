@@ -55,3 +55,19 @@ def test_pretrain_recipe_with_tpu_strategy_exits_fast_with_the_message(tmp_path)
     assert result.returncode != 0
     assert "No TPU was found" in result.stderr and "--tpu" in result.stderr
     assert time.monotonic() - start < 90  # interpreter + TensorFlow start-up included
+
+
+def test_resolve_jit_compile_turns_xla_on_where_one_program_runs_the_step():
+    """Pretraining's `--jit_compile auto`: XLA on one TF replica and on JAX (Keras's own auto is off on CPU-only TF)."""
+    from keras_bert_impl.training.strategy import SingleDeviceStrategy, resolve_jit_compile
+
+    class TwoReplicas:
+        num_replicas_in_sync = 2
+
+    one = SingleDeviceStrategy("cpu")
+    assert resolve_jit_compile("auto", one, backend="tensorflow") is True
+    assert resolve_jit_compile("auto", TwoReplicas(), backend="tensorflow") == "auto"  # Keras decides
+    assert resolve_jit_compile("auto", TwoReplicas(), backend="jax") is True
+    assert resolve_jit_compile("auto", one, backend="torch") is False
+    for explicit in (True, False):
+        assert resolve_jit_compile(explicit, one, backend="tensorflow") is explicit

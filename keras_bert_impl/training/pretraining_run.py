@@ -54,7 +54,7 @@ class PretrainingConfig:
     """Every setting of a pretraining run (the flags of `recipes/pretrain.py`).
 
     Defaults pretrain the tiny config on the corpus bundled with the package
-    in about 4 minutes on 2 CPU cores, to a held-out MLM accuracy of
+    in 6.5-12.5 minutes on 2 CPU cores (by machine), to a held-out MLM accuracy of
     0.24-0.31 over seeds (the unigram floor is 0.07): sequence length 64,
     10 masked positions, batch 128, 1,800 steps, peak learning rate 3e-3
     after 150 warm-up steps, no dropout. docs/pretraining.md gives the measurement
