@@ -178,6 +178,12 @@ def unit_finetune(args, checkpoint, task, seed, out_dir):
 
 # === Orchestration ===
 
+def finetune_unit(init, steps, task, seed):
+    """The name of a fine-tuning unit. Random initialisation has no pretraining, so its units are named with 0
+    steps and serve every `--steps` budget."""
+    return f"finetune:{init}:{0 if init == 'random' else steps}:{task}:{seed}"
+
+
 def _unit_path(args, name):
     return os.path.join(args.work_dir, "units", f"{name}.json")
 
@@ -246,7 +252,7 @@ def plan(args):
     units += [f"random:{s}" for s in seeds if "random" in args.init_list]
     for index, seed in enumerate(seeds):
         for task in args.task_list:
-            units += [f"finetune:{init}:{steps}:{task}:{seed}" for init in args.init_list]
+            units += [finetune_unit(init, steps, task, seed) for init in args.init_list]
         if index == 0:
             for budget in args.budget_list:
                 units += [f"pretrain_ours:{budget}", f"finetune:ours:{budget}:sst2:{seed}"]
@@ -278,7 +284,7 @@ def summarize(args, units):
     for task in args.task_list:
         finetuning[task] = {}
         for init in args.init_list:
-            runs = [get(f"finetune:{init}:{args.steps}:{task}:{s}") for s in args.seed_list]
+            runs = [get(finetune_unit(init, args.steps, task, s)) for s in args.seed_list]
             runs = [r for r in runs if r]
             if not runs:
                 continue
@@ -307,7 +313,7 @@ def summarize(args, units):
             curve.append({"steps": budget, "pretraining_minutes": loop_minutes, "wall_minutes": pre["seconds"] / 60,
                           "mlm_accuracy": pre["mlm_accuracy"], "unigram_floor": (pre["unigram_floor"] or {}).get("accuracy"),
                           "sst2_accuracy": fine["scores"]["accuracy"] if fine else None})
-    random_sst2 = get(f"finetune:random:{args.steps}:sst2:{args.seed_list[0]}")
+    random_sst2 = get(finetune_unit("random", args.steps, "sst2", args.seed_list[0]))
     return {
         "benchmark": "pretrain_then_finetune", "config": args.config, "steps": args.steps,
         "batch_size": args.batch_size, "sequence_length": args.sequence_length,
