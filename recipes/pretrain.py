@@ -97,6 +97,9 @@ def main(argv=None):
     if result["sequences_per_second"]:
         xla = {True: "XLA on", False: "XLA off"}.get(result.get("jit_compile"), "XLA: Keras's choice")
         print(f"Training speed: {result['sequences_per_second']:.1f} sequences/s ({xla})")
+    if not result.get("is_chief", True):  # a non-chief worker / JAX process > 0 writes no export
+        print(f"Worker done; the chief writes the checkpoints and the export under {config.model_dir}")
+        return 0
     print(f"TensorBoard logs: {result['logs_dir']}   (tensorboard --logdir {result['logs_dir']})")
     print(f"Exported backbone: {result['export_dir']}   (--init_checkpoint for fine-tuning)")
     return 0

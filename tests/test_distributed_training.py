@@ -212,3 +212,48 @@ def test_jax_two_processes_shard_the_data_and_resume_the_pretraining_run_exactly
     for key in weights[0, "straight"].files:
         for other in ((1, "straight"), (0, "resumed"), (1, "resumed")):
             np.testing.assert_allclose(weights[other][key], weights[0, "straight"][key], atol=1e-6, rtol=0)
+
+
+def test_tf_multiworker_pretrain_recipe_has_one_writer(tmp_path, minilm_dir):
+    """`recipes/pretrain.py --strategy multiworker` on 2 TensorFlow workers (TF_CONFIG, one shared model_dir).
+
+    Keras calls callbacks outside `strategy.scope()`, where every worker used to look like the chief, so both
+    wrote checkpoints, TensorBoard logs and the export into the same directory. Now worker 0 writes them and
+    worker 1 only its own logs under logs/non_chief_workers, and says so instead of naming an export.
+    """
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    corpus = os.path.join(repo, "keras_bert_impl", "assets", "corpus")
+    config = tmp_path / "micro_bert.json"
+    config.write_text(json.dumps({"num_layers": 1, "num_heads": 2, "hidden_dim": 16, "intermediate_dim": 32,
+                                  "max_sequence_length": 64}))
+    model_dir = tmp_path / "run"
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    procs = []
+    for index in range(2):
+        tf_config = json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+        env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
+                   TF_CONFIG=tf_config)
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(repo, "recipes", "pretrain.py"), "--strategy", "multiworker",
+             "--config", str(config), "--vocab", str(minilm_dir / "vocab.txt"),
+             "--train_files", os.path.join(corpus, "train.txt"), "--validation_files", os.path.join(corpus, "valid.txt"),
+             "--sequence_length", "32", "--max_predictions_per_seq", "5", "--global_batch_size", "4",
+             "--num_steps", "4", "--warmup_steps", "1", "--checkpoint_every", "2", "--validation_steps", "1",
+             "--log_every", "1", "--verbose", "0", "--model_dir", str(model_dir)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=400))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    for proc, (stdout, stderr) in zip(procs, outputs):
+        assert proc.returncode == 0, stderr[-3000:]
+    assert "Exported backbone:" in outputs[0][0] and "Held-out MLM accuracy" in outputs[0][0]
+    assert "Exported backbone:" not in outputs[1][0] and "the chief writes" in outputs[1][0], outputs[1][0]
+    assert sorted(os.listdir(model_dir / "checkpoints")) == ["ckpt-000000002", "ckpt-000000004"]
+    assert os.path.exists(model_dir / "export" / "config.json")
+    assert os.path.isdir(model_dir / "logs" / "non_chief_workers")  # worker 1's own logs, apart from the chief's

@@ -79,16 +79,23 @@ class IteratorAdapter(DataAdapter):
         return None
 
 
-def is_chief():
-    """False on the non-chief workers of a MultiWorkerMirroredStrategy and on JAX processes > 0 (they write no files)."""
+def is_chief(strategy=None):
+    """False on the non-chief workers of a MultiWorkerMirroredStrategy and on JAX processes > 0 (they write no files).
+
+    Pass the run's `strategy`: Keras calls callbacks outside `strategy.scope()`, where
+    `tf.distribute.get_strategy()` is the default strategy and every worker would look like the chief.
+    Without it, the strategy of the enclosing scope is used.
+    """
     if keras.backend.backend() == "jax":
         import jax
 
         if jax.distributed.is_initialized() and jax.process_index() != 0:
             return False
-    if not tf.distribute.has_strategy():
-        return True
-    resolver = getattr(tf.distribute.get_strategy(), "cluster_resolver", None)
+    if strategy is None:
+        if not tf.distribute.has_strategy():
+            return True
+        strategy = tf.distribute.get_strategy()
+    resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is None or not getattr(resolver, "task_type", None):
         return True
     return resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
@@ -102,8 +109,9 @@ class CheckpointEveryEpoch(keras.callbacks.Callback):
     model_dir holds a recorded configuration only once it holds a checkpoint).
     """
 
-    def __init__(self, manager, optimizer, iterator, steps_per_epoch, state=None, on_saved=None):
+    def __init__(self, manager, optimizer, iterator, steps_per_epoch, state=None, on_saved=None, chief=None):
         super().__init__()
+        self.chief = chief  # None: ask `is_chief()` at each save
         self.on_saved = on_saved
         self.manager = manager
         self.optimizer = optimizer
@@ -116,7 +124,7 @@ class CheckpointEveryEpoch(keras.callbacks.Callback):
         if getattr(self.model, "_nan_detected", False):
             return
         step = (epoch + 1) * self.steps_per_epoch
-        if is_chief():
+        if self.chief if self.chief is not None else is_chief():
             self.last_path = self.manager.save(
                 step, self.model, self.optimizer, iterator=self.iterator,
                 state=dict(self.state, logs={k: float(v) for k, v in (logs or {}).items()}),
@@ -222,9 +230,10 @@ class PretrainingTensorBoard(keras.callbacks.Callback):
     """Writes the run's TensorBoard data under `logs_dir/{train,validation}`."""
 
     def __init__(self, logs_dir, model, tokenizer, probe, *, config, start_step, log_every,
-                 global_batch_size, sequence_length, hparams, profile_steps=None):
+                 global_batch_size, sequence_length, hparams, profile_steps=None, chief=None):
         super().__init__()
-        self.logs_dir = logs_dir if is_chief() else os.path.join(logs_dir, "non_chief_workers")
+        chief = is_chief() if chief is None else chief
+        self.logs_dir = logs_dir if chief else os.path.join(logs_dir, "non_chief_workers")
         self.tokenizer = tokenizer
         self.probe = probe
         self.log_every = log_every

@@ -163,7 +163,7 @@ def run_pretraining(config, dataset_fn=None):
 
     Returns:
         dict with `step`, `validation` metrics, `model_dir`, `logs_dir`,
-        `export_dir`, `sequences_per_second`, `jit_compile` (what `--jit_compile`
+        `export_dir` (written by the chief only), `is_chief`, `sequences_per_second`, `jit_compile` (what `--jit_compile`
         resolved to: `strategy.resolve_jit_compile`).
     """
     import tensorflow as tf
@@ -177,6 +177,11 @@ def run_pretraining(config, dataset_fn=None):
     config = config.resolved()
     check_flags(config)
     check_model_dir(config.model_dir)
+    strategy = None
+    if config.strategy == "multiworker" and keras.backend.backend() == "tensorflow":
+        # MultiWorkerMirroredStrategy configures TensorFlow's collective ops, which must happen before TensorFlow
+        # runs any op ("Collective ops must be configured at program startup"); the checks below run some.
+        strategy = get_strategy(config.strategy, tpu=config.tpu)
     if dataset_fn is None:
         for flag, files in (("train_files", config.train_files), ("validation_files", config.validation_files)):
             try:
@@ -209,8 +214,8 @@ def run_pretraining(config, dataset_fn=None):
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
 
-    strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
-                            num_processes=config.num_processes, process_id=config.process_id)
+    strategy = strategy or get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
+                                        num_processes=config.num_processes, process_id=config.process_id)
     if getattr(strategy, "num_processes", 1) > 1:  # JAX processes: all must resume from the same step
         jax_processes.check_same_on_every_process("the checkpoint step to resume from", start_step,
                                                   f"--model_dir {config.model_dir} (a filesystem all processes see)")
@@ -298,17 +303,19 @@ def run_pretraining(config, dataset_fn=None):
     export_dir = os.path.join(config.model_dir, "export")
     probe = callbacks_lib.probe_sentences(config.validation_files or config.train_files, tokenizer,
                                           config.sequence_length)
+    chief = callbacks_lib.is_chief(strategy)  # the one writer: the TF chief, JAX process 0
     run_callbacks = [
         callbacks_lib.NaNGuard(start_step, manager),
         callbacks_lib.PretrainingTensorBoard(
             logs_dir, model, tokenizer, probe, config=config, start_step=start_step,
             log_every=config.log_every, global_batch_size=config.global_batch_size,
             sequence_length=config.sequence_length, hparams=_hparams(config, replicas),
-            profile_steps=config.profile_steps,
+            profile_steps=config.profile_steps, chief=chief,
         ),
         callbacks_lib.CheckpointEveryEpoch(manager, optimizer, train_iterator, config.checkpoint_every,
                                            state={"config": config.config},
-                                           on_saved=lambda path: record_run_config(config.model_dir, settings)),
+                                           on_saved=lambda path: record_run_config(config.model_dir, settings),
+                                           chief=chief),
     ]
     epochs = config.num_steps // config.checkpoint_every
     initial_epoch = start_step // config.checkpoint_every
@@ -337,8 +344,9 @@ def run_pretraining(config, dataset_fn=None):
         floor = unigram_floor(validation_data, config.validation_steps)
         if floor is not None:
             floor["token"] = tokenizer.id_to_token(floor["token_id"])
-            _log_final_validation(logs_dir, config.num_steps, validation, floor)
-    if callbacks_lib.is_chief():  # one writer (the TF chief, JAX process 0)
+            if chief:
+                _log_final_validation(logs_dir, config.num_steps, validation, floor)
+    if chief:
         _export(backbone, export_dir, config)
     if getattr(strategy, "num_processes", 1) > 1:  # JAX processes return once process 0's files are written
         jax_processes.barrier("run_pretraining: checkpoint and export written")
@@ -350,6 +358,7 @@ def run_pretraining(config, dataset_fn=None):
         "history": {k: [float(x) for x in v] for k, v in history.items()},
         "sequences_per_second": trained_steps * config.global_batch_size / elapsed if trained_steps else None,
         "jit_compile": model.jit_compile,
+        "is_chief": chief,
         "model_dir": config.model_dir,
         "logs_dir": logs_dir,
         "export_dir": export_dir,
@@ -358,11 +367,7 @@ def run_pretraining(config, dataset_fn=None):
 
 
 def _log_final_validation(logs_dir, step, validation, floor):
-    """TensorBoard `validation/final_mlm_accuracy` beside `validation/mlm_unigram_floor` (the chief only)."""
-    from keras_bert_impl.training.pretraining_callbacks import is_chief
-
-    if not is_chief():
-        return
+    """TensorBoard `validation/final_mlm_accuracy` beside `validation/mlm_unigram_floor` (the chief calls it)."""
     import tensorflow as tf
 
     writer = tf.summary.create_file_writer(os.path.join(logs_dir, "validation"))
