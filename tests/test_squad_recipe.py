@@ -64,6 +64,7 @@ def test_recipe_v1_trains_predicts_and_writes_official_files(tmp_path, tiny_pres
     assert all(text and text in context for text in predictions.values())
     evaluation = json.loads((model_dir / "eval.json").read_text())
     assert set(evaluation) >= {"exact_match", "f1", "train_windows", "predict_windows"}
+    assert evaluation["missing_answers"] == evaluation["mismatched_answers"] == evaluation["skipped_questions"] == 0
     assert 0.0 <= evaluation["exact_match"] <= evaluation["f1"] <= 100.0
     assert printed["f1"] == evaluation["f1"]
     assert (model_dir / "model.keras").exists() and not (model_dir / "null_odds.json").exists()

@@ -186,6 +186,7 @@ def run(config):
             train_windows=len(train_features),
             skipped_questions=train_stats.skipped_questions,
             mismatched_answers=train_stats.mismatched_answers,
+            missing_answers=train_stats.missing_answers,
             train_seconds=sum(fit.epoch_seconds),
             train_loss=fit.history.get("loss"),
         )
