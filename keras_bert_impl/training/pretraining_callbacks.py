@@ -95,6 +95,8 @@ def is_chief(strategy=None):
         if not tf.distribute.has_strategy():
             return True
         strategy = tf.distribute.get_strategy()
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return True  # one Python client drives every TPU core
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is None or not getattr(resolver, "task_type", None):
         return True
