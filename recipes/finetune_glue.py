@@ -46,6 +46,9 @@ def parse_args(argv=None):
     parser.add_argument("--learning_rate", type=float, default=2e-5)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
+    parser.add_argument("--pooling", default="pooled", choices=("pooled", "mean"),
+                        help="what the classifier reads: pooled (BERT's [CLS] pooler, default) or mean (the mean "
+                             "token vector; for checkpoints with an untrained pooler or a short pretraining)")
     parser.add_argument("--strategy", default="auto", choices=("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"),
                         help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
                              "(docs/finetuning.md)")
@@ -82,6 +85,7 @@ def config_from_args(args):
         learning_rate=args.learning_rate,
         epochs=args.epochs,
         warmup_proportion=args.warmup_proportion,
+        pooling=args.pooling,
         strategy=args.strategy,
         seed=args.seed,
         mixed_precision=args.mixed_precision,

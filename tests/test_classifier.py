@@ -121,3 +121,26 @@ def test_weight_zero_filler_rows_change_neither_loss_nor_metric(data_slices, min
     assert weighted["loss"] == pytest.approx(plain["loss"], rel=1e-5)
     if num_classes == 2:
         assert weighted["accuracy"] == pytest.approx(plain["accuracy"], abs=1e-6)
+
+
+def test_mean_pooling_head_reads_real_tokens_only_trains_and_round_trips(shared_data, minilm_dir, tmp_path):
+    """`pooling="mean"`: the mean of the real tokens' vectors (padding changes nothing), pooler frozen, saved."""
+    keras.utils.set_random_seed(0)
+    model = BertClassifier(_small_backbone(), num_classes=2, pooling="mean", dropout=0.0)
+    assert model.backbone.pooled_dense.trainable is False  # no gradient reaches it: frozen, no warning
+    rows = _read_tsv(shared_data / "glue" / "SST-2" / "dev.tsv", 16)
+    short = _encode(minilm_dir, [r[0] for r in rows], length=48)
+    assert short["padding_mask"].sum(axis=1).max() < 48  # nothing truncated
+    long = _encode(minilm_dir, [r[0] for r in rows], length=64)  # the same sentences with 16 more padding positions
+    np.testing.assert_allclose(model.predict(long, verbose=0), model.predict(short, verbose=0), atol=1e-5)
+    labels = np.array([int(r[1]) for r in rows])
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    first, last = _loss_before_and_after(model, short, labels)
+    assert last < first - 0.1, (first, last)
+    path = str(tmp_path / "mean.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    assert restored.pooling == "mean"
+    np.testing.assert_allclose(restored.predict(short, verbose=0), model.predict(short, verbose=0), atol=1e-5)
+    with pytest.raises(ValueError, match="`pooling` must be one of"):
+        BertClassifier(_small_backbone(), num_classes=2, pooling="max")

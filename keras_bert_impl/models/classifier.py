@@ -1,10 +1,13 @@
-"""BertClassifier: sentence (pair) classification and regression on BERT's pooled output (GLUE)."""
+"""BertClassifier: sentence (pair) classification and regression on BERT's pooled output (GLUE), or on the mean token vector."""
 
 import keras
 import numpy as np
 
+from keras_bert_impl.layers.sequence_pooling import SequencePooling
 from keras_bert_impl.models.backbone import bert_kernel_initializer
-from keras_bert_impl.models.task import Task, backbone_inputs
+from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler
+
+POOLINGS = ("pooled", "mean")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -31,6 +34,13 @@ class BertClassifier(Task):
         backbone: a `BertBackbone`.
         num_classes: int >= 1; 1 means regression.
         dropout: float, dropout on the pooled output.
+        pooling: what the head reads. `"pooled"` (default): BERT's pooler
+            output, tanh(dense([CLS])), as in the paper. `"mean"`: the mean
+            of the real tokens' final vectors (sentence-transformers' mean
+            pooling; the pooler is then frozen, as it gets no gradient). Mean
+            pooling suits checkpoints whose pooler was never trained (e.g.
+            all-MiniLM-L6-v2) and short pretraining runs, whose [CLS]
+            attends to one or two tokens (docs/pretraining.md).
         preprocessor: a `BertClassifierPreprocessor` (raw strings in `fit`,
             `evaluate`, `predict`), saved with the model; or None.
         label_names: optional list of `num_classes` strings for `predict_labels`.
@@ -50,6 +60,8 @@ class BertClassifier(Task):
     (2, 3)
     >>> tuple(BertClassifier(backbone, num_classes=1).predict(inputs, verbose=0).shape)
     (2, 1)
+    >>> tuple(BertClassifier(backbone, num_classes=3, pooling="mean").predict(inputs, verbose=0).shape)
+    (2, 3)
 
     From a preset, on raw strings:
     >>> classifier = BertClassifier.from_preset("all_minilm_l6_v2_en", num_classes=2,
@@ -68,6 +80,7 @@ class BertClassifier(Task):
         preprocessor=None,
         label_names=None,
         compile_defaults=True,
+        pooling="pooled",
         **kwargs,
     ):
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
@@ -76,6 +89,8 @@ class BertClassifier(Task):
             )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1), got {dropout!r}.")
+        if pooling not in POOLINGS:
+            raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
         if label_names is not None:
             label_names = [str(name) for name in label_names]
             if len(label_names) != num_classes or num_classes == 1:
@@ -85,6 +100,11 @@ class BertClassifier(Task):
                 )
 
         # === Layers ===
+        self.sequence_pooling = None
+        if pooling == "mean":
+            freeze_unused_pooler(backbone)
+            self.sequence_pooling = SequencePooling("mean", normalize=False, dtype=backbone.dtype_policy,
+                                                    name="mean_pooling")
         self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="output_dropout")
         self.output_dense = keras.layers.Dense(
             num_classes,
@@ -95,7 +115,11 @@ class BertClassifier(Task):
 
         # === Functional Model ===
         inputs = backbone_inputs()
-        x = backbone(inputs)["pooled_output"]
+        backbone_outputs = backbone(inputs)
+        if self.sequence_pooling is None:
+            x = backbone_outputs["pooled_output"]
+        else:
+            x = self.sequence_pooling(backbone_outputs["sequence_output"], padding_mask=inputs["padding_mask"])
         x = self.output_dropout(x)
         outputs = self.output_dense(x)
         # float32 outputs keep the loss stable under mixed precision.
@@ -105,6 +129,7 @@ class BertClassifier(Task):
         self.num_classes = num_classes
         self.dropout = dropout
         self.label_names = label_names
+        self.pooling = pooling
         super().__init__(
             inputs=inputs,
             outputs=outputs,
@@ -119,7 +144,8 @@ class BertClassifier(Task):
         return self.num_classes == 1
 
     def head_config(self):
-        return {"num_classes": self.num_classes, "dropout": self.dropout, "label_names": self.label_names}
+        return {"num_classes": self.num_classes, "dropout": self.dropout, "label_names": self.label_names,
+                "pooling": self.pooling}
 
     @classmethod
     def preprocessor_class(cls):

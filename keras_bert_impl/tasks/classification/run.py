@@ -51,6 +51,8 @@ class ClassificationConfig:
         batch_size, eval_batch_size: per-step batch sizes.
         learning_rate, epochs, warmup_proportion, weight_decay: optimisation.
         dropout: classifier dropout (the backbone keeps its configured dropout).
+        pooling: what the head reads: `"pooled"` (BERT's [CLS] pooler) or `"mean"`
+            (the mean token vector); see `BertClassifier`.
         truncate: pair truncation (`longest_first` as original BERT).
         strategy: name for `keras_bert_impl.training.strategy.get_strategy`.
         seed: seeds weights of the head, dropout and shuffling.
@@ -80,6 +82,7 @@ class ClassificationConfig:
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
     dropout: float = 0.1
+    pooling: str = "pooled"
     truncate: str = "longest_first"
     strategy: str = "auto"
     seed: int = 0
@@ -110,6 +113,8 @@ def check_flags(config):
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True), "weight_decay": (0, 1, True), "dropout": (0, 1, False)},
     )
+    if config.pooling not in ("pooled", "mean"):
+        raise ValueError(f"--pooling={config.pooling!r}: must be 'pooled' or 'mean'")
 
 
 def run(config):
@@ -160,6 +165,7 @@ def run(config):
             dropout=c.dropout,
             preprocessor=preprocessor,
             label_names=task.label_names,
+            pooling=c.pooling,
         )
 
     train_ds = make_dataset(train, preprocessor, c.batch_size, training=True, seed=c.seed)
@@ -233,6 +239,7 @@ def run(config):
             "warmup_proportion": c.warmup_proportion,
             "weight_decay": c.weight_decay,
             "truncate": c.truncate,
+            "pooling": c.pooling,
             "seed": c.seed,
             "mixed_precision": c.mixed_precision,
             "train_limit": c.train_limit,
