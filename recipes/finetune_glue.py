@@ -48,7 +48,7 @@ def parse_args(argv=None):
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
     parser.add_argument("--pooling", default="pooled", choices=("pooled", "mean"),
                         help="what the classifier reads: pooled (BERT's [CLS] pooler, default) or mean (the mean "
-                             "token vector; for checkpoints with an untrained pooler or a short pretraining)")
+                             "token vector; for checkpoints trained through mean pooling or a short pretraining)")
     parser.add_argument("--strategy", default="auto", choices=("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"),
                         help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
                              "(docs/finetuning.md)")

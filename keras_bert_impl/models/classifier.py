@@ -38,8 +38,8 @@ class BertClassifier(Task):
             output, tanh(dense([CLS])), as in the paper. `"mean"`: the mean
             of the real tokens' final vectors (sentence-transformers' mean
             pooling; the pooler is then frozen, as it gets no gradient). Mean
-            pooling suits checkpoints whose pooler was never trained (e.g.
-            all-MiniLM-L6-v2) and short pretraining runs, whose [CLS]
+            pooling suits checkpoints trained through mean pooling (e.g.
+            all-MiniLM-L6-v2, whose pooler was left as it was) and short pretraining runs, whose [CLS]
             attends to one or two tokens (docs/pretraining.md).
         preprocessor: a `BertClassifierPreprocessor` (raw strings in `fit`,
             `evaluate`, `predict`), saved with the model; or None.
