@@ -118,6 +118,15 @@ def test_shapes_and_dtypes(many_batches):
     assert batch["next_sentence_labels"].shape == (64,)
 
 
+def test_every_shape_is_static_for_xla_and_tpus(paths, tokenizer):
+    """TPUs (and XLA's one compile per run) need fully defined batch shapes: drop_remainder, fixed lengths."""
+    dataset = pretraining_dataset(paths["train"], tokenizer, sequence_length=SEQ_LENGTH,
+                                  max_predictions_per_seq=MAX_PREDICTIONS, batch_size=8, seed=1)
+    for key, spec in dataset.element_spec.items():
+        assert spec.shape.is_fully_defined(), (key, spec.shape)
+        assert spec.shape[0] == 8
+
+
 def test_masking_statistics(many_batches, tokenizer):
     special = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id}
     eligible = masked = n_mask = n_random = n_same = examples = 0
