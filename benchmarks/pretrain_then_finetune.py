@@ -306,11 +306,17 @@ def summarize(args, units):
             finetuning[task]["ours_minus_huggingface"] = (finetuning[task]["ours"]["mean"]
                                                           - finetuning[task]["huggingface"]["mean"])
     curve = []
+    # Runs made at different times (or beside other jobs) ran at different rates; the curve's x axis puts every
+    # budget at one rate, the --steps run's, and keeps each run's own minutes beside it.
+    main_run = get(f"pretrain_ours:{args.steps}")
+    rate = main_run["sequences_per_second"] if main_run else None
     for budget in sorted(set(args.budget_list) | {args.steps}):
         pre, fine = get(f"pretrain_ours:{budget}"), get(f"finetune:ours:{budget}:sst2:{args.seed_list[0]}")
         if pre:
             loop_minutes = budget * args.batch_size / pre["sequences_per_second"] / 60
             curve.append({"steps": budget, "pretraining_minutes": loop_minutes, "wall_minutes": pre["seconds"] / 60,
+                          "minutes_at_main_rate": budget * args.batch_size / (rate or pre["sequences_per_second"]) / 60,
+                          "sequences_per_second": pre["sequences_per_second"],
                           "mlm_accuracy": pre["mlm_accuracy"], "unigram_floor": (pre["unigram_floor"] or {}).get("accuracy"),
                           "sst2_accuracy": fine["scores"]["accuracy"] if fine else None})
     random_sst2 = get(finetune_unit("random", args.steps, "sst2", args.seed_list[0]))
@@ -335,19 +341,21 @@ def plot_curve(summary, path):
     import matplotlib.pyplot as plt
 
     curve = summary["budget_curve"]
-    minutes = [p["pretraining_minutes"] for p in curve]
+    minutes = [p.get("minutes_at_main_rate", p["pretraining_minutes"]) for p in curve]
+    rate = (summary["pretraining"].get("ours") or {}).get("sequences_per_second")
+    xlabel = f"pretraining minutes (at {rate:.0f} pairs/s, 2 CPU cores)" if rate else "pretraining minutes (2 CPU cores)"
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
     left.plot(minutes, [p["mlm_accuracy"] for p in curve], "o-", label="held-out MLM accuracy")
     left.plot(minutes, [p["unigram_floor"] for p in curve], "--", color="grey", label="unigram floor")
-    left.set_xlabel("pretraining minutes (2 CPU cores)")
+    left.set_xlabel(xlabel)
     left.set_ylabel("accuracy")
     left.set_title("masked-LM")
     left.legend()
-    points = [(p["pretraining_minutes"], p["sst2_accuracy"]) for p in curve if p["sst2_accuracy"] is not None]
+    points = [(m, p["sst2_accuracy"]) for m, p in zip(minutes, curve) if p["sst2_accuracy"] is not None]
     right.plot([m for m, _ in points], [a for _, a in points], "o-", label="pretrained here")
     if summary.get("random_init_sst2_accuracy") is not None:
         right.axhline(summary["random_init_sst2_accuracy"], ls="--", color="grey", label="random init")
-    right.set_xlabel("pretraining minutes (2 CPU cores)")
+    right.set_xlabel(xlabel)
     right.set_ylabel("SST-2 dev accuracy")
     right.set_title(f"SST-2, fine-tuned {summary['finetune']['epochs']} epoch(s)")
     right.legend()
