@@ -256,3 +256,12 @@ def test_conll_preset_vocabulary_must_match_the_tokenizer(shared_data, tmp_path,
     assert code == 2
     assert _error_lines(capsys.readouterr().err) == [_vocabulary_message("--preset", export_without_vocabulary)]
     assert _snapshot(model_dir) == before
+
+
+def test_classification_pooling_must_be_pooled_or_mean():
+    """`ClassificationConfig(pooling=...)` (the API behind `finetune_glue.py --pooling`) names the flag and the choices."""
+    from keras_bert_impl.tasks.classification.run import ClassificationConfig, check_flags
+
+    with pytest.raises(ValueError) as error:
+        check_flags(ClassificationConfig(task="sst2", data_dir="glue", model_dir="m", pooling="max"))
+    assert str(error.value) == "--pooling='max': must be one of pooled, mean"

@@ -214,8 +214,9 @@ def run_pretraining(config, dataset_fn=None):
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
 
-    strategy = strategy or get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
-                                        num_processes=config.num_processes, process_id=config.process_id)
+    if strategy is None:
+        strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
+                                num_processes=config.num_processes, process_id=config.process_id)
     if getattr(strategy, "num_processes", 1) > 1:  # JAX processes: all must resume from the same step
         jax_processes.check_same_on_every_process("the checkpoint step to resume from", start_step,
                                                   f"--model_dir {config.model_dir} (a filesystem all processes see)")

@@ -20,7 +20,7 @@ import os
 import time
 
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.classifier import BertClassifier
+from keras_bert_impl.models.classifier import POOLINGS, BertClassifier
 from keras_bert_impl.tasks.classification.batches import make_dataset
 from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_names, evaluate_splits, glue_score
 from keras_bert_impl.tasks.classification.outputs import save_model_atomically, write_dev_results, write_submission
@@ -113,8 +113,8 @@ def check_flags(config):
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True), "weight_decay": (0, 1, True), "dropout": (0, 1, False)},
     )
-    if config.pooling not in ("pooled", "mean"):
-        raise ValueError(f"--pooling={config.pooling!r}: must be 'pooled' or 'mean'")
+    if config.pooling not in POOLINGS:
+        raise ValueError(f"--pooling={config.pooling!r}: must be one of {', '.join(POOLINGS)}")
 
 
 def run(config):
