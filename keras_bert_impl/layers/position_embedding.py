@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.packed_examples import positions_from_example_ids
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class PositionEmbedding(keras.layers.Layer):
@@ -22,12 +24,23 @@ class PositionEmbedding(keras.layers.Layer):
     Call arguments:
         inputs: tensor of shape `(batch, sequence_length, hidden_dim)`; only
             its shape is used.
+        padding_mask: optional int tensor `(batch, sequence_length)`. Without
+            it, token `i` gets row `i`. With it, positions restart at 0 on each
+            example of a row that packs several (the mask holds example ids 1,
+            2, ...; `packed_examples.positions_from_example_ids`); a 0/1 mask
+            gives the same rows as no mask.
 
     Example:
     >>> import numpy as np
     >>> layer = PositionEmbedding(max_sequence_length=16)
     >>> tuple(layer(np.zeros((2, 10, 8), "float32")).shape)
     (2, 10, 8)
+
+    Two examples packed in one row: the second starts again at row 0.
+    >>> x = np.zeros((1, 5, 8), "float32")
+    >>> out = np.asarray(layer(x, padding_mask=np.array([[1, 1, 1, 2, 2]])))
+    >>> bool(np.allclose(out[0, 3], out[0, 0]) and np.allclose(out[0, 4], out[0, 1]))
+    True
     """
 
     def __init__(self, max_sequence_length, initializer=None, **kwargs):
@@ -52,7 +65,7 @@ class PositionEmbedding(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, inputs):
+    def call(self, inputs, padding_mask=None):
         shape = ops.shape(inputs)
         sequence_length = shape[-2]
         if isinstance(sequence_length, int) and sequence_length > self.max_sequence_length:
@@ -63,11 +76,14 @@ class PositionEmbedding(keras.layers.Layer):
                 f"{self.max_sequence_length} tokens or build the model with a "
                 "larger max_sequence_length."
             )
-        positions = ops.convert_to_tensor(self.position_embeddings)
-        positions = ops.slice(positions, (0, 0), (sequence_length, shape[-1]))
-        return ops.broadcast_to(ops.cast(positions, self.compute_dtype), shape)
+        table = ops.convert_to_tensor(self.position_embeddings)
+        if padding_mask is not None:
+            positions = positions_from_example_ids(padding_mask)
+            return ops.cast(ops.take(table, positions, axis=0), self.compute_dtype)
+        table = ops.slice(table, (0, 0), (sequence_length, shape[-1]))
+        return ops.broadcast_to(ops.cast(table, self.compute_dtype), shape)
 
-    def compute_output_shape(self, inputs_shape):
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return inputs_shape
 
     def get_config(self):

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.float32_layer_norm import Float32LayerNormalization
+from keras_bert_impl.layers.packed_examples import attention_mask_from_example_ids
 
 _ACTIVATIONS = ("gelu", "gelu_approximate", "relu")
 
@@ -57,7 +58,13 @@ class TransformerEncoder(keras.layers.Layer):
     Call arguments:
         inputs: float tensor `(batch, sequence_length, hidden_dim)`.
         padding_mask: optional int/bool tensor `(batch, sequence_length)`,
-            1 (True) for real tokens, 0 for padding.
+            1 (True) for real tokens, 0 for padding. A row that packs several
+            examples numbers them instead (1, 2, ...; 0 for padding): each
+            token then attends only to its own example's tokens
+            (`packed_examples.attention_mask_from_example_ids`).
+        attention_mask: optional bool/int tensor `(batch, sequence_length,
+            sequence_length)`, 1 where query token `q` may attend key token
+            `k`; combined with `padding_mask` when both are given.
         training: bool, enables dropout.
 
     Example:
@@ -138,15 +145,20 @@ class TransformerEncoder(keras.layers.Layer):
         self._activation_fn = get_activation(self.activation)
         self.built = True
 
-    def _attention(self, x, padding_mask, training):
+    def _attention(self, x, padding_mask, attention_mask, training):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         qkv = self.qkv_dense(x)
         qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_dim))
         query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
         mask = None
         if padding_mask is not None:
-            # (batch, 1, 1, key_length): every query attends to real keys only.
-            mask = ops.cast(padding_mask, "bool")[:, None, None, :]
+            # (batch, query, key): real keys of the query's own example only.
+            mask = attention_mask_from_example_ids(padding_mask)
+        if attention_mask is not None:
+            attention_mask = ops.cast(attention_mask, "bool")
+            mask = attention_mask if mask is None else ops.logical_and(mask, attention_mask)
+        if mask is not None:
+            mask = mask[:, None, :, :]  # one mask for every head
         scale = 1.0 / math.sqrt(self.head_dim)
         if training and self.attention_dropout > 0:
             scores = ops.einsum("btnh,bsnh->bnts", query, key)
@@ -160,24 +172,19 @@ class TransformerEncoder(keras.layers.Layer):
             context = ops.einsum("bnts,bsnh->btnh", probs, value)
         else:
             flash_attention = None  # the backend decides
-            if keras.backend.backend() == "jax":
-                if self.compute_dtype in ("float16", "bfloat16"):
-                    # cuDNN's fused attention (JAX on GPU) takes a mask only as a full
-                    # (batch, 1, query, key) bias; with (batch, 1, 1, key) Keras logs an
-                    # error and falls back to the unfused XLA path.
-                    if mask is not None:
-                        mask = ops.broadcast_to(mask, (batch, 1, length, length))
-                else:
-                    flash_attention = False  # cuDNN's fused kernel is fp16/bf16 only: skip the failing try
+            # cuDNN's fused attention (JAX on GPU) takes a mask only as a full
+            # (batch, 1, query, key) tensor, which `mask` is; it runs fp16/bf16 only.
+            if keras.backend.backend() == "jax" and self.compute_dtype not in ("float16", "bfloat16"):
+                flash_attention = False  # skip the failing cuDNN try in float32
             context = ops.dot_product_attention(
                 query, key, value, mask=mask, scale=scale, flash_attention=flash_attention
             )
         context = ops.reshape(context, (batch, length, self.hidden_dim))
         return self.attention_output_dense(context)
 
-    def call(self, inputs, padding_mask=None, training=None):
+    def call(self, inputs, padding_mask=None, attention_mask=None, training=None):
         x = inputs
-        attention = self._attention(x, padding_mask, training)
+        attention = self._attention(x, padding_mask, attention_mask, training)
         attention = self.dropout_layer(attention, training=training)
         x = self.attention_layer_norm(x + attention)
         ffn = self._activation_fn(self.intermediate_dense(x))

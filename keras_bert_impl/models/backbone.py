@@ -140,7 +140,8 @@ class BertBackbone(FunctionalModel):
         segment_id_input = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
         padding_mask_input = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
         tokens = self.token_embedding(token_id_input)
-        x = tokens + self.position_embedding(tokens) + self.segment_embedding(segment_id_input)
+        positions = self.position_embedding(tokens, padding_mask=padding_mask_input)
+        x = tokens + positions + self.segment_embedding(segment_id_input)
         x = self.embeddings_layer_norm(x)
         x = self.embeddings_dropout(x)
         for layer in self.transformer_layers:
