@@ -61,6 +61,9 @@ def parse_args(argv=None):
     parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
     parser.add_argument("--boundaries", default=None,
                         help="comma-separated length buckets for ours (default TAGGING_BUCKETS: 32,48,64,96,max)")
+    parser.add_argument("--packing", action="store_true",
+                        help="ours trains on packed rows (several sentences per row, batch_size sentences per step "
+                             "on average; tagging.make_dataset(packing=True))")
     parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
                         help="XLA for ours (auto: Keras's choice, off on a CPU-only TensorFlow machine)")
     args = parser.parse_args(argv)
@@ -152,7 +155,10 @@ def run_keras(args, label_names, train, dev, test, seed, encoded=None):
             name: conll.encode_sentences(sentences, tokenizer, label_names, args.max_seq_length)
             for name, sentences in (("train", train), ("dev", dev), ("test", test))
         }
-        train_ds = conll.make_dataset(encoded["train"], args.batch_size, training=True, seed=seed, boundaries=boundaries)
+        train_ds = conll.make_dataset(encoded["train"], args.batch_size, training=True, seed=seed, boundaries=boundaries,
+                                      packing=args.packing)
+    elif args.packing:
+        train_ds = conll.make_array_batches(encoded["train"], args.batch_size, training=True, seed=seed, packing=True)
     else:
         train_ds = _array_batches(encoded["train"], args.batch_size, boundaries, shuffle=True, seed=seed)
     model = BertTokenClassifier(BertBackbone.from_preset(args.preset), len(label_names))
@@ -186,6 +192,8 @@ def run_keras(args, label_names, train, dev, test, seed, encoded=None):
         "epoch_seconds": list(fit.epoch_seconds),
         "train_sequences_per_second": len(encoded["train"]) * args.epochs / train_seconds,
         "seconds_per_epoch": train_seconds / args.epochs,
+        "packing": args.packing,
+        "train_batches": len(train_ds),
     }
 
 

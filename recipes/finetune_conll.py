@@ -71,6 +71,9 @@ def parse_args(argv=None):
                         help="fill each window with neighbouring sentences of the document (labels on the centre one)")
     parser.add_argument("--static_shapes", action="store_true",
                         help="pad every batch to --sequence_length (TPU) instead of length buckets 32/64/.../max")
+    parser.add_argument("--packing", action="store_true",
+                        help="train on rows of --sequence_length tokens that each hold several sentences "
+                             "(almost no padding; the same loss; docs/finetuning.md)")
     parser.add_argument("--max_train_sentences", type=int, default=None,
                         help="train on the first N training sentences only (a documented subset)")
     parser.add_argument("--max_eval_sentences", type=int, default=None,

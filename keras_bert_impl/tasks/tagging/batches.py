@@ -18,7 +18,7 @@
 import numpy as np
 
 from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, count_batches_from_lengths, default_boundaries
-from keras_bert_impl.batching.packing import pack_rows, packed_arrays
+from keras_bert_impl.batching.packing import pack_rows, packed_arrays, rows_per_batch
 from keras_bert_impl.tasks.old_keywords import check_training, renamed
 from keras_bert_impl.tasks.tagging.reading import IGNORE_LABEL
 
@@ -70,11 +70,12 @@ def make_dataset(
         with_labels: yield `(inputs, labels)` or `inputs` only.
         packing: pack several windows into each row of `sequence_length`
             tokens (`packed_features`; packed once, with `seed`; the rows are
-            shuffled each epoch in training). Every batch then has the static
-            shape `(batch_size, sequence_length)`, almost without padding
-            (CoNLL-2003 train: 45% padding with buckets, 2% packed), and
-            `boundaries`/`group_by_length` do not apply. For training and
-            evaluating the loss: predictions are read from unpacked batches.
+            shuffled each epoch in training). A batch then holds
+            `batching.packing.rows_per_batch` rows, which carry `batch_size`
+            windows on average (so an epoch has as many steps as unpacked),
+            has a static shape and almost no padding; `boundaries` and
+            `group_by_length` do not apply. For training and evaluating the
+            loss: predictions are read from unpacked batches.
 
     Returns:
         A batched `tf.data.Dataset` with its exact cardinality (`len(dataset)`,
@@ -135,12 +136,13 @@ def _packed_dataset(features, batch_size, training, seed, with_labels, fixed_bat
     inputs = {k: packed[k] for k in ("token_ids", "segment_ids", "padding_mask")}
     dataset = tf.data.Dataset.from_tensor_slices((inputs, packed["labels"]) if with_labels else inputs)
     num_rows = len(packed["token_ids"])
+    rows = rows_per_batch(batch_size, len(features), num_rows)
     if training:
         dataset = dataset.shuffle(num_rows, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size)
+    dataset = dataset.batch(rows)
     if fixed_batch_size:
-        dataset = tf_batches.fill_batches(dataset, batch_size, label_fill_value=IGNORE_LABEL)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-num_rows // batch_size)))
+        dataset = tf_batches.fill_batches(dataset, rows, label_fill_value=IGNORE_LABEL)
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-num_rows // rows)))
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
@@ -181,7 +183,7 @@ def make_array_batches(features, batch_size, training=False, seed=0, *, boundari
     the first pieces and on filler rows. `training` (old name: `shuffle`, still
     taken): a new seeded order each epoch, grouped by length bucket.
     `packing`: rows of `sequence_length` tokens that hold several windows
-    each (`packed_features`), as in `make_dataset`.
+    each (`packed_features`), `batch_size` windows per batch on average, as in `make_dataset`.
     """
     from keras_bert_impl.batching.array_batches import LengthBucketedBatches
 
@@ -192,7 +194,8 @@ def make_array_batches(features, batch_size, training=False, seed=0, *, boundari
         packed = packed_features(features, seed=seed, with_labels=with_labels)
         inputs = {k: list(packed[k]) for k in ("token_ids", "segment_ids", "padding_mask")}
         labels = list(packed["labels"]) if with_labels else None
-        return LengthBucketedBatches(inputs, labels, batch_size=batch_size, boundaries=[sequence_length],
+        rows = rows_per_batch(batch_size, len(features), len(packed["token_ids"]))
+        return LengthBucketedBatches(inputs, labels, batch_size=rows, boundaries=[sequence_length],
                                      shuffle=training, seed=seed, fixed_batch_size=fixed_batch_size,
                                      label_fill_value=IGNORE_LABEL if with_labels else None)
     boundaries = list(boundaries or default_boundaries(sequence_length, **TAGGING_BUCKETS))

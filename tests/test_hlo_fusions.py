@@ -1,0 +1,41 @@
+"""benchmarks/hlo_fusions.py reads XLA's optimized training step: fusions of GELU, LayerNorm, dropout, AdamW."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_tiny_training_step_fusions_on_the_cpu(tmp_path):
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
+    result = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "hlo_fusions.py"), "--config", "tiny", "--batch_size", "2",
+         "--sequence_length", "32", "--predictions", "4", "--output", str(tmp_path / "out.json")],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = json.loads((tmp_path / "out.json").read_text())
+    assert line["hlo_file"].endswith("jit_train_step.cpu_after_optimizations.txt")
+    assert line["kernels"]["fusion"] > 100 and line["kernels"]["dot"] >= 1
+    # Bias + GELU fuse: one kernel in each of the 2 encoder blocks and in the masked-LM transform.
+    assert line["gelu"] == {"fusions": 3, "with_bias_add": 3}
+    # 2 x (2 attention + output) LayerNorms + embeddings + masked-LM head = 6 normalisations.
+    assert line["layer_norm"]["fusions_with_rsqrt"] == 6
+    # Dropout at 7 places (embeddings; per block: attention probabilities, attention output, feed-forward output).
+    assert line["dropout_rng"]["while_loops"] == 7
+    # AdamW: one update kernel per trainable variable on XLA:CPU.
+    assert line["optimizer"]["update_fusions_with_sqrt"] >= line["optimizer"]["trainable_variables"] == 38
+
+
+def test_rbg_prng_is_refused_with_one_line():
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
+    result = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "hlo_fusions.py"), "--config", "tiny", "--batch_size", "2",
+         "--sequence_length", "32", "--predictions", "4", "--prng_impl", "rbg"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 1
+    assert "error: --prng_impl rbg: Keras's random seeds are 2-word threefry keys" in result.stderr
