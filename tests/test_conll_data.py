@@ -390,3 +390,24 @@ def test_dataset_knows_its_number_of_batches(tokenizer, dev_sentences, dev_piece
     assert len(dataset) == sum(1 for _ in dataset) == sum(1 for _ in dataset)  # two epochs
     if options.get("group_by_length"):
         assert len(dataset) > -(-len(features) // 16)  # a partial batch per bucket
+
+
+def test_packed_batches_hold_every_labelled_word_once_in_static_rows(dev_sentences, tokenizer):
+    """The real dev set packed (tf.data and NumPy twins): 2% padding or less, batch_size windows per step on average."""
+    features = conll.encode_sentences(dev_sentences, tokenizer, conll.label_vocabulary(dev_sentences), 128)
+    labelled = int((features.labels >= 0).sum())
+    unpacked_steps = -(-len(features) // 32)
+    for batches in (
+        list(conll.make_dataset(features, 32, training=True, seed=1, packing=True).as_numpy_iterator()),
+        [conll.make_array_batches(features, 32, training=True, seed=1, packing=True)[i] for i in range(
+            len(conll.make_array_batches(features, 32, training=True, seed=1, packing=True)))],
+    ):
+        shapes = {inputs["token_ids"].shape for inputs, _ in batches}
+        assert len(shapes) == 1 and next(iter(shapes))[1] == 128, shapes
+        assert abs(len(batches) - unpacked_steps) <= 0.1 * unpacked_steps, (len(batches), unpacked_steps)
+        real = sum(int((inputs["padding_mask"] > 0).sum()) for inputs, _ in batches[:-1])
+        total = sum(inputs["padding_mask"].size for inputs, _ in batches[:-1])
+        assert 1 - real / total < 0.02
+        # The last batch may repeat rows to fill it, with labels -1: every labelled word is seen exactly once.
+        assert sum(int((labels >= 0).sum()) for _, labels in batches) == labelled
+        assert max(int(inputs["padding_mask"].max()) for inputs, _ in batches) >= 5
