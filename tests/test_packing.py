@@ -187,3 +187,51 @@ def test_pack_rows_errors_name_the_example():
         pack_rows([3], 0)
     with pytest.raises(ValueError, match=r"example 1: `segment_ids` has 2 values, `token_ids` has 3"):
         packed_arrays({"token_ids": [[1], [1, 2, 3]], "segment_ids": [[0], [0, 0]]}, [[0, 1]], 8)
+
+
+@pytest.mark.multibackend
+@pytest.mark.parametrize("num_classes", [3, 1], ids=["classification", "regression"])
+def test_packed_classifier_loss_and_sgd_step_equal_unpacked(examples, num_classes):
+    from keras_bert_impl.batching.packing import first_token_targets
+    from keras_bert_impl.models.classifier import BertClassifier
+
+    backbone = BertBackbone.from_preset("all_minilm_l6_v2_en", dropout=0.0)
+    classifier = BertClassifier(backbone, num_classes=num_classes, dropout=0.0)
+    packed_model = classifier.packed_training_model()
+    n = len(examples["token_ids"])
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 3, size=n).astype("int32") if num_classes > 1 else rng.uniform(0, 5, n).astype("float32")
+    packed, rows = packed_batch(examples)
+    lengths = [len(ids) for ids in examples["token_ids"]]
+    targets, weights = first_token_targets(rows, lengths, labels, SEQUENCE_LENGTH)
+    assert weights.sum() == n
+    if num_classes == 1:
+        targets = targets[..., None]  # one score per position, as the regression output
+    unpacked = unpacked_batch(examples)
+    optimizer = keras.optimizers.SGD(learning_rate=0.5)
+    classifier.compile(optimizer=optimizer, loss=classifier.default_loss())
+    packed_model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5), loss=classifier.default_loss())
+
+    alone = classifier.evaluate(unpacked, labels, batch_size=n, verbose=0, return_dict=True)["loss"]
+    together = packed_model.evaluate(packed, targets, sample_weight=weights, batch_size=n, verbose=0,
+                                     return_dict=True)["loss"]
+    assert abs(alone - together) <= TOLERANCE, (alone, together)
+
+    start = [np.array(w) for w in classifier.get_weights()]
+    classifier.train_on_batch(unpacked, labels)
+    after_alone = [np.array(w) for w in classifier.get_weights()]
+    classifier.set_weights(start)
+    packed_model.train_on_batch(packed, targets, sample_weight=weights)
+    after_together = classifier.get_weights()  # the packed model trained the classifier's own weights
+    moved = max(float(np.abs(a - s).max()) for a, s in zip(after_alone, start))
+    differ = max(float(np.abs(a - b).max()) for a, b in zip(after_alone, after_together))
+    print(f"{num_classes} outputs, one SGD step: largest change {moved:.3g}, packed vs unpacked {differ:.3g}")
+    assert moved > 1e-3 and differ <= TOLERANCE
+
+
+def test_packed_training_model_needs_the_pooler():
+    from keras_bert_impl.models.classifier import BertClassifier
+
+    backbone = BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16)
+    with pytest.raises(ValueError, match=r"packed_training_model\(\) needs pooling='pooled'.*pooling='mean'"):
+        BertClassifier(backbone, num_classes=2, pooling="mean").packed_training_model()

@@ -12,6 +12,10 @@ head; the pooled output and the span head see one example per row.
 - `pack_rows(lengths, sequence_length, seed)`: which examples share a row
   (best-fit decreasing: fills rows to 97-99% on real data sets).
 - `packed_arrays(examples, rows, sequence_length)`: the rows as arrays.
+- `first_token_targets(rows, lengths, values, sequence_length)`: one target
+  per example (a class, a score) placed on its first token, weight 1 there and
+  0 elsewhere: a sequence classifier trains on packed rows through
+  `BertClassifier.packed_training_model()`.
 - `rows_per_batch(batch_size, num_examples, num_rows)`: how many packed rows
   hold `batch_size` examples on average, so that a packed epoch has as many
   optimizer steps, of as many examples, as an unpacked one.
@@ -113,6 +117,31 @@ def packed_arrays(examples, rows, sequence_length, padding_values=None):
             start += length
     arrays["padding_mask"] = example_ids
     return arrays
+
+
+def first_token_targets(rows, lengths, values, sequence_length):
+    """Per-token targets and weights of packed rows: example `i`'s `values[i]` on its first token ([CLS]).
+
+    Returns `(targets, weights)`, both `(len(rows), sequence_length)`:
+    targets have `values`' dtype (0 off the first tokens), weights are float32,
+    1 on each example's first token and 0 elsewhere, so that a loss averaged
+    over the weights (`reduction="mean_with_sample_weight"`) is the mean over
+    the examples, as on unpacked rows.
+
+    >>> targets, weights = first_token_targets([[0, 1], [2]], [3, 2, 4], [7, 8, 9], 6)
+    >>> targets.tolist(), weights.tolist()
+    ([[7, 0, 0, 8, 0, 0], [9, 0, 0, 0, 0, 0]], [[1.0, 0.0, 0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
+    """
+    values = np.asarray(values)
+    targets = np.zeros((len(rows), sequence_length), dtype=values.dtype)
+    weights = np.zeros((len(rows), sequence_length), dtype=np.float32)
+    for r, row in enumerate(rows):
+        start = 0
+        for i in row:
+            targets[r, start] = values[i]
+            weights[r, start] = 1.0
+            start += int(lengths[i])
+    return targets, weights
 
 
 def rows_per_batch(batch_size, num_examples, num_rows):

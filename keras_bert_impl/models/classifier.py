@@ -171,6 +171,52 @@ class BertClassifier(Task):
             return None
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
+    def packed_training_model(self):
+        """A model that shares this classifier's weights and scores every example of packed rows.
+
+        Packed rows hold several examples each, numbered in `padding_mask`
+        (1, 2, ...; see `keras_bert_impl.layers.packed_examples`). This model
+        applies the pooler and the output layer at every position and returns
+        float32 `(rows, sequence_length, num_classes)`: at each example's first
+        token ([CLS]) that example's logits, exactly as the classifier gives
+        them for the example alone. Train it on `(inputs, targets, weights)`
+        from `batching.packing.first_token_targets` (weight 1 on the first
+        tokens; for regression give the targets a last axis of 1,
+        `targets[..., None]`, like the output): it is compiled with this classifier's loss, averaged over the
+        weights, so the loss is the mean over the examples. Training it trains
+        this classifier; predict and save with the classifier itself.
+        Needs `pooling="pooled"`.
+
+        Example:
+        >>> import numpy as np
+        >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2,
+        ...                         hidden_dim=16, intermediate_dim=32, max_sequence_length=16)
+        >>> classifier = BertClassifier(backbone, num_classes=3)
+        >>> packed = classifier.packed_training_model()
+        >>> row = {"token_ids": np.array([[2, 5, 3, 2, 7, 8, 3, 0]], "int32"),
+        ...        "segment_ids": np.zeros((1, 8), "int32"),
+        ...        "padding_mask": np.array([[1, 1, 1, 2, 2, 2, 2, 0]], "int32")}
+        >>> second = {"token_ids": np.array([[2, 7, 8, 3]], "int32"), "segment_ids": np.zeros((1, 4), "int32"),
+        ...           "padding_mask": np.ones((1, 4), "int32")}
+        >>> bool(np.allclose(packed.predict(row, verbose=0)[0, 3], classifier.predict(second, verbose=0)[0], atol=1e-5))
+        True
+        """
+        if self.pooling != "pooled":
+            raise ValueError(
+                f"packed_training_model() needs pooling='pooled' (the [CLS] pooler of each example); this "
+                f"classifier has pooling={self.pooling!r}, which averages a whole row: train it on unpacked rows."
+            )
+        inputs = backbone_inputs()
+        x = self.backbone(inputs)["sequence_output"]
+        x = self.backbone.pooled_dense(x)  # the pooler, at every position
+        x = self.output_dropout(x)
+        x = self.output_dense(x)
+        outputs = keras.layers.Activation("linear", dtype="float32", name="float32_token_logits")(x)
+        model = keras.Model(inputs, outputs, name=f"{self.name}_packed")
+        metrics = self.default_weighted_metrics()
+        model.compile(optimizer=keras.optimizers.AdamW(5e-5), loss=self.default_loss(), weighted_metrics=metrics)
+        return model
+
     # === Pipelines ===
 
     def predict_labels(self, texts, batch_size=32):
