@@ -189,6 +189,7 @@ class BertClassifier(Task):
 
         Example:
         >>> import numpy as np
+        >>> from keras_bert_impl import BertBackbone
         >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2,
         ...                         hidden_dim=16, intermediate_dim=32, max_sequence_length=16)
         >>> classifier = BertClassifier(backbone, num_classes=3)
