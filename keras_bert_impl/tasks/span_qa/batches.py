@@ -1,9 +1,23 @@
 """Step 3, batches: SQuAD windows -> length-bucketed `tf.data` batches, or the NumPy twin (no TensorFlow).
 
 `SPAN_QA_BUCKETS`: powers of two up to the sequence length (32, 64, 128, 256, 384).
+
+`PredictionBatches(features, batch_size)`: the batches `predict_logits`
+feeds the model, NumPy on every backend: windows grouped by length bucket
+(the training buckets), every batch `batch_size` rows, so the model sees at
+most `len(boundaries)` shapes, each padded no wider than its longest window's
+bucket.
 """
 
-from keras_bert_impl.batching.boundaries import SPAN_QA_BUCKETS, count_batches_from_lengths, default_boundaries
+import numpy as np
+
+from keras_bert_impl.batching.boundaries import (
+    SPAN_QA_BUCKETS,
+    bucket_indices,
+    check_boundaries,
+    count_batches_from_lengths,
+    default_boundaries,
+)
 from keras_bert_impl.tasks.old_keywords import renamed
 
 
@@ -86,3 +100,73 @@ def make_array_batches(features, batch_size, training=False, seed=0, *, boundari
         fixed_batch_size=fixed_batch_size,
         label_fill_value=-1 if training else None,
     )
+
+
+class PredictionBatches:
+    """The prediction batches of `features`: iterate for `(rows, inputs)`, one pair per forward pass.
+
+    `rows` are the indices (into `features`) of the batch's real windows and
+    `inputs` the model inputs `{"token_ids", "segment_ids", "padding_mask"}`,
+    NumPy int32 `(batch_size, width)`: rows `len(rows):` are filler copies of
+    the batch's first window (with `fixed_batch_size`, the default) whose
+    outputs the caller drops; `width` is the smallest of `boundaries`
+    holding the batch's longest window.
+
+    With `sort_by_length` (default) the windows are taken bucket by bucket
+    (a stable sort of their bucket index, so input order within a bucket),
+    then cut into batches: at most `len(boundaries)` distinct shapes, and
+    one partial (filled) batch in all, the first, which holds the shortest
+    windows, so that its filler rows cost the fewest tokens. Windows padded in one batch with
+    longer ones keep their own logits: rows do not interact and padded
+    positions are masked, so only float rounding of the narrower or wider
+    matrix products differs (below 1e-5 for MiniLM). `sort_by_length=False`
+    keeps the input order (the batches of `make_array_batches` /
+    `make_dataset` for prediction): on SQuAD almost every batch of 64 then
+    holds one 384-token window and is padded to 384.
+
+    Example:
+    >>> import types
+    >>> lengths = np.array([40, 300, 50, 120, 60])
+    >>> features = types.SimpleNamespace(lengths=lengths, token_ids=np.zeros((5, 384), np.int32),
+    ...     inputs=lambda: {"token_ids": np.zeros((5, 384), np.int32)})
+    >>> batches = PredictionBatches(features, batch_size=2)
+    >>> [(rows.tolist(), inputs["token_ids"].shape) for rows, inputs in batches]
+    [([0], (2, 64)), ([2, 4], (2, 64)), ([3, 1], (2, 384))]
+    >>> batches.shapes
+    [(2, 64), (2, 384)]
+    """
+
+    def __init__(self, features, batch_size, *, boundaries=None, sort_by_length=True, fixed_batch_size=True):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        self.features = features
+        self.batch_size = batch_size
+        self.fixed_batch_size = fixed_batch_size
+        sequence_length = features.token_ids.shape[1]
+        self.boundaries = check_boundaries(boundaries or default_boundaries(sequence_length, **SPAN_QA_BUCKETS))
+        lengths = np.asarray(features.lengths)
+        buckets = bucket_indices(lengths, self.boundaries)
+        if sort_by_length:
+            order = np.argsort(buckets, kind="stable")
+            cuts = list(range(len(order) % batch_size or batch_size, len(order), batch_size))  # partial batch first
+        else:
+            order = np.arange(len(lengths))
+            cuts = list(range(batch_size, len(order), batch_size))
+        self.plan = [(rows, self.boundaries[int(buckets[rows].max())]) for rows in np.split(order, cuts) if len(rows)]
+
+    def __len__(self):
+        return len(self.plan)
+
+    @property
+    def shapes(self):
+        """The distinct `(rows, width)` input shapes, in order of first use: one compilation each under XLA."""
+        rows = [self.batch_size if self.fixed_batch_size else len(r) for r, _ in self.plan]
+        return list(dict.fromkeys((n, width) for n, (_, width) in zip(rows, self.plan)))
+
+    def __iter__(self):
+        inputs = self.features.inputs()
+        for rows, width in self.plan:
+            taken = rows
+            if self.fixed_batch_size and len(rows) < self.batch_size:
+                taken = np.concatenate([rows, np.full(self.batch_size - len(rows), rows[0])])
+            yield rows, {name: np.ascontiguousarray(values[taken, :width]) for name, values in inputs.items()}

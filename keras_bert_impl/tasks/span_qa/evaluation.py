@@ -46,7 +46,11 @@ class SquadResult:
         metrics: the official evaluation (empty when no gold answers).
         null_score_diff_threshold: threshold used (v2.0).
         num_windows: windows predicted.
-        predict_seconds: wall time of the model's forward passes.
+        predict_seconds: wall time of the model's forward passes (batching included; on a model's first
+            pass also the compilation of each new input shape under XLA or `tf.function`).
+        predict_shapes: the distinct `(batch, width)` input shapes the model saw (at most one per length
+            bucket; the first pass compiles each once).
+        postprocess_seconds: wall time of `postprocess_predictions` (host, NumPy).
     """
 
     predictions: dict
@@ -55,6 +59,8 @@ class SquadResult:
     null_score_diff_threshold: float | None
     num_windows: int
     predict_seconds: float
+    predict_shapes: list = dataclasses.field(default_factory=list)
+    postprocess_seconds: float = 0.0
 
 
 def _has_gold_answers(gold):
@@ -76,6 +82,9 @@ def predict_squad(
     n_best_size=20,
     max_answer_length=30,
     null_score_diff_threshold=None,
+    *,
+    boundaries=None,
+    sort_by_length=True,
 ):
     """Predicts every question of `features` and evaluates against `gold`.
 
@@ -89,6 +98,7 @@ def predict_squad(
         n_best_size, max_answer_length: post-processing settings.
         null_score_diff_threshold: v2.0: fixed threshold; None tunes it on
             `gold` (F1-optimal, as in the BERT paper) or uses 0.0 without gold.
+        boundaries, sort_by_length: the prediction batches (`predict_logits`).
 
     Returns:
         `SquadResult`.
@@ -98,9 +108,12 @@ def predict_squad(
     if version not in ("1.1", "2.0"):
         raise ValueError(f"`version` must be '1.1' or '2.0', got {version!r}.")
     start = time.perf_counter()
-    start_logits, end_logits = predict_logits(model, features, batch_size=batch_size)
+    stats = {}
+    start_logits, end_logits = predict_logits(model, features, batch_size=batch_size, boundaries=boundaries,
+                                              sort_by_length=sort_by_length, stats=stats)
     seconds = time.perf_counter() - start
     version_2 = version == "2.0"
+    start = time.perf_counter()
     processed = postprocess_predictions(
         features,
         start_logits,
@@ -110,6 +123,7 @@ def predict_squad(
         version_2_with_negative=version_2,
         null_score_diff_threshold=0.0 if null_score_diff_threshold is None else null_score_diff_threshold,
     )
+    postprocess_seconds = time.perf_counter() - start
     has_gold = gold is not None and _has_gold_answers(gold)
     metrics, threshold = {}, None
     predictions = processed.predictions
@@ -130,4 +144,6 @@ def predict_squad(
         null_score_diff_threshold=threshold,
         num_windows=len(features),
         predict_seconds=seconds,
+        predict_shapes=stats["shapes"],
+        postprocess_seconds=postprocess_seconds,
     )

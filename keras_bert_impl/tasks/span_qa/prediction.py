@@ -14,7 +14,8 @@
 - `apply_null_threshold(best_answers, null_odds, threshold)`: "" where
   `null_odds > threshold` (`evaluation.tune_null_threshold` picks the
   threshold that maximises F1 on a dev file, as the BERT paper does).
-- `predict_logits(model, features)`: the model over every window.
+- `predict_logits(model, features)`: the model over every window, in length-bucketed batches of one fixed
+  size (`batches.PredictionBatches`: at most one compiled shape per bucket).
 - `answer_questions(model, tokenizer, questions, contexts)`: answers raw
   question/context strings with a `BertSpanExtractor` (text, score, span).
 
@@ -27,7 +28,6 @@ Example:
 import collections
 import dataclasses
 
-import keras
 import numpy as np
 
 from keras_bert_impl.layers.span_head import MASKED_LOGIT
@@ -177,30 +177,34 @@ def apply_null_threshold(best_answers, null_odds, threshold):
     return {qid: ("" if is_no_answer(null_odds[qid], threshold) else text) for qid, text in best_answers.items()}
 
 
-def predict_logits(model, features, batch_size=32):
+def predict_logits(model, features, batch_size=32, *, boundaries=None, sort_by_length=True, stats=None):
     """Runs `model` over every window of `features`; returns `(start_logits, end_logits)` `(N, L)`.
 
-    Batches are padded only to the length bucket they need; the logits are
-    padded back to `sequence_length` with the masked value. On the JAX and
-    PyTorch backends the batches come from `features.to_array_batches`, so
-    TensorFlow is not needed there.
+    The batches are `batches.PredictionBatches`: NumPy on every backend,
+    windows grouped by length bucket (`boundaries`, default the training
+    buckets) and every batch `batch_size` rows, so a compiled (XLA) predict
+    step sees at most `len(boundaries)` shapes; the filler rows' outputs
+    are dropped and each window's logits go back to its own row, padded to
+    `sequence_length` with the masked value. `sort_by_length=False` keeps
+    the input order (most SQuAD batches then pad to the full length).
+
+    `stats`, a dict, receives `shapes` (the distinct input shapes) and
+    `batches`.
     """
+    from keras_bert_impl.tasks.span_qa.batches import PredictionBatches
+
     n, max_len = features.token_ids.shape
     start = np.full((n, max_len), MASKED_LOGIT, np.float32)
     end = np.full((n, max_len), MASKED_LOGIT, np.float32)
-    row = 0
-    if keras.backend.backend() == "tensorflow":
-        batches = features.to_dataset(batch_size, training=False)
-    else:
-        array_batches = features.to_array_batches(batch_size, training=False)
-        batches = (array_batches[i][0] for i in range(len(array_batches)))
-    for batch in batches:
-        out = model.predict_on_batch(batch)
-        real = min(batch_size, n - row)  # the last batch is filled up with copies; drop them
+    batches = PredictionBatches(features, batch_size, boundaries=boundaries, sort_by_length=sort_by_length)
+    for rows, inputs in batches:
+        out = model.predict_on_batch(inputs)
+        real = len(rows)  # the rows after them are filler copies
         s, e = np.asarray(out["start_logits"])[:real], np.asarray(out["end_logits"])[:real]
-        start[row : row + len(s), : s.shape[1]] = s
-        end[row : row + len(e), : e.shape[1]] = e
-        row += len(s)
+        start[rows, : s.shape[1]] = s
+        end[rows, : e.shape[1]] = e
+    if stats is not None:
+        stats.update(shapes=batches.shapes, batches=len(batches))
     return start, end
 
 

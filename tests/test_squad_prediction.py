@@ -1,0 +1,114 @@
+"""SQuAD prediction batches (issue 18, item 7): length-bucketed, fixed-size batches give the answers that the
+input-order batches gave, on real dev windows and the real MiniLM backbone."""
+
+import numpy as np
+import pytest
+
+from keras_bert_impl.tasks import span_qa as squad
+from keras_bert_impl.tasks.span_qa.batches import PredictionBatches
+from keras_bert_impl.tasks.span_qa.prediction import postprocess_predictions, predict_logits
+
+pytestmark = pytest.mark.multibackend
+
+BATCH_SIZE = 16
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    return BertTokenizer.from_preset("all_minilm_l6_v2_en")
+
+
+@pytest.fixture(scope="module")
+def features(shared_data, tokenizer):
+    """Windows of the first question of every paragraph of the evaluation articles, up to 40 windows.
+
+    The contexts differ in length, so the windows fall in several buckets (128, 256, 384), and 40 windows in
+    batches of 16 leave a partial last batch.
+    """
+    dataset = squad.load_squad_json(shared_data / "squad" / "dev-v1.1.json.gz")
+    _, evaluation = squad.split_articles(dataset, 38)
+    examples, _ = squad.read_squad_examples(evaluation, source="eval")
+    first_of_paragraph = list({e.context: e for e in reversed(examples)}.values())[::-1]
+    chosen, windows = [], 0
+    for example in first_of_paragraph:
+        count = len(squad.convert_examples_to_features([example], tokenizer))
+        if windows + count > 40:
+            break
+        chosen.append(example)
+        windows += count
+    features = squad.convert_examples_to_features(chosen, tokenizer, sequence_length=384, doc_stride=128)
+    assert len(features) % BATCH_SIZE  # a partial last batch
+    return features
+
+
+@pytest.fixture(scope="module")
+def model():
+    import keras
+
+    from keras_bert_impl import BertBackbone, BertSpanExtractor
+
+    keras.utils.set_random_seed(0)  # the span head is random; the answers only need to be fixed
+    return BertSpanExtractor(BertBackbone.from_preset("all_minilm_l6_v2_en"))
+
+
+def input_order_logits(model, features):
+    """The logits as `predict_logits` computed them before issue 18 item 7: `to_array_batches` in input order."""
+    n, width = features.token_ids.shape
+    start, end = np.full((n, width), -10000.0, np.float32), np.full((n, width), -10000.0, np.float32)
+    batches = features.to_array_batches(BATCH_SIZE)
+    row, widths = 0, []
+    for i in range(len(batches)):
+        (inputs,) = batches[i]
+        out = model.predict_on_batch(inputs)
+        real = min(BATCH_SIZE, n - row)
+        s, e = np.asarray(out["start_logits"])[:real], np.asarray(out["end_logits"])[:real]
+        start[row : row + real, : s.shape[1]], end[row : row + real, : e.shape[1]] = s, e
+        row += real
+        widths.append(inputs["token_ids"].shape[1])
+    return start, end, widths
+
+
+def test_bucketed_batches_have_few_fixed_shapes_and_less_padding(features):
+    batches = PredictionBatches(features, BATCH_SIZE)
+    assert all(rows == BATCH_SIZE for rows, _ in batches.shapes)
+    assert len(batches.shapes) <= len(batches.boundaries)
+    seen = np.concatenate([rows for rows, _ in batches])
+    assert sorted(seen.tolist()) == list(range(len(features)))  # every window once
+    for rows, inputs in batches:
+        assert (features.lengths[rows] <= inputs["token_ids"].shape[1]).all()
+        np.testing.assert_array_equal(inputs["token_ids"][: len(rows)], features.token_ids[rows, : inputs["token_ids"].shape[1]])
+        assert (inputs["token_ids"][len(rows) :] == inputs["token_ids"][0]).all()  # filler: copies of the first row
+    assert [len(rows) for rows, _ in batches.plan] == [len(features) % BATCH_SIZE] + [BATCH_SIZE] * (len(batches) - 1)
+    bucketed = sum(BATCH_SIZE * width for _, width in batches.plan)
+    input_order = sum(BATCH_SIZE * width for _, width in PredictionBatches(features, BATCH_SIZE, sort_by_length=False).plan)
+    assert bucketed < input_order
+
+
+def test_filled_partial_batch_gives_the_unfilled_logits(model, features):
+    batches = PredictionBatches(features, BATCH_SIZE)
+    (rows, inputs), *full = batches  # the one partial batch comes first, in the narrowest bucket
+    assert len(rows) < BATCH_SIZE and all(len(r) == BATCH_SIZE for r, _ in full)
+    assert inputs["token_ids"].shape[1] == min(width for _, width in batches.plan)
+    padded = model.predict_on_batch(inputs)
+    alone = model.predict_on_batch({name: values[: len(rows)] for name, values in inputs.items()})
+    for name in ("start_logits", "end_logits"):
+        real = inputs["padding_mask"][: len(rows)] == 1
+        np.testing.assert_allclose(np.asarray(padded[name])[: len(rows)][real], np.asarray(alone[name])[real],
+                                   rtol=0, atol=1e-5)
+
+
+def test_bucketed_prediction_gives_the_input_order_answers(model, features):
+    old_start, old_end, old_widths = input_order_logits(model, features)
+    stats = {}
+    start, end = predict_logits(model, features, batch_size=BATCH_SIZE, stats=stats)
+    assert len(stats["shapes"]) <= len(set(old_widths)) + 1 and stats["batches"] == len(old_widths)
+    real = features.padding_mask == 1
+    np.testing.assert_allclose(start[real], old_start[real], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(end[real], old_end[real], rtol=0, atol=1e-5)
+    old = postprocess_predictions(features, old_start, old_end)
+    new = postprocess_predictions(features, start, end)
+    assert new.predictions == old.predictions
+    assert {k: [e["text"] for e in v] for k, v in new.nbest.items()} == {k: [e["text"] for e in v] for k, v in old.nbest.items()}
+    assert len(set(new.predictions.values())) > 1  # real, different answers, not one degenerate span
