@@ -49,6 +49,9 @@ def parse_args(argv=None):
     parser.add_argument("--pooling", default="pooled", choices=("pooled", "mean"),
                         help="what the classifier reads: pooled (BERT's [CLS] pooler, default) or mean (the mean "
                              "token vector; for checkpoints trained through mean pooling or a short pretraining)")
+    parser.add_argument("--packing", action="store_true",
+                        help="train on rows that each hold several examples (almost no padding, the same loss; "
+                             "needs --pooling pooled; docs/finetuning.md)")
     parser.add_argument("--strategy", default="auto", choices=("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"),
                         help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
                              "(docs/finetuning.md)")
@@ -86,6 +89,7 @@ def config_from_args(args):
         epochs=args.epochs,
         warmup_proportion=args.warmup_proportion,
         pooling=args.pooling,
+        packing=args.packing,
         strategy=args.strategy,
         seed=args.seed,
         mixed_precision=args.mixed_precision,

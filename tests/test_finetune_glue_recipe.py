@@ -105,3 +105,28 @@ def test_no_training_examples_is_refused_before_training(data_slices, tmp_path):
     assert result.returncode == 2 and result.stderr.splitlines()[-1].startswith(
         f"error: {train}: no training examples (it has a header only)")
     assert not (model_dir / "dev_results.json").exists()
+
+
+def test_packed_regression_on_stsb_slice_trains_the_classifier(data_slices, tmp_path):
+    """--packing: several pairs per row, trained through packed_training_model(); dev is read unpacked."""
+    from keras_bert_impl.tasks.classification.run import ClassificationConfig, run
+
+    data_dir = _slice_task(data_slices / "glue", tmp_path, "STS-B", 33)
+    results = run(ClassificationConfig("stsb", data_dir, str(tmp_path / "out"), sequence_length=128, batch_size=8,
+                                       epochs=2, learning_rate=1e-4, seed=0, verbose=0, packing=True,
+                                       save_model=True))
+    assert results["config"]["packing"] is True
+    assert results["history"]["loss"][-1] < results["history"]["loss"][0]
+    assert list(results["best"]) == ["pearson", "spearman"]
+    # The saved classifier is the one the packed model trained: it scores raw pairs.
+    model = keras.saving.load_model(str(tmp_path / "out" / "model.keras"))
+    dev = glue.read_split("stsb", data_dir, "dev")
+    assert len(model.predict_labels((dev.text_a[:3], dev.text_b[:3]))) == 3
+
+
+def test_packing_needs_the_pooled_head(data_slices, tmp_path):
+    data_dir = _slice_task(data_slices / "glue", tmp_path, "STS-B", 5)
+    result = _run("--task", "stsb", "--data_dir", str(data_dir), "--model_dir", str(tmp_path / "m"),
+                  "--packing", "--pooling", "mean")
+    assert result.returncode == 2
+    assert "error: --packing needs --pooling pooled (each example's [CLS]); --pooling='mean'" in result.stderr

@@ -2,6 +2,9 @@
 
 - `make_dataset(split, preprocessor, batch_size, ...)`: a `tf.data.Dataset`
   of `(features, label[, weight])` for `BertClassifier`, tokenized on the fly.
+- `make_packed_dataset(split, preprocessor, batch_size, seed)`: training
+  batches of packed rows (several examples per row, `batching.packing`) for
+  `BertClassifier.packed_training_model()`.
 - `make_array_batches(inputs, labels, batch_size, ...)`: the same batches from
   already tokenized examples as a `LengthBucketedBatches` (no TensorFlow:
   for JAX or PyTorch hosts).
@@ -16,6 +19,7 @@ Both use `CLASSIFICATION_BUCKETS` (16, 32, 48, 64, 96, 128 for 128 tokens):
 import numpy as np
 
 from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, count_batches_from_lengths, default_boundaries
+from keras_bert_impl.batching.packing import first_token_targets, pack_rows, packed_arrays, rows_per_batch
 from keras_bert_impl.tasks.classification.features import encode_texts, split_texts
 from keras_bert_impl.tasks.old_keywords import check_training, renamed
 
@@ -123,6 +127,57 @@ def make_dataset(
     num_batches = count_batches_from_lengths(lengths, batch_size, boundaries, grouped=training,
                                              drop_remainder=drop_remainder and training)
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def tokenized_examples(split, preprocessor):
+    """Every example of `split` tokenized: dict name -> list of 1-D int32 arrays (`token_ids`, `segment_ids`)."""
+    import tensorflow as tf
+
+    texts = split_texts(split)
+    examples = {"token_ids": [], "segment_ids": []}
+    for start in range(0, len(texts[0]), _LENGTH_CHUNK):
+        chunk = tuple(tf.constant(list(t[start : start + _LENGTH_CHUNK]), dtype=tf.string) for t in texts)
+        encoded = encode_texts(preprocessor, chunk)
+        for name in examples:
+            examples[name].extend(np.asarray(row, "int32") for row in encoded[name].to_list())
+    return examples
+
+
+def make_packed_dataset(split, preprocessor, batch_size, seed=None, fixed_batch_size=True):
+    """Shuffled training batches of packed rows: `(inputs, targets, weights)` for `packed_training_model()`.
+
+    The split is tokenized up front and packed once (`pack_rows`, with
+    `seed`) into rows of `preprocessor.sequence_length` tokens, several
+    examples per row, numbered in `padding_mask`; the rows are shuffled every
+    epoch. Each example's label sits on its first token ([CLS]) with weight 1
+    (`first_token_targets`; regression targets get a last axis of 1); the
+    classifier's loss averages over the weights, so it is the mean over the
+    examples, as unpacked. A batch holds `rows_per_batch` rows, `batch_size`
+    examples on average, so an epoch has as many steps as unpacked; every
+    batch has one static shape (the last one is filled with weight-0 rows).
+    """
+    import tensorflow as tf
+
+    from keras_bert_impl.batching.tf_batches import fill_batches
+
+    if split.labels is None:
+        raise ValueError(f"{split.path if hasattr(split, 'path') else 'this split'} has no labels: packing is for training")
+    sequence_length = preprocessor.sequence_length
+    examples = tokenized_examples(split, preprocessor)
+    lengths = [len(ids) for ids in examples["token_ids"]]
+    rows = pack_rows(lengths, sequence_length, seed=seed)
+    inputs = packed_arrays(examples, rows, sequence_length)
+    targets, weights = first_token_targets(rows, lengths, np.asarray(split.labels), sequence_length)
+    if np.issubdtype(targets.dtype, np.floating):
+        targets = targets[..., None]  # regression: one score per position, like the model's output
+    dataset = tf.data.Dataset.from_tensor_slices((inputs, targets, weights))
+    dataset = dataset.shuffle(len(rows), seed=seed, reshuffle_each_iteration=True)
+    rows_in_batch = rows_per_batch(batch_size, len(lengths), len(rows))
+    dataset = dataset.batch(rows_in_batch)
+    if fixed_batch_size:
+        dataset = fill_batches(dataset, rows_in_batch, label_fill_value=0)
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-len(rows) // rows_in_batch)))
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 

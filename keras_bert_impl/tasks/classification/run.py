@@ -21,7 +21,7 @@ import time
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import POOLINGS, BertClassifier
-from keras_bert_impl.tasks.classification.batches import make_dataset
+from keras_bert_impl.tasks.classification.batches import make_dataset, make_packed_dataset
 from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_names, evaluate_splits, glue_score
 from keras_bert_impl.tasks.classification.outputs import save_model_atomically, write_dev_results, write_submission
 from keras_bert_impl.tasks.classification.prediction import predict_split
@@ -53,6 +53,8 @@ class ClassificationConfig:
         dropout: classifier dropout (the backbone keeps its configured dropout).
         pooling: what the head reads: `"pooled"` (BERT's [CLS] pooler) or `"mean"`
             (the mean token vector); see `BertClassifier`.
+        packing: train on packed rows (several examples per row, `batches.make_packed_dataset`,
+            through `BertClassifier.packed_training_model()`); dev and test are read unpacked.
         truncate: pair truncation (`longest_first` as original BERT).
         strategy: name for `keras_bert_impl.training.strategy.get_strategy`.
         seed: seeds weights of the head, dropout and shuffling.
@@ -83,6 +85,7 @@ class ClassificationConfig:
     weight_decay: float = 0.01
     dropout: float = 0.1
     pooling: str = "pooled"
+    packing: bool = False
     truncate: str = "longest_first"
     strategy: str = "auto"
     seed: int = 0
@@ -115,6 +118,9 @@ def check_flags(config):
     )
     if config.pooling not in POOLINGS:
         raise ValueError(f"--pooling={config.pooling!r}: must be one of {', '.join(POOLINGS)}")
+    if config.packing and config.pooling != "pooled":
+        raise ValueError(f"--packing needs --pooling pooled (each example's [CLS]); --pooling={config.pooling!r} "
+                         "averages a whole row")
 
 
 def run(config):
@@ -168,20 +174,26 @@ def run(config):
             pooling=c.pooling,
         )
 
-    train_ds = make_dataset(train, preprocessor, c.batch_size, training=True, seed=c.seed)
+    if c.packing:
+        train_ds = make_packed_dataset(train, preprocessor, c.batch_size, seed=c.seed)
+        with distribution.scope():
+            trained_model = model.packed_training_model()  # trains `model`'s own weights
+    else:
+        train_ds = make_dataset(train, preprocessor, c.batch_size, training=True, seed=c.seed)
+        trained_model = model
     dev_datasets = [make_dataset(s, preprocessor, c.eval_batch_size) for s in dev_splits]
     eval_seconds = []
 
-    def eval_fn(m):
+    def eval_fn(_):
         start = time.perf_counter()
-        results = evaluate_splits(m, task, dev_splits, dev_datasets)
+        results = evaluate_splits(model, task, dev_splits, dev_datasets)
         eval_seconds.append(time.perf_counter() - start)
         return results
 
     monitor = next(iter(evaluate_metric_names(task, dev_splits)))
     start = time.perf_counter()
     result = finetune(
-        model,
+        trained_model,
         train_ds,
         epochs=c.epochs,
         learning_rate=c.learning_rate,
@@ -240,6 +252,7 @@ def run(config):
             "weight_decay": c.weight_decay,
             "truncate": c.truncate,
             "pooling": c.pooling,
+            "packing": c.packing,
             "seed": c.seed,
             "mixed_precision": c.mixed_precision,
             "train_limit": c.train_limit,
