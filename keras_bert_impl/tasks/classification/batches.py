@@ -162,7 +162,7 @@ def make_packed_dataset(split, preprocessor, batch_size, seed=None, fixed_batch_
     from keras_bert_impl.batching.tf_batches import fill_batches
 
     if split.labels is None:
-        raise ValueError(f"{split.path if hasattr(split, 'path') else 'this split'} has no labels: packing is for training")
+        raise ValueError(f"{split.path}: no labels (a test split): packed batches are for training")
     sequence_length = preprocessor.sequence_length
     examples = tokenized_examples(split, preprocessor)
     lengths = [len(ids) for ids in examples["token_ids"]]
