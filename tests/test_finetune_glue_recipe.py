@@ -130,3 +130,15 @@ def test_packing_needs_the_pooled_head(data_slices, tmp_path):
                   "--packing", "--pooling", "mean")
     assert result.returncode == 2
     assert "error: --packing needs --pooling pooled (each example's [CLS]); --pooling='mean'" in result.stderr
+
+
+def test_packed_batches_refuse_a_split_without_labels(data_slices, tmp_path, minilm_dir):
+    from keras_bert_impl.text.classifier_preprocessor import BertClassifierPreprocessor
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+
+    data_dir = _slice_task(data_slices / "glue", tmp_path, "STS-B", 5)
+    test = glue.read_split("stsb", data_dir, "test")
+    preprocessor = BertClassifierPreprocessor(BertTokenizer.from_preset(str(minilm_dir)), sequence_length=32)
+    with pytest.raises(ValueError) as error:
+        glue.make_packed_dataset(test, preprocessor, 8)
+    assert str(error.value) == f"{test.path}: no labels (a test split): packed batches are for training"

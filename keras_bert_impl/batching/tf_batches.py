@@ -249,3 +249,22 @@ def _padding_values(element_spec, label_padding_value, feature_padding_value):
         labels = (tf.nest.map_structure(lambda s: value(s, label_padding_value), e) for e in element_spec[1:])
         return (features, *labels)
     return {k: value(s, feature_padding_value) for k, s in element_spec.items()}
+
+
+def packed_row_batches(elements, num_rows, rows_in_batch, training=False, seed=None, fixed_batch_size=True,
+                       label_fill_value=-1):
+    """Batches of packed rows (`batching.packing`): shuffled each epoch in training, `rows_in_batch` rows each.
+
+    `elements` is what `tf.data.Dataset.from_tensor_slices` takes (e.g.
+    `(inputs, labels)`); with `fixed_batch_size` the last batch is filled to
+    `rows_in_batch` rows (`fill_batches`, labels `label_fill_value`), so every
+    batch has one static shape. The dataset carries its cardinality.
+    """
+    dataset = tf.data.Dataset.from_tensor_slices(elements)
+    if training:
+        dataset = dataset.shuffle(num_rows, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(rows_in_batch)
+    if fixed_batch_size:
+        dataset = fill_batches(dataset, rows_in_batch, label_fill_value=label_fill_value)
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-num_rows // rows_in_batch)))
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -26,15 +26,19 @@ from keras_bert_impl.tasks.old_keywords import check_training, renamed
 _LENGTH_CHUNK = 4096
 
 
-def example_lengths(split, preprocessor):
-    """Packed length (special tokens included) of every example of `split`, tokenized in chunks."""
+def _encoded_chunks(split, preprocessor):
+    """`split` tokenized `_LENGTH_CHUNK` examples at a time: ragged features per chunk."""
     import tensorflow as tf
 
     texts = split_texts(split)
-    lengths = []
     for start in range(0, len(texts[0]), _LENGTH_CHUNK):
         chunk = tuple(tf.constant(list(t[start : start + _LENGTH_CHUNK]), dtype=tf.string) for t in texts)
-        lengths.append(encode_texts(preprocessor, chunk)["token_ids"].row_lengths().numpy())
+        yield encode_texts(preprocessor, chunk)
+
+
+def example_lengths(split, preprocessor):
+    """Packed length (special tokens included) of every example of `split`, tokenized in chunks."""
+    lengths = [encoded["token_ids"].row_lengths().numpy() for encoded in _encoded_chunks(split, preprocessor)]
     return np.concatenate(lengths) if lengths else np.zeros(0, "int64")
 
 
@@ -132,13 +136,8 @@ def make_dataset(
 
 def tokenized_examples(split, preprocessor):
     """Every example of `split` tokenized: dict name -> list of 1-D int32 arrays (`token_ids`, `segment_ids`)."""
-    import tensorflow as tf
-
-    texts = split_texts(split)
     examples = {"token_ids": [], "segment_ids": []}
-    for start in range(0, len(texts[0]), _LENGTH_CHUNK):
-        chunk = tuple(tf.constant(list(t[start : start + _LENGTH_CHUNK]), dtype=tf.string) for t in texts)
-        encoded = encode_texts(preprocessor, chunk)
+    for encoded in _encoded_chunks(split, preprocessor):
         for name in examples:
             examples[name].extend(np.asarray(row, "int32") for row in encoded[name].to_list())
     return examples
@@ -157,9 +156,7 @@ def make_packed_dataset(split, preprocessor, batch_size, seed=None, fixed_batch_
     examples on average, so an epoch has as many steps as unpacked; every
     batch has one static shape (the last one is filled with weight-0 rows).
     """
-    import tensorflow as tf
-
-    from keras_bert_impl.batching.tf_batches import fill_batches
+    from keras_bert_impl.batching.tf_batches import packed_row_batches
 
     if split.labels is None:
         raise ValueError(f"{split.path}: no labels (a test split): packed batches are for training")
@@ -171,14 +168,8 @@ def make_packed_dataset(split, preprocessor, batch_size, seed=None, fixed_batch_
     targets, weights = first_token_targets(rows, lengths, np.asarray(split.labels), sequence_length)
     if np.issubdtype(targets.dtype, np.floating):
         targets = targets[..., None]  # regression: one score per position, like the model's output
-    dataset = tf.data.Dataset.from_tensor_slices((inputs, targets, weights))
-    dataset = dataset.shuffle(len(rows), seed=seed, reshuffle_each_iteration=True)
-    rows_in_batch = rows_per_batch(batch_size, len(lengths), len(rows))
-    dataset = dataset.batch(rows_in_batch)
-    if fixed_batch_size:
-        dataset = fill_batches(dataset, rows_in_batch, label_fill_value=0)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-len(rows) // rows_in_batch)))
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return packed_row_batches((inputs, targets, weights), len(rows), rows_per_batch(batch_size, len(lengths), len(rows)),
+                              training=True, seed=seed, fixed_batch_size=fixed_batch_size, label_fill_value=0)
 
 
 def make_array_batches(inputs, labels, batch_size, training=False, seed=0, *, boundaries=None, fixed_batch_size=True,

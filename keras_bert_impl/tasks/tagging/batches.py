@@ -128,22 +128,14 @@ def make_dataset(
 
 
 def _packed_dataset(features, batch_size, training, seed, with_labels, fixed_batch_size):
-    import tensorflow as tf
-
-    from keras_bert_impl.batching import tf_batches
+    from keras_bert_impl.batching.tf_batches import packed_row_batches
 
     packed = packed_features(features, seed=seed, with_labels=with_labels)
     inputs = {k: packed[k] for k in ("token_ids", "segment_ids", "padding_mask")}
-    dataset = tf.data.Dataset.from_tensor_slices((inputs, packed["labels"]) if with_labels else inputs)
     num_rows = len(packed["token_ids"])
-    rows = rows_per_batch(batch_size, len(features), num_rows)
-    if training:
-        dataset = dataset.shuffle(num_rows, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(rows)
-    if fixed_batch_size:
-        dataset = tf_batches.fill_batches(dataset, rows, label_fill_value=IGNORE_LABEL)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-num_rows // rows)))
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return packed_row_batches((inputs, packed["labels"]) if with_labels else inputs, num_rows,
+                              rows_per_batch(batch_size, len(features), num_rows), training=training, seed=seed,
+                              fixed_batch_size=fixed_batch_size, label_fill_value=IGNORE_LABEL)
 
 
 def packed_features(features, seed=None, with_labels=True):
