@@ -224,6 +224,8 @@ def _bad_start_cases(tmp_path):
                               "token in each segment: it must be >= 5"),
         "checkpoint_every_0": (("--checkpoint_every", "0"), None, "--checkpoint_every=0: must be an integer >= 1"),
         "num_steps_0": (("--num_steps", "0"), None, "--num_steps=0: must be an integer >= 1"),
+        "attention_init_stddev_0": (("--attention_init_stddev", "0"), None,
+                                    "--attention_init_stddev=0.0: must be a finite number > 0 (BERT's is 0.02)"),
         "cp1252_corpus": (("--train_files", str(cp1252)), None,
                           f"--train_files: {cp1252}, line 2, column 8: byte 0xe9 at byte offset 28 of the file is "
                           "not valid UTF-8; the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. "
@@ -244,7 +246,7 @@ def _bad_start_cases(tmp_path):
 
 
 BAD_STARTS = ("warmup_30_of_4", "mistyped_train_files", "sequence_length_3",
-              "checkpoint_every_0", "num_steps_0", "cp1252_corpus", "cp1252_validation", "binary_corpus",
+              "checkpoint_every_0", "num_steps_0", "attention_init_stddev_0", "cp1252_corpus", "cp1252_validation", "binary_corpus",
               "blank_lines_only", "model_dir_is_a_file")
 
 

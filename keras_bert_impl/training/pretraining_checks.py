@@ -132,6 +132,9 @@ def check_flags(config):
         raise ValueError(f"--weight_decay={config.weight_decay!r}: must be a finite number >= 0")
     if config.dropout is not None and not 0 <= config.dropout < 1:
         raise ValueError(f"--dropout={config.dropout!r}: must be in [0, 1)")
+    stddev = config.attention_init_stddev
+    if stddev is not None and not (isinstance(stddev, (int, float)) and math.isfinite(stddev) and stddev > 0):
+        raise ValueError(f"--attention_init_stddev={stddev!r}: must be a finite number > 0 (BERT's is 0.02)")
     if config.num_steps % config.checkpoint_every:
         raise ValueError(
             f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every="
