@@ -171,8 +171,9 @@ def glue_metrics(task, labels, predictions):
             floats for STS-B.
 
     Example:
-    >>> glue_metrics("stsb", [0.0, 2.5, 5.0], [0.5, 2.0, 4.0])
-    {'pearson': 0.996615895540124, 'spearman': 1.0}
+    >>> scores = glue_metrics("stsb", [0.0, 2.5, 5.0], [0.5, 2.0, 4.0])
+    >>> {name: round(value, 6) for name, value in scores.items()}
+    {'pearson': 0.996616, 'spearman': 1.0}
     """
     _check_task(task)
     return {name: _FUNCTIONS[name](labels, predictions) for name in TASK_METRICS[task]}
