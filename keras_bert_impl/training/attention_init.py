@@ -17,7 +17,6 @@ import math
 
 import keras
 
-BERT_STDDEV = 0.02
 DEFAULT_LOGIT_SPREAD = 1.28
 
 
