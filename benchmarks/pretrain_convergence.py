@@ -157,7 +157,8 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed, dro
         {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
         {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]
-    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, betas=(0.9, 0.999), eps=1e-6)
+    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, betas=(0.9, getattr(args, "adam_beta2", 0.999)),
+                                  eps=1e-6)
     schedule = get_linear_schedule_with_warmup(optimizer, args.warmup_steps, args.steps)
 
     def tensors(batch):

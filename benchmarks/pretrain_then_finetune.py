@@ -120,8 +120,11 @@ def unit_pretrain_huggingface(args, steps):
     train = draw(corpus["train"], steps, args.data_seed, True)
     valid = draw(corpus["valid"], args.eval_batches, args.data_seed + 1, False)
     checkpoint = os.path.join(args.work_dir, f"huggingface_{steps}")
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
+
     settings = types.SimpleNamespace(learning_rate=args.learning_rate, warmup_steps=_warmup(steps), steps=steps,
-                                     torch_device="cpu", batch_size=args.batch_size)
+                                     torch_device="cpu", batch_size=args.batch_size,
+                                     adam_beta2=PretrainingConfig.adam_beta2)  # as `run_pretraining` uses
     start = time.perf_counter()
     metrics = run_huggingface(args.config, settings, train, valid, tokenizer.vocabulary_size(), args.data_seed,
                               dropout=0.0, save_to=checkpoint, gather_masked=True)

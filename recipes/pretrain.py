@@ -45,6 +45,9 @@ def parse_args(argv=None):
     p.add_argument("--warmup_steps", type=int, default=d.warmup_steps)
     p.add_argument("--learning_rate", type=float, default=d.learning_rate)
     p.add_argument("--optimizer", default=d.optimizer, choices=["adamw", "lamb"])
+    p.add_argument("--adam_beta2", type=float, default=d.adam_beta2,
+                   help="the second-moment decay of AdamW/LAMB (default 0.98, as RoBERTa and Cramming: steadier "
+                        "short runs; BERT used 0.999). See docs/pretraining.md")
     p.add_argument("--weight_decay", type=float, default=d.weight_decay)
     p.add_argument("--gradient_accumulation_steps", type=int, default=None)
     p.add_argument("--mixed_precision", default=None, choices=["bf16", "fp16"])

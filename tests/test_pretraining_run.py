@@ -166,12 +166,14 @@ def test_resume_may_extend_num_steps_and_change_learning_rate_and_reads_legacy_r
     model_dir = tmp_path / "extended"
     shutil.copytree(reference_dir, model_dir)
     shutil.rmtree(model_dir / "export")
-    # A run directory written before the rename records the packed length as `seq_length`.
+    # A run directory written before the rename records the packed length as `seq_length`, and one
+    # written before --adam_beta2 existed records none (those versions used BERT's 0.999).
     recorded = json.loads((model_dir / "run_config.json").read_text())
     recorded["seq_length"] = recorded.pop("sequence_length")
+    del recorded["adam_beta2"]
     (model_dir / "run_config.json").write_text(json.dumps(recorded))
     result = _run(_command(model_dir, vocab, tmp_path, "--num_steps", str(NUM_STEPS + 2),
-                           "--learning_rate", "1e-4"))
+                           "--learning_rate", "1e-4", "--adam_beta2", "0.999"))
     assert result.returncode == 0, result.stderr[-4000:]
     assert f"Resumed from {model_dir}/checkpoints/ckpt-{NUM_STEPS:09d} at step {NUM_STEPS}" in result.stdout
     assert f"Resuming with --num_steps {NUM_STEPS + 2} (the run was started with {NUM_STEPS})." in result.stdout
@@ -179,6 +181,20 @@ def test_resume_may_extend_num_steps_and_change_learning_rate_and_reads_legacy_r
     recorded = json.loads((model_dir / "run_config.json").read_text())
     assert "seq_length" not in recorded and recorded["sequence_length"] == 32
     assert recorded["num_steps"] == NUM_STEPS + 2 and recorded["learning_rate"] == 1e-4
+    assert recorded["adam_beta2"] == 0.999
+
+
+def test_a_run_recorded_before_adam_beta2_resumes_only_with_berts_value(tmp_path):
+    from keras_bert_impl.training.pretraining_checks import check_resumable
+
+    (tmp_path / "run_config.json").write_text(json.dumps({"sequence_length": 64, "num_steps": 10}))
+    assert check_resumable(str(tmp_path), {"sequence_length": 64, "num_steps": 10, "adam_beta2": 0.999}) == []
+    with pytest.raises(ValueError) as error:
+        check_resumable(str(tmp_path), {"sequence_length": 64, "num_steps": 10, "adam_beta2": 0.98})
+    assert str(error.value) == (
+        f"--model_dir {tmp_path} holds a run with a different configuration; refusing to resume it. "
+        f"Differences: --adam_beta2: 0.999 in {tmp_path} vs 0.98 now. Only --num_steps, --learning_rate, "
+        "--warmup_steps may change on resume: restore the other flags, or use a new --model_dir.")
 
 
 def test_a_run_cannot_be_shortened(reference_run, vocab, tmp_path, capsys):
@@ -226,6 +242,8 @@ def _bad_start_cases(tmp_path):
         "num_steps_0": (("--num_steps", "0"), None, "--num_steps=0: must be an integer >= 1"),
         "attention_init_stddev_0": (("--attention_init_stddev", "0"), None,
                                     "--attention_init_stddev=0.0: must be a finite number > 0 (BERT's is 0.02)"),
+        "adam_beta2_1": (("--adam_beta2", "1"), None,
+                         "--adam_beta2=1.0: must be a number in [0, 1) (BERT's is 0.999, the main job's 0.98)"),
         "cp1252_corpus": (("--train_files", str(cp1252)), None,
                           f"--train_files: {cp1252}, line 2, column 8: byte 0xe9 at byte offset 28 of the file is "
                           "not valid UTF-8; the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. "
@@ -246,7 +264,7 @@ def _bad_start_cases(tmp_path):
 
 
 BAD_STARTS = ("warmup_30_of_4", "mistyped_train_files", "sequence_length_3",
-              "checkpoint_every_0", "num_steps_0", "attention_init_stddev_0", "cp1252_corpus", "cp1252_validation", "binary_corpus",
+              "checkpoint_every_0", "num_steps_0", "attention_init_stddev_0", "adam_beta2_1", "cp1252_corpus", "cp1252_validation", "binary_corpus",
               "blank_lines_only", "model_dir_is_a_file")
 
 

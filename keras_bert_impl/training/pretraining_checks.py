@@ -17,7 +17,7 @@ from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 # Settings recorded in `<model_dir>/run_config.json` (after the first checkpoint) and compared on resume.
 RUN_DEFINING_SETTINGS = (
     "model_config", "sequence_length", "max_predictions_per_seq", "global_batch_size", "num_steps",
-    "warmup_steps", "learning_rate", "optimizer", "weight_decay", "mixed_precision", "seed",
+    "warmup_steps", "learning_rate", "optimizer", "adam_beta2", "weight_decay", "mixed_precision", "seed",
     "whole_word_masking", "nsp", "lowercase", "checkpoint_every", "train_files",
     "init_checkpoint", "gradient_accumulation_steps",
 )
@@ -31,6 +31,8 @@ MAY_CHANGE_ON_RESUME = ("num_steps", "learning_rate", "warmup_steps")
 RUN_CONFIG_FILE = "run_config.json"
 # Keys of run_config.json files written by earlier versions -> today's names.
 LEGACY_KEYS = {"seq_length": "sequence_length"}
+# Settings that earlier versions did not record, with the value those versions used.
+LEGACY_DEFAULTS = {"adam_beta2": 0.999}
 
 
 def run_settings(config, model_config):
@@ -54,6 +56,8 @@ def read_run_config(model_dir):
     for old, new in LEGACY_KEYS.items():
         if old in saved and new not in saved:
             saved[new] = saved.pop(old)
+    for key, value in LEGACY_DEFAULTS.items():
+        saved.setdefault(key, value)
     return saved
 
 
@@ -132,6 +136,9 @@ def check_flags(config):
         raise ValueError(f"--weight_decay={config.weight_decay!r}: must be a finite number >= 0")
     if config.dropout is not None and not 0 <= config.dropout < 1:
         raise ValueError(f"--dropout={config.dropout!r}: must be in [0, 1)")
+    beta2 = config.adam_beta2
+    if not (isinstance(beta2, (int, float)) and not isinstance(beta2, bool) and 0 <= beta2 < 1):
+        raise ValueError(f"--adam_beta2={beta2!r}: must be a number in [0, 1) (BERT's is 0.999, the main job's 0.98)")
     stddev = config.attention_init_stddev
     if stddev is not None and not (isinstance(stddev, (int, float)) and math.isfinite(stddev) and stddev > 0):
         raise ValueError(f"--attention_init_stddev={stddev!r}: must be a finite number > 0 (BERT's is 0.02)")
