@@ -276,6 +276,8 @@ def dependencies(name):
 def summarize(args, units):
     """The one JSON line: pretraining figures, per-task scores per initialisation (mean, seeds, spread),
     whether each pretrained initialisation beats random by more than the seed spread, and the budget curve."""
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
+
     get = lambda name: units.get(name.replace(":", "_"))  # noqa: E731
     pretraining = {}
     for init in ("ours", "huggingface"):
@@ -326,7 +328,9 @@ def summarize(args, units):
     return {
         "benchmark": "pretrain_then_finetune", "config": args.config, "steps": args.steps,
         "batch_size": args.batch_size, "sequence_length": args.sequence_length,
-        "learning_rate": args.learning_rate, "finetune": {
+        "learning_rate": args.learning_rate, "adam_beta2": PretrainingConfig.adam_beta2,
+        "attention_init_stddev": PretrainingConfig.attention_init_stddev or "sqrt(1.28 / hidden_dim)",
+        "finetune": {
             "learning_rate": args.finetune_learning_rate, "epochs": args.finetune_epochs,
             "batch_size": args.finetune_batch_size, "sequence_length": args.finetune_sequence_length,
             "train_limit": args.train_limit, "train_limits": args.train_limit_of, "eval_limit": args.eval_limit, "seeds": args.seed_list},
