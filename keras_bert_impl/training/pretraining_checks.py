@@ -56,8 +56,6 @@ def read_run_config(model_dir):
     for old, new in LEGACY_KEYS.items():
         if old in saved and new not in saved:
             saved[new] = saved.pop(old)
-    for key, value in LEGACY_DEFAULTS.items():
-        saved.setdefault(key, value)
     return saved
 
 
@@ -77,6 +75,7 @@ def check_resumable(model_dir, settings):
     saved = read_run_config(model_dir)
     if saved is None:
         return []
+    saved = {**LEGACY_DEFAULTS, **saved}
     settings = json.loads(json.dumps(settings))
     differ = [(key, saved.get(key), settings.get(key)) for key in sorted(set(saved) | set(settings))
               if saved.get(key) != settings.get(key)]
