@@ -107,6 +107,7 @@ def unit_pretrain_huggingface(args, steps):
 
     from keras_bert_impl.data.pretraining import pretraining_dataset
     from keras_bert_impl.text.tokenizer import BertTokenizer
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
 
     corpus = _load_unit(args, "corpus")
     tokenizer = BertTokenizer(corpus["vocab"], lowercase=True)
@@ -120,8 +121,6 @@ def unit_pretrain_huggingface(args, steps):
     train = draw(corpus["train"], steps, args.data_seed, True)
     valid = draw(corpus["valid"], args.eval_batches, args.data_seed + 1, False)
     checkpoint = os.path.join(args.work_dir, f"huggingface_{steps}")
-    from keras_bert_impl.training.pretraining_run import PretrainingConfig
-
     settings = types.SimpleNamespace(learning_rate=args.learning_rate, warmup_steps=_warmup(steps), steps=steps,
                                      torch_device="cpu", batch_size=args.batch_size,
                                      adam_beta2=PretrainingConfig.adam_beta2)  # as `run_pretraining` uses
