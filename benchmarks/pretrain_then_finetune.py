@@ -222,8 +222,68 @@ class _AdoptedUnit:
             time.sleep(1)
 
 
+def unit_settings(args, name):
+    """The flags (and recipe defaults) that decide what unit `name` computes. They are written into the unit's
+    JSON, and a rerun that asks for other settings in the same `--work_dir` is refused (`check_finished_units`)
+    instead of silently reusing a result made differently."""
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
+
+    kind, *rest = name.split(":")
+    if kind == "corpus":
+        return {"valid_every": args.valid_every}
+    if kind in ("pretrain_ours", "pretrain_huggingface"):
+        settings = {k: getattr(args, k) for k in ("config", "batch_size", "sequence_length",
+                                                  "max_predictions_per_seq", "learning_rate", "eval_batches",
+                                                  "data_seed")}
+        settings["adam_beta2"] = PretrainingConfig.adam_beta2
+        if kind == "pretrain_ours":
+            settings["attention_init_stddev"] = PretrainingConfig.attention_init_stddev or "sqrt(1.28 / hidden_dim)"
+        return settings
+    if kind == "random":
+        return {"config": args.config}
+    if kind == "finetune":
+        init, steps, task, seed = rest
+        source = f"random:{seed}" if init == "random" else f"pretrain_{init}:{steps}"
+        return {"learning_rate": args.finetune_learning_rate, "epochs": args.finetune_epochs,
+                "batch_size": args.finetune_batch_size, "sequence_length": args.finetune_sequence_length,
+                "train_limit": args.train_limit_of.get(task, args.train_limit), "eval_limit": args.eval_limit,
+                "init": unit_settings(args, source)}
+    raise ValueError(f"unknown unit {name!r}")
+
+
+def _flag_differences(recorded, wanted, prefix=""):
+    """`--flag recorded -> wanted` for each setting that differs (nested settings: the initialisation's)."""
+    out = []
+    for key in sorted(set(recorded) | set(wanted)):
+        a, b = recorded.get(key), wanted.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _flag_differences(a, b, prefix + key + ".")
+        elif a != b:
+            out.append(f"{prefix}{key} {a!r} -> {b!r}")
+    return out
+
+
+def check_finished_units(args, names):
+    """Refuses, in one line, to reuse a finished unit of `names` that was made with other settings than this
+    run's (or that records none: made before settings were recorded), naming the file and the settings."""
+    for name in names:
+        path = _unit_path(args, name.replace(":", "_"))
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            recorded = json.load(f).get("settings")
+        wanted = unit_settings(args, name)
+        if recorded is None:
+            raise SystemExit(f"{path}: records no settings (made by an older version of this benchmark), so it "
+                             "cannot be reused safely; delete it to redo it, or use another --work_dir")
+        differences = _flag_differences(recorded, json.loads(json.dumps(wanted)))
+        if differences:
+            raise SystemExit(f"{path}: made with other settings than this run asks for ({'; '.join(differences)});"
+                             " use another --work_dir, or delete the file to redo it")
+
+
 def run_unit(args, name):
-    """Runs unit `name` in this process and writes its JSON."""
+    """Runs unit `name` in this process and writes its JSON (with the settings that made it)."""
     kind, *rest = name.split(":")
     if kind == "corpus":
         result = unit_corpus(args)
@@ -241,7 +301,8 @@ def run_unit(args, name):
         result = unit_finetune(args, checkpoint, task, seed, out_dir)
     else:
         raise ValueError(f"unknown unit {name!r}")
-    atomic_write_json(_unit_path(args, name.replace(":", "_")), {"unit": name, **result})
+    atomic_write_json(_unit_path(args, name.replace(":", "_")),
+                      {"unit": name, **result, "settings": unit_settings(args, name)})
 
 
 def plan(args):
@@ -430,10 +491,11 @@ def main(argv=None):
         run_unit(args, args.unit)
         return 0
     os.makedirs(os.path.join(args.work_dir, "units"), exist_ok=True)
+    names = plan(args)
+    check_finished_units(args, names)
     if args.summary_only:
         return _report(args)
     forwarded = [a for a in (sys.argv[1:] if argv is None else argv)]
-    names = plan(args)
     done = {n for n in names if os.path.exists(_unit_path(args, n.replace(":", "_")))}
     pending = [n for n in names if n not in done]
     running = {}  # name -> (process, log file, start time)

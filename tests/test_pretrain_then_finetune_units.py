@@ -1,0 +1,82 @@
+"""benchmarks/pretrain_then_finetune.py: a finished unit is reused only with the settings that made it.
+
+Every unit (corpus, pretraining run, fine-tuning run) writes its settings into its JSON. A rerun in the same
+`--work_dir` that asks for other settings (say another `--finetune_learning_rate`) is refused in one line that
+names the file and the setting, instead of silently reporting scores made with the old ones.
+"""
+
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+BENCHMARK = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "pretrain_then_finetune.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("pretrain_then_finetune_benchmark", BENCHMARK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write_unit(bench, args, name, settings):
+    path = pathlib.Path(bench._unit_path(args, name.replace(":", "_")))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"unit": name, "scores": {"accuracy": 0.5}}
+    if settings is not None:
+        record["settings"] = settings
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return path
+
+
+def test_finetuning_settings_name_the_pretraining_they_start_from(bench, tmp_path):
+    args, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--train_limits", "sst2=2000"])
+    settings = bench.unit_settings(args, "finetune:ours:900:sst2:0")
+    assert settings["learning_rate"] == args.finetune_learning_rate
+    assert settings["train_limit"] == 2000
+    assert settings["init"] == bench.unit_settings(args, "pretrain_ours:900")
+    assert bench.unit_settings(args, "finetune:random:0:sst2:1")["init"] == {"config": "tiny"}
+
+
+def test_units_made_with_the_same_settings_are_reused(bench, tmp_path):
+    args, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--tasks", "sst2"])
+    names = bench.plan(args)
+    for name in names:
+        _write_unit(bench, args, name, json.loads(json.dumps(bench.unit_settings(args, name))))
+    bench.check_finished_units(args, names)  # nothing raised
+
+
+def test_a_unit_made_with_another_finetuning_learning_rate_is_refused(bench, tmp_path):
+    old, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--tasks", "sst2",
+                               "--finetune_learning_rate", "1e-4"])
+    path = _write_unit(bench, old, "finetune:ours:900:sst2:0", bench.unit_settings(old, "finetune:ours:900:sst2:0"))
+    new, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--tasks", "sst2",
+                               "--finetune_learning_rate", "3e-4"])
+    with pytest.raises(SystemExit) as caught:
+        bench.check_finished_units(new, bench.plan(new))
+    assert str(caught.value) == (
+        f"{path}: made with other settings than this run asks for (learning_rate 0.0001 -> 0.0003); use another "
+        "--work_dir, or delete the file to redo it")
+
+
+def test_a_changed_pretraining_setting_reaches_the_finetuning_units(bench, tmp_path):
+    old, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--tasks", "sst2"])
+    path = _write_unit(bench, old, "finetune:ours:900:sst2:0", bench.unit_settings(old, "finetune:ours:900:sst2:0"))
+    new, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--tasks", "sst2",
+                               "--learning_rate", "2e-3"])
+    with pytest.raises(SystemExit, match="init.learning_rate 0.003 -> 0.002") as caught:
+        bench.check_finished_units(new, ["finetune:ours:900:sst2:0"])
+    assert str(caught.value).startswith(f"{path}: ")
+
+
+def test_a_unit_without_settings_is_refused(bench, tmp_path):
+    args, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--tasks", "sst2"])
+    path = _write_unit(bench, args, "corpus", None)
+    with pytest.raises(SystemExit) as caught:
+        bench.main(["--work_dir", str(tmp_path), "--steps", "900", "--tasks", "sst2", "--summary_only"])
+    assert str(caught.value) == (
+        f"{path}: records no settings (made by an older version of this benchmark), so it cannot be reused "
+        "safely; delete it to redo it, or use another --work_dir")
