@@ -35,7 +35,7 @@ def _write_unit(bench, args, name, settings):
 def test_finetuning_settings_name_the_pretraining_they_start_from(bench, tmp_path):
     args, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--train_limits", "sst2=2000"])
     settings = bench.unit_settings(args, "finetune:ours:900:sst2:0")
-    assert settings["learning_rate"] == args.finetune_learning_rate
+    assert settings["learning_rate"] == args.finetune_learning_rate_of["sst2"]
     assert settings["train_limit"] == 2000
     assert settings["init"] == bench.unit_settings(args, "pretrain_ours:900")
     assert bench.unit_settings(args, "finetune:random:0:sst2:1")["init"] == {"config": "tiny"}
@@ -80,3 +80,26 @@ def test_a_unit_without_settings_is_refused(bench, tmp_path):
     assert str(caught.value) == (
         f"{path}: records no settings (made by an older version of this benchmark), so it cannot be reused "
         "safely; delete it to redo it, or use another --work_dir")
+
+
+def test_finetuning_learning_rates_are_per_task_and_shared_by_every_initialisation(bench, tmp_path):
+    defaults = bench.parse_args([])[0].finetune_learning_rate_of
+    assert set(defaults) == set(bench.TASKS)
+    one = bench.parse_args(["--finetune_learning_rate", "2e-4"])[0].finetune_learning_rate_of
+    assert one == {task: 2e-4 for task in bench.TASKS}
+    some = bench.parse_args(["--finetune_learning_rate", "sst2=5e-4"])[0].finetune_learning_rate_of
+    assert some == {**defaults, "sst2": 5e-4}
+    args, _ = bench.parse_args(["--work_dir", str(tmp_path), "--finetune_learning_rate", "sst2=5e-4,conll=2e-3"])
+    assert bench.unit_settings(args, "finetune:ours:3000:conll:0")["learning_rate"] == 2e-3
+    assert bench.unit_settings(args, "finetune:random:0:conll:0")["learning_rate"] == 2e-3
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("fast", "--finetune_learning_rate: expected a number or task=number[,task=number], got 'fast'"),
+    ("mnli=1e-4", "--finetune_learning_rate: unknown task 'mnli'; choose from sst2, stsb, conll"),
+    ("0", "--finetune_learning_rate: rates must be > 0, got '0'"),
+])
+def test_a_bad_finetuning_learning_rate_is_one_clear_line(bench, capsys, flag, message):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--finetune_learning_rate", flag])
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
