@@ -17,7 +17,8 @@ One run, end to end, from raw text to dev scores (one JSON line on stdout):
 3. Fine-tuning, the same recipe code and budget for every initialisation
    (`--init_checkpoint` of the GLUE recipe, `--preset` of the CoNLL one):
    SST-2 (accuracy), STS-B (Pearson/Spearman) and CoNLL-2003 (entity F1),
-   full training sets, `--epochs` epochs, seeds `--seeds`; initialisations
+   full training sets, `--epochs` epochs, packed rows, each task's learning
+   rate (`FINETUNE_LEARNING_RATES`), seeds `--seeds`; initialisations
    `ours` (our export), `huggingface` (HF's checkpoint, read by our loader)
    and `random` (the same architecture, random weights, seeded by the
    fine-tuning seed).
@@ -35,9 +36,9 @@ and a rerun that asks for other settings in the same `--work_dir` is refused
     python benchmarks/pretrain_then_finetune.py --steps 3000 --budget_steps 300,1000 \\
         --plot docs/results/pretrain_budget_curve.png --output docs/results/pretrain_then_finetune.json
 
-The CPU protocol of issue 17 is 30 minutes of pretraining (`--steps` about
-9,000 at 650 pairs/s on 2 cores); the figures in docs/pretraining.md state
-the budget they ran.
+The CPU protocol of issue 17 is 30 minutes of pretraining (`--steps 7000`
+at the 520 pairs/s of a 2-core Xeon); the figures in docs/pretraining.md
+state the budget they ran.
 """
 
 import argparse
