@@ -231,12 +231,18 @@ class _AdoptedUnit:
             time.sleep(1)
 
 
+def pretraining_recipe():
+    """The pretraining defaults that no flag of this benchmark sets (`run_pretraining`'s, the HF peer's beta_2)."""
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
+
+    return {"adam_beta2": PretrainingConfig.adam_beta2,
+            "attention_init_stddev": PretrainingConfig.attention_init_stddev or "sqrt(1.28 / hidden_dim)"}
+
+
 def unit_settings(args, name):
     """The flags (and recipe defaults) that decide what unit `name` computes. They are written into the unit's
     JSON, and a rerun that asks for other settings in the same `--work_dir` is refused (`check_finished_units`)
     instead of silently reusing a result made differently."""
-    from keras_bert_impl.training.pretraining_run import PretrainingConfig
-
     kind, *rest = name.split(":")
     if kind == "corpus":
         return {"valid_every": args.valid_every}
@@ -244,9 +250,10 @@ def unit_settings(args, name):
         settings = {k: getattr(args, k) for k in ("config", "batch_size", "sequence_length",
                                                   "max_predictions_per_seq", "learning_rate", "eval_batches",
                                                   "data_seed")}
-        settings["adam_beta2"] = PretrainingConfig.adam_beta2
+        recipe = pretraining_recipe()
+        settings["adam_beta2"] = recipe["adam_beta2"]
         if kind == "pretrain_ours":
-            settings["attention_init_stddev"] = PretrainingConfig.attention_init_stddev or "sqrt(1.28 / hidden_dim)"
+            settings["attention_init_stddev"] = recipe["attention_init_stddev"]
         return settings
     if kind == "random":
         return {"config": args.config}
@@ -262,7 +269,7 @@ def unit_settings(args, name):
 
 
 def _flag_differences(recorded, wanted, prefix=""):
-    """`--flag recorded -> wanted` for each setting that differs (nested settings: the initialisation's)."""
+    """`setting recorded -> wanted` for each setting that differs (`init.setting`: the starting point's)."""
     out = []
     for key in sorted(set(recorded) | set(wanted)):
         a, b = recorded.get(key), wanted.get(key)
@@ -346,8 +353,6 @@ def dependencies(name):
 def summarize(args, units):
     """The one JSON line: pretraining figures, per-task scores per initialisation (mean, seeds, spread),
     whether each pretrained initialisation beats random by more than the seed spread, and the budget curve."""
-    from keras_bert_impl.training.pretraining_run import PretrainingConfig
-
     get = lambda name: units.get(name.replace(":", "_"))  # noqa: E731
     pretraining = {}
     for init in ("ours", "huggingface"):
@@ -398,8 +403,7 @@ def summarize(args, units):
     return {
         "benchmark": "pretrain_then_finetune", "config": args.config, "steps": args.steps,
         "batch_size": args.batch_size, "sequence_length": args.sequence_length,
-        "learning_rate": args.learning_rate, "adam_beta2": PretrainingConfig.adam_beta2,
-        "attention_init_stddev": PretrainingConfig.attention_init_stddev or "sqrt(1.28 / hidden_dim)",
+        "learning_rate": args.learning_rate, **pretraining_recipe(),
         "finetune": {
             "learning_rate": args.finetune_learning_rate_of, "epochs": args.finetune_epochs,
             "batch_size": args.finetune_batch_size, "sequence_length": args.finetune_sequence_length,
