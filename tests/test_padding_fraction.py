@@ -3,21 +3,14 @@
 Pure Python/NumPy on hand-checkable lengths: no data, no TensorFlow, no network.
 """
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
-
-BENCHMARK = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "padding_fraction.py"
+from repo_scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("padding_fraction_benchmark", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/padding_fraction.py")
 
 
 def test_ffd_two_rows(bench):

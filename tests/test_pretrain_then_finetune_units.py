@@ -5,21 +5,16 @@ Every unit (corpus, pretraining run, fine-tuning run) writes its settings into i
 names the file and the setting, instead of silently reporting scores made with the old ones.
 """
 
-import importlib.util
 import json
 import pathlib
 
 import pytest
-
-BENCHMARK = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "pretrain_then_finetune.py"
+from repo_scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("pretrain_then_finetune_benchmark", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/pretrain_then_finetune.py")
 
 
 def _write_unit(bench, args, name, settings):
