@@ -42,20 +42,17 @@ The shared one-line file error and UTF-8 check (`keras_bert_impl/file_errors.py`
 readers: test_table_files.py, test_conll_data.py, test_finetune_conll_recipe.py, test_pretraining_data.py.
 """
 
-import importlib.util
 import logging
 import pathlib
 
 import pytest
+from repo_scripts import load_script
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _recipe(name):
-    spec = importlib.util.spec_from_file_location(f"bad_input_{name}", REPO_ROOT / "recipes" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"recipes/{name}.py")
 
 
 def _snapshot(directory):

@@ -5,7 +5,6 @@ loaded in another fresh process, which must give the same predictions on raw str
 """
 
 import csv
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ import sys
 import textwrap
 
 import pytest
+from repo_scripts import load_script
 
 RECIPE = os.path.join(os.path.dirname(__file__), "..", "recipes", "finetune_classifier.py")
 ENV = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
@@ -218,9 +218,7 @@ def test_missing_file_and_bad_flags_exit_2(sst2_files, tmp_path):
 
 
 def test_flags_parse_to_config():
-    spec = importlib.util.spec_from_file_location("finetune_classifier", RECIPE)
-    recipe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(recipe)
+    recipe = load_script("recipes/finetune_classifier.py")
     config = recipe.parse_args(["--train_file", "a.csv", "--validation_file", "b.jsonl", "--text_column", "t",
                                 "--label_column", "y", "--output_dir", "o", "--max_seq_length", "96",
                                 "--regression", "--train_limit", "10", "--text_pair_column", "u"])

@@ -1,6 +1,5 @@
 """recipes/finetune_conll.py end to end on a slice of the real CoNLL-2003 files, and entity spans from raw text."""
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -9,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+from repo_scripts import load_script
 
 from keras_bert_impl.tasks import tagging
 
@@ -17,10 +17,7 @@ RECIPE = REPO_ROOT / "recipes" / "finetune_conll.py"
 
 
 def _recipe():
-    spec = importlib.util.spec_from_file_location("finetune_conll", RECIPE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("recipes/finetune_conll.py")
 
 
 @pytest.fixture(scope="module")

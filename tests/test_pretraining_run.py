@@ -11,6 +11,7 @@ import time
 import keras
 import numpy as np
 import pytest
+from repo_scripts import load_script
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECIPE = os.path.join(REPO, "recipes", "pretrain.py")
@@ -212,12 +213,7 @@ def _error_lines(stderr):
 
 
 def _recipe():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("pretrain_recipe", RECIPE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("recipes/pretrain.py")
 
 
 def _bad_start_cases(tmp_path):

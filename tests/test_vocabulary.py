@@ -5,6 +5,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from repo_scripts import load_script
 
 from keras_bert_impl.text.tokenizer import SPECIAL_TOKENS, BertTokenizer
 from keras_bert_impl.text.vocabulary import build_vocabulary, count_words, expand_input_patterns
@@ -83,13 +84,7 @@ def test_bad_arguments(tmp_path, gutenberg):
 
 
 def test_recipe_command_line(tmp_path, gutenberg, monkeypatch, capsys):
-    import importlib.util
-    import pathlib
-
-    recipe = pathlib.Path(__file__).resolve().parents[1] / "recipes" / "build_vocab.py"
-    spec = importlib.util.spec_from_file_location("build_vocab_recipe", recipe)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("recipes/build_vocab.py")
     output = tmp_path / "vocab.txt"
     monkeypatch.setattr(sys, "argv", [
         "build_vocab.py", "--input", str(gutenberg / "pg84.txt"), "--vocab_size", "300",
