@@ -360,6 +360,10 @@ def summarize(args, units):
         if unit:
             pretraining[init] = {k: unit.get(k) for k in ("steps", "seconds", "mlm_accuracy", "nsp_accuracy",
                                                            "unigram_floor", "sequences_per_second")}
+            # The recipe's width-scaled QKV init is ours; the peer keeps what `transformers` draws.
+            pretraining[init]["initialization"] = (
+                f"attention_init_stddev {pretraining_recipe()['attention_init_stddev']}" if init == "ours"
+                else "transformers' own: BertConfig.initializer_range 0.02 everywhere")
     finetuning = {}
     for task in args.task_list:
         finetuning[task] = {}
