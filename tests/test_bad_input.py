@@ -43,12 +43,9 @@ readers: test_table_files.py, test_conll_data.py, test_finetune_conll_recipe.py,
 """
 
 import logging
-import pathlib
 
 import pytest
 from repo_scripts import load_script
-
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _recipe(name):
