@@ -6,7 +6,7 @@ takes the label names from the training file (the story is
 `keras_bert_impl.tasks.classification.table_run`), fine-tunes
 `BertClassifier.from_preset` with `fit` on the raw strings (AdamW, 10%
 warm-up, linear decay), scores the validation file and writes to
-`--output_dir`: `dev_results.json` (accuracy and macro F1, or Pearson and
+`--model_dir` (alias `--output_dir`): `dev_results.json` (accuracy and macro F1, or Pearson and
 Spearman), `model.keras` (inference model with its preprocessor and label
 names: `keras.saving.load_model(...).predict_labels(texts)`), and with
 `--test_file`, `test_predictions.tsv` (`index<TAB>prediction`).
@@ -14,7 +14,7 @@ names: `keras.saving.load_model(...).predict_labels(texts)`), and with
 Example:
 
     python recipes/finetune_classifier.py --train_file train.csv --validation_file dev.csv \
-        --text_column text --label_column label --output_dir /tmp/my_classifier
+        --text_column text --label_column label --model_dir /tmp/my_classifier
 """
 
 import argparse
@@ -45,7 +45,8 @@ def parse_args(argv=None):
     p.add_argument("--label_column", required=True)
     p.add_argument("--regression", action="store_true", help="labels are numbers: one output, mean squared error")
     p.add_argument("--preset", default="all_minilm_l6_v2_en", help="preset name or checkpoint directory")
-    p.add_argument("--output_dir", required=True)
+    p.add_argument("--model_dir", "--output_dir", dest="model_dir", required=True,
+                   help="where the outputs go (alias: --output_dir, Hugging Face's name)")
     p.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length",
                    type=_positive(int), default=128, help="packed length (aliases: --max_seq_length, --seq_length)")
     p.add_argument("--batch_size", type=_positive(int), default=32)
@@ -53,6 +54,9 @@ def parse_args(argv=None):
     p.add_argument("--learning_rate", type=_positive(float), default=2e-5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train_limit", type=_positive(int), default=None, help="train on the first N rows only")
+    p.add_argument("--mixed_precision", default="auto",
+                   help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
+                        "float32 elsewhere; none, bf16 or fp16")
     args = p.parse_args(argv)  # a bad flag fails here, before TensorFlow is imported
     from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig
 

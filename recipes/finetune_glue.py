@@ -55,7 +55,9 @@ def parse_args(argv=None):
     parser.add_argument("--strategy", default="auto", choices=("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"),
                         help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
                              "(docs/finetuning.md)")
-    parser.add_argument("--mixed_precision", default=None, help="bf16 or fp16")
+    parser.add_argument("--mixed_precision", default="auto",
+                        help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
+                             "float32 elsewhere; none, bf16 or fp16")
     parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
                         help="XLA-compile the steps (auto: Keras's choice, which is off on a CPU-only TensorFlow machine)")
     parser.add_argument("--seed", type=int, default=0)

@@ -50,7 +50,9 @@ def parse_args(argv=None):
                         "short runs; BERT used 0.999). See docs/pretraining.md")
     p.add_argument("--weight_decay", type=float, default=d.weight_decay)
     p.add_argument("--gradient_accumulation_steps", type=int, default=None)
-    p.add_argument("--mixed_precision", default=None, choices=["bf16", "fp16"])
+    p.add_argument("--mixed_precision", default="auto",
+                   help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
+                        "float32 elsewhere; none, bf16 or fp16")
     p.add_argument("--model_dir", default=d.model_dir)
     p.add_argument("--checkpoint_every", type=int, default=d.checkpoint_every)
     p.add_argument("--keep_checkpoints", type=int, default=d.keep_checkpoints)
@@ -103,7 +105,8 @@ def main(argv=None):
               f"{floor['masked_positions']} held-out masked positions)")
     if result["sequences_per_second"]:
         xla = {True: "XLA on", False: "XLA off"}.get(result.get("jit_compile"), "XLA: Keras's choice")
-        print(f"Training speed: {result['sequences_per_second']:.1f} sequences/s ({xla})")
+        print(f"Training speed: {result['sequences_per_second']:.1f} sequences/s ({xla}, "
+              f"{result.get('mixed_precision') or 'float32'})")
     if not result.get("is_chief", True):  # a non-chief worker / JAX process > 0 writes no export
         print(f"Worker done; the chief writes the checkpoints and the export under {config.model_dir}")
         return 0

@@ -94,7 +94,7 @@ def sst2_run(sst2_files, tmp_path_factory):
         writer.writerows([r["index"], r["sentence"]] for r in rows)
     out = root / "out"
     result = _run("--train_file", train, "--validation_file", dev, "--test_file", test_csv, "--text_column", "text",
-                  "--label_column", "label", "--output_dir", out, "--epochs", 1, "--batch_size", 8,
+                  "--label_column", "label", "--model_dir", out, "--epochs", 1, "--batch_size", 8,
                   "--max_seq_length", 64, "--learning_rate", 5e-5, "--seed", 1, "--train_limit", 48)
     assert result.returncode == 0, result.stderr[-3000:]
     return out, result, test_csv
@@ -109,6 +109,7 @@ def test_sst2_csv_run_writes_results_model_and_predictions(sst2_run):
     assert results["label_names"] == ["0", "1"] and results["epochs"] == 1 and results["regression"] is False
     assert results["train_seconds"] > 0 and results["eval_seconds"] > 0 and results["sequence_length"] == 64
     assert results["final_train_loss"] > 0 and "pearson" not in results
+    assert results["mixed_precision"] is None  # `auto` on a CPU: float32
     assert (out / "model.keras").is_file()
     predictions = _predictions(out / "test_predictions.tsv")
     assert len(predictions) == 12 and set(predictions) <= {"0", "1"}
@@ -225,10 +226,11 @@ def test_flags_parse_to_config():
     from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig
 
     assert config == TableClassificationConfig(
-        train_file="a.csv", validation_file="b.jsonl", text_column="t", label_column="y", output_dir="o",
+        train_file="a.csv", validation_file="b.jsonl", text_column="t", label_column="y", model_dir="o",
         text_pair_column="u", regression=True, sequence_length=96, train_limit=10)
     assert config.preset == "all_minilm_l6_v2_en" and config.test_file is None
+    assert config.mixed_precision == "auto"  # bf16 on a bf16 GPU or a TPU, float32 here
     assert recipe.parse_args(["--train_file", "a", "--validation_file", "b", "--text_column", "t",
-                              "--label_column", "y", "--output_dir", "o", "--sequence_length", "32"]).sequence_length == 32
+                              "--label_column", "y", "--model_dir", "o", "--sequence_length", "32"]).sequence_length == 32
     assert recipe.parse_args(["--train_file", "a", "--validation_file", "b", "--text_column", "t",
                               "--label_column", "y", "--output_dir", "o", "--seq_length", "48"]).sequence_length == 48

@@ -136,7 +136,8 @@ def test_bad_arguments():
         bucket_by_length(ds, [64, 32], 8)
     with pytest.raises(ValueError, match="batch_size"):
         pad_to_boundaries(ds, [32], 0)
-    with pytest.raises(ValueError, match="Unknown mixed_precision"):
+    with pytest.raises(ValueError, match=r"^--mixed_precision='fp8': expected auto, none, bf16 or fp16 \(or a Keras "
+                                         r"policy name: float32, mixed_bfloat16, mixed_float16\)$"):
         setup_finetuning(mixed_precision="fp8")
 
 

@@ -89,7 +89,7 @@ def test_optimizer_variants():
     "kwargs, message",
     [
         (dict(optimizer="sgd"), "Unknown optimizer='sgd'"),
-        (dict(mixed_precision="fp8"), "Unknown mixed_precision='fp8'"),
+        (dict(mixed_precision="fp8"), "--mixed_precision='fp8': expected auto, none, bf16 or fp16"),
         (dict(gradient_accumulation_steps=0), "gradient_accumulation_steps"),
         (dict(clipnorm=-1.0), "clipnorm"),
     ],

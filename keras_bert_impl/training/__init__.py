@@ -4,7 +4,8 @@
 (TensorFlow is imported when the TensorFlow backend asks for a strategy).
 """
 
-from keras_bert_impl.training.optimizer import create_optimizer, mixed_precision_policy
+from keras_bert_impl.training.optimizer import create_optimizer
+from keras_bert_impl.training.precision import mixed_precision_policy, resolve_mixed_precision
 from keras_bert_impl.training.schedule import WarmupLinearDecay
 from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy
 
@@ -14,4 +15,5 @@ __all__ = [
     "create_optimizer",
     "get_strategy",
     "mixed_precision_policy",
+    "resolve_mixed_precision",
 ]

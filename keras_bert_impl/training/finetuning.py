@@ -2,10 +2,11 @@
 
 The pieces, all usable on their own:
 
-- `setup_finetuning(seed=None, mixed_precision=None)`: seeds Python, NumPy
-  and the backend (`keras.utils.set_random_seed`) and sets the global dtype
-  policy (`"mixed_float16"`, `"mixed_bfloat16"` or None/`"float32"`). Call it
-  BEFORE building the model: the policy applies to layers created afterwards.
+- `setup_finetuning(seed=None, mixed_precision=None, strategy_name="auto")`:
+  seeds Python, NumPy and the backend (`keras.utils.set_random_seed`) and sets
+  the global dtype policy (`"mixed_float16"`, `"mixed_bfloat16"`, None/`"float32"`,
+  or `"auto"`: bf16 on a TPU or a bf16 GPU, else float32). Call it BEFORE
+  building the model: the policy applies to layers created afterwards.
 - `finetune(model, train_ds, ...)`: compiles `model` with BERT's AdamW
   (warm-up over `warmup_proportion` of the steps, then linear decay; weight
   decay 0.01 except LayerNorm/bias; gradient clipping, from
@@ -55,8 +56,8 @@ logger = logging.getLogger(__name__)
 BEST_WEIGHTS_NAME = "best.weights.h5"
 
 
-def setup_finetuning(seed=None, mixed_precision=None):
-    """Seeds all random generators and sets the global Keras dtype policy.
+def setup_finetuning(seed=None, mixed_precision=None, strategy_name="auto"):
+    """Seeds all random generators, sets the global Keras dtype policy, and returns the precision used.
 
     Call before building the model (the policy is read when layers are built).
 
@@ -66,19 +67,27 @@ def setup_finetuning(seed=None, mixed_precision=None):
         mixed_precision: None, `"float32"`, `"mixed_float16"` (GPU; Keras wraps
             the optimizer in a loss-scale optimizer at compile) or
             `"mixed_bfloat16"` (TPU, recent GPUs/CPUs). Also accepts
-            `"fp16"`/`"bf16"`.
+            `"fp16"`/`"bf16"`, and `"auto"` (the recipes' default): bf16 on a TPU
+            or a GPU with bfloat16 (compute capability >= 8.0), else float32.
+        strategy_name: the run's `--strategy`, for `"auto"` (`"tpu"` means bf16).
+
+    Returns:
+        `mixed_precision` with `"auto"` resolved (None for float32), to record.
 
     Example:
-    >>> setup_finetuning(seed=1, mixed_precision=None)
+    >>> setup_finetuning(seed=1, mixed_precision="auto", strategy_name="cpu") is None
+    True
     """
-    from keras_bert_impl.training.optimizer import mixed_precision_policy
+    from keras_bert_impl.training.precision import mixed_precision_policy, resolve_mixed_precision
 
+    mixed_precision = resolve_mixed_precision(mixed_precision, strategy_name)
     policy = mixed_precision_policy(mixed_precision)
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"`seed` must be a non-negative int, got {seed!r}.")
         keras.utils.set_random_seed(seed)
     keras.config.set_dtype_policy(policy)
+    return mixed_precision
 
 
 @dataclasses.dataclass

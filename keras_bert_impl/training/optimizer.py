@@ -2,23 +2,13 @@
 
 import keras
 
+from keras_bert_impl.training.precision import mixed_precision_policy
 from keras_bert_impl.training.schedule import WarmupLinearDecay
 
 # Substrings of variable names that get no weight decay: LayerNorm scale and
 # offset ("gamma", "beta") and every bias ("bias", the MLM head's "output_bias"),
 # as in google-research/bert `optimization.py`.
 NO_WEIGHT_DECAY_NAMES = ("gamma", "beta", "bias")
-
-_PRECISION_POLICIES = {
-    None: "float32",
-    "none": "float32",
-    "float32": "float32",
-    "fp32": "float32",
-    "bf16": "mixed_bfloat16",
-    "mixed_bfloat16": "mixed_bfloat16",
-    "fp16": "mixed_float16",
-    "mixed_float16": "mixed_float16",
-}
 
 
 class _ClipAfterAllReduce:
@@ -61,21 +51,6 @@ class GlobalClipLamb(_ClipAfterAllReduce, keras.optimizers.Lamb):
     """`keras.optimizers.Lamb` whose global-norm clipping sees the all-reduced gradient."""
 
 
-def mixed_precision_policy(mixed_precision):
-    """Maps `None | "bf16" | "fp16"` (or a Keras policy name) to a Keras dtype policy name.
-
-    Example:
-    >>> mixed_precision_policy("bf16")
-    'mixed_bfloat16'
-    """
-    key = mixed_precision.lower() if isinstance(mixed_precision, str) else mixed_precision
-    if key not in _PRECISION_POLICIES:
-        raise ValueError(
-            f"Unknown mixed_precision={mixed_precision!r}: expected None, 'bf16' or 'fp16'."
-        )
-    return _PRECISION_POLICIES[key]
-
-
 def create_optimizer(
     learning_rate,
     num_train_steps,
@@ -110,8 +85,9 @@ def create_optimizer(
         end_learning_rate: float. Rate at `num_train_steps`.
         gradient_accumulation_steps: int > 1 or None. Apply the averaged
             gradient of this many batches at once (larger effective batch).
-        mixed_precision: None, `"bf16"` or `"fp16"`. Only `"fp16"` changes
-            the optimizer (loss scaling); set the dtype policy separately.
+        mixed_precision: None, `"bf16"` or `"fp16"` (or `"auto"`, see
+            `precision.resolve_mixed_precision`). Only `"fp16"` changes the
+            optimizer (loss scaling); set the dtype policy separately.
 
     Returns:
         A `keras.optimizers.Optimizer`.

@@ -21,7 +21,8 @@ import numpy as np
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.pretrainer import BertPretrainer
-from keras_bert_impl.training.optimizer import create_optimizer, mixed_precision_policy
+from keras_bert_impl.training.optimizer import create_optimizer
+from keras_bert_impl.training.precision import mixed_precision_policy, resolve_mixed_precision
 from keras_bert_impl.training import jax_processes
 from keras_bert_impl.training.attention_init import initialize_attention_qkv, width_scaled_attention_stddev
 from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also the run's public names)
@@ -84,7 +85,7 @@ class PretrainingConfig:
     optimizer: str = "adamw"
     adam_beta2: float = 0.98  # BERT's 0.999 averages over the whole of a short run; RoBERTa and Cramming use 0.98
     weight_decay: float = 0.01
-    mixed_precision: str = None
+    mixed_precision: str = "auto"  # bf16 on a TPU or a bf16 GPU, else float32
     model_dir: str = "bert_pretraining"
     checkpoint_every: int = 500
     keep_checkpoints: int = 3
@@ -182,10 +183,15 @@ def run_pretraining(config, dataset_fn=None):
     check_flags(config)
     check_model_dir(config.model_dir)
     strategy = None
-    if config.strategy == "multiworker" and keras.backend.backend() == "tensorflow":
+    if config.strategy == "multiworker" and keras.backend.backend() in ("tensorflow", "jax"):
         # MultiWorkerMirroredStrategy configures TensorFlow's collective ops, which must happen before TensorFlow
-        # runs any op ("Collective ops must be configured at program startup"); the checks below run some.
-        strategy = get_strategy(config.strategy, tpu=config.tpu)
+        # runs any op ("Collective ops must be configured at program startup"); the checks below run some. On JAX,
+        # jax.distributed.initialize must come before the first JAX call (`--mixed_precision auto` lists devices).
+        strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
+                                num_processes=config.num_processes, process_id=config.process_id)
+    # `auto` becomes bf16 or None (float32) here, before the run's settings are recorded or compared.
+    config = dataclasses.replace(config, mixed_precision=resolve_mixed_precision(config.mixed_precision,
+                                                                                config.strategy))
     if dataset_fn is None:
         for flag, files in (("train_files", config.train_files), ("validation_files", config.validation_files)):
             try:
@@ -365,6 +371,7 @@ def run_pretraining(config, dataset_fn=None):
         "history": {k: [float(x) for x in v] for k, v in history.items()},
         "sequences_per_second": trained_steps * config.global_batch_size / elapsed if trained_steps else None,
         "jit_compile": model.jit_compile,
+        "mixed_precision": config.mixed_precision,
         "is_chief": chief,
         "model_dir": config.model_dir,
         "logs_dir": logs_dir,

@@ -58,7 +58,7 @@ class ClassificationConfig:
         truncate: pair truncation (`longest_first` as original BERT).
         strategy: name for `keras_bert_impl.training.strategy.get_strategy`.
         seed: seeds weights of the head, dropout and shuffling.
-        mixed_precision: None, "bf16" or "fp16".
+        mixed_precision: "auto" (bf16 on a TPU or a bf16 GPU, else float32), None/"none", "bf16" or "fp16".
         early_stopping_patience: None or epochs without dev improvement.
         train_limit: use only the first N training examples (documented subsets).
         dev_limit: evaluate on the first N examples of each dev split only.
@@ -89,7 +89,7 @@ class ClassificationConfig:
     truncate: str = "longest_first"
     strategy: str = "auto"
     seed: int = 0
-    mixed_precision: str = None
+    mixed_precision: str = "auto"
     early_stopping_patience: int = None
     train_limit: int = None
     dev_limit: int = None
@@ -152,7 +152,7 @@ def run(config):
             raise ValueError(f"{split.path}: no examples to evaluate on (--dev_limit {c.dev_limit})"
                              if c.dev_limit is not None else f"{split.path}: no examples to evaluate on (a header only)")
 
-    setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
+    mixed_precision = setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     distribution = get_strategy(c.strategy)
     tokenizer_source = c.init_checkpoint if c.init_checkpoint and _has_vocabulary(c.init_checkpoint) else c.preset
     tokenizer = BertTokenizer.from_preset(tokenizer_source)
@@ -254,7 +254,7 @@ def run(config):
             "pooling": c.pooling,
             "packing": c.packing,
             "seed": c.seed,
-            "mixed_precision": c.mixed_precision,
+            "mixed_precision": mixed_precision,
             "train_limit": c.train_limit,
             "dev_limit": c.dev_limit,
             "strategy": c.strategy,

@@ -30,7 +30,7 @@ class TableClassificationConfig:
     validation_file: str
     text_column: str
     label_column: str
-    output_dir: str
+    model_dir: str
     test_file: Optional[str] = None
     text_pair_column: Optional[str] = None
     regression: bool = False
@@ -41,6 +41,7 @@ class TableClassificationConfig:
     learning_rate: float = 2e-5
     seed: int = 0
     train_limit: Optional[int] = None
+    mixed_precision: Optional[str] = "auto"
 
 
 def read_inputs(config):
@@ -61,11 +62,10 @@ def read_inputs(config):
 
 def build_classifier(config, label_names):
     """`BertClassifier.from_preset` with a new head: one output for regression, else one per label name."""
-    import keras
-
     from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.training.finetuning import setup_finetuning
 
-    keras.utils.set_random_seed(config.seed)
+    setup_finetuning(seed=config.seed, mixed_precision=config.mixed_precision)  # before the model is built
     return BertClassifier.from_preset(
         config.preset, num_classes=1 if config.regression else len(label_names),
         label_names=label_names, sequence_length=config.sequence_length)
@@ -78,6 +78,7 @@ def run(config, inputs=None, classifier=None):
     from keras_bert_impl.checkpoints.atomic_files import atomic_save, atomic_write_json, atomic_write_text
     from keras_bert_impl.tasks.classification.table_files import label_targets, score_outputs
     from keras_bert_impl.training.optimizer import create_optimizer
+    from keras_bert_impl.training.precision import resolve_mixed_precision
 
     # Length buckets add up to one partial batch per bucket: an upper bound on the steps keeps the rate above 0.
     buckets = len(classifier.preprocessor.default_boundaries())
@@ -96,15 +97,16 @@ def run(config, inputs=None, classifier=None):
         "final_train_loss": float(history.history["loss"][-1]),
         "train_seconds": round(train_seconds, 2), "eval_seconds": round(time.perf_counter() - start, 2),
         **{k: getattr(config, k) for k in ("preset", "sequence_length", "batch_size", "learning_rate", "seed")},
+        "mixed_precision": resolve_mixed_precision(config.mixed_precision),
         "train_file": os.path.abspath(config.train_file), "validation_file": os.path.abspath(config.validation_file),
     }
-    os.makedirs(config.output_dir, exist_ok=True)
-    atomic_save(os.path.join(config.output_dir, "model.keras"), classifier.save)
+    os.makedirs(config.model_dir, exist_ok=True)
+    atomic_save(os.path.join(config.model_dir, "model.keras"), classifier.save)
     if test is not None:
         predictions = classifier.predict_labels(test.inputs, batch_size=config.batch_size)
         lines = [f"{i}\t{p:.6g}" if config.regression else f"{i}\t{p}" for i, p in enumerate(predictions)]
-        atomic_write_text(os.path.join(config.output_dir, "test_predictions.tsv"),
+        atomic_write_text(os.path.join(config.model_dir, "test_predictions.tsv"),
                           "\n".join(["index\tprediction", *lines]) + "\n")
         results["test_examples"] = len(test)
-    atomic_write_json(os.path.join(config.output_dir, "dev_results.json"), results)
+    atomic_write_json(os.path.join(config.model_dir, "dev_results.json"), results)
     return results

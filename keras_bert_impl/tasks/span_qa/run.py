@@ -70,7 +70,7 @@ class SpanQaConfig:
     warmup_proportion: float = 0.1
     null_score_diff_threshold: float = None
     strategy: str = "auto"
-    mixed_precision: str = None
+    mixed_precision: str = "auto"
     seed: int = 42
 
 
@@ -134,7 +134,7 @@ def run(config):
     """
     c = config
     check_flags(c)
-    setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
+    mixed_precision = setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     window = dict(sequence_length=c.sequence_length, doc_stride=c.doc_stride, max_query_length=c.max_query_length)
     fine_tuned = is_fine_tuned_model(c.init_checkpoint)
     # Every input file is read and checked before the model is built.
@@ -167,7 +167,7 @@ def run(config):
                              f"--init_checkpoint {c.init_checkpoint}", c.tokenizer or c.preset or c.init_checkpoint)
             model = BertSpanExtractor(backbone, preprocessor=preprocessor, max_answer_length=c.max_answer_length)
 
-    summary = {"version": c.version}
+    summary = {"version": c.version, "mixed_precision": mixed_precision}
     if c.epochs > 0:
         train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)
         train_ds = train_features.to_dataset(c.batch_size, training=True, seed=c.seed)

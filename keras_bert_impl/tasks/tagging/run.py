@@ -102,7 +102,7 @@ class TaggingConfig:
     max_eval_sentences: int = None
     no_test_each_epoch: bool = False
     strategy: str = "auto"
-    mixed_precision: str = None
+    mixed_precision: str = "auto"
     seed: int = 42
     predict_text: list = dataclasses.field(default_factory=list)
 
@@ -190,7 +190,7 @@ def run(config):
     """
     c = config
     check_flags(c)
-    setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision)
+    mixed_precision = setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     fine_tuned = is_fine_tuned_model(c.init_checkpoint)
     boundaries = None if c.static_shapes else default_boundaries(c.sequence_length, **TAGGING_BUCKETS)
     strategy = get_strategy(c.strategy)
@@ -227,7 +227,8 @@ def run(config):
             model = BertTokenClassifier(backbone, len(label_names), dropout=c.dropout, label_names=label_names,
                                         preprocessor=preprocessor)
 
-    summary = {"labels": label_names, "document_context": c.document_context, "tag_scheme": c.tag_scheme}
+    summary = {"labels": label_names, "document_context": c.document_context, "tag_scheme": c.tag_scheme,
+               "mixed_precision": mixed_precision}
     if c.epochs > 0:
         train_ds = make_dataset(train.features, c.batch_size, training=True, seed=c.seed, boundaries=boundaries,
                                 packing=c.packing)
