@@ -9,9 +9,25 @@ matmul ceiling in the same run and reports model FLOP/s as a fraction of it.
     KERAS_BACKEND=jax python benchmarks/backbone_speed.py --peers keras_hub
     KERAS_BACKEND=jax python benchmarks/backbone_speed.py --configs base --batch_size 64 \
         --torch_device cuda --mixed_precision bf16          # on a GPU: same device for all three
+    KERAS_BACKEND=jax python benchmarks/backbone_speed.py --configs base,large --peers "" \
+        --batch_sizes 64,128,256,512 --steps_per_execution 20 --mixed_precision bf16 --peak_tflops 989
 
 `--mixed_precision bf16` runs Keras models under the `mixed_bfloat16` policy
 and the torch reference under `torch.autocast(dtype=torch.bfloat16)`.
+
+Issue 18's ablation flags:
+- `--batch_sizes 64,128,256,512`: one entry per config and batch size (`base_b256`), the same run.
+- `--steps_per_execution K` (K > 1): our training step is timed through `model.fit` over `--steps` x K
+  batches with `steps_per_execution=K` (the host dispatches once per K steps and reads the loss once per
+  K, as `recipes/pretrain.py --steps_per_execution` runs), not one `train_on_batch` call per step;
+  keras-hub's model goes through the same loop, Hugging Face keeps its eager torch loop.
+- `--dropout`, `--attention_dropout`: override our config's 0.1 (MosaicBERT drops attention dropout); the
+  peers keep the published config.
+- `--peak_tflops 989` (the H100 SXM's dense bf16 figure): MFU against the spec, next to MFU against the
+  matmul peak this run measures. FLOPs are counted honestly: the MLM head on the gathered positions only,
+  attention scores and context included, x3 for a training step.
+- `XLA_FLAGS` (Triton GEMM, command buffers, the latency-hiding scheduler) is read from the environment
+  and recorded in the JSON line.
 """
 
 import argparse
@@ -37,6 +53,7 @@ CONFIGS = {
     "small": "bert_small_en_uncased",
     "medium": "bert_medium_en_uncased",
     "base": "bert_base_en_uncased",
+    "large": "bert_large_en_uncased",
 }
 
 
@@ -145,7 +162,9 @@ def argmax_outputs(model):
     return keras.Model(model.input, {k: keras.ops.argmax(v, axis=-1) for k, v in model.output.items()})
 
 
-def time_keras(model, x, y, steps, jit_compile):
+def time_keras(model, x, y, steps, jit_compile, steps_per_execution=1):
+    """(forward, training) sequences/s, medians over `steps`; with `steps_per_execution` > 1 the training
+    figure times `model.fit` over `steps * steps_per_execution` batches instead of `train_on_batch` calls."""
     model.compile(
         optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
         loss={
@@ -153,6 +172,7 @@ def time_keras(model, x, y, steps, jit_compile):
             "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         },
         jit_compile=jit_compile,
+        steps_per_execution=steps_per_execution,
     )
     batch = len(y["nsp"])
     inference = argmax_outputs(model)
@@ -165,10 +185,29 @@ def time_keras(model, x, y, steps, jit_compile):
         start = time.perf_counter()
         inference.predict_on_batch(x)
         forward.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        model.train_on_batch(x, y)
-        train.append(time.perf_counter() - start)
+        if steps_per_execution == 1:
+            start = time.perf_counter()
+            model.train_on_batch(x, y)
+            train.append(time.perf_counter() - start)
+    if steps_per_execution > 1:
+        return batch / statistics.median(forward), time_fit(model, x, y, steps * steps_per_execution)
     return batch / statistics.median(forward), batch / statistics.median(train)
+
+
+def time_fit(model, x, y, batches):
+    """Training sequences/s of `model.fit` over `batches` copies of the batch (after one warm-up fit that
+    compiles): the recipes' loop, where `steps_per_execution` batches go to the device per host call."""
+    batch = len(y["nsp"])
+
+    def repeated(tree, count):
+        return {k: np.concatenate([v] * count) for k, v in tree.items()}
+
+    warmup = 2 * model.steps_per_execution
+    model.fit(repeated(x, warmup), repeated(y, warmup), batch_size=batch, epochs=1, shuffle=False, verbose=0)
+    xs, ys = repeated(x, batches), repeated(y, batches)
+    start = time.perf_counter()
+    model.fit(xs, ys, batch_size=batch, epochs=1, shuffle=False, verbose=0)
+    return batches * batch / (time.perf_counter() - start)
 
 
 def time_huggingface(config, x, y, steps, device="cpu", mixed_precision=None):
@@ -240,11 +279,20 @@ def time_huggingface(config, x, y, steps, device="cpu", mixed_precision=None):
     return batch / statistics.median(f), batch / statistics.median(t)
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--configs", default="tiny,small,base")
+    parser.add_argument("--configs", default="tiny,small,base", help=f"comma list of {', '.join(CONFIGS)}")
     parser.add_argument("--peers", default="keras_hub,huggingface", help="comma list of keras_hub, huggingface, or empty")
     parser.add_argument("--batch_size", type=int, default=8)
+    parser.add_argument("--batch_sizes", default=None,
+                        help="comma list: a sweep, one entry per config and batch size (replaces --batch_size)")
+    parser.add_argument("--steps_per_execution", type=int, default=1,
+                        help="> 1: time our training step through model.fit with this steps_per_execution")
+    parser.add_argument("--dropout", type=float, default=None, help="our dropout (default: the config's 0.1)")
+    parser.add_argument("--attention_dropout", type=float, default=None,
+                        help="our attention-probability dropout (default: --dropout, else the config's)")
+    parser.add_argument("--peak_tflops", type=float, default=None,
+                        help="the accelerator's spec peak in the compute dtype (H100 SXM dense bf16: 989), for MFU")
     parser.add_argument("--sequence_length", "--seq_length", "--max_seq_length", dest="sequence_length", type=int,
                         default=128, help="packed length (aliases: --seq_length, --max_seq_length)")
     parser.add_argument("--predictions", type=int, default=20)
@@ -252,7 +300,15 @@ def main():
     parser.add_argument("--jit_compile", default="true", choices=["true", "false", "auto"])
     parser.add_argument("--torch_device", default="cpu", help="device of the Hugging Face reference (cpu, cuda)")
     parser.add_argument("--mixed_precision", default=None, choices=["bf16"], help="bf16 for every implementation")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    try:
+        batch_sizes = [int(b) for b in (args.batch_sizes or str(args.batch_size)).split(",") if b]
+    except ValueError:
+        parser.error(f"--batch_sizes: expected integers separated by commas, got {args.batch_sizes!r}")
+    unknown = [c for c in args.configs.split(",") if c not in CONFIGS]
+    if unknown or not batch_sizes or min(batch_sizes) < 1 or args.steps_per_execution < 1 or args.steps < 1:
+        parser.error(f"--configs must name {', '.join(CONFIGS)} (unknown: {unknown}); --batch_sizes, --steps and "
+                     "--steps_per_execution must be >= 1")
     if args.mixed_precision == "bf16":
         keras.config.set_dtype_policy("mixed_bfloat16")
     jit = {"true": True, "false": False, "auto": "auto"}[args.jit_compile]
@@ -264,7 +320,13 @@ def main():
         "benchmark": "backbone_speed",
         "backend": backend,
         "jit_compile": args.jit_compile,
-        "batch_size": args.batch_size,
+        "batch_size": args.batch_size if len(batch_sizes) == 1 else None,
+        "batch_sizes": batch_sizes,
+        "steps_per_execution": args.steps_per_execution,
+        "dropout": args.dropout,
+        "attention_dropout": args.attention_dropout,
+        "peak_tflops": args.peak_tflops,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "sequence_length": args.sequence_length,
         "predictions": args.predictions,
         "machine": f"{platform.machine()} {os.cpu_count()} cpu",
@@ -276,29 +338,39 @@ def main():
         "configs": {},
     }
     peak = max(result["matmul_peak_gflops"].values()) * 1e9
-    for name in args.configs.split(","):
+    for name, batch_size in [(c, b) for c in args.configs.split(",") for b in batch_sizes]:
         # keras-hub's BertBackbone always uses the tanh GELU: use the same in ours for a like-for-like step.
-        config = dict(backbone_presets[CONFIGS[name]]["config"], activation="gelu_approximate")
-        x, y = make_batch(args.batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
+        preset_config = dict(backbone_presets[CONFIGS[name]]["config"], activation="gelu_approximate")
+        config = dict(preset_config)
+        if args.dropout is not None:
+            config["dropout"] = args.dropout
+        if args.attention_dropout is not None:
+            config["attention_dropout"] = args.attention_dropout
+        x, y = make_batch(batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
         entry = {}
         keras.utils.set_random_seed(0)
-        fwd, train = time_keras(build_ours(config), x, y, args.steps, jit)
+        fwd, train = time_keras(build_ours(config), x, y, args.steps, jit, args.steps_per_execution)
         entry["ours"] = {"forward_seq_s": round(fwd, 2), "train_seq_s": round(train, 2)}
         train_flops = model_flops_per_sequence(config, args.sequence_length, args.predictions, True)
         fwd_flops = model_flops_per_sequence(config, args.sequence_length, args.predictions, False)
+        entry["ours"]["train_tflops"] = round(train * train_flops / 1e12, 4)
         entry["ours"]["train_fraction_of_peak"] = round(train * train_flops / peak, 3)
         entry["ours"]["forward_fraction_of_peak"] = round(fwd * fwd_flops / peak, 3)
+        if args.peak_tflops:
+            entry["ours"]["train_fraction_of_spec"] = round(train * train_flops / (args.peak_tflops * 1e12), 3)
+        config = preset_config  # the peers run the config as published
         if "keras_hub" in peers:
             keras.utils.set_random_seed(0)
-            f, t = time_keras(build_keras_hub(config), x, y, args.steps, jit)
+            f, t = time_keras(build_keras_hub(config), x, y, args.steps, jit, args.steps_per_execution)
             entry["keras_hub"] = {"forward_seq_s": round(f, 2), "train_seq_s": round(t, 2)}
             entry["ratio_vs_keras_hub"] = {"forward": round(fwd / f, 2), "train": round(train / t, 2)}
         if "huggingface" in peers:
             f, t = time_huggingface(config, x, y, args.steps, args.torch_device, args.mixed_precision)
             entry["huggingface_torch_eager"] = {"forward_seq_s": round(f, 2), "train_seq_s": round(t, 2)}
             entry["ratio_vs_huggingface"] = {"forward": round(fwd / f, 2), "train": round(train / t, 2)}
-        result["configs"][name] = entry
-        print(f"[{name}] {json.dumps(entry)}", file=sys.stderr, flush=True)  # progress; the JSON line comes last
+        key = name if len(batch_sizes) == 1 else f"{name}_b{batch_size}"
+        result["configs"][key] = entry
+        print(f"[{key}] {json.dumps(entry)}", file=sys.stderr, flush=True)  # progress; the JSON line comes last
         keras.backend.clear_session()
     print(json.dumps(result))
 

@@ -1,0 +1,54 @@
+"""`benchmarks/backbone_speed.py`: issue 18's ablation flags and its honest FLOP count, on a tiny model.
+
+The speed figures themselves come from GPU runs (docs/benchmarks.md); this checks that one run sweeps batch
+sizes, times `model.fit` with `steps_per_execution`, applies the dropout overrides, and reports MFU both ways.
+"""
+
+import json
+
+import pytest
+
+from tests.repo_scripts import load_script
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_script("benchmarks/backbone_speed.py")
+
+
+def test_flops_of_bert_base_match_the_issue(bench):
+    """BERT-base, seq 128, 20 gathered predictions: about 70 GFLOP a training step (issue 18), attention included."""
+    from keras_bert_impl.presets import backbone_presets
+
+    base = backbone_presets["bert_base_en_uncased"]["config"]
+    forward = bench.model_flops_per_sequence(base, 128, 20, training=False)
+    train = bench.model_flops_per_sequence(base, 128, 20, training=True)
+    assert forward == 12 * (2 * 128 * (4 * 768**2 + 2 * 768 * 3072) + 4 * 128**2 * 768) + 2 * 768**2
+    assert train == 3 * (forward + 20 * (2 * 768**2 + 2 * 768 * 30522) + 2 * 768 * 2)
+    assert 69.5e9 < train < 70.5e9
+
+
+def test_one_run_sweeps_batches_with_steps_per_execution_and_reports_mfu_two_ways(bench, capsys):
+    bench.main(["--configs", "tiny", "--peers", "", "--batch_sizes", "2,3", "--steps", "1",
+                "--steps_per_execution", "2", "--attention_dropout", "0", "--peak_tflops", "1"])
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["batch_sizes"] == [2, 3] and result["batch_size"] is None
+    assert result["steps_per_execution"] == 2 and result["attention_dropout"] == 0.0
+    assert set(result["configs"]) == {"tiny_b2", "tiny_b3"}
+    for entry in result["configs"].values():
+        ours = entry["ours"]
+        assert ours["train_seq_s"] > 0 and ours["forward_seq_s"] > 0
+        assert 0 < ours["train_fraction_of_spec"] < ours["train_fraction_of_peak"]  # this CPU: well below 1 TFLOP/s
+        assert ours["train_tflops"] == pytest.approx(ours["train_fraction_of_spec"], abs=1e-3)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--configs", "huge"], "--configs must name"),
+    (["--batch_sizes", "64,x"], "--batch_sizes: expected integers"),
+    (["--steps_per_execution", "0"], "must be >= 1"),
+])
+def test_bad_flags_are_one_line(bench, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
