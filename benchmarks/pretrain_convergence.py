@@ -187,6 +187,10 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed, dro
         optimizer.step()
         schedule.step()
         optimizer.zero_grad()
+        if (step + 1) % max(1, args.steps // 10) == 0 and start is not None:  # a progress line every 10%
+            rate = (step - 1) * len(batch["token_ids"]) / (time.perf_counter() - start)
+            print(f"huggingface step {step + 1}/{args.steps}: loss {loss.item():.4f}, {rate:.1f} sequences/s",
+                  file=sys.stderr, flush=True)
     if device.type == "cuda":
         torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
