@@ -78,7 +78,6 @@ def run(config, inputs=None, classifier=None):
     from keras_bert_impl.checkpoints.atomic_files import atomic_save, atomic_write_json, atomic_write_text
     from keras_bert_impl.tasks.classification.table_files import label_targets, score_outputs
     from keras_bert_impl.training.optimizer import create_optimizer
-    from keras_bert_impl.training.precision import resolve_mixed_precision
 
     # Length buckets add up to one partial batch per bucket: an upper bound on the steps keeps the rate above 0.
     buckets = len(classifier.preprocessor.default_boundaries())
@@ -97,7 +96,8 @@ def run(config, inputs=None, classifier=None):
         "final_train_loss": float(history.history["loss"][-1]),
         "train_seconds": round(train_seconds, 2), "eval_seconds": round(time.perf_counter() - start, 2),
         **{k: getattr(config, k) for k in ("preset", "sequence_length", "batch_size", "learning_rate", "seed")},
-        "mixed_precision": resolve_mixed_precision(config.mixed_precision),
+        # What the model computes in (set by `setup_finetuning` when it was built): None for float32.
+        "mixed_precision": None if classifier.dtype_policy.name == "float32" else classifier.dtype_policy.name,
         "train_file": os.path.abspath(config.train_file), "validation_file": os.path.abspath(config.validation_file),
     }
     os.makedirs(config.model_dir, exist_ok=True)
