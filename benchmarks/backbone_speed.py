@@ -306,9 +306,10 @@ def main(argv=None):
     except ValueError:
         parser.error(f"--batch_sizes: expected integers separated by commas, got {args.batch_sizes!r}")
     unknown = [c for c in args.configs.split(",") if c not in CONFIGS]
-    if unknown or not batch_sizes or min(batch_sizes) < 1 or args.steps_per_execution < 1 or args.steps < 1:
-        parser.error(f"--configs must name {', '.join(CONFIGS)} (unknown: {unknown}); --batch_sizes, --steps and "
-                     "--steps_per_execution must be >= 1")
+    if unknown:
+        parser.error(f"--configs: unknown {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
+    if not batch_sizes or min(batch_sizes) < 1 or args.steps_per_execution < 1 or args.steps < 1:
+        parser.error("--batch_sizes, --steps and --steps_per_execution must be >= 1")
     if args.mixed_precision == "bf16":
         keras.config.set_dtype_policy("mixed_bfloat16")
     jit = {"true": True, "false": False, "auto": "auto"}[args.jit_compile]

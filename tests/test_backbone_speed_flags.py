@@ -43,12 +43,12 @@ def test_one_run_sweeps_batches_with_steps_per_execution_and_reports_mfu_two_way
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--configs", "huge"], "--configs must name"),
-    (["--batch_sizes", "64,x"], "--batch_sizes: expected integers"),
-    (["--steps_per_execution", "0"], "must be >= 1"),
+    (["--configs", "tiny,huge"], "--configs: unknown huge; choose from tiny, mini, small, medium, base, large"),
+    (["--batch_sizes", "64,x"], "--batch_sizes: expected integers separated by commas, got '64,x'"),
+    (["--steps_per_execution", "0"], "--batch_sizes, --steps and --steps_per_execution must be >= 1"),
 ])
 def test_bad_flags_are_one_line(bench, capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
         bench.main(argv)
     assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
+    assert capsys.readouterr().err.strip().splitlines()[-1].split(": error: ", 1)[1] == message
