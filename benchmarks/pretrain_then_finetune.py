@@ -96,7 +96,7 @@ def unit_pretrain_ours(args, steps):
         max_predictions_per_seq=args.max_predictions_per_seq, global_batch_size=args.batch_size,
         num_steps=steps, warmup_steps=_warmup(steps), learning_rate=args.learning_rate,
         model_dir=model_dir, checkpoint_every=steps, validation_steps=args.eval_batches, seed=args.data_seed,
-        verbose=2,
+        attention_init_stddev=args.attention_init_stddev, verbose=2,
     )
     start = time.perf_counter()
     result = run_pretraining(config)
@@ -231,12 +231,14 @@ class _AdoptedUnit:
             time.sleep(1)
 
 
-def pretraining_recipe():
-    """The pretraining defaults that no flag of this benchmark sets (`run_pretraining`'s, the HF peer's beta_2)."""
+def pretraining_recipe(attention_init_stddev=None):
+    """The pretraining settings `run_pretraining` and the HF peer share: beta_2 (no flag sets it) and our
+    model's QKV init (the recipe's width-scaled one unless `--attention_init_stddev` names another)."""
     from keras_bert_impl.training.pretraining_run import PretrainingConfig
 
     return {"adam_beta2": PretrainingConfig.adam_beta2,
-            "attention_init_stddev": PretrainingConfig.attention_init_stddev or "sqrt(1.28 / hidden_dim)"}
+            "attention_init_stddev": (attention_init_stddev or PretrainingConfig.attention_init_stddev
+                                      or "sqrt(1.28 / hidden_dim)")}
 
 
 def unit_settings(args, name):
@@ -250,7 +252,7 @@ def unit_settings(args, name):
         settings = {k: getattr(args, k) for k in ("config", "batch_size", "sequence_length",
                                                   "max_predictions_per_seq", "learning_rate", "eval_batches",
                                                   "data_seed")}
-        recipe = pretraining_recipe()
+        recipe = pretraining_recipe(args.attention_init_stddev)
         settings["adam_beta2"] = recipe["adam_beta2"]
         if kind == "pretrain_ours":
             settings["attention_init_stddev"] = recipe["attention_init_stddev"]
@@ -362,7 +364,8 @@ def summarize(args, units):
                                                            "unigram_floor", "sequences_per_second")}
             # The recipe's width-scaled QKV init is ours; the peer keeps what `transformers` draws.
             pretraining[init]["initialization"] = (
-                f"attention_init_stddev {pretraining_recipe()['attention_init_stddev']}" if init == "ours"
+                f"attention_init_stddev {pretraining_recipe(args.attention_init_stddev)['attention_init_stddev']}"
+                if init == "ours"
                 else "transformers' own: BertConfig.initializer_range 0.02 everywhere")
     finetuning = {}
     for task in args.task_list:
@@ -407,7 +410,7 @@ def summarize(args, units):
     return {
         "benchmark": "pretrain_then_finetune", "config": args.config, "steps": args.steps,
         "batch_size": args.batch_size, "sequence_length": args.sequence_length,
-        "learning_rate": args.learning_rate, **pretraining_recipe(),
+        "learning_rate": args.learning_rate, **pretraining_recipe(args.attention_init_stddev),
         "finetune": {
             "learning_rate": args.finetune_learning_rate_of, "epochs": args.finetune_epochs,
             "batch_size": args.finetune_batch_size, "sequence_length": args.finetune_sequence_length,
@@ -480,6 +483,9 @@ def parse_args(argv=None):
     parser.add_argument("--sequence_length", type=int, default=64, help="pretraining sequence length")
     parser.add_argument("--max_predictions_per_seq", type=int, default=10)
     parser.add_argument("--learning_rate", type=float, default=3e-3, help="pretraining peak learning rate")
+    parser.add_argument("--attention_init_stddev", type=float, default=None,
+                        help="our model's QKV kernel init stddev (default: the recipe's sqrt(1.28 / hidden_dim); "
+                             "0.02 is the HF peer's)")
     parser.add_argument("--eval_batches", type=int, default=20, help="held-out pretraining batches scored")
     parser.add_argument("--valid_every", type=int, default=10, help="every N-th chapter is held out")
     parser.add_argument("--data_seed", type=int, default=0)
@@ -524,6 +530,8 @@ def parse_args(argv=None):
         unknown = sorted(set(values) - set(allowed))
         if unknown:
             parser.error(f"{name}: unknown {unknown}; choose from {', '.join(allowed)}")
+    if args.attention_init_stddev is not None and not args.attention_init_stddev > 0:
+        parser.error(f"--attention_init_stddev: expected a number > 0, got {args.attention_init_stddev}")
     if args.steps < 1 or any(b < 1 for b in args.budget_list) or not args.seed_list:
         parser.error("--steps and --budget_steps must be >= 1 and --seeds must name at least one seed")
     return args, argv

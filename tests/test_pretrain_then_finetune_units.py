@@ -98,3 +98,28 @@ def test_a_bad_finetuning_learning_rate_is_one_clear_line(bench, capsys, flag, m
     with pytest.raises(SystemExit):
         bench.parse_args(["--finetune_learning_rate", flag])
     assert capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
+
+
+def test_our_attention_init_is_a_setting_of_our_pretraining_and_of_what_starts_from_it(bench, tmp_path):
+    default, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900"])
+    assert default.attention_init_stddev is None
+    assert bench.unit_settings(default, "pretrain_ours:900")["attention_init_stddev"] == "sqrt(1.28 / hidden_dim)"
+    hf_init, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--attention_init_stddev", "0.02"])
+    assert bench.unit_settings(hf_init, "pretrain_ours:900")["attention_init_stddev"] == 0.02
+    assert bench.unit_settings(hf_init, "finetune:ours:900:sst2:0")["init"]["attention_init_stddev"] == 0.02
+    # The peer and the random start do not depend on it, so their finished units serve both runs.
+    for name in ("pretrain_huggingface:900", "finetune:huggingface:900:conll:1", "finetune:random:0:sst2:0"):
+        assert bench.unit_settings(hf_init, name) == bench.unit_settings(default, name)
+    path = _write_unit(bench, default, "pretrain_ours:900", bench.unit_settings(default, "pretrain_ours:900"))
+    with pytest.raises(SystemExit) as caught:
+        bench.check_finished_units(hf_init, ["pretrain_ours:900"])
+    assert str(caught.value) == (
+        f"{path}: made with other settings than this run asks for (attention_init_stddev 'sqrt(1.28 / hidden_dim)' "
+        "-> 0.02); use another --work_dir, or delete the file to redo it")
+
+
+def test_a_bad_attention_init_is_one_clear_line(bench, capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--attention_init_stddev", "0"])
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "--attention_init_stddev: expected a number > 0, got 0.0")
