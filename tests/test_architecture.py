@@ -6,9 +6,11 @@ The test fails on:
 
 - a cycle between modules;
 - an import from a lower room to a higher one (`LAYER_ORDER`);
-- a TensorFlow import (`tensorflow`, `tensorflow_text`) in `layers/` or `models/`;
-- and, in a subprocess with TensorFlow made unimportable, on any module of
-  `layers/` or `models/` that does not import under `KERAS_BACKEND=jax`.
+- a TensorFlow import (`tensorflow`, `tensorflow_text`) in `layers/` or `models/`,
+  or in the NumPy pretraining pipeline (`NO_TENSORFLOW_MODULES`, for GPU hosts
+  without TensorFlow);
+- and, in a subprocess with TensorFlow made unimportable, on any of those
+  modules that does not import under `KERAS_BACKEND=jax`.
 """
 
 import ast
@@ -37,6 +39,8 @@ LAYER_ORDER = (
 # The package's own __init__ (the public facade, `from keras_bert_impl import BertBackbone`) sits on top.
 FACADE = PACKAGE
 NO_TENSORFLOW_ROOMS = ("layers", "models")
+NO_TENSORFLOW_MODULES = ("keras_bert_impl.data.array_masking", "keras_bert_impl.data.array_pretraining",
+                         "keras_bert_impl.data.array_sentence_pairs")
 TENSORFLOW_MODULES = ("tensorflow", "tensorflow_text")
 
 
@@ -139,16 +143,24 @@ def test_no_upward_imports():
     assert not upward, "imports from a lower room to a higher one (see LAYER_ORDER):\n" + "\n".join(upward)
 
 
-def test_no_tensorflow_in_layers_and_models():
+def _without_tensorflow(module):
+    room = _room(module)
+    return module in NO_TENSORFLOW_MODULES or (room is not None and room[1] in NO_TENSORFLOW_ROOMS)
+
+
+def test_the_modules_without_tensorflow_exist():
+    assert set(NO_TENSORFLOW_MODULES) <= set(MODULES), sorted(set(NO_TENSORFLOW_MODULES) - set(MODULES))
+
+
+def test_no_tensorflow_in_layers_models_and_the_numpy_pipeline():
     found = []
     for module, path in MODULES.items():
-        room = _room(module)
-        if room is None or room[1] not in NO_TENSORFLOW_ROOMS:
+        if not _without_tensorflow(module):
             continue
         for target, line in _imports(module, path):
             if target.split(".")[0] in TENSORFLOW_MODULES:
                 found.append(f"{path.relative_to(ROOT.parent)}:{line}: imports {target}")
-    assert not found, "layers/ and models/ must not import TensorFlow:\n" + "\n".join(found)
+    assert not found, "layers/, models/ and the NumPy pretraining pipeline must not import TensorFlow:\n" + "\n".join(found)
 
 
 _IMPORT_WITHOUT_TENSORFLOW = """
@@ -170,7 +182,7 @@ sys.exit(1 if failed else 0)
 
 def test_layers_and_models_import_without_tensorflow():
     pytest.importorskip("jax")
-    names = sorted(m for m in MODULES if _room(m) and _room(m)[1] in NO_TENSORFLOW_ROOMS)
+    names = sorted(m for m in MODULES if _without_tensorflow(m))
     env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", _IMPORT_WITHOUT_TENSORFLOW, *names], env=env,
                           capture_output=True, text=True, timeout=300, cwd=ROOT.parent)

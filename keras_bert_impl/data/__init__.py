@@ -1,4 +1,7 @@
-"""Task-independent pretraining input (TensorFlow-only): corpus preparation, documents, sentence pairs, masking.
+"""Task-independent pretraining input: corpus preparation, documents, sentence pairs, masking.
+
+tf.data and tensorflow-text build the recipes' pipeline (`pretraining`); the `array_*` modules are its NumPy
+twins (`array_pretraining.ArrayPretrainingBatches`), for hosts without TensorFlow.
 
 The fine-tuning tasks (GLUE, CoNLL-2003, SQuAD) live in `keras_bert_impl.tasks`.
 
@@ -7,7 +10,7 @@ Submodules are imported on first attribute access.
 
 import importlib
 
-_SUBMODULES = ("corpus", "document_records", "masking", "pretraining", "sentence_pairs", "text_documents")
+_SUBMODULES = ("array_masking", "array_pretraining", "array_sentence_pairs", "corpus", "document_records", "masking", "pretraining", "sentence_pairs", "text_documents")
 _NAMES = {"pretraining_dataset": "pretraining"}
 
 

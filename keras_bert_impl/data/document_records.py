@@ -73,6 +73,50 @@ def _example(token_ids, sentence_lengths):
     ).SerializeToString()
 
 
+def _tokenized_documents(paths, tokenizer):
+    """Yields (token ids, sentence lengths) of every document of the text files `paths`, in order."""
+    documents = tf.data.Dataset.from_tensor_slices((paths, tf.range(len(paths), dtype=tf.int64)))
+    documents = documents.flat_map(read_documents).batch(64)
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize(text, ids):
+        sentences = tf.strings.split(text, "\n")
+        tokens = tokenizer(sentences.flat_values)
+        lengths = tf.RaggedTensor.from_value_rowids(
+            tf.cast(tokens.row_lengths(), tf.int64), sentences.value_rowids(), nrows=sentences.nrows()
+        )
+        per_document = tf.RaggedTensor.from_row_lengths(
+            tf.cast(tokens.flat_values, tf.int64), tf.reduce_sum(lengths, axis=1)
+        )
+        return per_document, lengths
+
+    for token_ids, lengths in documents.map(tokenize, num_parallel_calls=tf.data.AUTOTUNE):
+        yield from zip(token_ids.to_list(), lengths.to_list())
+
+
+def tokenize_documents(files, tokenizer):
+    """Yields every document of the text files `files` as a list of sentences, each a list of token ids.
+
+    The documents of the pretraining text format (one sentence a line, a blank
+    line between documents, UTF-8, checked), tokenised in-graph in batches: the
+    input of `array_pretraining.write_document_arrays`.
+
+    Example:
+
+    >>> from keras_bert_impl.data import corpus
+    >>> from keras_bert_impl.text.tokenizer import BertTokenizer
+    >>> paths = corpus.bundled_corpus()
+    >>> first = next(tokenize_documents(paths["valid"], BertTokenizer(paths["vocab"])))
+    >>> isinstance(first[0][0], int)
+    True
+    """
+    for ids, sentence_lengths in _tokenized_documents(expand_files(files), tokenizer):
+        offsets = [0]
+        for length in sentence_lengths:
+            offsets.append(offsets[-1] + length)
+        yield [ids[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+
+
 def write_document_records(files, tokenizer, output_prefix, *, num_shards=1):
     """Tokenises text files (the pretraining text format) into TFRecord shards of documents.
 
@@ -107,29 +151,13 @@ def write_document_records(files, tokenizer, output_prefix, *, num_shards=1):
     temporary = [f"{name}.tmp-{os.getpid()}" for name in names]
     writers = [tf.io.TFRecordWriter(name) for name in temporary]
 
-    documents = tf.data.Dataset.from_tensor_slices((paths, tf.range(len(paths), dtype=tf.int64)))
-    documents = documents.flat_map(read_documents).batch(64)
-
-    @tf.autograph.experimental.do_not_convert
-    def tokenize(text, ids):
-        sentences = tf.strings.split(text, "\n")
-        tokens = tokenizer(sentences.flat_values)
-        lengths = tf.RaggedTensor.from_value_rowids(
-            tf.cast(tokens.row_lengths(), tf.int64), sentences.value_rowids(), nrows=sentences.nrows()
-        )
-        per_document = tf.RaggedTensor.from_row_lengths(
-            tf.cast(tokens.flat_values, tf.int64), tf.reduce_sum(lengths, axis=1)
-        )
-        return per_document, lengths
-
     stats = {"files": names, "documents": 0, "sentences": 0, "tokens": 0}
     try:
-        for token_ids, lengths in documents.map(tokenize, num_parallel_calls=tf.data.AUTOTUNE):
-            for ids, sentence_lengths in zip(token_ids.to_list(), lengths.to_list()):
-                writers[stats["documents"] % num_shards].write(_example(ids, sentence_lengths))
-                stats["documents"] += 1
-                stats["sentences"] += len(sentence_lengths)
-                stats["tokens"] += len(ids)
+        for ids, sentence_lengths in _tokenized_documents(paths, tokenizer):
+            writers[stats["documents"] % num_shards].write(_example(ids, sentence_lengths))
+            stats["documents"] += 1
+            stats["sentences"] += len(sentence_lengths)
+            stats["tokens"] += len(ids)
         for writer in writers:
             writer.close()
         for source, target in zip(temporary, names):
