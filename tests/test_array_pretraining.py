@@ -279,3 +279,20 @@ print(json.dumps({{k: list(v.shape) for k, v in batch.items()}}))
                             env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout.strip().splitlines()[-1])["token_ids"] == [4, 64]
+
+
+def test_the_recipe_writes_the_array_file_and_refuses_shards(tmp_path, capsys, documents):
+    from repo_scripts import load_script
+
+    recipe = load_script("recipes/prepare_pretraining_data.py")
+    paths = corpus.bundled_corpus()
+    recipe.main(["--input", paths["valid"], "--vocab", paths["vocab"], "--output_prefix", str(tmp_path / "valid"),
+                 "--output_format", "npz"])
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert stats["file"] == str(tmp_path / "valid.npz") and stats["documents"] == len(documents[0])
+    assert read_document_arrays(stats["file"])["token_ids"].size == stats["tokens"]
+    with pytest.raises(SystemExit):
+        recipe.main(["--input", paths["valid"], "--vocab", paths["vocab"], "--output_prefix", str(tmp_path / "x"),
+                     "--output_format", "npz", "--num_shards", "4"])
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "--num_shards 4: --output_format npz writes one file; drop --num_shards")
