@@ -69,6 +69,9 @@ def parse_args(argv=None):
                    help="stddev of the attention's query, key and value kernels when pretraining from scratch (default: "
                         "sqrt(1.28 / hidden_dim), 0.1 for tiny, so a narrow model's attention does not start "
                         "uniform; 0.02 is BERT's). See docs/pretraining.md")
+    p.add_argument("--vocabulary_padding_multiple", type=int, default=None,
+                   help="run the MLM projection on the vocabulary zero-padded to a multiple of this (e.g. 128: "
+                        "30,522 -> 30,592 columns, a shape GPUs tile evenly); outputs and weights unchanged")
     p.add_argument("--steps_per_execution", type=int, default=d.steps_per_execution)
     p.add_argument("--jit_compile", default="auto", type=lambda v: {"true": True, "false": False}.get(v.lower(), v),
                    help="XLA for the training step: true, false, or auto (default: XLA on TensorFlow with one "

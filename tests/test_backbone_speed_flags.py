@@ -30,8 +30,10 @@ def test_flops_of_bert_base_match_the_issue(bench):
 
 def test_one_run_sweeps_batches_with_steps_per_execution_and_reports_mfu_two_ways(bench, capsys):
     bench.main(["--configs", "tiny", "--peers", "", "--batch_sizes", "2,3", "--steps", "1",
-                "--steps_per_execution", "2", "--attention_dropout", "0", "--peak_tflops", "1"])
+                "--steps_per_execution", "2", "--attention_dropout", "0", "--peak_tflops", "1",
+                "--vocabulary_padding_multiple", "128"])
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["vocabulary_padding_multiple"] == 128
     assert result["batch_sizes"] == [2, 3] and result["batch_size"] is None
     assert result["steps_per_execution"] == 2 and result["attention_dropout"] == 0.0
     assert set(result["configs"]) == {"tiny_b2", "tiny_b3"}
@@ -46,6 +48,7 @@ def test_one_run_sweeps_batches_with_steps_per_execution_and_reports_mfu_two_way
     (["--configs", "tiny,huge"], "--configs: unknown huge; choose from tiny, mini, small, medium, base, large"),
     (["--batch_sizes", "64,x"], "--batch_sizes: expected integers separated by commas, got '64,x'"),
     (["--steps_per_execution", "0"], "--batch_sizes, --steps and --steps_per_execution must be >= 1"),
+    (["--vocabulary_padding_multiple", "0"], "--vocabulary_padding_multiple must be >= 1, got 0"),
 ])
 def test_bad_flags_are_one_line(bench, capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:

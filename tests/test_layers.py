@@ -137,6 +137,52 @@ def test_masked_lm_head_vocabulary_mismatch_and_missing_size():
         MaskedLMHead()
 
 
+@pytest.mark.parametrize("tied", [True, False])
+def test_masked_lm_head_vocabulary_padding_changes_no_output_and_no_gradient(tied):
+    """Padding 50 -> 64 (multiple 32) computes the projection on a wider kernel and slices the padding logits
+    off: the logits, their shape, the weights and the gradients equal the unpadded head's."""
+    rng = np.random.default_rng(5)
+    sequence = rng.normal(size=(2, 8, 16)).astype("float32")
+    positions = np.array([[1, 3, 0], [7, 7, 2]], "int32")
+    heads = []
+    for multiple in (None, 32):
+        keras.utils.set_random_seed(0)
+        embedding = keras.layers.Embedding(50, 16)
+        embedding.build((None,))
+        arguments = dict(token_embedding=embedding) if tied else dict(vocabulary_size=50)
+        heads.append(MaskedLMHead(vocabulary_padding_multiple=multiple, **arguments))
+    plain, padded = heads
+    assert padded._vocabulary_padding() == 14 and plain._vocabulary_padding() == 0
+    outputs = [_np(head(sequence, mask_positions=positions)) for head in heads]
+    assert outputs[1].shape == (2, 3, 50)
+    for a, b in zip(plain.weights, padded.weights):
+        np.testing.assert_array_equal(_np(a), _np(b))
+    np.testing.assert_allclose(outputs[1], outputs[0], atol=1e-5)
+    # A vocabulary that is already a multiple gets no padding.
+    assert MaskedLMHead(vocabulary_size=64, vocabulary_padding_multiple=32)._vocabulary_padding() == 0
+    if keras.backend.backend() == "jax":  # gradients through pad + slice, on the backend the GPU runs use
+        import jax
+
+        labels = rng.integers(0, 50, size=(2, 3))
+
+        def loss_of(head):
+            def loss(values):
+                logits = head.stateless_call(values, [], sequence, mask_positions=positions)[0]
+                return keras.ops.mean(keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
+            return jax.grad(loss)([v.value for v in head.trainable_variables])
+
+        for a, b in zip(loss_of(plain), loss_of(padded)):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=1e-6)
+
+
+def test_masked_lm_head_vocabulary_padding_must_be_a_positive_integer():
+    for bad in (0, -128, 1.5, True, "128"):
+        with pytest.raises(ValueError) as caught:
+            MaskedLMHead(vocabulary_size=50, vocabulary_padding_multiple=bad)
+        assert str(caught.value) == (
+            f"vocabulary_padding_multiple must be None or an integer >= 1 (e.g. 128), got {bad!r}")
+
+
 def test_next_sentence_head_shape_and_float32_logits_under_mixed_precision():
     head = NextSentenceHead(dtype="mixed_bfloat16")
     logits = head(np.random.rand(3, 16).astype("float32"))
@@ -150,6 +196,7 @@ def test_next_sentence_head_shape_and_float32_logits_under_mixed_precision():
         lambda: PositionEmbedding(max_sequence_length=12),
         lambda: TransformerEncoder(num_heads=2, intermediate_dim=8, activation="gelu_approximate"),
         lambda: MaskedLMHead(vocabulary_size=30),
+        lambda: MaskedLMHead(vocabulary_size=30, vocabulary_padding_multiple=128),
         lambda: NextSentenceHead(),
         lambda: Float32LayerNormalization(epsilon=1e-12),
     ],

@@ -85,6 +85,22 @@ def test_mlm_only_model(batch):
 
 
 @pytest.mark.multibackend
+def test_vocabulary_padding_keeps_the_pretrainers_outputs_and_round_trips(batch):
+    """30,522 -> 30,592 columns for the MLM projection (a multiple of 128): same logits, same weights."""
+    keras.utils.set_random_seed(0)
+    backbone = tiny_backbone()
+    plain, padded = BertPretrainer(backbone), BertPretrainer(backbone, vocabulary_padding_multiple=128)
+    assert padded.masked_lm_head._vocabulary_padding() == 70
+    x, _, _ = BertPretrainer.split_features_labels(batch)
+    padded.masked_lm_head.set_weights(plain.masked_lm_head.get_weights())
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(padded(x)["mlm"]),
+                               keras.ops.convert_to_numpy(plain(x)["mlm"]), atol=1e-5)
+    restored = BertPretrainer.from_config(padded.get_config())
+    assert restored.vocabulary_padding_multiple == 128
+    assert restored.masked_lm_head.vocabulary_padding_multiple == 128
+
+
+@pytest.mark.multibackend
 def test_bad_backbone_is_rejected():
     with pytest.raises(TypeError, match="`backbone` must be a BertBackbone"):
         BertPretrainer(keras.layers.Dense(2))

@@ -26,6 +26,11 @@ class MaskedLMHead(keras.layers.Layer):
         activation: `"gelu"`, `"gelu_approximate"` or `"relu"`.
         layer_norm_epsilon: float.
         kernel_initializer: initializer of the transform dense layer.
+        vocabulary_padding_multiple: None, or an int: the output projection is
+            computed as if the vocabulary had zero rows appended up to a
+            multiple of it (30,522 -> 30,592 for 128), a matmul shape GPUs tile
+            evenly; the padding logits are sliced off, so the outputs, their
+            shape and the weights do not change.
         **kwargs: `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -50,9 +55,20 @@ class MaskedLMHead(keras.layers.Layer):
         activation="gelu",
         layer_norm_epsilon=1e-12,
         kernel_initializer=None,
+        vocabulary_padding_multiple=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if vocabulary_padding_multiple is not None and (
+            isinstance(vocabulary_padding_multiple, bool)
+            or not isinstance(vocabulary_padding_multiple, int)
+            or vocabulary_padding_multiple < 1
+        ):
+            raise ValueError(
+                "vocabulary_padding_multiple must be None or an integer >= 1 (e.g. 128), "
+                f"got {vocabulary_padding_multiple!r}"
+            )
+        self.vocabulary_padding_multiple = vocabulary_padding_multiple
         if token_embedding is None and vocabulary_size is None:
             raise ValueError("MaskedLMHead needs `vocabulary_size` or `token_embedding`.")
         if token_embedding is not None:
@@ -106,9 +122,18 @@ class MaskedLMHead(keras.layers.Layer):
             kernel = ops.transpose(ops.cast(self.token_embedding.embeddings, self.compute_dtype))
         else:
             kernel = ops.cast(self.output_kernel, self.compute_dtype)
+        padding = self._vocabulary_padding()
+        if padding:
+            kernel = ops.pad(kernel, [[0, 0], [0, padding]])
         logits = ops.matmul(x, kernel)
+        if padding:
+            logits = logits[..., : self.vocabulary_size]
         logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
         return logits
+
+    def _vocabulary_padding(self):
+        multiple = self.vocabulary_padding_multiple
+        return -self.vocabulary_size % multiple if multiple else 0
 
     def compute_output_shape(self, inputs_shape, mask_positions_shape):
         return tuple(mask_positions_shape) + (self.vocabulary_size,)
@@ -127,6 +152,7 @@ class MaskedLMHead(keras.layers.Layer):
                 "activation": self.activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "vocabulary_padding_multiple": self.vocabulary_padding_multiple,
             }
         )
         return config

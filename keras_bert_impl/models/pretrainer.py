@@ -36,6 +36,10 @@ class BertPretrainer(Task):
         backbone: a `BertBackbone`.
         nsp: bool. Include the next-sentence head and loss (False gives a
             RoBERTa-style MLM-only model).
+        vocabulary_padding_multiple: None, or an int such as 128: the MLM
+            projection runs on the vocabulary zero-padded to a multiple of it
+            (an even matmul shape for GPUs); outputs and weights are unchanged
+            (`MaskedLMHead`).
         **kwargs: `keras.Model` arguments (`name`, ...).
 
     Example:
@@ -56,7 +60,8 @@ class BertPretrainer(Task):
     6
     """
 
-    def __init__(self, backbone, nsp=True, preprocessor=None, compile_defaults=False, **kwargs):
+    def __init__(self, backbone, nsp=True, preprocessor=None, compile_defaults=False,
+                 vocabulary_padding_multiple=None, **kwargs):
         if not isinstance(backbone, BertBackbone):
             raise TypeError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
         # === Layers ===
@@ -64,6 +69,7 @@ class BertPretrainer(Task):
             token_embedding=backbone.token_embedding,
             activation=backbone.activation,
             layer_norm_epsilon=backbone.layer_norm_epsilon,
+            vocabulary_padding_multiple=vocabulary_padding_multiple,
             dtype=backbone.dtype_policy,
             name="mlm_head",
         )
@@ -87,6 +93,7 @@ class BertPretrainer(Task):
 
         # === Config ===
         self.nsp = nsp
+        self.vocabulary_padding_multiple = vocabulary_padding_multiple
         super().__init__(
             inputs=inputs,
             outputs=outputs,
@@ -97,7 +104,7 @@ class BertPretrainer(Task):
         )
 
     def head_config(self):
-        return {"nsp": self.nsp}
+        return {"nsp": self.nsp, "vocabulary_padding_multiple": self.vocabulary_padding_multiple}
 
     def compile(self, optimizer="adamw", loss=None, metrics=None, weighted_metrics=None, **kwargs):
         """Compiles with BERT's losses and metrics unless given others.

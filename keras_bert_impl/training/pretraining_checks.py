@@ -141,6 +141,9 @@ def check_flags(config):
     stddev = config.attention_init_stddev
     if stddev is not None and not (isinstance(stddev, (int, float)) and math.isfinite(stddev) and stddev > 0):
         raise ValueError(f"--attention_init_stddev={stddev!r}: must be a finite number > 0 (BERT's is 0.02)")
+    multiple = config.vocabulary_padding_multiple
+    if multiple is not None and (isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1):
+        raise ValueError(f"--vocabulary_padding_multiple={multiple!r}: must be an integer >= 1 (e.g. 128)")
     if config.num_steps % config.checkpoint_every:
         raise ValueError(
             f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every="

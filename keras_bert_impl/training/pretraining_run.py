@@ -101,6 +101,7 @@ class PretrainingConfig:
     gradient_accumulation_steps: int = None
     dropout: float = 0.0
     attention_init_stddev: float = None  # from scratch only; None: sqrt(1.28 / hidden_dim); 0.02: BERT's
+    vocabulary_padding_multiple: int = None  # MLM projection on the vocabulary padded to a multiple (e.g. 128)
     deterministic: bool = False
     verbose: int = 1
 
@@ -266,7 +267,8 @@ def run_pretraining(config, dataset_fn=None):
             backbone = BertBackbone(**model_config)
             initialize_attention_qkv(backbone, config.attention_init_stddev or width_scaled_attention_stddev(
                 backbone.hidden_dim), seed=config.seed)
-        model = BertPretrainer(backbone, nsp=config.nsp)
+        model = BertPretrainer(backbone, nsp=config.nsp,
+                               vocabulary_padding_multiple=config.vocabulary_padding_multiple)
         optimizer = create_optimizer(
             config.learning_rate, config.num_steps, config.warmup_steps,
             optimizer=config.optimizer, beta_2=config.adam_beta2, weight_decay=config.weight_decay,
