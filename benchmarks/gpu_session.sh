@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Issue 18's GPU measurements, packed into device calls of under 10 minutes each.
+#
+# A GPU is lent to some sessions only, for 30 minutes, on a machine without TensorFlow or Keras.
+# This script makes such a session spend its minutes measuring, not setting up:
+#
+#   bash benchmarks/gpu_session.sh prepare      # here, on the CPU machine (TensorFlow installed):
+#                                               # Keras wheels -> .whl/, Gutenberg token arrays -> .gpu_inputs/
+#   then one device `run` per step, each with carry [".whl", ".gpu_inputs"] (about 20 MB):
+#   bash benchmarks/gpu_session.sh sweep        # base bf16: batch 64..512, steps_per_execution 20; the peers at 256
+#   bash benchmarks/gpu_session.sh ablations    # base bf16 b256: attention dropout, all dropout, vocabulary padding,
+#                                               # three XLA flags
+#   bash benchmarks/gpu_session.sh sizes        # BERT-large seq 128, BERT-base seq 512 (the issue's other rows)
+#   bash benchmarks/gpu_session.sh convergence  # mini: bf16 vs fp32 held-out MLM accuracy at equal steps, 3 seeds
+#
+# Each step writes its JSON lines (and the logs) under $OUT (the device tool's output folder; a local
+# folder under docs/results otherwise): copy them to docs/results/<date>-h100/. `SMOKE=1` shrinks every
+# step to a tiny config and a few steps, to check the script itself on the CPU (KERAS_BACKEND=jax).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step=${1:?usage: bash benchmarks/gpu_session.sh prepare|sweep|ablations|sizes|convergence}
+OUT=${OUT:-docs/results/gpu_session_local}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+
+if [[ $step == prepare ]]; then
+  # .whl/ and .gpu_inputs/ are in .gitignore: they travel only where a device call names them in `carry`.
+  # Keras and what the GPU image lacks (KINDS.md's package list), pinned to this machine's versions.
+  versions=$($PY -c "from importlib.metadata import version as v; print(' '.join(f'{p}=={v(p)}' for p in
+      ('keras', 'namex', 'optree', 'keras-hub', 'kagglehub')))")
+  rm -rf .whl && mkdir -p .whl
+  $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+      -d .whl $versions
+  $PY benchmarks/pretrain_convergence.py --save_token_arrays .gpu_inputs/gutenberg
+  du -sh .whl .gpu_inputs
+  exit 0
+fi
+
+# --- On the device machine: install the carried wheels, record the GPU, then measure. ---
+if ! $PY -c "import keras" 2>/dev/null; then  # the GPU image has no Keras: the carried wheels
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export KERAS_BACKEND=${KERAS_BACKEND:-jax} PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
+(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU") \
+  > "$OUT/gpu.txt"
+
+if [[ ${SMOKE:-0} == 1 ]]; then
+  config=tiny; large=mini; batches=2,4; batch=4; steps=1; spe=2; torch_device=cpu
+  convergence_steps=8; convergence_batch=8; warmup=2
+else
+  config=base; large=large; batches=64,128,256,512; batch=256; steps=5; spe=20; torch_device=cuda
+  convergence_steps=3000; convergence_batch=256; warmup=300
+fi
+speed() {  # speed NAME [backbone_speed flags]: one JSON line to $OUT/NAME.json, progress to NAME.log
+  local name=$1; shift
+  echo "== $name: $*" >&2
+  $PY benchmarks/backbone_speed.py --mixed_precision bf16 --peak_tflops 989 --steps "$steps" \
+      --steps_per_execution "$spe" "$@" > "$OUT/$name.json" 2> "$OUT/$name.log" \
+    || { echo "$name failed; the end of its log:" >&2; tail -5 "$OUT/$name.log" >&2; }
+}
+
+case $step in
+  sweep)
+    speed sweep_${config} --configs "$config" --peers "" --batch_sizes "$batches"
+    speed peers_${config}_b${batch} --configs "$config" --batch_size "$batch" --peers keras_hub,huggingface \
+        --torch_device "$torch_device"
+    ;;
+  ablations)
+    common=(--configs "$config" --peers "" --batch_size "$batch")
+    speed ablation_attention_dropout0 "${common[@]}" --attention_dropout 0
+    speed ablation_dropout0 "${common[@]}" --dropout 0
+    speed ablation_vocabulary_padding128 "${common[@]}" --vocabulary_padding_multiple 128
+    XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_no_triton_gemm "${common[@]}"
+    XLA_FLAGS=--xla_gpu_enable_command_buffer= speed ablation_no_command_buffers "${common[@]}"
+    XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true speed ablation_latency_hiding "${common[@]}"
+    ;;
+  sizes)
+    speed large_seq128 --configs "$large" --peers "" --batch_sizes "$((batch / 2)),$batch"
+    speed ${config}_seq512 --configs "$config" --peers "" --sequence_length 512 --predictions 80 \
+        --batch_sizes "$((batch / 4)),$((batch / 2))"
+    ;;
+  convergence)
+    # The same batches for each precision and seed (drawn on the fly from the token arrays, NumPy only).
+    $PY benchmarks/pretrain_convergence.py --token_arrays .gpu_inputs/gutenberg --configs mini \
+        --steps "$convergence_steps" --warmup_steps "$warmup" --batch_size "$convergence_batch" \
+        --learning_rate 1e-3 --implementations keras_bert_impl --mixed_precision none,bf16 --model_seeds 0,1,2 \
+        --steps_per_execution "$spe" --eval_batches 8 \
+        > "$OUT/pretrain_convergence_bf16_vs_fp32.json" 2> "$OUT/pretrain_convergence_bf16_vs_fp32.log"
+    ;;
+  *)
+    echo "unknown step '$step': expected prepare, sweep, ablations, sizes or convergence" >&2
+    exit 2
+    ;;
+esac
+ls -la "$OUT" >&2
