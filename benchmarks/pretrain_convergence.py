@@ -95,7 +95,30 @@ class _ArrayBatches:
         if not isinstance(index, slice) or index.step not in (None, 1):
             raise TypeError("the batches are a stream: take them as batches[first:last]")
         start, stop, _ = index.indices(self.count)
-        return itertools.islice(iter(self.make()), start, stop)
+        return _prefetched(itertools.islice(iter(self.make()), start, stop))
+
+
+def _prefetched(batches, depth=8):
+    """Draws `batches` in a background thread, `depth` ahead, so that a fast accelerator does not wait for NumPy
+    (most of the pairing and masking runs in NumPy calls that release the GIL)."""
+    import queue
+    import threading
+
+    ready, done = queue.Queue(maxsize=depth), object()
+
+    def fill():
+        try:
+            for batch in batches:
+                ready.put(batch)
+            ready.put(done)
+        except BaseException as error:  # raised again in the consumer: a failed draw must not end the run quietly
+            ready.put(error)
+
+    threading.Thread(target=fill, daemon=True).start()
+    while (batch := ready.get()) is not done:
+        if isinstance(batch, BaseException):
+            raise batch
+        yield batch
 
 
 def array_data(args):

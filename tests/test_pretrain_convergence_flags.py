@@ -63,3 +63,16 @@ def test_a_bad_flag_is_one_line(bench, capsys, flags, message):
     with pytest.raises(SystemExit):
         bench.main(flags)
     assert message in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_the_prefetching_thread_passes_batches_in_order_and_errors_through(bench):
+    assert list(bench._prefetched(iter(range(20)), depth=3)) == list(range(20))
+
+    def failing():
+        yield 1
+        raise ValueError("train.npz: broken")
+
+    stream = bench._prefetched(failing())
+    assert next(stream) == 1
+    with pytest.raises(ValueError, match="^train.npz: broken$"):
+        next(stream)
