@@ -201,12 +201,9 @@ def run_keras(config_name, args, train, valid, vocab_size, model_seed, mixed_pre
     warm = args.steps_per_execution  # one compiled call (of steps_per_execution steps) outside the timing
     model.fit(batches(0), steps_per_epoch=warm, epochs=1, verbose=0)
     start = time.perf_counter()
-    # Ten epochs of a tenth each: a progress line every 10% (the schedule counts optimizer steps, not epochs).
-    # Keras draws steps_per_execution batches per call, so an epoch is a multiple of it.
-    epochs = 10 if args.steps - warm >= 10 * warm else 1
-    per_epoch = (args.steps - warm) // epochs // warm * warm
-    model.fit(batches(warm), steps_per_epoch=per_epoch, epochs=epochs, verbose=2 if epochs > 1 else 0)
-    timed = per_epoch * epochs
+    timed = args.steps - warm  # a multiple of steps_per_execution (--steps is, checked): whole executions
+    model.fit(batches(warm), steps_per_epoch=timed, epochs=1, verbose=0,
+              callbacks=[_ProgressLine(warm, timed, args.steps, start)])
     elapsed = time.perf_counter() - start
     mlm_correct = mlm_total = nsp_correct = nsp_total = 0
     for batch in valid:
@@ -219,6 +216,26 @@ def run_keras(config_name, args, train, valid, vocab_size, model_seed, mixed_pre
         nsp_total += len(batch["next_sentence_labels"])
     return {"mlm_accuracy": mlm_correct / mlm_total, "nsp_accuracy": nsp_correct / nsp_total,
             "sequences_per_second": timed * args.batch_size / elapsed, "dtype_policy": policy}
+
+
+class _ProgressLine:
+    """A line on stderr after each tenth of the timed steps (stdout keeps only the JSON lines)."""
+
+    def __new__(cls, warm, timed, steps, start):
+        import keras
+
+        class Progress(keras.callbacks.Callback):
+            tenth = 0
+
+            def on_train_batch_end(self, batch, logs=None):  # `batch`: the last step of the execution
+                if (batch + 1) * 10 < (self.tenth + 1) * timed:
+                    return
+                self.tenth = (batch + 1) * 10 // timed
+                rate = (batch + 1) / (time.perf_counter() - start)
+                print(f"keras step {warm + batch + 1}/{steps}: loss {float((logs or {}).get('loss', 'nan')):.4f}, "
+                      f"{rate:.1f} steps/s", file=sys.stderr, flush=True)
+
+        return Progress()
 
 
 def run_huggingface(config_name, args, train, valid, vocab_size, model_seed, dropout=None, save_to=None,
@@ -392,6 +409,9 @@ def main(argv=None):
         parser.error("--mixed_precision: name at least one precision (none, bf16, fp16)")
     if args.steps_per_execution < 1:
         parser.error(f"--steps_per_execution must be >= 1, got {args.steps_per_execution}")
+    if args.steps % args.steps_per_execution:
+        parser.error(f"--steps {args.steps} must be a multiple of --steps_per_execution {args.steps_per_execution}: "
+                     "Keras runs whole executions")
     if args.steps < 2 * args.steps_per_execution:
         parser.error(f"--steps {args.steps}: at least two --steps_per_execution ({args.steps_per_execution}) "
                      "are needed: the first call compiles, outside the timing")
