@@ -39,3 +39,37 @@ def test_rbg_prng_is_refused_with_one_line():
     )
     assert result.returncode == 1
     assert "error: --prng_impl rbg: Keras's random seeds are 2-word threefry keys" in result.stderr
+
+
+_PADDED_PROJECTION = """
+import json, re, sys
+import jax, jax.numpy as jnp, keras, numpy as np
+from keras_bert_impl.layers import MaskedLMHead
+multiple = None if sys.argv[1] == "none" else int(sys.argv[1])
+embedding = keras.layers.Embedding(30522, 16)
+embedding.build((None,))
+head = MaskedLMHead(token_embedding=embedding, vocabulary_padding_multiple=multiple)
+x, positions = np.random.rand(2, 16, 16).astype("float32"), np.zeros((2, 4), "int32")
+head(x, mask_positions=positions)
+trainable = [v.value for v in head.trainable_variables]
+others = [v.value for v in head.non_trainable_variables]
+def loss(values):
+    return jnp.mean(head.stateless_call(values, others, x, mask_positions=positions)[0] ** 2)
+hlo = jax.jit(jax.grad(loss)).lower(trainable).compile().as_text()
+print(json.dumps(sorted(set(re.findall(r"= f32\\[([0-9,]+)\\]\\{[0-9,]+\\} dot\\(", hlo)))))
+"""
+
+
+def test_the_padded_vocabulary_survives_xla_optimisation():
+    """XLA could fold slice(dot(x, pad(W))) back into dot(x, W); the optimised HLO must keep 30,592 columns
+    in the forward projection and in the embedding's gradient (XLA:CPU here; the GPU run times it)."""
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
+    shapes = {}
+    for multiple in ("none", "128"):
+        result = subprocess.run([sys.executable, "-c", _PADDED_PROJECTION, multiple], env=env, capture_output=True,
+                                text=True, timeout=600, cwd=REPO)
+        assert result.returncode == 0, result.stderr[-3000:]
+        shapes[multiple] = json.loads(result.stdout.strip().splitlines()[-1])
+    assert "8,30522" in shapes["none"] and not any("30592" in s for s in shapes["none"])
+    assert "8,30592" in shapes["128"] and "16,30592" in shapes["128"]
+    assert not any("30522" in s for s in shapes["128"]), shapes["128"]
