@@ -40,7 +40,7 @@ LAYER_ORDER = (
 FACADE = PACKAGE
 NO_TENSORFLOW_ROOMS = ("layers", "models")
 NO_TENSORFLOW_MODULES = ("keras_bert_impl.data.array_masking", "keras_bert_impl.data.array_pretraining",
-                         "keras_bert_impl.data.array_sentence_pairs")
+                         "keras_bert_impl.data.array_sentence_pairs", "keras_bert_impl.data.pipeline_arguments")
 TENSORFLOW_MODULES = ("tensorflow", "tensorflow_text")
 
 

@@ -10,7 +10,7 @@ Submodules are imported on first attribute access.
 
 import importlib
 
-_SUBMODULES = ("array_masking", "array_pretraining", "array_sentence_pairs", "corpus", "document_records", "masking", "pretraining", "sentence_pairs", "text_documents")
+_SUBMODULES = ("array_masking", "array_pretraining", "array_sentence_pairs", "corpus", "document_records", "masking", "pipeline_arguments", "pretraining", "sentence_pairs", "text_documents")
 _NAMES = {"pretraining_dataset": "pretraining"}
 
 

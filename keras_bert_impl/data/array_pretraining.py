@@ -50,6 +50,7 @@ import zipfile
 import numpy as np
 
 from keras_bert_impl.data import array_masking, array_sentence_pairs
+from keras_bert_impl.data.pipeline_arguments import check_pipeline_arguments
 
 ARRAY_SUFFIX = ".npz"
 ARRAY_KEYS = ("token_ids", "sentence_lengths", "document_sentences", "vocabulary")
@@ -182,22 +183,10 @@ class ArrayPretrainingBatches:
     def __init__(self, files, *, sequence_length=128, max_predictions_per_seq=20, batch_size=32, masking_rate=0.15,
                  short_seq_prob=0.1, seed=None, shuffle=True, repeat=True, nsp=True, documents_per_batch=16,
                  shuffle_buffer_size=2048):
-        min_length = 5 if nsp else 3
-        if not isinstance(sequence_length, int) or sequence_length < min_length:
-            layout = "[CLS] A [SEP] B [SEP]" if nsp else "[CLS] A [SEP]"
-            raise ValueError(f"sequence_length={sequence_length!r} is too small for {layout} with at least one token "
-                             f"in each segment: it must be an integer >= {min_length}")
-        if not isinstance(max_predictions_per_seq, int) or not 1 <= max_predictions_per_seq <= sequence_length:
-            raise ValueError("max_predictions_per_seq must be an integer in [1, sequence_length], "
-                             f"got {max_predictions_per_seq!r}")
-        for name, value in (("batch_size", batch_size), ("documents_per_batch", documents_per_batch),
-                            ("shuffle_buffer_size", shuffle_buffer_size)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not 0.0 < masking_rate <= 1.0:
-            raise ValueError(f"masking_rate must be in (0, 1], got {masking_rate!r}")
-        if not 0.0 <= short_seq_prob <= 1.0:
-            raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob!r}")
+        check_pipeline_arguments(
+            sequence_length=sequence_length, max_predictions_per_seq=max_predictions_per_seq, batch_size=batch_size,
+            masking_rate=masking_rate, short_seq_prob=short_seq_prob, nsp=nsp,
+            documents_per_batch=documents_per_batch, shuffle_buffer_size=shuffle_buffer_size)
         self.files = _expand(files)
         parts = [read_document_arrays(path) for path in self.files]
         self.vocabulary = [str(token) for token in parts[0]["vocabulary"]]

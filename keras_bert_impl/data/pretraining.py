@@ -38,6 +38,7 @@ print({name: tuple(t.shape) for name, t in batch.items()})
 import tensorflow as tf
 
 from keras_bert_impl.data import document_records, masking, sentence_pairs
+from keras_bert_impl.data.pipeline_arguments import check_pipeline_arguments
 from keras_bert_impl.data.text_documents import check_text_file, expand_files, read_documents
 
 OUTPUT_KEYS = (
@@ -175,23 +176,11 @@ def pretraining_dataset(files, tokenizer, *, sequence_length=128, max_prediction
     >>> sorted(next(iter(dataset)))  # doctest: +SKIP
     ['mask_ids', 'mask_positions', 'mask_weights', 'next_sentence_labels', 'padding_mask', 'segment_ids', 'token_ids']
     """
-    min_length = 5 if nsp else 3
-    if not isinstance(sequence_length, int) or sequence_length < min_length:
-        layout = "[CLS] A [SEP] B [SEP]" if nsp else "[CLS] A [SEP]"
-        raise ValueError(
-            f"sequence_length={sequence_length!r} is too small for {layout} with at least one token in each "
-            f"segment: it must be an integer >= {min_length}"
-        )
-    if not isinstance(max_predictions_per_seq, int) or not 1 <= max_predictions_per_seq <= sequence_length:
-        raise ValueError(f"max_predictions_per_seq must be an integer in [1, sequence_length], got {max_predictions_per_seq!r}")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    if not 0.0 < masking_rate <= 1.0:
-        raise ValueError(f"masking_rate must be in (0, 1], got {masking_rate!r}")
-    if not 0.0 <= short_seq_prob <= 1.0:
-        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob!r}")
-    if not isinstance(documents_per_batch, int) or documents_per_batch < 1:
-        raise ValueError(f"documents_per_batch must be a positive integer, got {documents_per_batch!r}")
+    check_pipeline_arguments(
+        sequence_length=sequence_length, max_predictions_per_seq=max_predictions_per_seq, batch_size=batch_size,
+        masking_rate=masking_rate, short_seq_prob=short_seq_prob, nsp=nsp, documents_per_batch=documents_per_batch,
+        shuffle_buffer_size=shuffle_buffer_size,
+    )
     special = _check_tokenizer(tokenizer)
     vocab_size = int(tokenizer.vocabulary_size())
     files = expand_files(files)
