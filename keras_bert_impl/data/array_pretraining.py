@@ -49,6 +49,7 @@ import zipfile
 
 import numpy as np
 
+from keras_bert_impl.checkpoints.atomic_files import atomic_save
 from keras_bert_impl.data import array_masking, array_sentence_pairs
 from keras_bert_impl.data.pipeline_arguments import check_pipeline_arguments
 
@@ -93,19 +94,9 @@ def write_document_arrays(documents, vocabulary, path):
         raise ValueError(f"{path}: token ids must be in [0, {len(vocabulary)}) (the vocabulary's size), "
                          f"got ids from {token_ids.min()} to {token_ids.max()}")
     dtype = np.uint16 if len(vocabulary) <= 1 << 16 else np.int32
-    folder = os.path.dirname(path)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    temporary = f"{path}.tmp-{os.getpid()}.npz"
-    try:
-        np.savez_compressed(temporary, token_ids=token_ids.astype(dtype),
-                            sentence_lengths=np.asarray(sentence_lengths, np.int32),
-                            document_sentences=np.asarray(document_sentences, np.int32),
-                            vocabulary=np.asarray(vocabulary, dtype=str))
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    atomic_save(path, lambda temporary: np.savez_compressed(
+        temporary, token_ids=token_ids.astype(dtype), sentence_lengths=np.asarray(sentence_lengths, np.int32),
+        document_sentences=np.asarray(document_sentences, np.int32), vocabulary=np.asarray(vocabulary, dtype=str)))
     return {"file": path, "documents": len(document_sentences), "sentences": len(sentence_lengths),
             "tokens": int(token_ids.size)}
 
