@@ -203,7 +203,7 @@ def run_keras(config_name, args, train, valid, vocab_size, model_seed, mixed_pre
     start = time.perf_counter()
     timed = args.steps - warm  # a multiple of steps_per_execution (--steps is, checked): whole executions
     model.fit(batches(warm), steps_per_epoch=timed, epochs=1, verbose=0,
-              callbacks=[_ProgressLine(warm, timed, args.steps, start)])
+              callbacks=[_progress_line(warm, timed, args.steps, start)])
     elapsed = time.perf_counter() - start
     mlm_correct = mlm_total = nsp_correct = nsp_total = 0
     for batch in valid:
@@ -218,24 +218,21 @@ def run_keras(config_name, args, train, valid, vocab_size, model_seed, mixed_pre
             "sequences_per_second": timed * args.batch_size / elapsed, "dtype_policy": policy}
 
 
-class _ProgressLine:
-    """A line on stderr after each tenth of the timed steps (stdout keeps only the JSON lines)."""
+def _progress_line(warm, timed, steps, start):
+    """A callback printing a line on stderr after each tenth of the timed steps (stdout keeps only the JSON)."""
+    import keras
 
-    def __new__(cls, warm, timed, steps, start):
-        import keras
+    tenths_done = [0]
 
-        class Progress(keras.callbacks.Callback):
-            tenth = 0
+    def on_train_batch_end(batch, logs=None):  # `batch`: the last step of the execution
+        if (batch + 1) * 10 < (tenths_done[0] + 1) * timed:
+            return
+        tenths_done[0] = (batch + 1) * 10 // timed
+        rate = (batch + 1) / (time.perf_counter() - start)
+        print(f"keras step {warm + batch + 1}/{steps}: loss {float((logs or {}).get('loss', 'nan')):.4f}, "
+              f"{rate:.1f} steps/s", file=sys.stderr, flush=True)
 
-            def on_train_batch_end(self, batch, logs=None):  # `batch`: the last step of the execution
-                if (batch + 1) * 10 < (self.tenth + 1) * timed:
-                    return
-                self.tenth = (batch + 1) * 10 // timed
-                rate = (batch + 1) / (time.perf_counter() - start)
-                print(f"keras step {warm + batch + 1}/{steps}: loss {float((logs or {}).get('loss', 'nan')):.4f}, "
-                      f"{rate:.1f} steps/s", file=sys.stderr, flush=True)
-
-        return Progress()
+    return keras.callbacks.LambdaCallback(on_train_batch_end=on_train_batch_end)
 
 
 def run_huggingface(config_name, args, train, valid, vocab_size, model_seed, dropout=None, save_to=None,

@@ -28,6 +28,8 @@ Example:
 
 import numpy as np
 
+from keras_bert_impl.data.array_sentence_pairs import exclusive_cumsum
+
 MASK_TOKEN_RATE = 0.8
 RANDOM_TOKEN_RATE = 0.1
 
@@ -65,7 +67,7 @@ def mask_batch(token_ids, lengths, draws, *, max_predictions_per_seq, masking_ra
     keys = draws.uniform("mask_order", n_items, np.float32)
     keys = np.where(selectable, keys, np.float32(2.0))
     order = np.lexsort((keys, rows))  # by row, then key; stable
-    row_starts = _exclusive_cumsum(valid.sum(axis=1))
+    row_starts = exclusive_cumsum(valid.sum(axis=1))
     rank = np.empty(n_items, np.int64)
     rank[order] = np.arange(n_items) - row_starts[rows[order]]
     num_selectable = np.bincount(rows[selectable], minlength=batch).astype(np.float32)
@@ -86,7 +88,7 @@ def mask_batch(token_ids, lengths, draws, *, max_predictions_per_seq, masking_ra
 
     # The chosen positions of each row, in ascending order, in the first slots.
     chosen_rows, chosen_columns = rows[chosen], columns[chosen]
-    slot = np.arange(n_chosen) - _exclusive_cumsum(np.bincount(chosen_rows, minlength=batch))[chosen_rows]
+    slot = np.arange(n_chosen) - exclusive_cumsum(np.bincount(chosen_rows, minlength=batch))[chosen_rows]
     mask_positions = np.zeros((batch, max_predictions_per_seq), np.int32)
     mask_ids = np.zeros((batch, max_predictions_per_seq), np.int32)
     mask_weights = np.zeros((batch, max_predictions_per_seq), np.int32)
@@ -101,8 +103,3 @@ def mask_batch(token_ids, lengths, draws, *, max_predictions_per_seq, masking_ra
         "mask_weights": mask_weights,
     }
 
-
-def _exclusive_cumsum(x):
-    out = np.zeros(len(x), np.int64)
-    np.cumsum(x[:-1], out=out[1:])
-    return out

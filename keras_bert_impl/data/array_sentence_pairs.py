@@ -55,7 +55,8 @@ class GeneratorDraws:
         return self.rng.integers(low, high, size, dtype=dtype)
 
 
-def _exclusive_cumsum(x):
+def exclusive_cumsum(x):
+    """`[0, x0, x0 + x1, ...]`: the start offset of each run of lengths `x` (1-D)."""
     out = np.zeros_like(x)
     np.cumsum(x[:-1], out=out[1:])
     return out
@@ -97,10 +98,10 @@ def documents_to_examples(token_ids, sentence_lengths, sentence_documents, docum
     lengths, sent_doc = lengths[keep], sentence_documents[keep]
     n_pieces = (lengths + max_tokens - 1) // max_tokens
     piece_sent = np.repeat(np.arange(len(lengths)), n_pieces)
-    piece_index = np.arange(int(n_pieces.sum())) - _exclusive_cumsum(n_pieces)[piece_sent]
+    piece_index = np.arange(int(n_pieces.sum())) - exclusive_cumsum(n_pieces)[piece_sent]
     lengths = np.minimum(max_tokens, lengths[piece_sent] - piece_index * max_tokens)
     sent_doc = sent_doc[piece_sent]
-    starts = _exclusive_cumsum(lengths)
+    starts = exclusive_cumsum(lengths)
     ends = starts + lengths
     num_sent = len(lengths)
     total = int(lengths.sum())
