@@ -296,3 +296,28 @@ def test_the_recipe_writes_the_array_file_and_refuses_shards(tmp_path, capsys, d
                      "--output_format", "npz", "--num_shards", "4"])
     assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
         "--num_shards 4: --output_format npz writes one file; drop --num_shards")
+
+
+def test_file_list_and_vocabulary_errors_name_the_file(tmp_path):
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
+    first, second, empty = (str(tmp_path / name) for name in ("first.npz", "second.npz", "empty.npz"))
+    write_document_arrays([[[5, 6], [7]]], vocabulary, first)
+    write_document_arrays([[[5, 6], [7]]], vocabulary[:-1] + ["z"], second)
+    write_document_arrays([], vocabulary, empty)
+    cases = [
+        (lambda: ArrayPretrainingBatches([first, second]),
+         f"{second}: written with another vocabulary than {first}; tokenise every file with the vocabulary of the "
+         "model"),
+        (lambda: ArrayPretrainingBatches(empty), f"{empty}: no tokens to pretrain on"),
+        (lambda: ArrayPretrainingBatches([]), "files is empty: pass at least one .npz file of tokenised documents"),
+        (lambda: ArrayPretrainingBatches(str(tmp_path / "shard-*.npz")),
+         f"{tmp_path / 'shard-*.npz'}: no file matches this pattern"),
+        (lambda: write_document_arrays([[[5]]], vocabulary, str(tmp_path / "docs.npy")),
+         f"{tmp_path / 'docs.npy'}: a document array file must end in .npz"),
+    ]
+    for make, message in cases:
+        with pytest.raises(ValueError) as caught:
+            make()
+        assert str(caught.value) == message
+    assert len(list(ArrayPretrainingBatches(str(tmp_path / "first.npz"), sequence_length=8,
+                                            max_predictions_per_seq=2, batch_size=1, repeat=False))) >= 1
