@@ -96,7 +96,7 @@ def unit_pretrain_ours(args, steps):
         max_predictions_per_seq=args.max_predictions_per_seq, global_batch_size=args.batch_size,
         num_steps=steps, warmup_steps=_warmup(steps), learning_rate=args.learning_rate,
         model_dir=model_dir, checkpoint_every=steps, validation_steps=args.eval_batches, seed=args.data_seed,
-        attention_init_stddev=args.attention_init_stddev, verbose=2,
+        attention_init_stddev=args.attention_init_stddev, weight_init=args.weight_init, verbose=2,
     )
     start = time.perf_counter()
     result = run_pretraining(config)
@@ -231,14 +231,19 @@ class _AdoptedUnit:
             time.sleep(1)
 
 
-def pretraining_recipe(attention_init_stddev=None):
+def pretraining_recipe(attention_init_stddev=None, weight_init=None):
     """The pretraining settings `run_pretraining` and the HF peer share: beta_2 (no flag sets it) and our
-    model's QKV init (the recipe's width-scaled one unless `--attention_init_stddev` names another)."""
+    model's init: the QKV kernels' (the recipe's width-scaled one unless `--attention_init_stddev` names
+    another) and, where `--weight_init` is not the recipe's, the other weights' distribution (left out
+    otherwise, so that units made before the flag existed stay reusable)."""
     from keras_bert_impl.training.pretraining_run import PretrainingConfig
 
-    return {"adam_beta2": PretrainingConfig.adam_beta2,
-            "attention_init_stddev": (attention_init_stddev or PretrainingConfig.attention_init_stddev
-                                      or "sqrt(1.28 / hidden_dim)")}
+    recipe = {"adam_beta2": PretrainingConfig.adam_beta2,
+              "attention_init_stddev": (attention_init_stddev or PretrainingConfig.attention_init_stddev
+                                        or "sqrt(1.28 / hidden_dim)")}
+    if weight_init not in (None, PretrainingConfig.weight_init):
+        recipe["weight_init"] = weight_init
+    return recipe
 
 
 def unit_settings(args, name):
@@ -252,10 +257,10 @@ def unit_settings(args, name):
         settings = {k: getattr(args, k) for k in ("config", "batch_size", "sequence_length",
                                                   "max_predictions_per_seq", "learning_rate", "eval_batches",
                                                   "data_seed")}
-        recipe = pretraining_recipe(args.attention_init_stddev)
+        recipe = pretraining_recipe(args.attention_init_stddev, args.weight_init)
         settings["adam_beta2"] = recipe["adam_beta2"]
         if kind == "pretrain_ours":
-            settings["attention_init_stddev"] = recipe["attention_init_stddev"]
+            settings.update({k: v for k, v in recipe.items() if k != "adam_beta2"})
         return settings
     if kind == "random":
         return {"config": args.config}
@@ -363,8 +368,10 @@ def summarize(args, units):
             pretraining[init] = {k: unit.get(k) for k in ("steps", "seconds", "mlm_accuracy", "nsp_accuracy",
                                                            "unigram_floor", "sequences_per_second")}
             # The recipe's width-scaled QKV init is ours; the peer keeps what `transformers` draws.
+            recipe = pretraining_recipe(args.attention_init_stddev, args.weight_init)
             pretraining[init]["initialization"] = (
-                f"attention_init_stddev {pretraining_recipe(args.attention_init_stddev)['attention_init_stddev']}"
+                f"attention_init_stddev {recipe['attention_init_stddev']}, other weights "
+                f"{recipe.get('weight_init', 'truncated_normal')} 0.02"
                 if init == "ours"
                 else "transformers' own: BertConfig.initializer_range 0.02 everywhere")
     finetuning = {}
@@ -410,7 +417,7 @@ def summarize(args, units):
     return {
         "benchmark": "pretrain_then_finetune", "config": args.config, "steps": args.steps,
         "batch_size": args.batch_size, "sequence_length": args.sequence_length,
-        "learning_rate": args.learning_rate, **pretraining_recipe(args.attention_init_stddev),
+        "learning_rate": args.learning_rate, **pretraining_recipe(args.attention_init_stddev, args.weight_init),
         "finetune": {
             "learning_rate": args.finetune_learning_rate_of, "epochs": args.finetune_epochs,
             "batch_size": args.finetune_batch_size, "sequence_length": args.finetune_sequence_length,
@@ -486,6 +493,9 @@ def parse_args(argv=None):
     parser.add_argument("--attention_init_stddev", type=float, default=None,
                         help="our model's QKV kernel init stddev (default: the recipe's sqrt(1.28 / hidden_dim); "
                              "0.02 is the HF peer's)")
+    parser.add_argument("--weight_init", choices=("truncated_normal", "normal"), default="truncated_normal",
+                        help="our model's other kernels and embeddings: BERT's truncated normal (the recipe's) or "
+                             "transformers' plain normal (the HF peer's), both stddev 0.02")
     parser.add_argument("--eval_batches", type=int, default=20, help="held-out pretraining batches scored")
     parser.add_argument("--valid_every", type=int, default=10, help="every N-th chapter is held out")
     parser.add_argument("--data_seed", type=int, default=0)

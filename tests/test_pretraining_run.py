@@ -238,6 +238,9 @@ def _bad_start_cases(tmp_path):
         "num_steps_0": (("--num_steps", "0"), None, "--num_steps=0: must be an integer >= 1"),
         "attention_init_stddev_0": (("--attention_init_stddev", "0"), None,
                                     "--attention_init_stddev=0.0: must be a finite number > 0 (BERT's is 0.02)"),
+        "weight_init_uniform": (("--weight_init", "uniform"), None,
+                                "--weight_init='uniform': expected one of truncated_normal, normal (BERT's "
+                                "truncated normal, or transformers' plain normal)"),
         "vocabulary_padding_0": (("--vocabulary_padding_multiple", "0"), None,
                                  "--vocabulary_padding_multiple=0: must be an integer >= 1 (e.g. 128)"),
         "adam_beta2_1": (("--adam_beta2", "1"), None,
@@ -262,7 +265,7 @@ def _bad_start_cases(tmp_path):
 
 
 BAD_STARTS = ("warmup_30_of_4", "mistyped_train_files", "sequence_length_3",
-              "checkpoint_every_0", "num_steps_0", "attention_init_stddev_0", "vocabulary_padding_0", "adam_beta2_1", "cp1252_corpus", "cp1252_validation", "binary_corpus",
+              "checkpoint_every_0", "num_steps_0", "attention_init_stddev_0", "weight_init_uniform", "vocabulary_padding_0", "adam_beta2_1", "cp1252_corpus", "cp1252_validation", "binary_corpus",
               "blank_lines_only", "model_dir_is_a_file")
 
 

@@ -13,6 +13,7 @@ import math
 import os
 
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
+from keras_bert_impl.training.weight_init import WEIGHT_INITS
 
 # Settings recorded in `<model_dir>/run_config.json` (after the first checkpoint) and compared on resume.
 RUN_DEFINING_SETTINGS = (
@@ -141,6 +142,9 @@ def check_flags(config):
     stddev = config.attention_init_stddev
     if stddev is not None and not (isinstance(stddev, (int, float)) and math.isfinite(stddev) and stddev > 0):
         raise ValueError(f"--attention_init_stddev={stddev!r}: must be a finite number > 0 (BERT's is 0.02)")
+    if config.weight_init not in WEIGHT_INITS:
+        raise ValueError(f"--weight_init={config.weight_init!r}: expected one of {', '.join(WEIGHT_INITS)} "
+                         "(BERT's truncated normal, or transformers' plain normal)")
     multiple = config.vocabulary_padding_multiple
     if multiple is not None and (isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1):
         raise ValueError(f"--vocabulary_padding_multiple={multiple!r}: must be an integer >= 1 (e.g. 128)")

@@ -25,6 +25,7 @@ from keras_bert_impl.training.optimizer import create_optimizer
 from keras_bert_impl.training.precision import mixed_precision_policy, resolve_mixed_precision
 from keras_bert_impl.training import jax_processes
 from keras_bert_impl.training.attention_init import initialize_attention_qkv, width_scaled_attention_stddev
+from keras_bert_impl.training.weight_init import redraw_plain_normal
 from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also the run's public names)
     LEGACY_KEYS,
     MAY_CHANGE_ON_RESUME,
@@ -101,6 +102,7 @@ class PretrainingConfig:
     gradient_accumulation_steps: int = None
     dropout: float = 0.0
     attention_init_stddev: float = None  # from scratch only; None: sqrt(1.28 / hidden_dim); 0.02: BERT's
+    weight_init: str = "truncated_normal"  # from scratch only; "normal": transformers' plain normal (weight_init.py)
     vocabulary_padding_multiple: int = None  # MLM projection on the vocabulary padded to a multiple (e.g. 128)
     deterministic: bool = False
     verbose: int = 1
@@ -269,6 +271,8 @@ def run_pretraining(config, dataset_fn=None):
                 backbone.hidden_dim), seed=config.seed)
         model = BertPretrainer(backbone, nsp=config.nsp,
                                vocabulary_padding_multiple=config.vocabulary_padding_multiple)
+        if config.weight_init == "normal" and not config.init_checkpoint:
+            redraw_plain_normal(model, seed=config.seed + 1000)  # the QKV kernels keep the init above
         optimizer = create_optimizer(
             config.learning_rate, config.num_steps, config.warmup_steps,
             optimizer=config.optimizer, beta_2=config.adam_beta2, weight_decay=config.weight_decay,
