@@ -26,6 +26,10 @@ Issue 18's ablation flags:
 - `--peak_tflops 989` (the H100 SXM's dense bf16 figure): MFU against the spec, next to MFU against the
   matmul peak this run measures. FLOPs are counted honestly: the MLM head on the gathered positions only,
   attention scores and context included, x3 for a training step.
+- `--attention_padding lengths`: our attention gets the padding as one length per row
+  (`jax.nn.dot_product_attention(key_value_seq_lengths=...)`, cuDNN's fused attention on a GPU in bf16)
+  instead of a (batch, 1, q, k) mask; with `--attention_dropout 0`, since training with attention dropout
+  materialises the probabilities.
 - `--vocabulary_padding_multiple 128`: our MLM projection runs on the vocabulary zero-padded to a multiple
   of 128 (30,522 -> 30,592 columns), the padding logits sliced off (`MaskedLMHead`); the peers unchanged.
 - `XLA_FLAGS` (Triton GEMM, command buffers, the latency-hiding scheduler) is read from the environment
@@ -303,6 +307,9 @@ def main(argv=None):
     parser.add_argument("--jit_compile", default="true", choices=["true", "false", "auto"])
     parser.add_argument("--torch_device", default="cpu", help="device of the Hugging Face reference (cpu, cuda)")
     parser.add_argument("--mixed_precision", default=None, choices=["bf16"], help="bf16 for every implementation")
+    parser.add_argument("--attention_padding", choices=("mask", "lengths"), default="mask",
+                        help="our attention's padding: a (batch, 1, q, k) mask, or one length per row, the form "
+                             "cuDNN's fused attention takes (JAX, GPU, bf16; with --attention_dropout 0 in training)")
     parser.add_argument("--vocabulary_padding_multiple", type=int, default=None,
                         help="pad our MLM projection's vocabulary to a multiple of this (e.g. 128)")
     args = parser.parse_args(argv)
@@ -333,6 +340,7 @@ def main(argv=None):
         "steps_per_execution": args.steps_per_execution,
         "dropout": args.dropout,
         "attention_dropout": args.attention_dropout,
+        "attention_padding": args.attention_padding,
         "vocabulary_padding_multiple": args.vocabulary_padding_multiple,
         "peak_tflops": args.peak_tflops,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
@@ -355,6 +363,7 @@ def main(argv=None):
             config["dropout"] = args.dropout
         if args.attention_dropout is not None:
             config["attention_dropout"] = args.attention_dropout
+        config["attention_padding"] = args.attention_padding
         x, y = make_batch(batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
         entry = {}
         keras.utils.set_random_seed(0)

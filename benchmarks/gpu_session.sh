@@ -8,17 +8,20 @@
 #                                               # Keras wheels -> .whl/, Gutenberg token arrays -> .gpu_inputs/
 #   then one device `run` per step, each with carry [".whl", ".gpu_inputs"] (about 20 MB):
 #   bash benchmarks/gpu_session.sh sweep        # base bf16: batch 64..512, steps_per_execution 20; the peers at 256
-#   bash benchmarks/gpu_session.sh ablations    # base bf16 b256: attention dropout, all dropout, vocabulary padding,
-#                                               # three XLA flags
+#   bash benchmarks/gpu_session.sh ablations    # base bf16 b256: all dropout, vocabulary padding, three XLA flags
+#   bash benchmarks/gpu_session.sh attention    # base bf16 b256, attention dropout 0: padding as a mask vs as
+#                                               # lengths (cuDNN's form), and the HLO's fused-attention calls
 #   bash benchmarks/gpu_session.sh sizes        # BERT-large seq 128, BERT-base seq 512 (the issue's other rows)
 #   bash benchmarks/gpu_session.sh convergence  # mini: bf16 vs fp32 held-out MLM accuracy at equal steps, 3 seeds
 #
-# Each step writes its JSON lines (and the logs) under $OUT (the device tool's output folder; a local
-# folder under docs/results otherwise): copy them to docs/results/<date>-h100/. `SMOKE=1` shrinks every
+# Each step appends its JSON lines to $OUT/STEP.jsonl (one {"run": NAME, "result": ...} a line) and its
+# logs to $OUT/STEP.log, beside $OUT/gpu.txt: three files a step, within the device tool's 8 returned
+# files. $OUT is the device tool's output folder (a local folder under docs/results otherwise): copy the
+# files to docs/results/<date>-h100/. `SMOKE=1` shrinks every
 # step to a tiny config and a few steps, to check the script itself on the CPU (KERAS_BACKEND=jax).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step=${1:?usage: bash benchmarks/gpu_session.sh prepare|sweep|ablations|sizes|convergence}
+step=${1:?usage: bash benchmarks/gpu_session.sh prepare|sweep|ablations|attention|sizes|convergence}
 OUT=${OUT:-docs/results/gpu_session_local}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
@@ -49,18 +52,25 @@ export KERAS_BACKEND=${KERAS_BACKEND:-jax} PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEV
   > "$OUT/gpu.txt"
 
 if [[ ${SMOKE:-0} == 1 ]]; then
-  config=tiny; large=mini; batches=2,4; batch=4; steps=1; spe=2; torch_device=cpu
+  config=tiny; large=mini; batches=2,4; batch=4; hlo_batch=2; steps=1; spe=2; torch_device=cpu
   convergence_steps=8; convergence_batch=8; warmup=2
 else
-  config=base; large=large; batches=64,128,256,512; batch=256; steps=5; spe=20; torch_device=cuda
+  config=base; large=large; batches=64,128,256,512; batch=256; hlo_batch=64; steps=5; spe=20; torch_device=cuda
   convergence_steps=3000; convergence_batch=256; warmup=300
 fi
-speed() {  # speed NAME [backbone_speed flags]: one JSON line to $OUT/NAME.json, progress to NAME.log
+record() {  # record NAME COMMAND...: the command's last stdout line into $OUT/$step.jsonl, its stderr into $step.log
   local name=$1; shift
-  echo "== $name: $*" >&2
-  $PY benchmarks/backbone_speed.py --mixed_precision bf16 --peak_tflops 989 --steps "$steps" \
-      --steps_per_execution "$spe" "$@" > "$OUT/$name.json" 2> "$OUT/$name.log" \
-    || { echo "$name failed; the end of its log:" >&2; tail -5 "$OUT/$name.log" >&2; }
+  echo "== $name: $*" | tee -a "$OUT/$step.log" >&2
+  if "$@" > /tmp/gpu_session_line.json 2>> "$OUT/$step.log"; then
+    printf '{"run": "%s", "result": %s}\n' "$name" "$(tail -n 1 /tmp/gpu_session_line.json)" >> "$OUT/$step.jsonl"
+  else
+    echo "$name failed; the end of its log:" >&2; tail -5 "$OUT/$step.log" >&2
+  fi
+}
+speed() {  # speed NAME [backbone_speed flags]
+  local name=$1; shift
+  record "$name" $PY benchmarks/backbone_speed.py --mixed_precision bf16 --peak_tflops 989 --steps "$steps" \
+      --steps_per_execution "$spe" "$@"
 }
 
 case $step in
@@ -71,12 +81,21 @@ case $step in
     ;;
   ablations)
     common=(--configs "$config" --peers "" --batch_size "$batch")
-    speed ablation_attention_dropout0 "${common[@]}" --attention_dropout 0
     speed ablation_dropout0 "${common[@]}" --dropout 0
     speed ablation_vocabulary_padding128 "${common[@]}" --vocabulary_padding_multiple 128
     XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_no_triton_gemm "${common[@]}"
     XLA_FLAGS=--xla_gpu_enable_command_buffer= speed ablation_no_command_buffers "${common[@]}"
     XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true speed ablation_latency_hiding "${common[@]}"
+    ;;
+  attention)
+    # Training with attention dropout materialises the probabilities: the fused kernel needs it at 0.
+    common=(--configs "$config" --peers "" --batch_size "$batch" --attention_dropout 0)
+    speed attention_mask "${common[@]}" --attention_padding mask
+    speed attention_lengths "${common[@]}" --attention_padding lengths
+    for padding in mask lengths; do  # does cuDNN's fused attention run? (fused_attention_calls > 0)
+      record hlo_attention_$padding $PY benchmarks/hlo_fusions.py --config "$config" --mixed_precision bf16 \
+          --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 --attention_padding $padding
+    done
     ;;
   sizes)
     speed large_seq128 --configs "$large" --peers "" --batch_sizes "$((batch / 2)),$batch"
@@ -85,14 +104,14 @@ case $step in
     ;;
   convergence)
     # The same batches for each precision and seed (drawn on the fly from the token arrays, NumPy only).
-    $PY benchmarks/pretrain_convergence.py --token_arrays .gpu_inputs/gutenberg --configs mini \
+    record pretrain_convergence_bf16_vs_fp32 $PY benchmarks/pretrain_convergence.py \
+        --token_arrays .gpu_inputs/gutenberg --configs mini \
         --steps "$convergence_steps" --warmup_steps "$warmup" --batch_size "$convergence_batch" \
         --learning_rate 1e-3 --implementations keras_bert_impl --mixed_precision none,bf16 --model_seeds 0,1,2 \
-        --steps_per_execution "$spe" --eval_batches 8 \
-        > "$OUT/pretrain_convergence_bf16_vs_fp32.json" 2> "$OUT/pretrain_convergence_bf16_vs_fp32.log"
+        --steps_per_execution "$spe" --eval_batches 8
     ;;
   *)
-    echo "unknown step '$step': expected prepare, sweep, ablations, sizes or convergence" >&2
+    echo "unknown step '$step': expected prepare, sweep, ablations, attention, sizes or convergence" >&2
     exit 2
     ;;
 esac

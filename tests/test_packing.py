@@ -25,26 +25,8 @@ CORPUS = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_impl" / "asse
 
 
 @pytest.fixture(scope="module")
-def examples(minilm_dir):
-    """Ten real examples of 8 to 40 pieces: eight single sentences and two sentence pairs (segment ids 1)."""
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    lines = [line.strip() for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
-    chosen = []
-    for line in lines:
-        encoding = tokenizer.encode(line)
-        if 8 <= len(encoding.ids) <= 28 and len(chosen) < 8:
-            chosen.append(encoding)
-    pairs = [tokenizer.encode(lines[i], lines[i + 1]) for i in range(len(lines) - 1)]
-    chosen += [e for e in pairs if 30 <= len(e.ids) <= 40][:2]
-    assert len(chosen) == 10
-    return {
-        "token_ids": [np.array(e.ids, "int32") for e in chosen],
-        "segment_ids": [np.array(e.type_ids, "int32") for e in chosen],
-    }
+def examples(minilm_examples):
+    return minilm_examples
 
 
 def unpacked_batch(examples):

@@ -379,10 +379,12 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
 
 
 def _check_overrides(preset, config, overrides):
-    unknown = set(overrides) - set(config) - {"attention_dropout", "name", "trainable"}
+    settings = {"attention_dropout", "attention_padding", "name", "trainable"}  # not in every saved config
+    unknown = set(overrides) - set(config) - settings
     if unknown:
         raise TypeError(
-            f"Unknown override(s) {sorted(unknown)} for {preset!r}; valid config keys: {sorted(config)}."
+            f"Unknown override(s) {sorted(unknown)} for {preset!r}; valid config keys: "
+            f"{sorted(set(config) | settings - {'name', 'trainable'})}."
         )
 
 

@@ -6,6 +6,11 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.float32_layer_norm import Float32LayerNormalization
+from keras_bert_impl.layers.key_lengths_attention import (
+    ATTENTION_PADDINGS,
+    attention_over_key_lengths,
+    key_lengths,
+)
 from keras_bert_impl.layers.packed_examples import attention_mask_from_example_ids
 
 _ACTIVATIONS = ("gelu", "gelu_approximate", "relu")
@@ -53,6 +58,15 @@ class TransformerEncoder(keras.layers.Layer):
         layer_norm_epsilon: float. Defaults to 1e-12 as in BERT.
         kernel_initializer: initializer for dense kernels. Defaults to
             `TruncatedNormal(stddev=0.02)`.
+        attention_padding: `"mask"` (default) or `"lengths"`: how the
+            attention learns which keys are padding. `"mask"` builds a
+            `(batch, 1, query, key)` mask from `padding_mask`, which also
+            keeps packed examples apart. `"lengths"` passes the number of real
+            tokens of each row, which cuDNN's fused attention (JAX, GPU,
+            bf16/fp16) takes without any mask tensor; rows must then hold one
+            example padded on the right, and an `attention_mask` or training
+            with attention dropout falls back to the mask
+            (`key_lengths_attention`). Outputs are the same either way.
         **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -85,10 +99,17 @@ class TransformerEncoder(keras.layers.Layer):
         activation="gelu",
         layer_norm_epsilon=1e-12,
         kernel_initializer=None,
+        attention_padding="mask",
         **kwargs,
     ):
         super().__init__(**kwargs)
         get_activation(activation)  # validates the name
+        if attention_padding not in ATTENTION_PADDINGS:
+            raise ValueError(
+                f"attention_padding={attention_padding!r}: expected 'mask' (any rows, packed ones "
+                "included) or 'lengths' (rows of one example padded on the right)."
+            )
+        self.attention_padding = attention_padding
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
@@ -170,6 +191,8 @@ class TransformerEncoder(keras.layers.Layer):
                 ops.cast(probs, self.compute_dtype), training=training
             )
             context = ops.einsum("bnts,bsnh->btnh", probs, value)
+        elif self.attention_padding == "lengths" and attention_mask is None and padding_mask is not None:
+            context = attention_over_key_lengths(query, key, value, key_lengths(padding_mask), scale)
         else:
             flash_attention = None  # the backend decides
             # cuDNN's fused attention (JAX on GPU) takes a mask only as a full
@@ -205,6 +228,7 @@ class TransformerEncoder(keras.layers.Layer):
                 "activation": self.activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "attention_padding": self.attention_padding,
             }
         )
         return config

@@ -42,6 +42,12 @@ class BertBackbone(FunctionalModel):
         layer_norm_epsilon: float. 1e-12 as in BERT.
         attention_dropout: float or None. Dropout on attention probabilities;
             None means `dropout`. Set 0 to always use the fused attention kernel.
+        attention_padding: `"mask"` (default; also right for packed rows) or
+            `"lengths"`: the padding reaches the attention as one length per
+            row, which cuDNN's fused attention takes without a mask tensor
+            (JAX on a GPU in bf16/fp16; the same outputs everywhere). Rows must
+            hold one example padded on the right. Not part of the saved
+            architecture: `from_preset(..., attention_padding="lengths")`.
         dtype: None, a dtype or a policy name such as `"mixed_bfloat16"`.
 
     Example:
@@ -72,6 +78,7 @@ class BertBackbone(FunctionalModel):
         activation="gelu",
         layer_norm_epsilon=1e-12,
         attention_dropout=None,
+        attention_padding="mask",
         dtype=None,
         **kwargs,
     ):
@@ -122,6 +129,7 @@ class BertBackbone(FunctionalModel):
                 attention_dropout=attention_dropout,
                 activation=activation,
                 layer_norm_epsilon=layer_norm_epsilon,
+                attention_padding=attention_padding,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
@@ -171,6 +179,7 @@ class BertBackbone(FunctionalModel):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.attention_dropout = attention_dropout
+        self.attention_padding = attention_padding
 
     def get_config(self):
         return {
@@ -188,6 +197,7 @@ class BertBackbone(FunctionalModel):
             "activation": self.activation,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "attention_dropout": self.attention_dropout,
+            "attention_padding": self.attention_padding,
         }
 
     @classmethod
@@ -200,7 +210,7 @@ class BertBackbone(FunctionalModel):
     def architecture_config(self):
         """The constructor arguments that define the weights' shapes and math (no name/dtype)."""
         config = self.get_config()
-        for key in ("name", "trainable", "dtype"):
+        for key in ("name", "trainable", "dtype", "attention_padding"):  # attention_padding: how, not what
             config.pop(key, None)
         return config
 
