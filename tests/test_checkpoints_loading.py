@@ -94,3 +94,17 @@ def test_cache_directory_is_used_before_sources(minilm_dir, empty_cache):
     assert loading.preset_cache_root() == str(empty_cache)
     resolved = resolve_preset("bert_tiny_en_uncased")
     assert resolved.location == str(cached) and resolved.format == "huggingface"
+
+
+def test_a_config_alone_builds_the_architecture_when_no_weights_are_wanted(minilm_dir, tmp_path):
+    """`from_preset(directory, load_weights=False)`: a Hugging Face config.json without weights is enough (the
+    random-weight speed runs of benchmarks/squad.py carry only the config to a GPU machine)."""
+    from keras_bert_impl.models.backbone import BertBackbone
+
+    (tmp_path / "config.json").write_bytes((minilm_dir / "config.json").read_bytes())
+    backbone = BertBackbone.from_preset(str(tmp_path), load_weights=False)
+    assert (backbone.num_layers, backbone.hidden_dim, backbone.vocabulary_size) == (6, 384, 30522)
+    with pytest.raises(ValueError) as error:
+        BertBackbone.from_preset(str(tmp_path))
+    assert str(error.value) == (f"{tmp_path} has a Hugging Face BERT config.json but no weights: expected "
+                                "model.safetensors (or model.safetensors.index.json).")

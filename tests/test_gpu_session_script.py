@@ -10,7 +10,7 @@ import re
 import subprocess
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_session.sh"
-STEPS = ("prepare", "sweep", "ablations", "attention", "sizes", "convergence")
+STEPS = ("prepare", "sweep", "ablations", "attention", "squad", "sizes", "convergence")
 
 
 def test_the_script_is_valid_bash():
@@ -22,7 +22,7 @@ def test_an_unknown_step_is_one_line_naming_the_steps(tmp_path):
                             env=dict(os.environ, OUT=str(tmp_path), PYTHON="true"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
-        "unknown step 'speedd': expected prepare, sweep, ablations, attention, sizes or convergence")
+        "unknown step 'speedd': expected prepare, sweep, ablations, attention, squad, sizes or convergence")
 
 
 def test_every_step_of_the_usage_line_has_a_branch():

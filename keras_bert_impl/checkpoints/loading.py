@@ -349,7 +349,7 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
             config = dict(backbone_presets[preset]["config"])
             _check_overrides(preset, config, overrides)
             return cls(**{**config, **overrides}, dtype=dtype)
-    resolved = _resolve_for_loading(preset, allow_pickle)
+    resolved = _resolve_for_loading(preset, allow_pickle, load_weights)
     if resolved.format == HUGGINGFACE:
         from keras_bert_impl.checkpoints import huggingface as module
     elif resolved.format == GOOGLE:
@@ -388,14 +388,21 @@ def _check_overrides(preset, config, overrides):
         )
 
 
-def _resolve_for_loading(preset, allow_pickle):
-    if allow_pickle and os.path.isdir(os.fspath(preset)):
+def _resolve_for_loading(preset, allow_pickle, load_weights=True):
+    """`resolve_preset`, also for a directory whose weights will not be read: a pickle allowed by the
+    caller, or none at all when only the architecture is wanted (`load_weights=False`: a config alone)."""
+    if (allow_pickle or not load_weights) and os.path.isdir(os.fspath(preset)):
         try:
             return resolve_preset(preset)
         except ValueError as e:
-            if "pytorch_model.bin" not in str(e):
-                raise
-            return ResolvedPreset(os.path.abspath(preset), HUGGINGFACE)
+            message = str(e)
+            if allow_pickle and "pytorch_model.bin" in message:
+                return ResolvedPreset(os.path.abspath(preset), HUGGINGFACE)
+            if not load_weights and "config.json but no weights" in message:
+                return ResolvedPreset(os.path.abspath(preset), HUGGINGFACE)
+            if not load_weights and "bert_config.json but no TF checkpoint" in message:
+                return ResolvedPreset(os.path.abspath(preset), GOOGLE)
+            raise
     return resolve_preset(preset)
 
 
