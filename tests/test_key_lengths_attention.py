@@ -119,3 +119,14 @@ def test_attention_padding_is_a_setting_not_architecture(tmp_path):
                      attention_padding="lenghts")
     assert str(error.value) == ("attention_padding='lenghts': expected 'mask' (any rows, packed ones included) "
                                 "or 'lengths' (rows of one example padded on the right).")
+
+
+def test_packed_training_refuses_a_lengths_backbone():
+    backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                            max_sequence_length=8, attention_padding="lengths")
+    with pytest.raises(ValueError) as error:
+        BertClassifier(backbone, num_classes=2).packed_training_model()
+    assert str(error.value) == (
+        "packed_training_model() needs a backbone with attention_padding='mask': packed rows keep their examples "
+        "apart with the block-diagonal mask, and this backbone has attention_padding='lengths' (one length per "
+        "row, for unpacked rows).")
