@@ -169,9 +169,10 @@ def argmax_outputs(model):
     return keras.Model(model.input, {k: keras.ops.argmax(v, axis=-1) for k, v in model.output.items()})
 
 
-def time_keras(model, x, y, steps, jit_compile, steps_per_execution=1):
+def time_keras(model, x, y, steps, jit_compile, steps_per_execution=1, forward=True):
     """(forward, training) sequences/s, medians over `steps`; with `steps_per_execution` > 1 the training
-    figure times `model.fit` over `steps * steps_per_execution` batches instead of `train_on_batch` calls."""
+    figure times `model.fit` over `steps * steps_per_execution` batches instead of `train_on_batch` calls.
+    `forward=False` skips the inference model (its compilation too) and returns None for it."""
     model.compile(
         optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
         loss={
@@ -182,23 +183,27 @@ def time_keras(model, x, y, steps, jit_compile, steps_per_execution=1):
         steps_per_execution=steps_per_execution,
     )
     batch = len(y["nsp"])
-    inference = argmax_outputs(model)
-    inference.compile(jit_compile=jit_compile)
+    inference = argmax_outputs(model) if forward else None
+    if inference is not None:
+        inference.compile(jit_compile=jit_compile)
     for _ in range(2):  # compile + warm up
-        inference.predict_on_batch(x)
+        if inference is not None:
+            inference.predict_on_batch(x)
         model.train_on_batch(x, y)
-    forward, train = [], []
+    forward_times, train = [], []
     for _ in range(steps):
-        start = time.perf_counter()
-        inference.predict_on_batch(x)
-        forward.append(time.perf_counter() - start)
+        if inference is not None:
+            start = time.perf_counter()
+            inference.predict_on_batch(x)
+            forward_times.append(time.perf_counter() - start)
         if steps_per_execution == 1:
             start = time.perf_counter()
             model.train_on_batch(x, y)
             train.append(time.perf_counter() - start)
+    forward_seq_s = batch / statistics.median(forward_times) if forward_times else None
     if steps_per_execution > 1:
-        return batch / statistics.median(forward), time_fit(model, x, y, steps * steps_per_execution)
-    return batch / statistics.median(forward), batch / statistics.median(train)
+        return forward_seq_s, time_fit(model, x, y, steps * steps_per_execution)
+    return forward_seq_s, batch / statistics.median(train)
 
 
 def time_fit(model, x, y, batches):
@@ -286,6 +291,14 @@ def time_huggingface(config, x, y, steps, device="cpu", mixed_precision=None):
     return batch / statistics.median(f), batch / statistics.median(t)
 
 
+def _rounded(value):
+    return None if value is None else round(value, 2)
+
+
+def _ratio(ours, peer):
+    return None if ours is None or peer is None else round(ours / peer, 2)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", default="tiny,small,base", help=f"comma list of {', '.join(CONFIGS)}")
@@ -304,6 +317,8 @@ def main(argv=None):
                         default=128, help="packed length (aliases: --seq_length, --max_seq_length)")
     parser.add_argument("--predictions", type=int, default=20)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per measurement (median)")
+    parser.add_argument("--train_only", action="store_true",
+                        help="time the training step only (no inference model, one compilation less per entry)")
     parser.add_argument("--jit_compile", default="true", choices=["true", "false", "auto"])
     parser.add_argument("--torch_device", default="cpu", help="device of the Hugging Face reference (cpu, cuda)")
     parser.add_argument("--mixed_precision", default=None, choices=["bf16"], help="bf16 for every implementation")
@@ -338,6 +353,7 @@ def main(argv=None):
         "batch_size": args.batch_size if len(batch_sizes) == 1 else None,
         "batch_sizes": batch_sizes,
         "steps_per_execution": args.steps_per_execution,
+        "train_only": args.train_only,
         "dropout": args.dropout,
         "attention_dropout": args.attention_dropout,
         "attention_padding": args.attention_padding,
@@ -367,25 +383,28 @@ def main(argv=None):
         x, y = make_batch(batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
         entry = {}
         keras.utils.set_random_seed(0)
-        fwd, train = time_keras(build_ours(config, args.vocabulary_padding_multiple), x, y, args.steps, jit, args.steps_per_execution)
-        entry["ours"] = {"forward_seq_s": round(fwd, 2), "train_seq_s": round(train, 2)}
+        fwd, train = time_keras(build_ours(config, args.vocabulary_padding_multiple), x, y, args.steps, jit,
+                                args.steps_per_execution, forward=not args.train_only)
+        entry["ours"] = {"forward_seq_s": _rounded(fwd), "train_seq_s": round(train, 2)}
         train_flops = model_flops_per_sequence(config, args.sequence_length, args.predictions, True)
         fwd_flops = model_flops_per_sequence(config, args.sequence_length, args.predictions, False)
         entry["ours"]["train_tflops"] = round(train * train_flops / 1e12, 4)
         entry["ours"]["train_fraction_of_peak"] = round(train * train_flops / peak, 3)
-        entry["ours"]["forward_fraction_of_peak"] = round(fwd * fwd_flops / peak, 3)
+        if fwd is not None:
+            entry["ours"]["forward_fraction_of_peak"] = round(fwd * fwd_flops / peak, 3)
         if args.peak_tflops:
             entry["ours"]["train_fraction_of_spec"] = round(train * train_flops / (args.peak_tflops * 1e12), 3)
         config = preset_config  # the peers run the config as published
         if "keras_hub" in peers:
             keras.utils.set_random_seed(0)
-            f, t = time_keras(build_keras_hub(config), x, y, args.steps, jit, args.steps_per_execution)
-            entry["keras_hub"] = {"forward_seq_s": round(f, 2), "train_seq_s": round(t, 2)}
-            entry["ratio_vs_keras_hub"] = {"forward": round(fwd / f, 2), "train": round(train / t, 2)}
+            f, t = time_keras(build_keras_hub(config), x, y, args.steps, jit, args.steps_per_execution,
+                              forward=not args.train_only)
+            entry["keras_hub"] = {"forward_seq_s": _rounded(f), "train_seq_s": round(t, 2)}
+            entry["ratio_vs_keras_hub"] = {"forward": _ratio(fwd, f), "train": round(train / t, 2)}
         if "huggingface" in peers:
             f, t = time_huggingface(config, x, y, args.steps, args.torch_device, args.mixed_precision)
             entry["huggingface_torch_eager"] = {"forward_seq_s": round(f, 2), "train_seq_s": round(t, 2)}
-            entry["ratio_vs_huggingface"] = {"forward": round(fwd / f, 2), "train": round(train / t, 2)}
+            entry["ratio_vs_huggingface"] = {"forward": _ratio(fwd, f), "train": round(train / t, 2)}
         key = name if len(batch_sizes) == 1 else f"{name}_b{batch_size}"
         result["configs"][key] = entry
         print(f"[{key}] {json.dumps(entry)}", file=sys.stderr, flush=True)  # progress; the JSON line comes last

@@ -15,6 +15,11 @@
 #                                               # (random weights from their config.json), fp32 and bf16
 #   bash benchmarks/gpu_session.sh sizes        # BERT-large seq 128, BERT-base seq 512 (the issue's other rows)
 #   bash benchmarks/gpu_session.sh convergence  # mini: bf16 vs fp32 held-out MLM accuracy at equal steps, 3 seeds
+#   bash benchmarks/gpu_session.sh lease        # a 15-minute lease in one call: the issue's table rows in order of
+#                                               # worth (peers at b256, batch sweep, attention as lengths vs mask and
+#                                               # its fused-kernel count, large and seq 512, the combined best, SQuAD
+#                                               # prediction, then ablations), each started only while BUDGET_S
+#                                               # seconds (default 480) have not run out, and cut at the deadline
 #
 # Each step appends its JSON lines to $OUT/STEP.jsonl (one {"run": NAME, "result": ...} a line) and its
 # logs to $OUT/STEP.log, beside $OUT/gpu.txt: three files a step, within the device tool's 8 returned
@@ -23,7 +28,7 @@
 # step to a tiny config and a few steps, to check the script itself on the CPU (KERAS_BACKEND=jax).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step=${1:?usage: bash benchmarks/gpu_session.sh prepare|sweep|ablations|attention|squad|sizes|convergence}
+step=${1:?usage: bash benchmarks/gpu_session.sh prepare|sweep|ablations|attention|squad|sizes|convergence|lease}
 OUT=${OUT:-docs/results/gpu_session_local}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
@@ -71,10 +76,17 @@ else
   config=base; large=large; batches=64,128,256,512; batch=256; hlo_batch=64; steps=5; spe=20; torch_device=cuda
   convergence_steps=3000; convergence_batch=256; warmup=300
 fi
+deadline=$((SECONDS + ${BUDGET_S:-100000}))
 record() {  # record NAME COMMAND...: the command's last stdout line into $OUT/$step.jsonl, its stderr into $step.log
   local name=$1; shift
-  echo "== $name: $*" | tee -a "$OUT/$step.log" >&2
-  if "$@" > /tmp/gpu_session_line.json 2>> "$OUT/$step.log"; then
+  local left=$((deadline - SECONDS))
+  if (( left < ${MIN_LEFT_S:-45} )); then  # not started: too little of the budget is left
+    echo "== $name: skipped, ${left}s of the budget left" | tee -a "$OUT/$step.log" >&2
+    printf '{"run": "%s", "skipped": "%ss of the budget left"}\n' "$name" "$left" >> "$OUT/$step.jsonl"
+    return 0
+  fi
+  echo "== $name (at ${SECONDS}s): $*" | tee -a "$OUT/$step.log" >&2
+  if timeout "$left" "$@" > /tmp/gpu_session_line.json 2>> "$OUT/$step.log"; then
     printf '{"run": "%s", "result": %s}\n' "$name" "$(tail -n 1 /tmp/gpu_session_line.json)" >> "$OUT/$step.jsonl"
   else
     echo "$name failed; the end of its log:" >&2; tail -5 "$OUT/$step.log" >&2
@@ -132,8 +144,36 @@ case $step in
         --learning_rate 1e-3 --implementations keras_bert_impl --mixed_precision none,bf16 --model_seeds 0,1,2 \
         --steps_per_execution "$spe" --eval_batches 8
     ;;
+  lease)
+    # Issue 18 in one call of a 15-minute lease: most worth first; the entries after a cut are in the log's
+    # "[name] {...}" progress lines. --train_only: no inference model, one compilation less per entry.
+    big=$((batch * 2)); small=$((batch / 2)); quarter=$((batch / 4))
+    # JAX takes 75% of the GPU's memory by default: leave torch (the HF peer, same process) half of it.
+    XLA_PYTHON_CLIENT_MEM_FRACTION=0.5 speed peers_${config}_b${batch} --configs "$config" --batch_size "$batch" --peers keras_hub,huggingface \
+        --torch_device "$torch_device"
+    speed sweep_${config} --configs "$config" --peers "" --batch_sizes "$small,$big" --train_only
+    speed attention_lengths --configs "$config" --peers "" --batch_size "$batch" --attention_dropout 0 \
+        --attention_padding lengths --train_only
+    speed attention_mask --configs "$config" --peers "" --batch_size "$batch" --attention_dropout 0 \
+        --attention_padding mask --train_only
+    record hlo_attention_lengths $PY benchmarks/hlo_fusions.py --config "$config" --mixed_precision bf16 \
+        --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 --attention_padding lengths
+    speed best_${config}_b${big} --configs "$config" --peers "" --batch_size "$big" --attention_dropout 0 \
+        --attention_padding lengths --vocabulary_padding_multiple 128 --train_only
+    speed large_seq128 --configs "$large" --peers "" --batch_size "$batch" --train_only
+    speed ${config}_seq512 --configs "$config" --peers "" --sequence_length 512 --predictions 80 \
+        --batch_size "$quarter" --train_only
+    record squad_${config}_bf16 $PY benchmarks/squad.py --features .gpu_inputs/squad --train_questions 1 \
+        --epochs 0 --random_weights --mixed_precision bf16 --preset .gpu_inputs/${config/tiny/minilm}_config \
+        --hf_dir .gpu_inputs/${config/tiny/minilm}_config --torch_device "$torch_device" --predict_passes 3
+    speed ablation_dropout0 --configs "$config" --peers "" --batch_size "$batch" --dropout 0 --train_only
+    speed ablation_vocabulary_padding128 --configs "$config" --peers "" --batch_size "$batch" \
+        --vocabulary_padding_multiple 128 --train_only
+    XLA_FLAGS=--xla_gpu_enable_command_buffer= speed ablation_no_command_buffers --configs "$config" --peers "" \
+        --batch_size "$batch" --train_only
+    ;;
   *)
-    echo "unknown step '$step': expected prepare, sweep, ablations, attention, squad, sizes or convergence" >&2
+    echo "unknown step '$step': expected prepare, sweep, ablations, attention, squad, sizes, convergence or lease" >&2
     exit 2
     ;;
 esac

@@ -96,7 +96,8 @@ def unit_pretrain_ours(args, steps):
         max_predictions_per_seq=args.max_predictions_per_seq, global_batch_size=args.batch_size,
         num_steps=steps, warmup_steps=_warmup(steps), learning_rate=args.learning_rate,
         model_dir=model_dir, checkpoint_every=steps, validation_steps=args.eval_batches, seed=args.data_seed,
-        attention_init_stddev=args.attention_init_stddev, weight_init=args.weight_init, verbose=2,
+        attention_init_stddev=args.attention_init_stddev, verbose=2,
+        **({"weight_init": args.weight_init} if args.weight_init else {}),
     )
     start = time.perf_counter()
     result = run_pretraining(config)
@@ -234,14 +235,15 @@ class _AdoptedUnit:
 def pretraining_recipe(attention_init_stddev=None, weight_init=None):
     """The pretraining settings `run_pretraining` and the HF peer share: beta_2 (no flag sets it) and our
     model's init: the QKV kernels' (the recipe's width-scaled one unless `--attention_init_stddev` names
-    another) and, where `--weight_init` is not the recipe's, the other weights' distribution (left out
-    otherwise, so that units made before the flag existed stay reusable)."""
+    another) and the other weights' distribution (`--weight_init`, default the recipe's). BERT's truncated
+    normal, which every unit made before the flag existed used, is left out, so those units stay reusable."""
     from keras_bert_impl.training.pretraining_run import PretrainingConfig
 
     recipe = {"adam_beta2": PretrainingConfig.adam_beta2,
               "attention_init_stddev": (attention_init_stddev or PretrainingConfig.attention_init_stddev
                                         or "sqrt(1.28 / hidden_dim)")}
-    if weight_init not in (None, PretrainingConfig.weight_init):
+    weight_init = weight_init or PretrainingConfig.weight_init
+    if weight_init != "truncated_normal":
         recipe["weight_init"] = weight_init
     return recipe
 
@@ -493,9 +495,10 @@ def parse_args(argv=None):
     parser.add_argument("--attention_init_stddev", type=float, default=None,
                         help="our model's QKV kernel init stddev (default: the recipe's sqrt(1.28 / hidden_dim); "
                              "0.02 is the HF peer's)")
-    parser.add_argument("--weight_init", choices=("truncated_normal", "normal"), default="truncated_normal",
-                        help="our model's other kernels and embeddings: BERT's truncated normal (the recipe's) or "
-                             "transformers' plain normal (the HF peer's), both stddev 0.02")
+    parser.add_argument("--weight_init", choices=("truncated_normal", "normal"), default=None,
+                        help="our model's other kernels and embeddings: BERT's truncated normal or transformers' "
+                             "plain normal (the HF peer's), both stddev 0.02 (default: the recipe's, "
+                             "PretrainingConfig.weight_init)")
     parser.add_argument("--eval_batches", type=int, default=20, help="held-out pretraining batches scored")
     parser.add_argument("--valid_every", type=int, default=10, help="every N-th chapter is held out")
     parser.add_argument("--data_seed", type=int, default=0)
