@@ -343,6 +343,16 @@ def main(argv=None):
         keras.config.set_dtype_policy("mixed_bfloat16")
     jit = {"true": True, "false": False, "auto": "auto"}[args.jit_compile]
     peers = [p for p in args.peers.split(",") if p]
+    unknown_peers = sorted(set(peers) - {"keras_hub", "huggingface"})
+    if unknown_peers:
+        parser.error(f"--peers: unknown {', '.join(unknown_peers)}; choose from keras_hub, huggingface")
+    for peer, modules in (("keras_hub", ("keras_hub",)), ("huggingface", ("torch", "transformers"))):
+        if peer in peers:  # before any measurement: a missing peer is one line, not a traceback minutes later
+            for module in modules:
+                try:
+                    __import__(module)
+                except ImportError as error:
+                    parser.error(f"--peers {peer}: cannot import {module} ({error}); install it or leave the peer out")
     backend = keras.backend.backend()
 
     on_gpu = any("gpu" in str(d).lower() or "cuda" in str(d).lower() for d in keras.distribution.list_devices())

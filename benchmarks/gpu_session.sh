@@ -35,9 +35,10 @@ PY=${PYTHON:-python3}
 
 if [[ $step == prepare ]]; then
   # .whl/ and .gpu_inputs/ are in .gitignore: they travel only where a device call names them in `carry`.
-  # Keras and what the GPU image lacks (KINDS.md's package list), pinned to this machine's versions.
+  # Keras and what the GPU image lacks (KINDS.md's package list), pinned to this machine's versions. kagglesdk:
+  # kagglehub imports it, and without it `import keras_hub` fails (session 18 lost its keras-hub peer to that).
   versions=$($PY -c "from importlib.metadata import version as v; print(' '.join(f'{p}=={v(p)}' for p in
-      ('keras', 'namex', 'optree', 'keras-hub', 'kagglehub')))")
+      ('keras', 'namex', 'optree', 'keras-hub', 'kagglehub', 'kagglesdk')))")
   rm -rf .whl && mkdir -p .whl
   $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \

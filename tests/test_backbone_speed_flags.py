@@ -49,9 +49,37 @@ def test_one_run_sweeps_batches_with_steps_per_execution_and_reports_mfu_two_way
     (["--batch_sizes", "64,x"], "--batch_sizes: expected integers separated by commas, got '64,x'"),
     (["--steps_per_execution", "0"], "--batch_sizes, --steps and --steps_per_execution must be >= 1"),
     (["--vocabulary_padding_multiple", "0"], "--vocabulary_padding_multiple must be >= 1, got 0"),
+    (["--peers", "keras_hub,pytorch"], "--peers: unknown pytorch; choose from keras_hub, huggingface"),
 ])
 def test_bad_flags_are_one_line(bench, capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
         bench.main(argv)
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].split(": error: ", 1)[1] == message
+
+
+def test_train_only_times_the_training_step_alone(bench, capsys):
+    bench.main(["--configs", "tiny", "--peers", "", "--batch_size", "2", "--steps", "1", "--train_only"])
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    ours = result["configs"]["tiny"]["ours"]
+    assert result["train_only"] is True
+    assert ours["forward_seq_s"] is None and "forward_fraction_of_peak" not in ours and ours["train_seq_s"] > 0
+
+
+def test_a_peer_that_cannot_be_imported_is_one_line_before_any_measurement(bench, capsys, monkeypatch):
+    """Session 18's H100 call lost minutes: keras_hub failed to import (kagglesdk missing) after ours was timed."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_keras_hub(name, *args, **kwargs):
+        if name == "keras_hub":
+            raise ImportError("No module named 'kagglesdk'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_keras_hub)
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--configs", "tiny", "--peers", "keras_hub", "--batch_size", "2", "--steps", "1"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].split(": error: ", 1)[1] == (
+        "--peers keras_hub: cannot import keras_hub (No module named 'kagglesdk'); install it or leave the peer out")
