@@ -76,6 +76,10 @@ def parse_args(argv=None):
     p.add_argument("--vocabulary_padding_multiple", type=int, default=None,
                    help="run the MLM projection on the vocabulary zero-padded to a multiple of this (e.g. 128: "
                         "30,522 -> 30,592 columns, a shape GPUs tile evenly); outputs and weights unchanged")
+    p.add_argument("--attention_padding", default=d.attention_padding, choices=("auto", "mask", "lengths"),
+                   help="how the attention gets the padding: auto (default: one length per row, cuDNN's fused "
+                        "attention, on a JAX GPU in bf16/fp16 without attention dropout; a mask elsewhere), mask, "
+                        "or lengths. The numbers are the same; the export does not record it")
     p.add_argument("--steps_per_execution", type=int, default=d.steps_per_execution)
     p.add_argument("--jit_compile", default="auto", type=lambda v: {"true": True, "false": False}.get(v.lower(), v),
                    help="XLA for the training step: true, false, or auto (default: XLA on TensorFlow with one "
@@ -112,8 +116,9 @@ def main(argv=None):
               f"{floor['masked_positions']} held-out masked positions)")
     if result["sequences_per_second"]:
         xla = {True: "XLA on", False: "XLA off"}.get(result.get("jit_compile"), "XLA: Keras's choice")
+        attention = ", fused attention on lengths" if result.get("attention_padding") == "lengths" else ""
         print(f"Training speed: {result['sequences_per_second']:.1f} sequences/s ({xla}, "
-              f"{result.get('mixed_precision') or 'float32'})")
+              f"{result.get('mixed_precision') or 'float32'}{attention})")
     if not result.get("is_chief", True):  # a non-chief worker / JAX process > 0 writes no export
         print(f"Worker done; the chief writes the checkpoints and the export under {config.model_dir}")
         return 0

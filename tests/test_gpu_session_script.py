@@ -10,7 +10,7 @@ import re
 import subprocess
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_session.sh"
-STEPS = ("prepare", "sweep", "ablations", "attention", "squad", "sizes", "convergence")
+STEPS = ("prepare", "sweep", "ablations", "attention", "squad", "sizes", "convergence", "lease")
 
 
 def test_the_script_is_valid_bash():
@@ -22,7 +22,7 @@ def test_an_unknown_step_is_one_line_naming_the_steps(tmp_path):
                             env=dict(os.environ, OUT=str(tmp_path), PYTHON="true"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
-        "unknown step 'speedd': expected prepare, sweep, ablations, attention, squad, sizes or convergence")
+        "unknown step 'speedd': expected prepare, sweep, ablations, attention, squad, sizes, convergence or lease")
 
 
 def test_every_step_of_the_usage_line_has_a_branch():
@@ -37,3 +37,17 @@ def test_a_step_writes_three_files_within_the_device_tools_eight():
     """The device tool returns at most 8 files from $OUT: every run of a step goes into STEP.jsonl and STEP.log."""
     written = set(re.findall(r'"\$OUT/([^"]+)"', SCRIPT.read_text()))
     assert written == {"gpu.txt", "$step.jsonl", "$step.log"}, written
+
+
+def test_lease_starts_no_run_once_its_budget_is_spent(tmp_path):
+    """`lease` packs a whole 15-minute lease into one call: a run is started only while MIN_LEFT_S of BUDGET_S
+    are left, and each one it does not start is a line of lease.jsonl saying so (session 18's H100 call)."""
+    import json
+
+    result = subprocess.run(["bash", str(SCRIPT), "lease"], capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, OUT=str(tmp_path), PYTHON="true", BUDGET_S="0"))
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in (tmp_path / "lease.jsonl").read_text().splitlines()]
+    assert [line["run"] for line in lines][:4] == ["peers_base_b256", "sweep_base", "attention_lengths",
+                                                   "attention_mask"]
+    assert len(lines) == 12 and all(line["skipped"].endswith("s of the budget left") for line in lines)

@@ -125,17 +125,22 @@ def test_a_bad_attention_init_is_one_clear_line(bench, capsys):
         "--attention_init_stddev: expected a number > 0, got 0.0")
 
 
-def test_our_weight_init_is_recorded_only_where_it_is_not_the_recipes(bench, tmp_path):
-    default, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900"])
-    assert "weight_init" not in bench.unit_settings(default, "pretrain_ours:900")  # units made before the flag
+def test_our_weight_init_is_recorded_unless_it_is_berts_truncated_normal(bench, tmp_path):
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
+
+    truncated, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--weight_init", "truncated_normal"])
+    assert "weight_init" not in bench.unit_settings(truncated, "pretrain_ours:900")  # as units made before the flag
     normal, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--weight_init", "normal"])
     assert bench.unit_settings(normal, "pretrain_ours:900")["weight_init"] == "normal"
     assert bench.unit_settings(normal, "finetune:ours:900:conll:2")["init"]["weight_init"] == "normal"
+    default, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900"])
+    assert bench.unit_settings(default, "pretrain_ours:900").get("weight_init", "truncated_normal") == (
+        PretrainingConfig.weight_init)
     for name in ("pretrain_huggingface:900", "finetune:huggingface:900:conll:1", "finetune:random:0:sst2:0"):
-        assert bench.unit_settings(normal, name) == bench.unit_settings(default, name)
+        assert bench.unit_settings(normal, name) == bench.unit_settings(truncated, name)
     path = _write_unit(bench, normal, "pretrain_ours:900", bench.unit_settings(normal, "pretrain_ours:900"))
     with pytest.raises(SystemExit) as caught:
-        bench.check_finished_units(default, ["pretrain_ours:900"])
+        bench.check_finished_units(truncated, ["pretrain_ours:900"])
     assert str(caught.value) == (
         f"{path}: made with other settings than this run asks for (weight_init 'normal' -> None); use another "
         "--work_dir, or delete the file to redo it")

@@ -25,6 +25,7 @@ from keras_bert_impl.training.optimizer import create_optimizer
 from keras_bert_impl.training.precision import mixed_precision_policy, resolve_mixed_precision
 from keras_bert_impl.training import jax_processes
 from keras_bert_impl.training.attention_init import initialize_attention_qkv, width_scaled_attention_stddev
+from keras_bert_impl.training.attention_padding import resolve_attention_padding
 from keras_bert_impl.training.weight_init import redraw_plain_normal
 from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also the run's public names)
     LEGACY_KEYS,
@@ -104,6 +105,7 @@ class PretrainingConfig:
     attention_init_stddev: float = None  # from scratch only; None: sqrt(1.28 / hidden_dim); 0.02: BERT's
     weight_init: str = "truncated_normal"  # from scratch only; "normal": transformers' plain normal (weight_init.py)
     vocabulary_padding_multiple: int = None  # MLM projection on the vocabulary padded to a multiple (e.g. 128)
+    attention_padding: str = "auto"  # "lengths" (cuDNN's fused attention) on a JAX GPU in bf16 without attention dropout
     deterministic: bool = False
     verbose: int = 1
 
@@ -255,9 +257,11 @@ def run_pretraining(config, dataset_fn=None):
     split = lambda features: split_features_labels(features, nsp=config.nsp)  # noqa: E731
 
     # === Model and optimizer, under the strategy ===
+    attention_padding = resolve_attention_padding(
+        config.attention_padding, config.mixed_precision, _attention_dropout(config, model_config))
     with strategy.scope():
         if config.init_checkpoint:
-            backbone = BertBackbone.from_preset(config.init_checkpoint, **(
+            backbone = BertBackbone.from_preset(config.init_checkpoint, attention_padding=attention_padding, **(
                 {"dropout": config.dropout} if config.dropout is not None else {}))
             if backbone.vocabulary_size != tokenizer.vocabulary_size():
                 raise ValueError(
@@ -266,7 +270,7 @@ def run_pretraining(config, dataset_fn=None):
                     f"{tokenizer.vocabulary_size()} tokens."
                 )
         else:
-            backbone = BertBackbone(**model_config)
+            backbone = BertBackbone(**model_config, attention_padding=attention_padding)
             initialize_attention_qkv(backbone, config.attention_init_stddev or width_scaled_attention_stddev(
                 backbone.hidden_dim), seed=config.seed)
         model = BertPretrainer(backbone, nsp=config.nsp,
@@ -378,6 +382,7 @@ def run_pretraining(config, dataset_fn=None):
         "sequences_per_second": trained_steps * config.global_batch_size / elapsed if trained_steps else None,
         "jit_compile": model.jit_compile,
         "mixed_precision": config.mixed_precision,
+        "attention_padding": attention_padding,
         "is_chief": chief,
         "model_dir": config.model_dir,
         "logs_dir": logs_dir,
@@ -468,6 +473,21 @@ def _hparams(config, replicas):
     values["num_replicas"] = replicas
     values["backend"] = keras.backend.backend()
     return values
+
+
+def _attention_dropout(config, model_config):
+    """The attention-probability dropout the run trains with (`--attention_padding auto` needs it to be 0)."""
+    if config.init_checkpoint:
+        from keras_bert_impl.checkpoints.loading import read_preset_config
+
+        architecture = dict(read_preset_config(config.init_checkpoint))
+        if config.dropout is not None:
+            architecture["dropout"] = config.dropout
+    else:
+        architecture = model_config
+    if architecture.get("attention_dropout") is not None:
+        return architecture["attention_dropout"]
+    return architecture.get("dropout", 0.1)
 
 
 def _export(backbone, export_dir, config):
