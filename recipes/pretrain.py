@@ -70,9 +70,10 @@ def parse_args(argv=None):
                         "sqrt(1.28 / hidden_dim), 0.1 for tiny, so a narrow model's attention does not start "
                         "uniform; 0.02 is BERT's). See docs/pretraining.md")
     p.add_argument("--weight_init", default=d.weight_init,
-                   help="distribution of the other kernels and embeddings when pretraining from scratch: "
-                        "truncated_normal (default, stddev 0.02 cut at 2 sigma, as google-research/bert and Keras) "
-                        "or normal (a plain normal of stddev 0.02, as Hugging Face transformers)")
+                   help="distribution of the other kernels and embeddings when pretraining from scratch: normal "
+                        "(default: a plain normal of stddev 0.02, as Hugging Face transformers; it fine-tuned better "
+                        "after the 30-minute pretraining, docs/pretraining.md) or truncated_normal (stddev 0.02 cut at "
+                        "2 sigma, as google-research/bert and Keras)")
     p.add_argument("--vocabulary_padding_multiple", type=int, default=None,
                    help="run the MLM projection on the vocabulary zero-padded to a multiple of this (e.g. 128: "
                         "30,522 -> 30,592 columns, a shape GPUs tile evenly); outputs and weights unchanged")

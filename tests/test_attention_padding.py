@@ -40,7 +40,7 @@ def test_a_pretraining_run_on_lengths_reports_it_and_exports_without_it(tmp_path
         model_dir=str(tmp_path / "run"), num_steps=4, checkpoint_every=4, warmup_steps=1, validation_steps=1,
         global_batch_size=8, attention_padding="lengths", verbose=0))
     assert result["attention_padding"] == "lengths"
-    assert result["model"].get_layer("bert_backbone").attention_padding == "lengths"
+    assert result["model"].backbone.attention_padding == "lengths"
     exported = json.loads((tmp_path / "run" / "export" / "config.json").read_text())["config"]
     assert "attention_padding" not in exported  # how, not what: fine-tuning (packing too) gets the default mask
     assert BertBackbone.from_preset(str(tmp_path / "run" / "export")).attention_padding == "mask"

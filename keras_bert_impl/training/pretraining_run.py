@@ -62,7 +62,7 @@ class PretrainingConfig:
     0.25-0.30 over seeds 0-3 (the unigram floor is 0.06): sequence length 64,
     10 masked positions, batch 128, 1,000 steps, peak learning rate 3e-3
     after 100 warm-up steps, AdamW with beta_2 0.98, no dropout, attention QKV kernels drawn at stddev
-    sqrt(1.28 / hidden_dim). docs/pretraining.md gives the measurement
+    sqrt(1.28 / hidden_dim), the other weights from a plain normal of stddev 0.02. docs/pretraining.md gives the measurement
     behind each choice; a long run (BERT-base) sets its own. `config` is a size (`tiny|mini|small|medium|base|large`), a preset name
     or a JSON file of `BertBackbone` arguments; `vocabulary_size` always comes
     from `vocab`.
@@ -103,7 +103,7 @@ class PretrainingConfig:
     gradient_accumulation_steps: int = None
     dropout: float = 0.0
     attention_init_stddev: float = None  # from scratch only; None: sqrt(1.28 / hidden_dim); 0.02: BERT's
-    weight_init: str = "truncated_normal"  # from scratch only; "normal": transformers' plain normal (weight_init.py)
+    weight_init: str = "normal"  # from scratch only: transformers' plain normal; "truncated_normal": BERT's (weight_init.py)
     vocabulary_padding_multiple: int = None  # MLM projection on the vocabulary padded to a multiple (e.g. 128)
     attention_padding: str = "auto"  # "lengths" (cuDNN's fused attention) on a JAX GPU in bf16 without attention dropout
     deterministic: bool = False
