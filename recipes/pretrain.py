@@ -16,6 +16,7 @@ error is one line `error: ...` and exit status 2 (--debug shows the traceback).
 import argparse
 import sys
 
+from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES
 from keras_bert_impl.training.pretraining_errors import NaNLossError
 from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 from keras_bert_impl.training.run_checkpoints import CheckpointWriteError
@@ -77,7 +78,7 @@ def parse_args(argv=None):
     p.add_argument("--vocabulary_padding_multiple", type=int, default=None,
                    help="run the MLM projection on the vocabulary zero-padded to a multiple of this (e.g. 128: "
                         "30,522 -> 30,592 columns, a shape GPUs tile evenly); outputs and weights unchanged")
-    p.add_argument("--attention_padding", default=d.attention_padding, choices=("auto", "mask", "lengths"),
+    p.add_argument("--attention_padding", default=d.attention_padding, choices=ATTENTION_PADDING_CHOICES,
                    help="how the attention gets the padding: auto (default: one length per row, cuDNN's fused "
                         "attention, on a JAX GPU in bf16/fp16 without attention dropout; a mask elsewhere), mask, "
                         "or lengths. The numbers are the same; the export does not record it")

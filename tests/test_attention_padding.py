@@ -56,3 +56,13 @@ def test_a_bad_attention_padding_is_refused_before_any_work(tmp_path):
         run_pretraining(PretrainingConfig(model_dir=str(tmp_path / "run"), attention_padding="pad"))
     assert str(caught.value) == "--attention_padding='pad': expected auto, mask or lengths"
     assert not (tmp_path / "run").exists()
+
+
+def test_the_recipe_refuses_a_bad_attention_padding_in_one_line(capsys):
+    from repo_scripts import load_script
+
+    with pytest.raises(SystemExit) as caught:
+        load_script("recipes/pretrain.py").parse_args(["--attention_padding", "pad"])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "error: argument --attention_padding: invalid choice: 'pad' (choose from 'auto', 'mask', 'lengths')")

@@ -28,6 +28,13 @@ ATTENTION_PADDING_CHOICES = ("auto", "mask", "lengths")
 _HALF_PRECISIONS = ("bf16", "fp16", "mixed_bfloat16", "mixed_float16")
 
 
+def check_attention_padding(attention_padding):
+    """Raises `ValueError` (one line naming the flag) unless `attention_padding` is auto, mask or lengths."""
+    if attention_padding not in ATTENTION_PADDING_CHOICES:
+        raise ValueError(f"--attention_padding={attention_padding!r}: expected "
+                         f"{', '.join(ATTENTION_PADDING_CHOICES[:-1])} or {ATTENTION_PADDING_CHOICES[-1]}")
+
+
 def resolve_attention_padding(attention_padding, mixed_precision, attention_dropout, backend=None):
     """Returns `"mask"` or `"lengths"`, with `"auto"` decided for this machine.
 
@@ -41,14 +48,10 @@ def resolve_attention_padding(attention_padding, mixed_precision, attention_drop
     Raises:
         ValueError: `--attention_padding='pad': expected auto, mask or lengths`.
     """
-    if attention_padding not in ATTENTION_PADDING_CHOICES:
-        raise ValueError(f"--attention_padding={attention_padding!r}: expected {', '.join(ATTENTION_PADDING_CHOICES[:-1])}"
-                         f" or {ATTENTION_PADDING_CHOICES[-1]}")
+    check_attention_padding(attention_padding)
     if attention_padding != "auto":
         return attention_padding
-    if (backend or keras.backend.backend()) != "jax" or mixed_precision not in _HALF_PRECISIONS:
-        return "mask"
-    if attention_dropout:
+    if (backend or keras.backend.backend()) != "jax" or mixed_precision not in _HALF_PRECISIONS or attention_dropout:
         return "mask"
     import jax
 

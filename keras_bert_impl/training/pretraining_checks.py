@@ -13,7 +13,7 @@ import math
 import os
 
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
-from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES
+from keras_bert_impl.training.attention_padding import check_attention_padding
 from keras_bert_impl.training.weight_init import WEIGHT_INITS
 
 # Settings recorded in `<model_dir>/run_config.json` (after the first checkpoint) and compared on resume.
@@ -108,9 +108,7 @@ def _positive(name, value):
 
 def check_flags(config):
     """Checks every numeric flag of `config` and their relations; raises `ValueError` naming the flag."""
-    if config.attention_padding not in ATTENTION_PADDING_CHOICES:
-        raise ValueError(f"--attention_padding={config.attention_padding!r}: expected "
-                         f"{', '.join(ATTENTION_PADDING_CHOICES[:-1])} or {ATTENTION_PADDING_CHOICES[-1]}")
+    check_attention_padding(config.attention_padding)
     for name in ("num_steps", "checkpoint_every", "global_batch_size", "max_predictions_per_seq",
                  "steps_per_execution", "keep_checkpoints", "log_every", "validation_steps"):
         _positive(name, getattr(config, name))
