@@ -28,7 +28,7 @@
 # step to a tiny config and a few steps, to check the script itself on the CPU (KERAS_BACKEND=jax).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step=${1:?usage: bash benchmarks/gpu_session.sh prepare|sweep|ablations|attention|squad|sizes|convergence|lease}
+step=${1:?usage: bash benchmarks/gpu_session.sh prepare|sweep|ablations|attention|squad|sizes|profile|convergence|lease}
 OUT=${OUT:-docs/results/gpu_session_local}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
@@ -99,6 +99,14 @@ speed() {  # speed NAME [backbone_speed flags]
       --steps_per_execution "$spe" "$@"
 }
 
+profile_rows() {  # where the step's time goes (step_profile.py): BERT's dropout with the mask, and the best setting
+  record profile_${config}_b${batch}_bert_dropout $PY benchmarks/step_profile.py --config "$config" \
+      --mixed_precision bf16 --batch_size "$batch" --ops_output "$OUT/profile_ops_bert_dropout.json"
+  record profile_${config}_b${batch}_lengths $PY benchmarks/step_profile.py --config "$config" \
+      --mixed_precision bf16 --batch_size "$batch" --attention_dropout 0 --attention_padding lengths \
+      --ops_output "$OUT/profile_ops_lengths.json"
+}
+
 case $step in
   sweep)
     speed sweep_${config} --configs "$config" --peers "" --batch_sizes "$batches"
@@ -131,6 +139,9 @@ case $step in
             --hf_dir .gpu_inputs/${model}_config --torch_device "$torch_device" --predict_passes 3
       done
     done
+    ;;
+  profile)
+    profile_rows
     ;;
   sizes)
     speed large_seq128 --configs "$large" --peers "" --batch_sizes "$((batch / 2)),$batch"
@@ -175,7 +186,7 @@ case $step in
     speed sweep_${config}_b64 --configs "$config" --peers "" --batch_size "$((batch / 4))" --train_only
     ;;
   *)
-    echo "unknown step '$step': expected prepare, sweep, ablations, attention, squad, sizes, convergence or lease" >&2
+    echo "unknown step '$step': expected prepare, sweep, ablations, attention, squad, sizes, profile, convergence or lease" >&2
     exit 2
     ;;
 esac

@@ -122,8 +122,38 @@ def analyse(text, num_variables=None):
     }
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_step(args, steps_per_execution=1):
+    """backbone_speed.py's training step, compiled with XLA: (model, x, y, config) for `args`' config, batch and
+    dropout.
+
+    Shared with `step_profile.py`, which times the same step's kernels.
+    """
+    import keras
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from backbone_speed import CONFIGS, backbone_presets, build_ours, make_batch
+
+    if args.mixed_precision == "bf16":
+        keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
+    if args.config not in CONFIGS:
+        raise SystemExit(f"error: --config {args.config!r}: expected one of {', '.join(CONFIGS)}")
+    # backbone_speed.py's training step: the tanh GELU of the original BERT code.
+    config = dict(backbone_presets[CONFIGS[args.config]]["config"], activation="gelu_approximate", dropout=args.dropout,
+                  attention_dropout=args.attention_dropout, attention_padding=args.attention_padding)
+    model = build_ours(config)
+    model.compile(
+        optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
+        loss={"mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+              "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+        jit_compile=True,
+        steps_per_execution=steps_per_execution,
+    )
+    x, y = make_batch(args.batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
+    return model, x, y, config
+
+
+def add_step_arguments(parser):
+    """The step's flags, shared with `step_profile.py`."""
     parser.add_argument("--config", default="tiny", help="a backbone_speed.py config: tiny, mini, small, medium, base")
     parser.add_argument("--batch_size", type=int, default=8)
     parser.add_argument("--sequence_length", type=int, default=128)
@@ -137,6 +167,11 @@ def parse_args(argv=None):
     parser.add_argument("--mixed_precision", choices=("bf16",), default=None)
     parser.add_argument("--prng_impl", choices=("threefry2x32", "rbg", "unsafe_rbg"), default=None,
                         help="jax_default_prng_impl for dropout's random bits (default: JAX's, threefry2x32)")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_step_arguments(parser)
     parser.add_argument("--keep_dump", default=None, metavar="DIR", help="dump the HLO here and keep it")
     parser.add_argument("--output", default=None, help="also write the JSON line to this file")
     return parser.parse_args(argv)
@@ -168,24 +203,7 @@ def run(args):
         import jax
 
         jax.config.update("jax_default_prng_impl", args.prng_impl)
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from backbone_speed import CONFIGS, backbone_presets, build_ours, make_batch
-
-    if args.mixed_precision == "bf16":
-        keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
-    if args.config not in CONFIGS:
-        raise SystemExit(f"error: --config {args.config!r}: expected one of {', '.join(CONFIGS)}")
-    # backbone_speed.py's training step: the tanh GELU of the original BERT code.
-    config = dict(backbone_presets[CONFIGS[args.config]]["config"], activation="gelu_approximate", dropout=args.dropout,
-                  attention_dropout=args.attention_dropout, attention_padding=args.attention_padding)
-    model = build_ours(config)
-    model.compile(
-        optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
-        loss={"mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-              "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
-        jit_compile=True,
-    )
-    x, y = make_batch(args.batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
+    model, x, y, _ = build_step(args)
     model.train_on_batch(x, y)
     files = sorted(pathlib.Path(dump).glob("*jit_train_step*after_optimizations.txt"))
     if not files:

@@ -10,7 +10,7 @@ import re
 import subprocess
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_session.sh"
-STEPS = ("prepare", "sweep", "ablations", "attention", "squad", "sizes", "convergence", "lease")
+STEPS = ("prepare", "sweep", "ablations", "attention", "squad", "sizes", "profile", "convergence", "lease")
 
 
 def test_the_script_is_valid_bash():
@@ -22,7 +22,8 @@ def test_an_unknown_step_is_one_line_naming_the_steps(tmp_path):
                             env=dict(os.environ, OUT=str(tmp_path), PYTHON="true"))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
-        "unknown step 'speedd': expected prepare, sweep, ablations, attention, squad, sizes, convergence or lease")
+        "unknown step 'speedd': expected prepare, sweep, ablations, attention, squad, sizes, profile, convergence "
+        "or lease")
 
 
 def test_every_step_of_the_usage_line_has_a_branch():
@@ -33,10 +34,12 @@ def test_every_step_of_the_usage_line_has_a_branch():
     assert branches == set(STEPS)
 
 
-def test_a_step_writes_three_files_within_the_device_tools_eight():
-    """The device tool returns at most 8 files from $OUT: every run of a step goes into STEP.jsonl and STEP.log."""
+def test_a_step_writes_at_most_five_files_within_the_device_tools_eight():
+    """The device tool returns at most 8 files from $OUT: every run of a step goes into STEP.jsonl and STEP.log;
+    the two step profiles also write their per-instruction times."""
     written = set(re.findall(r'"\$OUT/([^"]+)"', SCRIPT.read_text()))
-    assert written == {"gpu.txt", "$step.jsonl", "$step.log"}, written
+    assert written == {"gpu.txt", "$step.jsonl", "$step.log", "profile_ops_bert_dropout.json",
+                       "profile_ops_lengths.json"}, written
 
 
 def test_lease_starts_no_run_once_its_budget_is_spent(tmp_path):

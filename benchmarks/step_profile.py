@@ -1,0 +1,301 @@
+"""Where the training step's time goes: device time per kernel category, from a JAX profile (issue 18).
+
+`hlo_fusions.py` counts the kernels XLA plans for one step of the backbone-speed
+model (encoder + masked-LM head on gathered positions + NSP head, AdamW,
+dropout); this benchmark times them. It compiles the same step (dumping the
+optimized HLO), warms it up, records `--steps` steps under
+`jax.profiler.trace`, and reads the trace's kernels: each kernel carries the
+HLO instruction (`hlo_op`) that launched it, and the instruction's line in the
+dump says what it computes. Prints one JSON line:
+
+- `wall_ms_per_step` (timed outside the profiler too: `unprofiled_wall_ms_per_step`),
+  `device_busy_ms_per_step` (the kernels' summed time) and
+  `device_idle_ms_per_step` (the device waiting: launches, host work).
+- `categories`: milliseconds per step, share of the busy time and kernels per
+  step for matmuls (cuBLAS / Triton / `dot`), fused attention (cuDNN),
+  LayerNorm, GELU, the optimizer update, dropout's random bits, softmax and
+  loss reductions, other reductions, element-wise fusions, copies/transposes
+  and the rest.
+- `matmul_tflops`: the step's matmul FLOPs (`backbone_speed.py`'s count)
+  divided by the matmul kernels' time, next to `model_tflops` over the wall
+  time: whether the matmuls run near the hardware's rate and the rest of the
+  step is the gap, or the matmuls themselves are slow. With cuDNN attention
+  the attention products run inside the attention kernel, so both figures are
+  read with `attention_flops_share` (their share of the count).
+- `top_ops`: the 15 instructions that take the most time, with a kernel name.
+
+On a GPU, XLA runs the step without CUDA graphs while the profiler records
+(`--xla_enable_command_buffers_during_profiling` is off by default), so that
+each kernel keeps its instruction: the idle time is an upper bound of the
+unprofiled step's. `--ops_output FILE` writes every instruction's time, to
+re-read the categories without the GPU.
+
+    KERAS_BACKEND=jax python benchmarks/step_profile.py --config tiny --batch_size 8 --sequence_length 64
+    KERAS_BACKEND=jax python benchmarks/step_profile.py --config base --mixed_precision bf16 --batch_size 256 \\
+        --attention_dropout 0 --attention_padding lengths
+"""
+
+import argparse
+import collections
+import gzip
+import json
+import os
+import pathlib
+import re
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from hlo_fusions import add_step_arguments, build_step, opcodes_within, parse_computations  # noqa: E402
+
+_NAME = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
+_CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
+_COMMUNICATION = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+                  "all-reduce-start", "all-gather-start", "collective-permute-start"}
+CATEGORIES = ("matmul", "attention (cuDNN fused)", "layer_norm", "gelu", "optimizer update", "dropout random bits",
+              "softmax and loss", "other reductions", "element-wise", "copies and transposes", "communication",
+              "other", "unknown")
+
+
+def instruction_table(text):
+    """dict instruction name -> (opcode, line, opcodes of the computations it calls) for every computation."""
+    computations, _ = parse_computations(text)
+    table = {}
+    for instructions in computations.values():
+        for opcode, line in instructions:
+            name = _NAME.match(line)
+            if name:
+                called = _CALLS.findall(line)
+                table[name.group(1)] = (opcode, line, opcodes_within(computations, called[0]) if called else {})
+    return table
+
+
+def module_tables(dump_dir):
+    """dict module name -> instruction table, from XLA's `*after_optimizations.txt` dumps."""
+    tables = {}
+    for path in sorted(pathlib.Path(dump_dir).glob("*after_optimizations.txt")):
+        text = path.read_text()
+        header = re.match(r"HloModule\s+([\w.\-]+)", text)
+        if header:
+            tables.setdefault(header.group(1), {}).update(instruction_table(text))
+    return tables
+
+
+def categorise(opcode, line, inner, kernel_name=""):
+    """The category of one HLO instruction (and, where it says more, the kernel's own name)."""
+    kernel = kernel_name.lower()
+    if opcode == "custom-call":
+        target = re.search(r'custom_call_target="([^"]+)"', line)
+        target = target.group(1).lower() if target else ""
+        if "fmha" in target or "flash" in target:
+            return "attention (cuDNN fused)"
+        if "gemm" in target or "matmul" in target or "cublas" in target:
+            return "matmul"
+        return "other"
+    if opcode in ("dot", "convolution") or inner.get("dot") or inner.get("convolution") or "gemm" in kernel:
+        return "matmul"
+    if opcode in _COMMUNICATION:
+        return "communication"
+    if opcode in ("copy", "transpose", "copy-start", "copy-done", "dynamic-update-slice"):
+        return "copies and transposes"
+    if opcode == "fusion":
+        if inner.get("rsqrt"):
+            return "layer_norm"
+        if inner.get("erf") or (inner.get("tanh") and inner.get("multiply", 0) >= 3):
+            return "gelu"
+        if inner.get("sqrt"):
+            return "optimizer update"
+        if inner.get("xor") or inner.get("rng-bit-generator") or inner.get("shift-right-logical"):
+            return "dropout random bits"
+        if inner.get("reduce") and inner.get("exponential"):
+            return "softmax and loss"
+        if inner.get("reduce"):
+            return "other reductions"
+        if inner.get("transpose") and len(inner) <= 3:
+            return "copies and transposes"
+        return "element-wise"
+    if opcode in ("rng-bit-generator",):
+        return "dropout random bits"
+    if opcode in ("reduce",):
+        return "other reductions"
+    return "other"
+
+
+def kernel_events(trace):
+    """The trace's kernel events: on a device (GPU) its stream lines, else (CPU) the host's XLA thunks."""
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    processes, threads = {}, {}
+    for event in events:
+        if event.get("ph") == "M" and event.get("name") == "process_name":
+            processes[event["pid"]] = event.get("args", {}).get("name", "")
+        if event.get("ph") == "M" and event.get("name") == "thread_name":
+            threads[(event["pid"], event.get("tid"))] = event.get("args", {}).get("name", "")
+    complete = [e for e in events if e.get("ph") == "X" and not e.get("name", "").startswith("end: ")]
+    devices = {pid for pid, name in processes.items() if name.startswith("/device:")}
+    if devices:
+        on_device = [e for e in complete if e["pid"] in devices]
+        streams = [e for e in on_device if "stream" in threads.get((e["pid"], e.get("tid")), "").lower()]
+        chosen = streams or [e for e in on_device if threads.get((e["pid"], e.get("tid")), "") == "XLA Ops"]
+    else:
+        chosen = [e for e in complete if "hlo_op" in e.get("args", {})]
+    lines = collections.Counter(threads.get((e["pid"], e.get("tid")), str(e.get("tid"))) for e in chosen)
+    return chosen, {"processes": sorted(set(processes.values())), "kernel_lines": dict(lines.most_common(8))}
+
+
+def summarise(events, tables, steps, module_prefix="jit_"):
+    """Per-category and per-instruction device time (ms per step) of the kernel events."""
+    by_op = collections.defaultdict(lambda: {"us": 0.0, "kernels": 0, "kernel": ""})
+    first, last = None, None
+    for event in events:
+        args = event.get("args", {})
+        module = re.sub(r"\(.*$", "", str(args.get("hlo_module", "")))
+        op = args.get("hlo_op") or event.get("name", "")
+        if module and not module.startswith(module_prefix):
+            continue
+        entry = by_op[(module, op)]
+        entry["us"] += float(event.get("dur", 0.0))
+        entry["kernels"] += 1
+        entry["kernel"] = entry["kernel"] or event.get("name", "")
+        start, end = float(event["ts"]), float(event["ts"]) + float(event.get("dur", 0.0))
+        first = start if first is None else min(first, start)
+        last = end if last is None else max(last, end)
+    categories = {name: {"ms_per_step": 0.0, "kernels_per_step": 0.0} for name in CATEGORIES}
+    ops = []
+    for (module, op), entry in by_op.items():
+        table = tables.get(module) or {}
+        if op in table:
+            opcode, line, inner = table[op]
+            category = categorise(opcode, line, inner, entry["kernel"])
+        else:
+            opcode, category = "?", ("matmul" if "gemm" in entry["kernel"].lower() else "unknown")
+        categories[category]["ms_per_step"] += entry["us"] / 1000 / steps
+        categories[category]["kernels_per_step"] += entry["kernels"] / steps
+        ops.append({"module": module, "op": op, "opcode": opcode, "category": category,
+                    "ms_per_step": entry["us"] / 1000 / steps, "kernels_per_step": entry["kernels"] / steps,
+                    "kernel": entry["kernel"][:120]})
+    busy = sum(c["ms_per_step"] for c in categories.values())
+    for values in categories.values():
+        values["share_of_busy"] = values["ms_per_step"] / busy if busy else 0.0
+    span = (last - first) / 1000 / steps if first is not None else 0.0
+    ops.sort(key=lambda o: -o["ms_per_step"])
+    return {
+        "device_busy_ms_per_step": busy,
+        "device_span_ms_per_step": span,
+        "categories": {name: values for name, values in categories.items() if values["kernels_per_step"]},
+        "ops": ops,
+    }
+
+
+def _rounded(value):
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_step_arguments(parser)
+    parser.add_argument("--steps", type=int, default=5, help="profiled training steps")
+    parser.add_argument("--warmup_steps", type=int, default=3, help="steps before the profile (the first compiles)")
+    parser.add_argument("--output", default=None, help="also write the JSON line to this file")
+    parser.add_argument("--ops_output", default=None, help="write every instruction's time (JSON) to this file")
+    parser.add_argument("--keep_trace", default=None, metavar="DIR", help="keep the profile and the HLO dump here")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.warmup_steps < 1:
+        parser.error(f"--steps {args.steps} / --warmup_steps {args.warmup_steps}: expected at least 1 each")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    work = pathlib.Path(args.keep_trace or tempfile.mkdtemp(prefix="step_profile_"))
+    dump = work / "hlo"
+    # Before JAX starts: XLA reads its flags once.
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={dump} --xla_dump_hlo_as_text"
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    import keras
+
+    if keras.backend.backend() != "jax":
+        raise SystemExit(f"error: KERAS_BACKEND={keras.backend.backend()}: this benchmark reads JAX profiles")
+    import jax
+
+    if args.prng_impl:
+        jax.config.update("jax_default_prng_impl", args.prng_impl)
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from backbone_speed import model_flops_per_sequence
+
+    model, x, y, config = build_step(args)
+
+    def steps(count):
+        for _ in range(count):
+            logs = model.train_on_batch(x, y)
+        jax.block_until_ready(logs)  # train_on_batch returns host floats; this also waits for any async work
+
+    steps(args.warmup_steps)
+    start = time.perf_counter()
+    steps(args.steps)
+    unprofiled = (time.perf_counter() - start) / args.steps * 1000
+    trace_dir = work / "trace"
+    with jax.profiler.trace(str(trace_dir), create_perfetto_trace=True):
+        start = time.perf_counter()
+        steps(args.steps)
+        wall = (time.perf_counter() - start) / args.steps * 1000
+    traces = sorted(trace_dir.rglob("perfetto_trace.json.gz"))
+    if not traces:
+        raise SystemExit(f"error: the profiler wrote no perfetto_trace.json.gz under {trace_dir}")
+    with gzip.open(traces[-1], "rt") as handle:
+        events, lines = kernel_events(json.load(handle))
+    tables = module_tables(dump)
+    if "jit_train_step" not in tables:
+        raise SystemExit(f"error: no jit_train_step module was dumped to {dump}")
+    summary = summarise(events, tables, args.steps)
+    if not summary["ops"]:
+        raise SystemExit(f"error: the profile under {trace_dir} holds no kernels of the training step ({lines})")
+    flops = model_flops_per_sequence(config, args.sequence_length, args.predictions, training=True) * args.batch_size
+    h, n, s = config["hidden_dim"], config["num_layers"], args.sequence_length
+    attention_flops = 3 * n * 2 * 2 * s * s * h * args.batch_size
+    matmul_ms = summary["categories"].get("matmul", {}).get("ms_per_step", 0.0)
+    result = {
+        "benchmark": "step_profile",
+        "device": str(jax.devices()[0]),
+        "jax": jax.__version__,
+        "keras": keras.__version__,
+        "config": args.config,
+        "batch_size": args.batch_size,
+        "sequence_length": args.sequence_length,
+        "predictions": args.predictions,
+        "dropout": args.dropout,
+        "attention_dropout": args.attention_dropout,
+        "attention_padding": args.attention_padding,
+        "mixed_precision": args.mixed_precision,
+        "steps": args.steps,
+        "unprofiled_wall_ms_per_step": unprofiled,
+        "wall_ms_per_step": wall,
+        "device_busy_ms_per_step": summary["device_busy_ms_per_step"],
+        "device_idle_ms_per_step": max(wall - summary["device_busy_ms_per_step"], 0.0),
+        "device_span_ms_per_step": summary["device_span_ms_per_step"],
+        "sequences_per_second_unprofiled": args.batch_size / unprofiled * 1000,
+        "model_tflops": flops / (unprofiled / 1000) / 1e12,
+        "matmul_tflops": flops / (matmul_ms / 1000) / 1e12 if matmul_ms else None,
+        "attention_flops_share": attention_flops / flops,
+        "categories": dict(sorted(summary["categories"].items(), key=lambda kv: -kv[1]["ms_per_step"])),
+        "top_ops": [{k: o[k] for k in ("op", "category", "ms_per_step", "kernels_per_step", "kernel")}
+                    for o in summary["ops"][:15]],
+        "trace": lines,
+    }
+    line = json.dumps(_rounded(result))
+    print(line)
+    if args.output:
+        pathlib.Path(args.output).write_text(line + "\n")
+    if args.ops_output:
+        pathlib.Path(args.ops_output).write_text(json.dumps(_rounded(summary["ops"])) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()
