@@ -32,6 +32,8 @@ Issue 18's ablation flags:
   materialises the probabilities.
 - `--vocabulary_padding_multiple 128`: our MLM projection runs on the vocabulary zero-padded to a multiple
   of 128 (30,522 -> 30,592 columns), the padding logits sliced off (`MaskedLMHead`); the peers unchanged.
+- `--dropout_rng philox`: dropout's random bits from XLA's `rng-bit-generator` (Philox on a GPU) rather
+  than Keras's threefry (`use_philox_dropout`), for our model and keras-hub's alike.
 - `XLA_FLAGS` (Triton GEMM, command buffers, the latency-hiding scheduler) is read from the environment
   and recorded in the JSON line.
 """
@@ -98,6 +100,38 @@ def measure_matmul_peak(size=2048, repeats=10, dtype="float32"):
         times.append(time.perf_counter() - start)
     best[f"{keras.backend.backend()}_{dtype}"] = 2 * size**3 / min(times) / 1e9
     return best
+
+
+def use_philox_dropout():
+    """Dropout's random bits from XLA's `rng-bit-generator` (Philox on a GPU) instead of JAX's threefry (issue 18,
+    item 3), for this process: a measurement, not a model option.
+
+    Keras's JAX dropout draws `jax.random.bernoulli` from its seed generator's 2-word threefry key; threefry is
+    a counter-mode hash that XLA computes in the fusion that uses the mask (20 rounds of adds, rotates and xors
+    per 64 random bits). `jax_default_prng_impl=unsafe_rbg` cannot be set instead: Keras's raw 2-word seeds
+    are not keys of that implementation (`hlo_fusions.py --prng_impl` says so in one line). This wraps the same
+    seed, widened to the 4 words `unsafe_rbg` keys hold, so each call still gets its own stream, and leaves
+    Keras's dropout otherwise as it is: keep with probability 1 - rate, scale by 1 / (1 - rate).
+    """
+    if keras.backend.backend() != "jax":
+        raise SystemExit(f"error: --dropout_rng philox: JAX only (KERAS_BACKEND={keras.backend.backend()})")
+    import jax
+    import jax.numpy as jnp
+    from keras.src.backend.jax import random as jax_random
+
+    def dropout(inputs, rate, noise_shape=None, seed=None):
+        if rate == 1.0:
+            return jnp.zeros_like(inputs)
+        if rate == 0.0:
+            return inputs
+        seed = jnp.asarray(jax_random.jax_draw_seed(seed), dtype="uint32").reshape(-1)[:2]
+        key = jax.random.wrap_key_data(jnp.concatenate([seed, seed ^ jnp.uint32(0x9E3779B9)]), impl="unsafe_rbg")
+        keep = 1.0 - rate
+        shape = jax_random._get_concrete_noise_shape(inputs, noise_shape)
+        mask = jnp.broadcast_to(jax.random.bernoulli(key, p=keep, shape=shape), inputs.shape)
+        return jax.lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
+
+    jax_random.dropout = dropout
 
 
 def make_batch(batch_size, sequence_length, predictions, vocabulary_size, seed=0):
@@ -327,6 +361,9 @@ def main(argv=None):
                              "cuDNN's fused attention takes (JAX, GPU, bf16; with --attention_dropout 0 in training)")
     parser.add_argument("--vocabulary_padding_multiple", type=int, default=None,
                         help="pad our MLM projection's vocabulary to a multiple of this (e.g. 128)")
+    parser.add_argument("--dropout_rng", choices=("threefry", "philox"), default="threefry",
+                        help="dropout's random bits (JAX): threefry (Keras's, default) or philox (XLA's "
+                             "rng-bit-generator; use_philox_dropout), for every Keras model of the run")
     args = parser.parse_args(argv)
     if args.vocabulary_padding_multiple is not None and args.vocabulary_padding_multiple < 1:
         parser.error(f"--vocabulary_padding_multiple must be >= 1, got {args.vocabulary_padding_multiple}")
@@ -341,6 +378,8 @@ def main(argv=None):
         parser.error("--batch_sizes, --steps and --steps_per_execution must be >= 1")
     if args.mixed_precision == "bf16":
         keras.config.set_dtype_policy("mixed_bfloat16")
+    if args.dropout_rng == "philox":
+        use_philox_dropout()
     jit = {"true": True, "false": False, "auto": "auto"}[args.jit_compile]
     peers = [p for p in args.peers.split(",") if p]
     unknown_peers = sorted(set(peers) - {"keras_hub", "huggingface"})
@@ -368,6 +407,7 @@ def main(argv=None):
         "attention_dropout": args.attention_dropout,
         "attention_padding": args.attention_padding,
         "vocabulary_padding_multiple": args.vocabulary_padding_multiple,
+        "dropout_bits": args.dropout_rng,
         "peak_tflops": args.peak_tflops,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "sequence_length": args.sequence_length,

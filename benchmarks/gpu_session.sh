@@ -15,11 +15,12 @@
 #                                               # (random weights from their config.json), fp32 and bf16
 #   bash benchmarks/gpu_session.sh sizes        # BERT-large seq 128, BERT-base seq 512 (the issue's other rows)
 #   bash benchmarks/gpu_session.sh convergence  # mini: bf16 vs fp32 held-out MLM accuracy at equal steps, 3 seeds
-#   bash benchmarks/gpu_session.sh lease        # a 15-minute lease in one call: the rows session 18 left, in order
-#                                               # of worth (peers with keras-hub, BERT-large, seq 512, SQuAD
-#                                               # prediction, batch 512 again, ablations, batch 64 with
-#                                               # steps_per_execution), each started only while BUDGET_S seconds
-#                                               # (default: no limit) have not run out, and cut at the deadline
+#   bash benchmarks/gpu_session.sh profile      # base bf16 b256: device time by kernel category (step_profile.py)
+#   bash benchmarks/gpu_session.sh lease        # a 15-minute lease in one call: the open rows in order of worth
+#                                               # (the step profile, seq 512 and BERT-large with fused attention,
+#                                               # Philox dropout bits, dropout 0, batch 512, XLA flags), each
+#                                               # started only while BUDGET_S seconds (default: no limit) have
+#                                               # not run out, and cut at the deadline
 #
 # Each step appends its JSON lines to $OUT/STEP.jsonl (one {"run": NAME, "result": ...} a line) and its
 # logs to $OUT/STEP.log, beside $OUT/gpu.txt: three files a step, within the device tool's 8 returned
@@ -99,12 +100,12 @@ speed() {  # speed NAME [backbone_speed flags]
       --steps_per_execution "$spe" "$@"
 }
 
-profile_rows() {  # where the step's time goes (step_profile.py): BERT's dropout with the mask, and the best setting
-  record profile_${config}_b${batch}_bert_dropout $PY benchmarks/step_profile.py --config "$config" \
-      --mixed_precision bf16 --batch_size "$batch" --ops_output "$OUT/profile_ops_bert_dropout.json"
+profile_rows() {  # where the step's time goes (step_profile.py): the best setting, and BERT's dropout with the mask
   record profile_${config}_b${batch}_lengths $PY benchmarks/step_profile.py --config "$config" \
       --mixed_precision bf16 --batch_size "$batch" --attention_dropout 0 --attention_padding lengths \
       --ops_output "$OUT/profile_ops_lengths.json"
+  record profile_${config}_b${batch}_bert_dropout $PY benchmarks/step_profile.py --config "$config" \
+      --mixed_precision bf16 --batch_size "$batch" --ops_output "$OUT/profile_ops_bert_dropout.json"
 }
 
 case $step in
@@ -157,33 +158,27 @@ case $step in
         --steps_per_execution "$spe" --eval_batches 8
     ;;
   lease)
-    # Issue 18 in one call of a 15-minute lease, the rows still unmeasured first (session 18 measured the batch
-    # sweep and attention as lengths vs mask; docs/benchmarks.md). The entries after a cut are in the log's
-    # "[name] {...}" progress lines. --train_only: no inference model, one compilation less per entry.
+    # Issue 18 in one call of a 15-minute lease, the open questions first (sessions 18 and 19 measured the batch
+    # sweep, attention as lengths vs mask, the peers at 256, BERT-large and seq 512 with BERT's dropout, SQuAD
+    # prediction, batch 512 at 90% memory and vocabulary padding; docs/benchmarks.md). The entries after a cut
+    # are in the log's "[name] {...}" progress lines. --train_only: no inference model, one compilation less.
+    best=(--attention_dropout 0 --attention_padding lengths --train_only)
     big=$((batch * 2)); small=$((batch / 2)); quarter=$((batch / 4))
-    # JAX takes 75% of the GPU's memory by default: leave torch (the HF peer, same process) half of it.
-    XLA_PYTHON_CLIENT_MEM_FRACTION=0.5 speed peers_${config}_b${batch} --configs "$config" --batch_size "$batch" \
-        --peers keras_hub,huggingface --torch_device "$torch_device"
-    speed large_seq128 --configs "$large" --peers "" --batch_size "$small" --train_only
-    speed ${config}_seq512 --configs "$config" --peers "" --sequence_length 512 --predictions 80 \
-        --batch_size "$quarter" --train_only
-    record squad_${config}_bf16 $PY benchmarks/squad.py --features .gpu_inputs/squad --train_questions 1 \
-        --epochs 0 --random_weights --mixed_precision bf16 --preset .gpu_inputs/${config/tiny/minilm}_config \
-        --hf_dir .gpu_inputs/${config/tiny/minilm}_config --torch_device "$torch_device" --predict_passes 3
-    # Batch 512 ran at half batch 256's rate in session 18: without attention dropout (no probabilities kept)
-    # and with JAX's preallocation at 90%, does it recover?
-    XLA_PYTHON_CLIENT_MEM_FRACTION=0.9 speed best_${config}_b${big} --configs "$config" --peers "" \
-        --batch_size "$big" --attention_dropout 0 --attention_padding lengths --train_only
-    speed ablation_vocabulary_padding128 --configs "$config" --peers "" --batch_size "$batch" \
-        --vocabulary_padding_multiple 128 --train_only
-    speed ablation_dropout0 --configs "$config" --peers "" --batch_size "$batch" --dropout 0 --train_only
+    profile_rows  # where the 57 ms of a batch of 256 go, by kernel category
+    speed ${config}_seq512_best --configs "$config" --peers "" --sequence_length 512 --predictions 80 \
+        --batch_size "$quarter" "${best[@]}"
+    speed large_seq128_best --configs "$large" --peers "" --batch_size "$small" "${best[@]}"
+    speed ablation_philox --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" --dropout_rng philox
+    speed ablation_dropout0 --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" --dropout 0
+    speed bert_dropout_philox --configs "$config" --peers "" --batch_size "$batch" --dropout_rng philox --train_only
+    speed best_${config}_b${big}_default_memory --configs "$config" --peers "" --batch_size "$big" "${best[@]}"
     XLA_FLAGS=--xla_gpu_enable_command_buffer= speed ablation_no_command_buffers --configs "$config" --peers "" \
-        --batch_size "$batch" --train_only
+        --batch_size "$batch" "${best[@]}"
     XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_no_triton_gemm --configs "$config" --peers "" \
-        --batch_size "$batch" --train_only
+        --batch_size "$batch" "${best[@]}"
     record hlo_attention_mask $PY benchmarks/hlo_fusions.py --config "$config" --mixed_precision bf16 \
         --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 --attention_padding mask
-    speed sweep_${config}_b64 --configs "$config" --peers "" --batch_size "$((batch / 4))" --train_only
+    speed sweep_${config}_b64 --configs "$config" --peers "" --batch_size "$quarter" --train_only
     ;;
   *)
     echo "unknown step '$step': expected prepare, sweep, ablations, attention, squad, sizes, profile, convergence or lease" >&2

@@ -131,8 +131,10 @@ def build_step(args, steps_per_execution=1):
     import keras
 
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from backbone_speed import CONFIGS, backbone_presets, build_ours, make_batch
+    from backbone_speed import CONFIGS, backbone_presets, build_ours, make_batch, use_philox_dropout
 
+    if args.dropout_rng == "philox":
+        use_philox_dropout()
     if args.mixed_precision == "bf16":
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
     if args.config not in CONFIGS:
@@ -167,6 +169,8 @@ def add_step_arguments(parser):
     parser.add_argument("--mixed_precision", choices=("bf16",), default=None)
     parser.add_argument("--prng_impl", choices=("threefry2x32", "rbg", "unsafe_rbg"), default=None,
                         help="jax_default_prng_impl for dropout's random bits (default: JAX's, threefry2x32)")
+    parser.add_argument("--dropout_rng", choices=("threefry", "philox"), default="threefry",
+                        help="philox: dropout's bits from XLA's rng-bit-generator (backbone_speed.use_philox_dropout)")
 
 
 def parse_args(argv=None):
@@ -220,6 +224,7 @@ def run(args):
         "attention_padding": args.attention_padding,
         "mixed_precision": args.mixed_precision,
         "prng_impl": args.prng_impl or "default",
+        "dropout_bits": args.dropout_rng,
         "hlo_file": files[-1].name,
         **analyse(files[-1].read_text(), num_variables=len(model.trainable_variables)),
     }

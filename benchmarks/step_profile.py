@@ -24,11 +24,15 @@ dump says what it computes. Prints one JSON line:
   read with `attention_flops_share` (their share of the count).
 - `top_ops`: the 15 instructions that take the most time, with a kernel name.
 
-On a GPU, XLA runs the step without CUDA graphs while the profiler records
-(`--xla_enable_command_buffers_during_profiling` is off by default), so that
-each kernel keeps its instruction: the idle time is an upper bound of the
-unprofiled step's. `--ops_output FILE` writes every instruction's time, to
-re-read the categories without the GPU.
+On a GPU, XLA replays most of the step as CUDA graphs (command buffers): the
+trace then names the `command_buffer` op rather than the instruction, and each
+kernel is matched by its own name, which XLA derives from the instruction's
+(cuBLAS and cuDNN kernels by their library's names). The profiled step is
+slower than the unprofiled one (the profiler's overhead): the busy time is the
+kernels', and `unprofiled_wall_ms_per_step` is `train_on_batch`'s (one host
+call a step; `backbone_speed.py` times `fit` with `steps_per_execution`).
+`--ops_output FILE` writes every kernel's time and instruction, to re-read
+the categories without the GPU.
 
     KERAS_BACKEND=jax python benchmarks/step_profile.py --config tiny --batch_size 8 --sequence_length 64
     KERAS_BACKEND=jax python benchmarks/step_profile.py --config base --mixed_precision bf16 --batch_size 256 \\
@@ -143,37 +147,58 @@ def kernel_events(trace):
     return chosen, {"processes": sorted(set(processes.values())), "kernel_lines": dict(lines.most_common(8))}
 
 
+def sanitized(name):
+    """An HLO instruction's name as XLA names its GPU kernel: `loop_multiply_fusion.3` -> `loop_multiply_fusion_3`."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+_LIBRARY_KERNELS = (  # kernels of cuBLAS / CUTLASS and cuDNN, named by the library rather than by XLA
+    (re.compile(r"fmha|sdpa|flash|cudnn", re.I), "attention (cuDNN fused)"),
+    (re.compile(r"gemm|gemv|nvjet|xmma|cutlass|cublas", re.I), "matmul"),
+    (re.compile(r"^memcpy|^memset", re.I), "copies and transposes"),
+)
+
+
 def summarise(events, tables, steps, module_prefix="jit_"):
-    """Per-category and per-instruction device time (ms per step) of the kernel events."""
-    by_op = collections.defaultdict(lambda: {"us": 0.0, "kernels": 0, "kernel": ""})
+    """Per-category and per-kernel device time (ms per step) of the kernel events.
+
+    Each kernel is matched to its HLO instruction by the trace's `hlo_op`, or, where that names a command
+    buffer (a CUDA graph: XLA replays many instructions' kernels under one `command_buffer` op), by the
+    kernel's own name, which XLA derives from the instruction's (`sanitized`). cuBLAS and cuDNN kernels
+    keep their library's names and are told apart by them.
+    """
+    by_kernel = collections.defaultdict(lambda: {"us": 0.0, "kernels": 0})
     first, last = None, None
     for event in events:
         args = event.get("args", {})
         module = re.sub(r"\(.*$", "", str(args.get("hlo_module", "")))
-        op = args.get("hlo_op") or event.get("name", "")
         if module and not module.startswith(module_prefix):
             continue
-        entry = by_op[(module, op)]
+        entry = by_kernel[(module, args.get("hlo_op") or event.get("name", ""), event.get("name", ""))]
         entry["us"] += float(event.get("dur", 0.0))
         entry["kernels"] += 1
-        entry["kernel"] = entry["kernel"] or event.get("name", "")
         start, end = float(event["ts"]), float(event["ts"]) + float(event.get("dur", 0.0))
         first = start if first is None else min(first, start)
         last = end if last is None else max(last, end)
+    by_sanitized = {module: {sanitized(name): name for name in table} for module, table in tables.items()}
     categories = {name: {"ms_per_step": 0.0, "kernels_per_step": 0.0} for name in CATEGORIES}
     ops = []
-    for (module, op), entry in by_op.items():
+    for (module, op, kernel), entry in by_kernel.items():
         table = tables.get(module) or {}
-        if op in table:
-            opcode, line, inner = table[op]
-            category = categorise(opcode, line, inner, entry["kernel"])
+        instruction = op if op in table and table[op][0] != "command-buffer" and "command_buffer" not in op else None
+        if instruction is None:
+            instruction = (by_sanitized.get(module) or {}).get(sanitized(kernel))
+        if instruction is not None:
+            opcode, line, inner = table[instruction]
+            category = categorise(opcode, line, inner, kernel)
         else:
-            opcode, category = "?", ("matmul" if "gemm" in entry["kernel"].lower() else "unknown")
+            opcode, instruction = "?", op
+            category = next((name for pattern, name in _LIBRARY_KERNELS if pattern.search(kernel)), "unknown")
         categories[category]["ms_per_step"] += entry["us"] / 1000 / steps
         categories[category]["kernels_per_step"] += entry["kernels"] / steps
-        ops.append({"module": module, "op": op, "opcode": opcode, "category": category,
+        ops.append({"module": module, "op": instruction, "opcode": opcode, "category": category,
                     "ms_per_step": entry["us"] / 1000 / steps, "kernels_per_step": entry["kernels"] / steps,
-                    "kernel": entry["kernel"][:120]})
+                    "kernel": kernel[:120]})
     busy = sum(c["ms_per_step"] for c in categories.values())
     for values in categories.values():
         values["share_of_busy"] = values["ms_per_step"] / busy if busy else 0.0
@@ -273,6 +298,7 @@ def main(argv=None):
         "attention_dropout": args.attention_dropout,
         "attention_padding": args.attention_padding,
         "mixed_precision": args.mixed_precision,
+        "dropout_bits": args.dropout_rng,
         "steps": args.steps,
         "unprofiled_wall_ms_per_step": unprofiled,
         "wall_ms_per_step": wall,

@@ -51,6 +51,6 @@ def test_lease_starts_no_run_once_its_budget_is_spent(tmp_path):
                             env=dict(os.environ, OUT=str(tmp_path), PYTHON="true", BUDGET_S="0"))
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in (tmp_path / "lease.jsonl").read_text().splitlines()]
-    assert [line["run"] for line in lines][:4] == ["peers_base_b256", "large_seq128", "base_seq512",
-                                                   "squad_base_bf16"]
-    assert len(lines) == 11 and all(line["skipped"].endswith("s of the budget left") for line in lines)
+    assert [line["run"] for line in lines][:4] == ["profile_base_b256_lengths", "profile_base_b256_bert_dropout",
+                                                   "base_seq512_best", "large_seq128_best"]
+    assert len(lines) == 12 and all(line["skipped"].endswith("s of the budget left") for line in lines)

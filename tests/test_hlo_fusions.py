@@ -93,3 +93,37 @@ def test_the_padded_vocabulary_survives_xla_optimisation():
     assert "8,30522" in shapes["none"] and not any("30592" in s for s in shapes["none"])
     assert "8,30592" in shapes["128"] and "16,30592" in shapes["128"]
     assert not any("30522" in s for s in shapes["128"]), shapes["128"]
+
+
+def test_philox_dropout_keeps_kerass_statistics_and_drops_the_threefry_loops(tmp_path):
+    """`--dropout_rng philox` (backbone_speed.use_philox_dropout, issue 18 item 3): the same keep rate and
+    scaling as Keras's dropout, a fresh mask per call, and on XLA:CPU no threefry `while` loops left."""
+    script = f"""
+import sys, json
+sys.path.insert(0, {str(REPO / 'benchmarks')!r})
+import keras, numpy as np
+from backbone_speed import use_philox_dropout
+use_philox_dropout()
+layer = keras.layers.Dropout(0.1, seed=3)
+x = np.ones((200, 1000), "float32")
+a, b = (keras.ops.convert_to_numpy(layer(x, training=True)) for _ in range(2))
+print(json.dumps({{"kept": float((a != 0).mean()), "values": sorted(set(a.ravel().tolist())),
+                   "same_mask": bool((a == b).all()), "eval_same": bool((keras.ops.convert_to_numpy(layer(x)) == x).all())}}))
+"""
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    stats = json.loads(result.stdout.strip().splitlines()[-1])
+    assert abs(stats["kept"] - 0.9) < 0.005  # 200,000 draws: the standard error is 0.0007
+    assert len(stats["values"]) == 2 and stats["values"][0] == 0 and abs(stats["values"][1] - 1 / 0.9) < 1e-6
+    assert not stats["same_mask"] and stats["eval_same"]
+    fusions = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "hlo_fusions.py"), "--config", "tiny", "--batch_size", "2",
+         "--sequence_length", "32", "--predictions", "4", "--dropout_rng", "philox",
+         "--output", str(tmp_path / "out.json")],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert fusions.returncode == 0, fusions.stderr[-3000:]
+    line = json.loads((tmp_path / "out.json").read_text())
+    assert line["dropout_bits"] == "philox" and line["dropout_rng"]["while_loops"] == 0
+    assert line["dropout_rng"]["fusions_with_xor"] == 7  # Philox's rounds, one fusion per dropout site

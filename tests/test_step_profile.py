@@ -78,3 +78,26 @@ def test_categories_of_instructions():
     assert categorise("fusion", "kind=kInput", {"reduce": 1, "exponential": 1}) == "softmax and loss"
     assert categorise("copy", "", {}) == "copies and transposes"
     assert categorise("all-reduce", "", {}) == "communication"
+
+
+def test_kernels_inside_a_command_buffer_are_matched_by_their_names():
+    """An H100's step runs as CUDA graphs: the trace's `hlo_op` is `command_buffer_1` for ~1,100 kernels a step
+    (session 19's first profile). XLA names a fusion's kernel after the instruction; cuBLAS and cuDNN kernels
+    keep their library's names."""
+    from step_profile import summarise
+
+    def kernel(name, dur):
+        return {"ph": "X", "pid": 2, "tid": 7, "ts": 0, "dur": dur, "name": name,
+                "args": {"hlo_op": "command_buffer_1", "hlo_module": "jit_train_step"}}
+
+    events = [kernel("loop_layer_norm_fusion_2", 10), kernel("nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_NNT", 40),
+              kernel("cudnn_generated_fort_native_sdpa_sm90_knob_7", 20), kernel("some_new_kernel", 5)]
+    tables = {"jit_train_step": {
+        "loop_layer_norm_fusion.2": ("fusion", "%loop_layer_norm_fusion.2 = fusion(), kind=kInput", {"rsqrt": 1}),
+        "command_buffer_1": ("command-buffer", "%command_buffer_1 = command-buffer()", {}),
+    }}
+    summary = summarise(events, tables, steps=1)
+    categories = {name: values["ms_per_step"] for name, values in summary["categories"].items()}
+    assert categories == pytest.approx({"layer_norm": 0.010, "matmul": 0.040, "attention (cuDNN fused)": 0.020,
+                                        "unknown": 0.005})
+    assert {op["kernel"]: op["op"] for op in summary["ops"]}["loop_layer_norm_fusion_2"] == "loop_layer_norm_fusion.2"
