@@ -101,6 +101,9 @@ def parse_args(argv=None):
     parser.add_argument("--mixed_precision", choices=("none", "bf16"), default="none",
                         help="bf16 prediction for both (with --epochs 0): Keras's mixed_bfloat16 policy, "
                              "torch.autocast for the reference")
+    parser.add_argument("--attention_padding", choices=("mask", "lengths"), default="mask",
+                        help="our backbone's attention padding: a mask, or one length per row (cuDNN's fused "
+                             "attention on a JAX GPU in bf16; SQuAD's windows are single examples padded on the right)")
     args = parser.parse_args(argv)
     for flag, on in (("--random_weights", args.random_weights), ("--mixed_precision bf16", args.mixed_precision == "bf16")):
         if on and args.epochs != 0:
@@ -145,7 +148,8 @@ def run_keras(args, train_features, eval_features, eval_gold):
         import keras
 
         keras.config.set_dtype_policy("mixed_bfloat16")
-    model = BertSpanExtractor(BertBackbone.from_preset(args.preset, load_weights=not args.random_weights))
+    model = BertSpanExtractor(BertBackbone.from_preset(args.preset, load_weights=not args.random_weights,
+                                                       attention_padding=args.attention_padding))
     report = {}
     if args.epochs > 0:
         train_ds = _train_batches(args, train_features)
@@ -372,7 +376,7 @@ def main():
         "mean_window_tokens": round(float(train_features.lengths.mean()), 1),
         **{k: getattr(args, k) for k in ("max_seq_length", "doc_stride", "batch_size", "learning_rate", "epochs", "seed",
                                          "predict_batch_size", "predict_order", "predict_passes", "random_weights",
-                                         "mixed_precision")},
+                                         "attention_padding", "mixed_precision")},
         "cpu_threads": os.cpu_count(),
         "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow"),
         "torch_device": args.torch_device,

@@ -20,6 +20,7 @@ from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES
 from keras_bert_impl.training.pretraining_errors import NaNLossError
 from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 from keras_bert_impl.training.run_checkpoints import CheckpointWriteError
+from keras_bert_impl.training.steps_per_execution import parse_steps_per_execution
 
 
 def parse_args(argv=None):
@@ -82,7 +83,10 @@ def parse_args(argv=None):
                    help="how the attention gets the padding: auto (default: one length per row, cuDNN's fused "
                         "attention, on a JAX GPU in bf16/fp16 without attention dropout; a mask elsewhere), mask, "
                         "or lengths. The numbers are the same; the export does not record it")
-    p.add_argument("--steps_per_execution", type=int, default=d.steps_per_execution)
+    p.add_argument("--steps_per_execution", type=parse_steps_per_execution, default=d.steps_per_execution,
+                   help="training steps per host call: auto (default: 20 on a GPU or TPU, dividing --checkpoint_every "
+                        "and --log_every; 1 on a CPU, every step logged) or a number. 20 ran 21%% faster than 1 on "
+                        "an H100 (docs/benchmarks.md)")
     p.add_argument("--jit_compile", default="auto", type=lambda v: {"true": True, "false": False}.get(v.lower(), v),
                    help="XLA for the training step: true, false, or auto (default: XLA on TensorFlow with one "
                         "replica and on JAX, off on PyTorch, Keras's choice with several tf.distribute replicas)")
@@ -119,6 +123,8 @@ def main(argv=None):
     if result["sequences_per_second"]:
         xla = {True: "XLA on", False: "XLA off"}.get(result.get("jit_compile"), "XLA: Keras's choice")
         attention = ", fused attention on lengths" if result.get("attention_padding") == "lengths" else ""
+        if (result.get("steps_per_execution") or 1) > 1:
+            attention += f", {result['steps_per_execution']} steps per host call"
         print(f"Training speed: {result['sequences_per_second']:.1f} sequences/s ({xla}, "
               f"{result.get('mixed_precision') or 'float32'}{attention})")
     if not result.get("is_chief", True):  # a non-chief worker / JAX process > 0 writes no export

@@ -52,5 +52,5 @@ def test_lease_starts_no_run_once_its_budget_is_spent(tmp_path):
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in (tmp_path / "lease.jsonl").read_text().splitlines()]
     assert [line["run"] for line in lines][:4] == ["profile_base_b256_lengths", "profile_base_b256_bert_dropout",
-                                                   "base_seq512_best", "large_seq128_best"]
-    assert len(lines) == 12 and all(line["skipped"].endswith("s of the budget left") for line in lines)
+                                                   "squad_base_bf16_lengths", "base_seq512_best"]
+    assert len(lines) == 13 and all(line["skipped"].endswith("s of the budget left") for line in lines)

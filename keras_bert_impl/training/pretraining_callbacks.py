@@ -251,6 +251,7 @@ class PretrainingTensorBoard(keras.callbacks.Callback):
         self._last_time = None
         self._last_step = start_step
         self._profiling = False
+        self._profiled = False
 
     def on_train_begin(self, logs=None):
         from tensorboard.plugins.hparams import api as hp
@@ -268,9 +269,12 @@ class PretrainingTensorBoard(keras.callbacks.Callback):
         return self.epoch * self.steps_per_epoch + batch + 1
 
     def on_train_batch_begin(self, batch, logs=None):
-        if self.profile and self._step(batch) == self.profile[0] and not self._profiling:
+        # With several steps a host call, `batch` advances by --steps_per_execution: the trace starts with the
+        # first call at or after START (once), not only at exactly START.
+        if (self.profile and self.profile[0] <= self._step(batch) < self.profile[1] and not self._profiling
+                and not self._profiled):
             tf.profiler.experimental.start(os.path.join(self.logs_dir, "profile"))
-            self._profiling = True
+            self._profiling = self._profiled = True
 
     def on_train_batch_end(self, batch, logs=None):
         step = self._step(batch)

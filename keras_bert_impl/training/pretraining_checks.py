@@ -14,6 +14,7 @@ import os
 
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 from keras_bert_impl.training.attention_padding import check_attention_padding
+from keras_bert_impl.training.steps_per_execution import check_steps_per_execution
 from keras_bert_impl.training.weight_init import WEIGHT_INITS
 
 # Settings recorded in `<model_dir>/run_config.json` (after the first checkpoint) and compared on resume.
@@ -110,7 +111,7 @@ def check_flags(config):
     """Checks every numeric flag of `config` and their relations; raises `ValueError` naming the flag."""
     check_attention_padding(config.attention_padding)
     for name in ("num_steps", "checkpoint_every", "global_batch_size", "max_predictions_per_seq",
-                 "steps_per_execution", "keep_checkpoints", "log_every", "validation_steps"):
+                 "keep_checkpoints", "log_every", "validation_steps"):
         _positive(name, getattr(config, name))
     if config.gradient_accumulation_steps is not None:
         _positive("gradient_accumulation_steps", config.gradient_accumulation_steps)
@@ -155,11 +156,7 @@ def check_flags(config):
             f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every="
             f"{config.checkpoint_every} (training runs in epochs of checkpoint_every steps)"
         )
-    if config.checkpoint_every % config.steps_per_execution:
-        raise ValueError(
-            f"--checkpoint_every={config.checkpoint_every} must be a multiple of "
-            f"--steps_per_execution={config.steps_per_execution}"
-        )
+    check_steps_per_execution(config.steps_per_execution, config.checkpoint_every)
     from keras_bert_impl.training.pretraining_callbacks import _parse_profile_steps
 
     _parse_profile_steps(config.profile_steps)

@@ -41,6 +41,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
 )
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
+from keras_bert_impl.training.steps_per_execution import on_accelerator, resolve_steps_per_execution
 from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy, resolve_jit_compile
 from keras_bert_impl.training.unigram_floor import unigram_floor
 
@@ -97,7 +98,7 @@ class PretrainingConfig:
     whole_word_masking: bool = False
     nsp: bool = True
     init_checkpoint: str = None
-    steps_per_execution: int = 1
+    steps_per_execution: object = "auto"  # 20 on a GPU/TPU (dividing checkpoint_every and log_every), 1 on a CPU
     jit_compile: object = "auto"
     profile_steps: str = None
     gradient_accumulation_steps: int = None
@@ -257,6 +258,8 @@ def run_pretraining(config, dataset_fn=None):
     split = lambda features: split_features_labels(features, nsp=config.nsp)  # noqa: E731
 
     # === Model and optimizer, under the strategy ===
+    steps_per_execution = resolve_steps_per_execution(
+        config.steps_per_execution, config.checkpoint_every, config.log_every, on_accelerator(strategy))
     attention_padding = resolve_attention_padding(
         config.attention_padding, config.mixed_precision, _attention_dropout(config, model_config))
     with strategy.scope():
@@ -286,7 +289,7 @@ def run_pretraining(config, dataset_fn=None):
         model.compile(
             optimizer=optimizer,
             jit_compile=resolve_jit_compile(config.jit_compile, strategy),
-            steps_per_execution=config.steps_per_execution,
+            steps_per_execution=steps_per_execution,
         )
         optimizer.build(model.trainable_variables)
 
@@ -383,6 +386,7 @@ def run_pretraining(config, dataset_fn=None):
         "jit_compile": model.jit_compile,
         "mixed_precision": config.mixed_precision,
         "attention_padding": attention_padding,
+        "steps_per_execution": steps_per_execution,
         "is_chief": chief,
         "model_dir": config.model_dir,
         "logs_dir": logs_dir,
