@@ -154,6 +154,29 @@ def build_step(args, steps_per_execution=1):
     return model, x, y, config
 
 
+def start_jax_with_dump(dump, args, purpose):
+    """Has XLA dump every optimized module to `dump` (before JAX starts: XLA reads its flags once), checks that
+    Keras runs on JAX and applies `--prng_impl`; returns `keras`."""
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={dump} --xla_dump_hlo_as_text"
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    import keras
+
+    if keras.backend.backend() != "jax":
+        raise SystemExit(f"error: KERAS_BACKEND={keras.backend.backend()}: this benchmark {purpose}")
+    if args.prng_impl:
+        import jax
+
+        jax.config.update("jax_default_prng_impl", args.prng_impl)
+    return keras
+
+
+def step_settings(args):
+    """The step's settings, for the JSON line."""
+    return {key: getattr(args, key) for key in ("config", "batch_size", "sequence_length", "predictions", "dropout",
+                                                "attention_dropout", "attention_padding", "mixed_precision")} | {
+        "prng_impl": args.prng_impl or "default", "dropout_bits": args.dropout_rng}
+
+
 def add_step_arguments(parser):
     """The step's flags, shared with `step_profile.py`."""
     parser.add_argument("--config", default="tiny", help="a backbone_speed.py config: tiny, mini, small, medium, base")
@@ -196,17 +219,7 @@ def main(argv=None):
 
 def run(args):
     dump = args.keep_dump or tempfile.mkdtemp(prefix="hlo_fusions_")
-    # Before JAX starts: XLA reads its flags once.
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={dump} --xla_dump_hlo_as_text"
-    os.environ.setdefault("KERAS_BACKEND", "jax")
-    import keras
-
-    if keras.backend.backend() != "jax":
-        raise SystemExit(f"error: KERAS_BACKEND={keras.backend.backend()}: this benchmark reads XLA dumps of JAX")
-    if args.prng_impl:
-        import jax
-
-        jax.config.update("jax_default_prng_impl", args.prng_impl)
+    keras = start_jax_with_dump(dump, args, "reads XLA dumps of JAX")
     model, x, y, _ = build_step(args)
     model.train_on_batch(x, y)
     files = sorted(pathlib.Path(dump).glob("*jit_train_step*after_optimizations.txt"))
@@ -215,16 +228,7 @@ def run(args):
     result = {
         "benchmark": "hlo_fusions",
         "device": str(keras.src.backend.jax.distribution_lib.list_devices()[0]),
-        "config": args.config,
-        "batch_size": args.batch_size,
-        "sequence_length": args.sequence_length,
-        "predictions": args.predictions,
-        "dropout": args.dropout,
-        "attention_dropout": args.attention_dropout,
-        "attention_padding": args.attention_padding,
-        "mixed_precision": args.mixed_precision,
-        "prng_impl": args.prng_impl or "default",
-        "dropout_bits": args.dropout_rng,
+        **step_settings(args),
         "hlo_file": files[-1].name,
         **analyse(files[-1].read_text(), num_variables=len(model.trainable_variables)),
     }

@@ -43,7 +43,6 @@ import argparse
 import collections
 import gzip
 import json
-import os
 import pathlib
 import re
 import sys
@@ -51,7 +50,9 @@ import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from hlo_fusions import add_step_arguments, build_step, opcodes_within, parse_computations  # noqa: E402
+from hlo_fusions import (  # noqa: E402
+    add_step_arguments, build_step, opcodes_within, parse_computations, start_jax_with_dump, step_settings,
+)
 
 _NAME = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
 _CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
@@ -240,17 +241,9 @@ def main(argv=None):
     args = parse_args(argv)
     work = pathlib.Path(args.keep_trace or tempfile.mkdtemp(prefix="step_profile_"))
     dump = work / "hlo"
-    # Before JAX starts: XLA reads its flags once.
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={dump} --xla_dump_hlo_as_text"
-    os.environ.setdefault("KERAS_BACKEND", "jax")
-    import keras
-
-    if keras.backend.backend() != "jax":
-        raise SystemExit(f"error: KERAS_BACKEND={keras.backend.backend()}: this benchmark reads JAX profiles")
+    keras = start_jax_with_dump(dump, args, "reads JAX profiles")
     import jax
 
-    if args.prng_impl:
-        jax.config.update("jax_default_prng_impl", args.prng_impl)
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from backbone_speed import model_flops_per_sequence
 
@@ -290,15 +283,7 @@ def main(argv=None):
         "device": str(jax.devices()[0]),
         "jax": jax.__version__,
         "keras": keras.__version__,
-        "config": args.config,
-        "batch_size": args.batch_size,
-        "sequence_length": args.sequence_length,
-        "predictions": args.predictions,
-        "dropout": args.dropout,
-        "attention_dropout": args.attention_dropout,
-        "attention_padding": args.attention_padding,
-        "mixed_precision": args.mixed_precision,
-        "dropout_bits": args.dropout_rng,
+        **step_settings(args),
         "steps": args.steps,
         "unprofiled_wall_ms_per_step": unprofiled,
         "wall_ms_per_step": wall,
