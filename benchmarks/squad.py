@@ -101,6 +101,10 @@ def parse_args(argv=None):
     parser.add_argument("--mixed_precision", choices=("none", "bf16"), default="none",
                         help="bf16 prediction for both (with --epochs 0): Keras's mixed_bfloat16 policy, "
                              "torch.autocast for the reference")
+    parser.add_argument("--compilation_cache", default="none",
+                        help="JAX's persistent XLA compilation cache for our model: none (default: every run "
+                             "compiles, the cold first pass) or a folder (a second run with the same folder times "
+                             "the first pass that `--compilation_cache auto` gives the recipes on a GPU)")
     parser.add_argument("--attention_padding", choices=("mask", "lengths"), default="mask",
                         help="our backbone's attention padding: a mask, or one length per row (cuDNN's fused "
                              "attention on a JAX GPU in bf16; SQuAD's windows are single examples padded on the right)")
@@ -342,6 +346,10 @@ _SETTINGS = ("squad_file", "train_file", "num_train_articles", "max_seq_length",
 
 def main():
     args = parse_args()
+    if args.compilation_cache != "none":
+        from keras_bert_impl.training.compilation_cache import enable_compilation_cache
+
+        enable_compilation_cache(args.compilation_cache)  # before anything compiles
     settings = {k: getattr(args, k) for k in _SETTINGS}
     settings["squad_file"] = os.path.basename(settings["squad_file"])
     if not (args.train_questions or args.eval_questions):
@@ -376,7 +384,7 @@ def main():
         "mean_window_tokens": round(float(train_features.lengths.mean()), 1),
         **{k: getattr(args, k) for k in ("max_seq_length", "doc_stride", "batch_size", "learning_rate", "epochs", "seed",
                                          "predict_batch_size", "predict_order", "predict_passes", "random_weights",
-                                         "attention_padding", "mixed_precision")},
+                                         "attention_padding", "compilation_cache", "mixed_precision")},
         "cpu_threads": os.cpu_count(),
         "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow"),
         "torch_device": args.torch_device,

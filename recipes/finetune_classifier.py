@@ -21,10 +21,7 @@ import argparse
 import json
 import sys
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit code 2, as for bad files
-        self.exit(2, f"error: {message} (see --help)\n")
+from command_line import OneLineParser, exit_on_user_error
 
 
 def _positive(kind):
@@ -36,7 +33,7 @@ def _positive(kind):
 
 
 def parse_args(argv=None):
-    p = _Parser(description=__doc__.split("\n\n")[0])
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--train_file", required=True, help=".csv, .tsv or .jsonl file with a header / keys")
     p.add_argument("--validation_file", required=True, help="same columns as --train_file; scored after training")
     p.add_argument("--test_file", default=None, help="texts to label; writes test_predictions.tsv")
@@ -67,12 +64,11 @@ def main(argv=None):
     config = parse_args(argv)
     from keras_bert_impl.tasks.classification.table_run import build_classifier, read_inputs, run
 
-    try:  # all input files are read and checked before the model is built
+    def check_and_build():  # all input files are read and checked before the model is built
         inputs = read_inputs(config)
-        classifier = build_classifier(config, inputs[3])
-    except (OSError, ValueError) as error:  # a missing or bad file, an unknown preset: one line, no traceback
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return inputs, build_classifier(config, inputs[3])
+
+    inputs, classifier = exit_on_user_error(check_and_build)
     results = run(config, inputs, classifier)
     print(json.dumps({k: results[k] for k in ("accuracy", "macro_f1", "pearson", "spearman") if k in results}))
     return 0

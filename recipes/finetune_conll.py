@@ -34,19 +34,14 @@ Tag raw text with the fine-tuned model (no training; `--epochs 0` needs a fine-t
         --predict_text "EU rejects German call to boycott British lamb."
 """
 
-import argparse
 import dataclasses
 import json
-import sys
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit code 2, as for bad files
-        self.exit(2, f"error: {message} (see --help)\n")
+from command_line import OneLineParser, add_run_arguments, exit_on_user_error, start_job
 
 
 def parse_args(argv=None):
-    parser = _Parser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", help="folder with eng.train/eng.testa/eng.testb or train/dev/test.txt")
     parser.add_argument("--train_file", help="CoNLL-format training file (replaces the one in --data_dir)")
     parser.add_argument("--validation_file", help="CoNLL-format dev file, scored each epoch (replaces --data_dir's)")
@@ -79,17 +74,9 @@ def parse_args(argv=None):
     parser.add_argument("--max_eval_sentences", type=int, default=None,
                         help="score only the first N dev and test sentences (a documented subset, for quick runs)")
     parser.add_argument("--no_test_each_epoch", action="store_true", help="score test only at the end")
-    parser.add_argument("--strategy", default="auto", choices=("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"),
-                        help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
-                             "(docs/finetuning.md)")
-    parser.add_argument("--mixed_precision", default="auto",
-                        help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
-                             "float32 elsewhere; none, bf16 or fp16")
-    parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--predict_text", action="append", default=[],
                         help="raw text to tag after training; prints its entity spans (repeatable)")
-    parser.add_argument("--model_dir", required=True)
-    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
+    add_run_arguments(parser, seed=42)
     args = parser.parse_args(argv)
     if args.epochs > 0 and not (args.data_dir or (args.train_file and args.validation_file)):
         parser.error("--data_dir (or --train_file and --validation_file) is required unless --epochs 0")
@@ -110,16 +97,12 @@ def main(argv=None):
     """Runs the recipe; returns the summary, or exits with code 2 and one `error: ...` line on a user error."""
     args = parse_args(argv)
     from keras_bert_impl.tasks.tagging.run import run
-    from keras_bert_impl.training.strategy import check_finetuning_strategy
 
-    try:
-        check_finetuning_strategy(args.strategy)  # one line for a --strategy this backend does not run
-        summary = run(config_from_args(args))
-    except (OSError, ValueError) as error:  # a missing or bad file, a bad flag value: one line, no traceback
-        if args.debug:
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+    def job():
+        start_job(args)  # one line for a --strategy this backend does not run; the compilation cache
+        return run(config_from_args(args))
+
+    summary = exit_on_user_error(job, debug=args.debug)
     print(json.dumps(summary))
     return summary
 

@@ -18,21 +18,17 @@ Example:
         --preset all_minilm_l6_v2_en --model_dir /tmp/glue_rte
 """
 
-import argparse
 import json
 import os
 import sys
 
+from command_line import OneLineParser, add_run_arguments, exit_on_user_error, start_job
+
 TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit code 2, as for bad files
-        self.exit(2, f"error: {message} (see --help)\n")
-
-
 def parse_args(argv=None):
-    parser = _Parser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
     parser.add_argument("--data_dir", required=True, help="GLUE root (with the task folder) or the task folder")
     parser.add_argument("--preset", default="all_minilm_l6_v2_en",
@@ -52,20 +48,12 @@ def parse_args(argv=None):
     parser.add_argument("--packing", action="store_true",
                         help="train on rows that each hold several examples (almost no padding, the same loss; "
                              "needs --pooling pooled; docs/finetuning.md)")
-    parser.add_argument("--strategy", default="auto", choices=("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"),
-                        help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
-                             "(docs/finetuning.md)")
-    parser.add_argument("--mixed_precision", default="auto",
-                        help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
-                             "float32 elsewhere; none, bf16 or fp16")
     parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
                         help="XLA-compile the steps (auto: Keras's choice, which is off on a CPU-only TensorFlow machine)")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--early_stopping_patience", type=int, default=None)
     parser.add_argument("--train_limit", type=int, default=None, help="train on the first N examples only")
     parser.add_argument("--no_predict_test", action="store_true", help="skip the test-set submission files")
-    parser.add_argument("--model_dir", required=True)
-    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
+    add_run_arguments(parser, seed=0)
     args = parser.parse_args(argv)
     task = args.task.lower().replace("-", "")
     if task not in TASKS:
@@ -106,16 +94,12 @@ def config_from_args(args):
 def main(argv=None):
     args = parse_args(argv)
     from keras_bert_impl.tasks.classification.run import run
-    from keras_bert_impl.training.strategy import check_finetuning_strategy
 
-    try:
-        check_finetuning_strategy(args.strategy)  # one line for a --strategy this backend does not run
-        results = run(config_from_args(args))
-    except (OSError, ValueError) as error:  # a missing or bad file, a bad flag value: one line, no traceback
-        if args.debug:
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    def job():
+        start_job(args)  # one line for a --strategy this backend does not run; the compilation cache
+        return run(config_from_args(args))
+
+    results = exit_on_user_error(job, debug=args.debug)
     print(json.dumps({"task": results["task"], "best_epoch": results["best_epoch"], **results["best"],
                       "dev_results": os.path.join(args.model_dir, "dev_results.json"),
                       "submission_files": results["submission_files"]}))

@@ -23,19 +23,14 @@ A bad file or flag stops the run with one line, `error: <message>`, and exit
 code 2; `--debug` shows the traceback.
 """
 
-import argparse
 import dataclasses
 import json
-import sys
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit code 2, as for bad files
-        self.exit(2, f"error: {message} (see --help)\n")
+from command_line import OneLineParser, add_run_arguments, exit_on_user_error, start_job
 
 
 def parse_args(argv=None):
-    parser = _Parser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", choices=("1.1", "2.0"), default="1.1")
     parser.add_argument("--train_file", help="SQuAD training file (.json or .json.gz)")
     parser.add_argument("--predict_file", required=True, help="SQuAD file to predict (and evaluate if it has answers)")
@@ -56,15 +51,7 @@ def parse_args(argv=None):
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
     parser.add_argument("--null_score_diff_threshold", type=float, default=None,
                         help="v2.0: fixed threshold (default: tuned for F1 on the predict file, as the BERT paper)")
-    parser.add_argument("--strategy", default="auto", choices=("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"),
-                        help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
-                             "(docs/finetuning.md)")
-    parser.add_argument("--mixed_precision", default="auto",
-                        help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
-                             "float32 elsewhere; none, bf16 or fp16")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--model_dir", required=True)
-    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
+    add_run_arguments(parser, seed=42)
     args = parser.parse_args(argv)
     if args.epochs > 0 and not args.train_file:
         parser.error("--train_file is required unless --epochs 0")
@@ -83,16 +70,12 @@ def main(argv=None):
     """Runs the recipe; returns `(result, summary)`, or exits with code 2 and one `error: ...` line on a user error."""
     args = parse_args(argv)
     from keras_bert_impl.tasks.span_qa.run import run
-    from keras_bert_impl.training.strategy import check_finetuning_strategy
 
-    try:
-        check_finetuning_strategy(args.strategy)  # one line for a --strategy this backend does not run
-        result, summary = run(config_from_args(args))
-    except (OSError, ValueError) as error:  # bad files or flags: one clear line, no traceback
-        if args.debug:
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+    def job():
+        start_job(args)  # one line for a --strategy this backend does not run; the compilation cache
+        return run(config_from_args(args))
+
+    result, summary = exit_on_user_error(job, debug=args.debug)
     print(json.dumps(dict(result.metrics, **summary)))
     return result, summary
 

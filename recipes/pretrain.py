@@ -17,6 +17,7 @@ import argparse
 import sys
 
 from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES
+from keras_bert_impl.training.compilation_cache import enable_compilation_cache
 from keras_bert_impl.training.pretraining_errors import NaNLossError
 from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 from keras_bert_impl.training.run_checkpoints import CheckpointWriteError
@@ -93,15 +94,22 @@ def parse_args(argv=None):
     p.add_argument("--profile_steps", default=None, help="'START,END' steps to trace with the TF profiler")
     p.add_argument("--deterministic", action="store_true", help="TF op determinism (exact resume on CPU)")
     p.add_argument("--verbose", type=int, default=1)
+    p.add_argument("--compilation_cache", default="auto",
+                   help="JAX's persistent XLA compilation cache: auto (default: ~/.cache/keras_bert_impl/"
+                        "jax_compilation_cache on a GPU or TPU, off on a CPU), none, or a folder")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     args = vars(p.parse_args(argv))
     debug = args.pop("debug")
-    return PretrainingConfig(**args), debug
+    compilation_cache = args.pop("compilation_cache")
+    return PretrainingConfig(**args), debug, compilation_cache
 
 
 def main(argv=None):
-    config, debug = parse_args(argv)
+    config, debug, compilation_cache = parse_args(argv)
     try:
+        directory = enable_compilation_cache(compilation_cache)  # before anything compiles
+        if directory:
+            print(f"XLA compilation cache: {directory} (--compilation_cache none turns it off)", file=sys.stderr)
         result = run_pretraining(config)
     except (OSError, ValueError, RuntimeError, NaNLossError, CheckpointWriteError) as error:
         # A bad flag, a bad or missing file, a model_dir that cannot be used, a non-finite loss,

@@ -1,0 +1,68 @@
+"""What the fine-tuning recipes' command lines share: one-line errors, the run flags, and starting the job.
+
+Every recipe fails the same way on bad input: one line `error: ...` on stderr
+and exit status 2, for a bad flag (`OneLineParser`) as for a missing or bad
+file found while the job runs (`exit_on_user_error`); `--debug` shows the
+traceback instead. This module sits beside the recipes, not in the package,
+and imports only the standard library: a bad flag fails before Keras or
+TensorFlow is imported.
+
+    >>> parser = OneLineParser(prog="finetune_example.py")
+    >>> add_run_arguments(parser, seed=42)
+    >>> args = parser.parse_args(["--model_dir", "/tmp/run"])
+    >>> args.strategy, args.mixed_precision, args.seed, args.compilation_cache, args.debug
+    ('auto', 'auto', 42, 'auto', False)
+"""
+
+import argparse
+import sys
+
+STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """`argparse` whose errors are one line, `error: <message> (see --help)`, with exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def add_run_arguments(parser, seed):
+    """The flags of where and how a fine-tuning job runs: --strategy, --mixed_precision, --seed, --model_dir,
+    --debug."""
+    parser.add_argument("--strategy", default="auto", choices=STRATEGIES,
+                        help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
+                             "(docs/finetuning.md)")
+    parser.add_argument("--mixed_precision", default="auto",
+                        help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
+                             "float32 elsewhere; none, bf16 or fp16")
+    parser.add_argument("--seed", type=int, default=seed)
+    parser.add_argument("--compilation_cache", default="auto",
+                        help="JAX's persistent XLA compilation cache: auto (default: ~/.cache/keras_bert_impl/"
+                             "jax_compilation_cache on a GPU or TPU, off on a CPU), none, or a folder")
+    parser.add_argument("--model_dir", required=True, help="where the results, predictions and model go")
+    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
+
+
+def start_job(args):
+    """What every fine-tuning job does first, before it compiles anything: refuses a --strategy this backend does
+    not run, and turns on JAX's compilation cache (--compilation_cache)."""
+    from keras_bert_impl.training.compilation_cache import enable_compilation_cache
+    from keras_bert_impl.training.strategy import check_finetuning_strategy
+
+    check_finetuning_strategy(args.strategy)
+    directory = enable_compilation_cache(args.compilation_cache)
+    if directory:
+        print(f"XLA compilation cache: {directory} (--compilation_cache none turns it off)", file=sys.stderr)
+
+
+def exit_on_user_error(job, debug=False):
+    """Returns `job()`; a missing or bad file or a bad flag value (`OSError`, `ValueError`) becomes one line
+    `error: ...` on stderr and exit status 2 (with `debug`, the exception and its traceback)."""
+    try:
+        return job()
+    except (OSError, ValueError) as error:
+        if debug:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
