@@ -56,6 +56,35 @@ def start_job(args):
         print(f"XLA compilation cache: {directory} (--compilation_cache none turns it off)", file=sys.stderr)
 
 
+def config_from_args(args, config_class):
+    """The flags as `config_class` (a task's config dataclass): every flag named like one of its fields."""
+    import dataclasses
+
+    fields = {field.name for field in dataclasses.fields(config_class)}
+    return config_class(**{key: value for key, value in vars(args).items() if key in fields})
+
+
+def run_recipe(args, run, config):
+    """Starts the job (`start_job`), builds its config and returns `run(config)`; a user error, in the flags'
+    values as in the files, is one line and exit status 2.
+
+    Args:
+        args: the parsed flags.
+        run: the task's `run(config)`.
+        config: the task's config dataclass (built from the flags named like its fields, `config_from_args`), or a
+            function of `args` that builds the config.
+    """
+    import dataclasses
+
+    def job():
+        start_job(args)
+        if dataclasses.is_dataclass(config) and isinstance(config, type):
+            return run(config_from_args(args, config))
+        return run(config(args))
+
+    return exit_on_user_error(job, debug=args.debug)
+
+
 def exit_on_user_error(job, debug=False):
     """Returns `job()`; a missing or bad file or a bad flag value (`OSError`, `ValueError`) becomes one line
     `error: ...` on stderr and exit status 2 (with `debug`, the exception and its traceback)."""

@@ -34,10 +34,9 @@ Tag raw text with the fine-tuned model (no training; `--epochs 0` needs a fine-t
         --predict_text "EU rejects German call to boycott British lamb."
 """
 
-import dataclasses
 import json
 
-from command_line import OneLineParser, add_run_arguments, exit_on_user_error, start_job
+from command_line import OneLineParser, add_run_arguments, run_recipe
 
 
 def parse_args(argv=None):
@@ -85,24 +84,12 @@ def parse_args(argv=None):
     return args
 
 
-def config_from_args(args):
-    """The flags as a `TaggingConfig`."""
-    from keras_bert_impl.tasks.tagging.run import TaggingConfig
-
-    fields = {f.name for f in dataclasses.fields(TaggingConfig)}
-    return TaggingConfig(**{k: v for k, v in vars(args).items() if k in fields})
-
-
 def main(argv=None):
     """Runs the recipe; returns the summary, or exits with code 2 and one `error: ...` line on a user error."""
     args = parse_args(argv)
-    from keras_bert_impl.tasks.tagging.run import run
+    from keras_bert_impl.tasks.tagging.run import TaggingConfig, run
 
-    def job():
-        start_job(args)  # one line for a --strategy this backend does not run; the compilation cache
-        return run(config_from_args(args))
-
-    summary = exit_on_user_error(job, debug=args.debug)
+    summary = run_recipe(args, run, TaggingConfig)
     print(json.dumps(summary))
     return summary
 

@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from command_line import OneLineParser, add_run_arguments, exit_on_user_error, start_job
+from command_line import OneLineParser, add_run_arguments, run_recipe
 
 TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
@@ -95,11 +95,7 @@ def main(argv=None):
     args = parse_args(argv)
     from keras_bert_impl.tasks.classification.run import run
 
-    def job():
-        start_job(args)  # one line for a --strategy this backend does not run; the compilation cache
-        return run(config_from_args(args))
-
-    results = exit_on_user_error(job, debug=args.debug)
+    results = run_recipe(args, run, config_from_args)
     print(json.dumps({"task": results["task"], "best_epoch": results["best_epoch"], **results["best"],
                       "dev_results": os.path.join(args.model_dir, "dev_results.json"),
                       "submission_files": results["submission_files"]}))

@@ -23,10 +23,9 @@ A bad file or flag stops the run with one line, `error: <message>`, and exit
 code 2; `--debug` shows the traceback.
 """
 
-import dataclasses
 import json
 
-from command_line import OneLineParser, add_run_arguments, exit_on_user_error, start_job
+from command_line import OneLineParser, add_run_arguments, run_recipe
 
 
 def parse_args(argv=None):
@@ -58,24 +57,12 @@ def parse_args(argv=None):
     return args
 
 
-def config_from_args(args):
-    """The flags as a `SpanQaConfig`."""
-    from keras_bert_impl.tasks.span_qa.run import SpanQaConfig
-
-    fields = {f.name for f in dataclasses.fields(SpanQaConfig)}
-    return SpanQaConfig(**{k: v for k, v in vars(args).items() if k in fields})
-
-
 def main(argv=None):
     """Runs the recipe; returns `(result, summary)`, or exits with code 2 and one `error: ...` line on a user error."""
     args = parse_args(argv)
-    from keras_bert_impl.tasks.span_qa.run import run
+    from keras_bert_impl.tasks.span_qa.run import SpanQaConfig, run
 
-    def job():
-        start_job(args)  # one line for a --strategy this backend does not run; the compilation cache
-        return run(config_from_args(args))
-
-    result, summary = exit_on_user_error(job, debug=args.debug)
+    result, summary = run_recipe(args, run, SpanQaConfig)
     print(json.dumps(dict(result.metrics, **summary)))
     return result, summary
 
