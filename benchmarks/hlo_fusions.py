@@ -46,6 +46,11 @@ _CALLS = re.compile(r"(?:calls|to_apply|body|condition)=%?([\w.\-]+)")
 _NOT_KERNELS = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast"}
 
 
+def called_computations(line):
+    """The computations an instruction's line calls (`calls=`, `to_apply=`, a loop's `body=` and `condition=`)."""
+    return _CALLS.findall(line)
+
+
 def parse_computations(text):
     """dict computation name -> list of `(opcode, line)`; the entry computation is named by `entry_name`."""
     computations, name, entry = {}, None, None
@@ -76,7 +81,7 @@ def opcodes_within(computations, name, seen=None):
     counts = collections.Counter()
     for opcode, line in computations[name]:
         counts[opcode] += 1
-        for called in _CALLS.findall(line):
+        for called in called_computations(line):
             counts += opcodes_within(computations, called, seen)
     return counts
 
@@ -89,7 +94,7 @@ def analyse(text, num_variables=None):
     fusions = []
     for opcode, line in computations[entry]:
         if opcode == "fusion":
-            called = _CALLS.findall(line)
+            called = called_computations(line)
             kind = re.search(r"kind=(k\w+)", line)
             fusions.append((kind.group(1) if kind else "?", opcodes_within(computations, called[0]) if called else {}))
     gelu = [ops for _, ops in fusions if ops.get("erf") or (ops.get("tanh") and ops.get("multiply", 0) >= 3)]

@@ -51,11 +51,11 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from hlo_fusions import (  # noqa: E402
-    add_step_arguments, build_step, opcodes_within, parse_computations, start_jax_with_dump, step_settings,
+    add_step_arguments, build_step, called_computations, opcodes_within, parse_computations, start_jax_with_dump,
+    step_settings,
 )
 
 _NAME = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
-_CALLS = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
 _COMMUNICATION = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
                   "all-reduce-start", "all-gather-start", "collective-permute-start"}
 CATEGORIES = ("matmul", "attention (cuDNN fused)", "layer_norm", "gelu", "optimizer update", "dropout random bits",
@@ -71,7 +71,7 @@ def instruction_table(text):
         for opcode, line in instructions:
             name = _NAME.match(line)
             if name:
-                called = _CALLS.findall(line)
+                called = called_computations(line)
                 table[name.group(1)] = (opcode, line, opcodes_within(computations, called[0]) if called else {})
     return table
 
@@ -186,7 +186,7 @@ def summarise(events, tables, steps, module_prefix="jit_"):
     ops = []
     for (module, op, kernel), entry in by_kernel.items():
         table = tables.get(module) or {}
-        instruction = op if op in table and table[op][0] != "command-buffer" and "command_buffer" not in op else None
+        instruction = op if op in table and "command_buffer" not in op else None
         if instruction is None:
             instruction = (by_sanitized.get(module) or {}).get(sanitized(kernel))
         if instruction is not None:
@@ -244,7 +244,6 @@ def main(argv=None):
     keras = start_jax_with_dump(dump, args, "reads JAX profiles")
     import jax
 
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     from backbone_speed import model_flops_per_sequence
 
     model, x, y, config = build_step(args)

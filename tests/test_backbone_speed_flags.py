@@ -83,3 +83,13 @@ def test_a_peer_that_cannot_be_imported_is_one_line_before_any_measurement(bench
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].split(": error: ", 1)[1] == (
         "--peers keras_hub: cannot import keras_hub (No module named 'kagglesdk'); install it or leave the peer out")
+
+
+def test_philox_dropout_off_jax_is_one_line(bench):
+    import keras
+
+    if keras.backend.backend() == "jax":
+        pytest.skip("the refusal is for the other backends")
+    with pytest.raises(SystemExit) as caught:
+        bench.main(["--configs", "tiny", "--peers", "", "--steps", "1", "--dropout_rng", "philox"])
+    assert str(caught.value) == f"error: --dropout_rng philox: JAX only (KERAS_BACKEND={keras.backend.backend()})"
