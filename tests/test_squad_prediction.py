@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.tasks import span_qa as squad
-from keras_bert_impl.tasks.span_qa.batches import PredictionBatches
+from keras_bert_impl.tasks.span_qa.batches import PackedPredictionBatches, PredictionBatches
 from keras_bert_impl.tasks.span_qa.prediction import postprocess_predictions, predict_logits
 
 pytestmark = pytest.mark.multibackend
@@ -112,3 +112,47 @@ def test_bucketed_prediction_gives_the_input_order_answers(model, features):
     assert new.predictions == old.predictions
     assert {k: [e["text"] for e in v] for k, v in new.nbest.items()} == {k: [e["text"] for e in v] for k, v in old.nbest.items()}
     assert len(set(new.predictions.values())) > 1  # real, different answers, not one degenerate span
+
+
+def test_packed_batches_hold_every_window_once_in_one_shape(features):
+    batches = PackedPredictionBatches(features, BATCH_SIZE)
+    assert batches.shapes == [(BATCH_SIZE, 384)]
+    seen = []
+    for placements, inputs in batches:
+        for window, row, offset, length in placements.tolist():
+            seen.append(window)
+            assert length == features.lengths[window]
+            np.testing.assert_array_equal(inputs["token_ids"][row, offset : offset + length],
+                                          features.token_ids[window, :length])
+            np.testing.assert_array_equal(inputs["segment_ids"][row, offset : offset + length],
+                                          features.segment_ids[window, :length])
+            ids = inputs["padding_mask"][row, offset : offset + length]
+            assert len(set(ids.tolist())) == 1 and ids[0] > 0  # one example id a window
+    assert sorted(seen) == list(range(len(features)))
+    assert batches.token_slots < PredictionBatches(features, BATCH_SIZE).token_slots
+
+
+def test_packed_prediction_gives_the_unpacked_logits_and_answers(model, features):
+    start, end = predict_logits(model, features, batch_size=BATCH_SIZE)
+    stats = {}
+    packed_start, packed_end = predict_logits(model, features, batch_size=BATCH_SIZE, packing=True, stats=stats)
+    assert stats["shapes"] == [(BATCH_SIZE, 384)] and stats["real_tokens"] == int(features.lengths.sum())
+    assert stats["token_slots"] < PredictionBatches(features, BATCH_SIZE).token_slots
+    real = features.padding_mask == 1
+    # Every real position, [CLS] and the masked question and [SEP]s included: the head masks each window alone.
+    np.testing.assert_allclose(packed_start[real], start[real], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(packed_end[real], end[real], rtol=0, atol=1e-5)
+    unpacked = postprocess_predictions(features, start, end)
+    packed = postprocess_predictions(features, packed_start, packed_end)
+    assert packed.predictions == unpacked.predictions
+    assert {k: [e["text"] for e in v] for k, v in packed.nbest.items()} == {
+        k: [e["text"] for e in v] for k, v in unpacked.nbest.items()}
+
+
+def test_packed_prediction_refuses_attention_on_lengths(features):
+    from keras_bert_impl import BertBackbone, BertSpanExtractor
+
+    backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                            max_sequence_length=384, attention_padding="lengths")
+    with pytest.raises(ValueError, match="needs the backbone's attention padding as a mask.*'lengths'"):
+        predict_logits(BertSpanExtractor(backbone), features, batch_size=BATCH_SIZE, packing=True)

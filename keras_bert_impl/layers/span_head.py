@@ -78,16 +78,30 @@ class SpanHead(keras.layers.Layer):
 def answer_candidate_mask(segment_ids, padding_mask):
     """Bool `(batch, length)`: True at [CLS] and at context tokens (segment 1, not the final [SEP]).
 
+    `padding_mask` may number the examples of packed rows (1, 2, ... for
+    each window of a row, 0 for padding; `keras_bert_impl.layers.packed_examples`):
+    each window's own [CLS] (its first token) stays allowed and its own final
+    [SEP] (its last token) is masked, so every window of a packed row gets the
+    candidates it gets alone in a row. Position 0 is always allowed.
+
     Example:
     >>> import numpy as np
     >>> np.asarray(answer_candidate_mask(np.array([[0, 0, 0, 1, 1, 1, 0]]),
     ...                                  np.array([[1, 1, 1, 1, 1, 1, 0]]))).astype(int).tolist()
     [[1, 0, 0, 1, 1, 0, 0]]
+    >>> np.asarray(answer_candidate_mask(np.array([[0, 0, 1, 1, 0, 0, 1, 1, 0]]),   # two packed windows
+    ...                                  np.array([[1, 1, 1, 1, 2, 2, 2, 2, 0]]))).astype(int).tolist()
+    [[1, 0, 1, 0, 1, 0, 1, 0, 0]]
     """
-    padding_mask = ops.cast(padding_mask, "int32")
-    length = ops.shape(padding_mask)[1]
+    example_ids = ops.cast(padding_mask, "int32")
+    length = ops.shape(example_ids)[1]
     positions = ops.expand_dims(ops.arange(length, dtype="int32"), 0)
-    last = ops.sum(padding_mask, axis=1, keepdims=True) - 1
-    is_context = ops.logical_and(ops.equal(ops.cast(segment_ids, "int32"), 1), ops.equal(padding_mask, 1))
-    is_context = ops.logical_and(is_context, ops.not_equal(positions, last))
-    return ops.logical_or(is_context, ops.equal(positions, 0))
+    edge = ops.zeros_like(example_ids[:, :1])
+    before = ops.concatenate([edge, example_ids[:, :-1]], axis=1)
+    after = ops.concatenate([example_ids[:, 1:], edge], axis=1)
+    real = ops.greater(example_ids, 0)
+    first = ops.logical_and(real, ops.not_equal(example_ids, before))  # each window's [CLS]
+    last = ops.logical_and(real, ops.not_equal(example_ids, after))  # each window's final [SEP]
+    is_context = ops.logical_and(ops.equal(ops.cast(segment_ids, "int32"), 1), real)
+    is_context = ops.logical_and(is_context, ops.logical_not(last))
+    return ops.logical_or(is_context, ops.logical_or(first, ops.equal(positions, 0)))

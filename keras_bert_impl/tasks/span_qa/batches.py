@@ -7,6 +7,11 @@ feeds the model, NumPy on every backend: windows grouped by length bucket
 (the training buckets), every batch `batch_size` rows, so the model sees at
 most `len(boundaries)` shapes, each padded no wider than its longest window's
 bucket.
+
+`PackedPredictionBatches(features, batch_size)`: the same windows packed
+several to a row of `sequence_length` (`keras_bert_impl.batching.packing`),
+every batch `batch_size` such rows: one shape in all and almost no padding
+(SQuAD v1.1 dev: 2.7% of the packed tokens against 27.5% in length buckets).
 """
 
 import numpy as np
@@ -18,6 +23,7 @@ from keras_bert_impl.batching.boundaries import (
     count_batches_from_lengths,
     default_boundaries,
 )
+from keras_bert_impl.batching.packing import pack_rows, packed_arrays
 from keras_bert_impl.tasks.old_keywords import renamed
 
 
@@ -157,11 +163,19 @@ class PredictionBatches:
     def __len__(self):
         return len(self.plan)
 
+    def batch_shapes(self):
+        """Each batch's `(rows, width)`, in order."""
+        return [(self.batch_size if self.fixed_batch_size else len(r), width) for r, width in self.plan]
+
     @property
     def shapes(self):
         """The distinct `(rows, width)` input shapes, in order of first use: one compilation each under XLA."""
-        rows = [self.batch_size if self.fixed_batch_size else len(r) for r, _ in self.plan]
-        return list(dict.fromkeys((n, width) for n, (_, width) in zip(rows, self.plan)))
+        return list(dict.fromkeys(self.batch_shapes()))
+
+    @property
+    def token_slots(self):
+        """Token positions the model computes over all batches, padding and filler rows included."""
+        return sum(rows * width for rows, width in self.batch_shapes())
 
     def __iter__(self):
         inputs = self.features.inputs()
@@ -170,3 +184,86 @@ class PredictionBatches:
             if self.fixed_batch_size and len(rows) < self.batch_size:
                 taken = np.concatenate([rows, np.full(self.batch_size - len(rows), rows[0])])
             yield rows, {name: np.ascontiguousarray(values[taken, :width]) for name, values in inputs.items()}
+
+
+class PackedPredictionBatches:
+    """Prediction batches of packed rows: iterate for `(placements, inputs)`, one pair per forward pass.
+
+    The windows are packed several to a row of the features' `sequence_length`
+    (`pack_rows`: best-fit decreasing, deterministic), and the rows cut into
+    batches of `batch_size`; the last batch is filled with copies of its first
+    row (with `fixed_batch_size`, the default), so a compiled predict step
+    sees one shape. `inputs` holds `{"token_ids", "segment_ids",
+    "padding_mask"}`, int32 `(batch_size, sequence_length)`, with the windows
+    of a row numbered in `padding_mask` (1, 2, ...; 0 for padding): the
+    backbone keeps them apart (block-diagonal attention, positions restarting
+    at each window) and `SpanHead` masks each window's own question and
+    [SEP]s, so each window's logits equal its logits alone in a row (within
+    float rounding; `tests/test_squad_prediction.py`). It needs the backbone's
+    `attention_padding="mask"`.
+
+    `placements` is an int `(windows, 4)` array, one line a window of the
+    batch: its index into `features`, its row in the batch, its first
+    position in that row, and its length.
+
+    Example:
+    >>> import types
+    >>> lengths = np.array([3, 5, 2, 4])
+    >>> ids = np.zeros((4, 8), np.int32)
+    >>> for i, n in enumerate(lengths):
+    ...     ids[i, :n] = i + 1
+    >>> features = types.SimpleNamespace(lengths=lengths, token_ids=ids, segment_ids=np.zeros_like(ids))
+    >>> batches = PackedPredictionBatches(features, batch_size=2)
+    >>> [(placements.tolist(), inputs["token_ids"].tolist()) for placements, inputs in batches]
+    [([[1, 0, 0, 5], [0, 0, 5, 3], [3, 1, 0, 4], [2, 1, 4, 2]], [[2, 2, 2, 2, 2, 1, 1, 1], [4, 4, 4, 4, 3, 3, 0, 0]])]
+    >>> batches.shapes, batches.token_slots, int(lengths.sum())
+    ([(2, 8)], 16, 14)
+    """
+
+    def __init__(self, features, batch_size, *, fixed_batch_size=True):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        self.features = features
+        self.batch_size = batch_size
+        self.fixed_batch_size = fixed_batch_size
+        self.sequence_length = features.token_ids.shape[1]
+        self.lengths = np.asarray(features.lengths)
+        rows = pack_rows(self.lengths, self.sequence_length)
+        self.plan = [rows[i : i + batch_size] for i in range(0, len(rows), batch_size)]
+
+    def __len__(self):
+        return len(self.plan)
+
+    def batch_shapes(self):
+        """Each batch's `(rows, width)`, in order."""
+        return [(self.batch_size if self.fixed_batch_size else len(r), self.sequence_length) for r in self.plan]
+
+    @property
+    def shapes(self):
+        """The distinct `(rows, width)` input shapes: one (compiled once under XLA) with `fixed_batch_size`."""
+        return list(dict.fromkeys(self.batch_shapes()))
+
+    @property
+    def token_slots(self):
+        """Token positions the model computes over all batches, padding and filler rows included."""
+        return sum(rows * width for rows, width in self.batch_shapes())
+
+    def __iter__(self):
+        lengths = self.lengths
+        windows = {
+            name: [values[i, : lengths[i]] for i in range(len(lengths))]
+            for name, values in (("token_ids", self.features.token_ids), ("segment_ids", self.features.segment_ids))
+        }
+        for rows in self.plan:
+            taken = rows
+            if self.fixed_batch_size and len(rows) < self.batch_size:
+                taken = rows + [rows[0]] * (self.batch_size - len(rows))
+            placements = []
+            for r, row in enumerate(rows):
+                offset = 0
+                for i in row:
+                    placements.append((i, r, offset, int(lengths[i])))
+                    offset += int(lengths[i])
+            yield np.asarray(placements, dtype=np.int64).reshape(-1, 4), packed_arrays(
+                windows, taken, self.sequence_length
+            )

@@ -51,6 +51,8 @@ class SquadResult:
         predict_shapes: the distinct `(batch, width)` input shapes the model saw (at most one per length
             bucket; the first pass compiles each once).
         postprocess_seconds: wall time of `postprocess_predictions` (host, NumPy).
+        predict_token_slots: token positions the model computed (padding and filler rows included).
+        predict_real_tokens: the windows' real tokens.
     """
 
     predictions: dict
@@ -61,6 +63,8 @@ class SquadResult:
     predict_seconds: float
     predict_shapes: list = dataclasses.field(default_factory=list)
     postprocess_seconds: float = 0.0
+    predict_token_slots: int = 0
+    predict_real_tokens: int = 0
 
 
 def _has_gold_answers(gold):
@@ -85,6 +89,7 @@ def predict_squad(
     *,
     boundaries=None,
     sort_by_length=True,
+    packing=False,
 ):
     """Predicts every question of `features` and evaluates against `gold`.
 
@@ -98,7 +103,7 @@ def predict_squad(
         n_best_size, max_answer_length: post-processing settings.
         null_score_diff_threshold: v2.0: fixed threshold; None tunes it on
             `gold` (F1-optimal, as in the BERT paper) or uses 0.0 without gold.
-        boundaries, sort_by_length: the prediction batches (`predict_logits`).
+        boundaries, sort_by_length, packing: the prediction batches (`predict_logits`).
 
     Returns:
         `SquadResult`.
@@ -110,7 +115,7 @@ def predict_squad(
     start = time.perf_counter()
     stats = {}
     start_logits, end_logits = predict_logits(model, features, batch_size=batch_size, boundaries=boundaries,
-                                              sort_by_length=sort_by_length, stats=stats)
+                                              sort_by_length=sort_by_length, packing=packing, stats=stats)
     seconds = time.perf_counter() - start
     version_2 = version == "2.0"
     start = time.perf_counter()
@@ -146,4 +151,6 @@ def predict_squad(
         predict_seconds=seconds,
         predict_shapes=stats["shapes"],
         postprocess_seconds=postprocess_seconds,
+        predict_token_slots=stats["token_slots"],
+        predict_real_tokens=stats["real_tokens"],
     )

@@ -15,7 +15,8 @@
   `null_odds > threshold` (`evaluation.tune_null_threshold` picks the
   threshold that maximises F1 on a dev file, as the BERT paper does).
 - `predict_logits(model, features)`: the model over every window, in length-bucketed batches of one fixed
-  size (`batches.PredictionBatches`: at most one compiled shape per bucket).
+  size (`batches.PredictionBatches`: at most one compiled shape per bucket), or with `packing=True`
+  several windows to a row (`batches.PackedPredictionBatches`: one shape, almost no padding).
 - `answer_questions(model, tokenizer, questions, contexts)`: answers raw
   question/context strings with a `BertSpanExtractor` (text, score, span).
 
@@ -177,7 +178,8 @@ def apply_null_threshold(best_answers, null_odds, threshold):
     return {qid: ("" if is_no_answer(null_odds[qid], threshold) else text) for qid, text in best_answers.items()}
 
 
-def predict_logits(model, features, batch_size=32, *, boundaries=None, sort_by_length=True, stats=None):
+def predict_logits(model, features, batch_size=32, *, boundaries=None, sort_by_length=True, packing=False,
+                   stats=None):
     """Runs `model` over every window of `features`; returns `(start_logits, end_logits)` `(N, L)`.
 
     The batches are `batches.PredictionBatches`: NumPy on every backend,
@@ -188,23 +190,47 @@ def predict_logits(model, features, batch_size=32, *, boundaries=None, sort_by_l
     `sequence_length` with the masked value. `sort_by_length=False` keeps
     the input order (most SQuAD batches then pad to the full length).
 
-    `stats`, a dict, receives `shapes` (the distinct input shapes) and
-    `batches`.
+    `packing=True` feeds `batches.PackedPredictionBatches` instead: several
+    windows to a row of `sequence_length`, one shape, almost no padding; each
+    window's logits are cut back out of its row, equal to the unpacked ones
+    within float rounding. It needs the backbone's attention padding as a
+    mask (the default), not `"lengths"`.
+
+    `stats`, a dict, receives `shapes` (the distinct input shapes),
+    `batches`, `token_slots` (positions computed, padding included) and
+    `real_tokens`.
     """
-    from keras_bert_impl.tasks.span_qa.batches import PredictionBatches
+    from keras_bert_impl.tasks.span_qa.batches import PackedPredictionBatches, PredictionBatches
 
     n, max_len = features.token_ids.shape
     start = np.full((n, max_len), MASKED_LOGIT, np.float32)
     end = np.full((n, max_len), MASKED_LOGIT, np.float32)
-    batches = PredictionBatches(features, batch_size, boundaries=boundaries, sort_by_length=sort_by_length)
-    for rows, inputs in batches:
-        out = model.predict_on_batch(inputs)
-        real = len(rows)  # the rows after them are filler copies
-        s, e = np.asarray(out["start_logits"])[:real], np.asarray(out["end_logits"])[:real]
-        start[rows, : s.shape[1]] = s
-        end[rows, : e.shape[1]] = e
+    if packing:
+        if boundaries is not None or not sort_by_length:
+            raise ValueError("`packing=True` packs windows into full rows: leave `boundaries` and `sort_by_length` "
+                             "at their defaults.")
+        attention_padding = getattr(getattr(model, "backbone", None), "attention_padding", "mask")
+        if attention_padding != "mask":
+            raise ValueError(f"`packing=True` needs the backbone's attention padding as a mask (windows of a row "
+                             f"attend only to themselves); this backbone uses {attention_padding!r}.")
+        batches = PackedPredictionBatches(features, batch_size)
+        for placements, inputs in batches:
+            out = model.predict_on_batch(inputs)
+            s, e = np.asarray(out["start_logits"]), np.asarray(out["end_logits"])
+            for window, row, offset, length in placements.tolist():
+                start[window, :length] = s[row, offset : offset + length]
+                end[window, :length] = e[row, offset : offset + length]
+    else:
+        batches = PredictionBatches(features, batch_size, boundaries=boundaries, sort_by_length=sort_by_length)
+        for rows, inputs in batches:
+            out = model.predict_on_batch(inputs)
+            real = len(rows)  # the rows after them are filler copies
+            s, e = np.asarray(out["start_logits"])[:real], np.asarray(out["end_logits"])[:real]
+            start[rows, : s.shape[1]] = s
+            end[rows, : e.shape[1]] = e
     if stats is not None:
-        stats.update(shapes=batches.shapes, batches=len(batches))
+        stats.update(shapes=batches.shapes, batches=len(batches), token_slots=batches.token_slots,
+                     real_tokens=int(np.sum(features.lengths)))
     return start, end
 
 
