@@ -174,6 +174,12 @@ case $step in
           --torch_device "$torch_device" --predict_passes 3 --attention_padding lengths \
           --compilation_cache /tmp/gpu_session_xla_cache
     done
+    # SQuAD prediction on packed rows (several windows a row of 384: about 1.5x fewer token positions than the
+    # buckets; the mask path, as packed rows need), HF on the same rows with a 4D block-diagonal mask.
+    record squad_${config}_bf16_packed $PY benchmarks/squad.py --features .gpu_inputs/squad \
+        --train_questions 1 --epochs 0 --random_weights --mixed_precision bf16 \
+        --preset .gpu_inputs/${config/tiny/minilm}_config --hf_dir .gpu_inputs/${config/tiny/minilm}_config \
+        --torch_device "$torch_device" --predict_passes 3 --predict_order packed
     speed ${config}_seq512_best --configs "$config" --peers "" --sequence_length 512 --predictions 80 \
         --batch_size "$quarter" "${best[@]}"
     speed large_seq128_best --configs "$large" --peers "" --batch_size "$small" "${best[@]}"

@@ -79,8 +79,10 @@ def parse_args(argv=None):
     parser.add_argument("--max_query_length", type=int, default=64)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--predict_batch_size", type=int, default=64)
-    parser.add_argument("--predict_order", choices=("bucket", "input"), default="bucket",
-                        help="prediction batches grouped by length bucket (default) or in input order (as before)")
+    parser.add_argument("--predict_order", choices=("bucket", "input", "packed"), default="bucket",
+                        help="prediction batches grouped by length bucket (default), in input order (as before), or "
+                             "packed: several windows a row of --max_seq_length (PackedPredictionBatches; HF gets "
+                             "the same rows with a block-diagonal 4D attention mask and restarting position ids)")
     parser.add_argument("--predict_passes", type=int, default=2,
                         help="prediction passes over the same windows: the first, then warm ones (their fastest counts)")
     parser.add_argument("--learning_rate", type=float, default=3e-5)
@@ -167,7 +169,7 @@ def run_keras(args, train_features, eval_features, eval_gold):
         }
     passes = [
         predict_squad(model, eval_features, gold=eval_gold, batch_size=args.predict_batch_size,
-                      sort_by_length=args.predict_order == "bucket")
+                      sort_by_length=args.predict_order != "input", packing=args.predict_order == "packed")
         for _ in range(max(2, args.predict_passes))
     ]
     first = passes[0]
@@ -177,14 +179,18 @@ def run_keras(args, train_features, eval_features, eval_gold):
         **{k: round(v, 2) for k, v in first.metrics.items()},
         **report,
         **_predict_report(len(eval_features), [p.predict_seconds for p in passes], first.predict_shapes,
-                          first.postprocess_seconds),
+                          first.postprocess_seconds, first.predict_token_slots, first.predict_real_tokens),
     }
 
 
-def _predict_report(num_windows, pass_seconds, shapes, postprocess_seconds):
-    """The first pass (compilation included), the fastest later pass (warm), their difference, the shapes."""
+def _predict_report(num_windows, pass_seconds, shapes, postprocess_seconds, token_slots, real_tokens):
+    """The first pass (compilation included), the fastest later pass (warm), their difference, the shapes, and
+    the token positions computed against the windows' real tokens."""
     first, warm = pass_seconds[0], min(pass_seconds[1:])
     return {
+        "predict_token_slots": int(token_slots),
+        "predict_real_tokens": int(real_tokens),
+        "predict_padding_fraction": round(1 - real_tokens / token_slots, 4),
         "predict_windows_per_s": round(num_windows / first, 2),
         "predict_windows_per_s_warm": round(num_windows / warm, 2),
         "predict_pass_seconds": [round(x, 3) for x in pass_seconds],
@@ -199,7 +205,7 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
     import torch
     from transformers import BertForQuestionAnswering
 
-    from keras_bert_impl.tasks.span_qa.batches import PredictionBatches
+    from keras_bert_impl.tasks.span_qa.batches import PackedPredictionBatches, PredictionBatches
     from keras_bert_impl.tasks.span_qa.prediction import postprocess_predictions
     from keras_bert_impl.metrics.squad import evaluate_v1
 
@@ -239,6 +245,18 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
             "attention_mask": torch.from_numpy(np.asarray(features["padding_mask"])).long().to(device),
         }
 
+    def packed_torch(example_ids):
+        """HF's inputs for packed rows, built on the device as our backbone builds them in its graph: a 4D
+        boolean mask (a token attends to the real tokens of its own window; a padding token to every real
+        token, as `layers.packed_examples` does) and position ids restarting at each window."""
+        ids = torch.from_numpy(np.asarray(example_ids)).long().to(device)
+        real = ids > 0
+        mask = ((ids[:, :, None] == ids[:, None, :]) | (ids[:, :, None] == 0)) & real[:, None, :]
+        index = torch.arange(ids.shape[1], device=device).expand_as(ids)
+        before = torch.cat([torch.zeros_like(ids[:, :1]), ids[:, :-1]], dim=1)
+        window_start = torch.cummax(torch.where(real & (ids != before), index, 0), dim=1).values
+        return {"attention_mask": mask[:, None], "position_ids": torch.where(real, index - window_start, index)}
+
     def epoch_batches(dataset):
         if not array_batches:
             yield from dataset
@@ -276,8 +294,12 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
     n, max_len = eval_features.token_ids.shape
     # The batches ours predict (the same order and widths), without our filler rows: eager torch has no
     # compiled shapes to keep.
-    batches = PredictionBatches(eval_features, args.predict_batch_size, fixed_batch_size=False,
-                                sort_by_length=args.predict_order == "bucket")
+    packed = args.predict_order == "packed"
+    if packed:
+        batches = PackedPredictionBatches(eval_features, args.predict_batch_size, fixed_batch_size=False)
+    else:
+        batches = PredictionBatches(eval_features, args.predict_batch_size, fixed_batch_size=False,
+                                    sort_by_length=args.predict_order == "bucket")
     seconds, outputs = [], []
     for _ in range(max(2, args.predict_passes)):
         start_logits = np.full((n, max_len), -10000.0, np.float32)
@@ -287,10 +309,18 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
                      else contextlib.nullcontext())
         with torch.no_grad(), precision:
             for rows, features in batches:
-                out = model(**to_torch(features))
+                if packed:
+                    out = model(**{**to_torch(features), **packed_torch(features["padding_mask"])})
+                else:
+                    out = model(**to_torch(features))
                 s, e = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
-                start_logits[rows, : s.shape[1]] = s
-                end_logits[rows, : e.shape[1]] = e
+                if packed:
+                    for window, row, offset, length in rows.tolist():
+                        start_logits[window, :length] = s[row, offset : offset + length]
+                        end_logits[window, :length] = e[row, offset : offset + length]
+                else:
+                    start_logits[rows, : s.shape[1]] = s
+                    end_logits[rows, : e.shape[1]] = e
         seconds.append(time.perf_counter() - start)
         outputs.append((start_logits, end_logits))
     start = time.perf_counter()
@@ -311,7 +341,8 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
     return {
         **{k: round(v, 2) for k, v in metrics.items()},
         **report,
-        **_predict_report(n, seconds, batches.shapes, postprocess_seconds),
+        **_predict_report(n, seconds, batches.shapes, postprocess_seconds, batches.token_slots,
+                          int(np.sum(eval_features.lengths))),
     }
 
 

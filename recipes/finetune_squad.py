@@ -23,6 +23,7 @@ A bad file or flag stops the run with one line, `error: <message>`, and exit
 code 2; `--debug` shows the traceback.
 """
 
+import argparse
 import json
 
 from command_line import OneLineParser, add_run_arguments, run_recipe
@@ -45,6 +46,10 @@ def parse_args(argv=None):
     parser.add_argument("--n_best_size", type=int, default=20)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--predict_batch_size", type=int, default=64)
+    parser.add_argument("--predict_packing", action=argparse.BooleanOptionalAction, default=True,
+                        help="predict several windows a row of --sequence_length (the same logits within float "
+                             "rounding, one compiled shape, almost no padding; --no-predict_packing: one window "
+                             "a row, in length buckets)")
     parser.add_argument("--learning_rate", type=float, default=3e-5)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--warmup_proportion", type=float, default=0.1)

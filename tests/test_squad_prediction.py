@@ -116,7 +116,9 @@ def test_bucketed_prediction_gives_the_input_order_answers(model, features):
 
 def test_packed_batches_hold_every_window_once_in_one_shape(features):
     batches = PackedPredictionBatches(features, BATCH_SIZE)
-    assert batches.shapes == [(BATCH_SIZE, 384)]
+    assert batches.shapes == [(batches.rows_per_batch, 384)] and batches.rows_per_batch <= BATCH_SIZE
+    rows = sum(len(r) for r in batches.plan)
+    assert len(batches) == -(-rows // BATCH_SIZE) and len(batches) * batches.rows_per_batch - rows < len(batches)
     seen = []
     for placements, inputs in batches:
         for window, row, offset, length in placements.tolist():
@@ -136,7 +138,7 @@ def test_packed_prediction_gives_the_unpacked_logits_and_answers(model, features
     start, end = predict_logits(model, features, batch_size=BATCH_SIZE)
     stats = {}
     packed_start, packed_end = predict_logits(model, features, batch_size=BATCH_SIZE, packing=True, stats=stats)
-    assert stats["shapes"] == [(BATCH_SIZE, 384)] and stats["real_tokens"] == int(features.lengths.sum())
+    assert len(stats["shapes"]) == 1 and stats["real_tokens"] == int(features.lengths.sum())
     assert stats["token_slots"] < PredictionBatches(features, BATCH_SIZE).token_slots
     real = features.padding_mask == 1
     # Every real position, [CLS] and the masked question and [SEP]s included: the head masks each window alone.
@@ -156,3 +158,16 @@ def test_packed_prediction_refuses_attention_on_lengths(features):
                             max_sequence_length=384, attention_padding="lengths")
     with pytest.raises(ValueError, match="needs the backbone's attention padding as a mask.*'lengths'"):
         predict_logits(BertSpanExtractor(backbone), features, batch_size=BATCH_SIZE, packing=True)
+
+
+def test_packed_batches_are_balanced_so_the_filler_is_small():
+    import types
+
+    lengths = np.full(74, 384)  # full windows: one a row, 74 rows
+    features = types.SimpleNamespace(lengths=lengths, token_ids=np.ones((74, 384), np.int32),
+                                     segment_ids=np.zeros((74, 384), np.int32))
+    batches = PackedPredictionBatches(features, batch_size=32)
+    assert batches.rows_per_batch == 25 and [len(r) for r in batches.plan] == [25, 25, 24]
+    assert batches.shapes == [(25, 384)] and batches.token_slots == 75 * 384
+    last_placements, last_inputs = list(batches)[-1]
+    assert last_inputs["token_ids"].shape == (25, 384) and len(last_placements) == 24

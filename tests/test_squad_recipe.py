@@ -67,6 +67,8 @@ def test_recipe_v1_trains_predicts_and_writes_official_files(tmp_path, tiny_pres
     assert evaluation["missing_answers"] == evaluation["mismatched_answers"] == evaluation["skipped_questions"] == 0
     assert 0.0 <= evaluation["exact_match"] <= evaluation["f1"] <= 100.0
     assert printed["f1"] == evaluation["f1"]
+    assert evaluation["predict_packing"] is True  # the default: several windows a row
+    assert evaluation["predict_real_tokens"] <= evaluation["predict_token_slots"]
     assert (model_dir / "model.keras").exists() and not (model_dir / "null_odds.json").exists()
 
     # The saved .keras file answers raw questions alone, in a fresh process (its preprocessor is inside).
@@ -107,6 +109,20 @@ def test_recipe_v1_trains_predicts_and_writes_official_files(tmp_path, tiny_pres
     predictions = json.loads((tmp_path / "v2" / "predictions.json").read_text())
     threshold = evaluation["null_score_diff_threshold"]
     assert all((predictions[q] == "") == (null_odds[q] > threshold) for q in predictions)
+
+    # One window a row (--no-predict_packing) gives the same answers and null odds: each packed window's own
+    # [CLS] scores the null answer.
+    recipe.main([
+        "--version", "2.0", "--predict_file", str(predict_v2), "--init_checkpoint", str(model_dir / "model.keras"),
+        "--max_seq_length", "128", "--epochs", "0", "--model_dir", str(tmp_path / "v2_unpacked"),
+        "--no-predict_packing",
+    ])
+    unpacked = json.loads((tmp_path / "v2_unpacked" / "eval.json").read_text())
+    assert unpacked["predict_packing"] is False and evaluation["predict_packing"] is True
+    assert unpacked["predict_token_slots"] > evaluation["predict_token_slots"]
+    assert json.loads((tmp_path / "v2_unpacked" / "predictions.json").read_text()) == predictions
+    unpacked_odds = json.loads((tmp_path / "v2_unpacked" / "null_odds.json").read_text())
+    assert all(abs(unpacked_odds[q] - null_odds[q]) < 1e-4 for q in null_odds)
 
 
 def test_recipe_rejects_bad_flags(capsys):

@@ -6,6 +6,7 @@ span_qa; span_qa.read_squad_examples(...)`); the fine-tuning story is
 """
 
 from keras_bert_impl.tasks.span_qa.batches import (
+    PackedPredictionBatches,
     PredictionBatches,
     make_array_batches,
     make_dataset,

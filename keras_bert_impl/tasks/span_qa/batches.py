@@ -191,10 +191,12 @@ class PackedPredictionBatches:
 
     The windows are packed several to a row of the features' `sequence_length`
     (`pack_rows`: best-fit decreasing, deterministic), and the rows cut into
-    batches of `batch_size`; the last batch is filled with copies of its first
-    row (with `fixed_batch_size`, the default), so a compiled predict step
-    sees one shape. `inputs` holds `{"token_ids", "segment_ids",
-    "padding_mask"}`, int32 `(batch_size, sequence_length)`, with the windows
+    as few batches as `batch_size` rows a batch allow, all of one size
+    (`rows_per_batch`, at most `batch_size`: 74 rows at `batch_size=32` make
+    3 batches of 25); the last batch is filled with copies of its first row
+    (with `fixed_batch_size`, the default; fewer filler rows in all than batches), so
+    a compiled predict step sees one shape. `inputs` holds `{"token_ids", "segment_ids",
+    "padding_mask"}`, int32 `(rows_per_batch, sequence_length)`, with the windows
     of a row numbered in `padding_mask` (1, 2, ...; 0 for padding): the
     backbone keeps them apart (block-diagonal attention, positions restarting
     at each window) and `SpanHead` masks each window's own question and
@@ -229,14 +231,16 @@ class PackedPredictionBatches:
         self.sequence_length = features.token_ids.shape[1]
         self.lengths = np.asarray(features.lengths)
         rows = pack_rows(self.lengths, self.sequence_length)
-        self.plan = [rows[i : i + batch_size] for i in range(0, len(rows), batch_size)]
+        # As few batches as `batch_size` allows, all of one size: one shape, fewer filler rows than batches.
+        self.rows_per_batch = -(-len(rows) // -(-len(rows) // batch_size)) if rows else batch_size
+        self.plan = [rows[i : i + self.rows_per_batch] for i in range(0, len(rows), self.rows_per_batch)]
 
     def __len__(self):
         return len(self.plan)
 
     def batch_shapes(self):
         """Each batch's `(rows, width)`, in order."""
-        return [(self.batch_size if self.fixed_batch_size else len(r), self.sequence_length) for r in self.plan]
+        return [(self.rows_per_batch if self.fixed_batch_size else len(r), self.sequence_length) for r in self.plan]
 
     @property
     def shapes(self):
@@ -256,8 +260,8 @@ class PackedPredictionBatches:
         }
         for rows in self.plan:
             taken = rows
-            if self.fixed_batch_size and len(rows) < self.batch_size:
-                taken = rows + [rows[0]] * (self.batch_size - len(rows))
+            if self.fixed_batch_size and len(rows) < self.rows_per_batch:
+                taken = rows + [rows[0]] * (self.rows_per_batch - len(rows))
             placements = []
             for r, row in enumerate(rows):
                 offset = 0

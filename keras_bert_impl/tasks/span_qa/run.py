@@ -47,6 +47,10 @@ class SpanQaConfig:
         sequence_length, doc_stride, max_query_length: windows.
         max_answer_length, n_best_size: post-processing.
         batch_size, predict_batch_size, learning_rate, epochs, warmup_proportion: optimisation.
+        predict_packing: predict several windows a row of `sequence_length` (`predict_logits(packing=True)`:
+            the same logits within float rounding, one compiled shape, almost no padding); False: one window a
+            row, in length buckets. Packing needs the attention padding as a mask (every preset's); a model
+            built with `attention_padding="lengths"` predicts in buckets (`eval.json` says which ran).
         null_score_diff_threshold: v2.0 fixed threshold (None: tuned for F1 on the predict file).
         strategy, mixed_precision, seed: as for every run.
     """
@@ -65,6 +69,7 @@ class SpanQaConfig:
     n_best_size: int = 20
     batch_size: int = 32
     predict_batch_size: int = 64
+    predict_packing: bool = True
     learning_rate: float = 3e-5
     epochs: int = 2
     warmup_proportion: float = 0.1
@@ -193,16 +198,21 @@ def run(config):
         model.save(os.path.join(c.model_dir, "model.keras"))
 
     features = convert_examples_to_features(examples, tokenizer, **window)
+    # Packed rows need the attention padding as a mask; a model saved with it as lengths predicts in buckets.
+    packing = c.predict_packing and getattr(model.backbone, "attention_padding", "mask") == "mask"
     result = predict_squad(
         model,
         features,
         gold=gold,
         version=c.version,
         batch_size=c.predict_batch_size,
+        packing=packing,
         n_best_size=c.n_best_size,
         max_answer_length=c.max_answer_length,
         null_score_diff_threshold=c.null_score_diff_threshold,
     )
-    summary.update(predict_questions=len(examples), predict_windows=len(features), predict_seconds=result.predict_seconds)
+    summary.update(predict_questions=len(examples), predict_windows=len(features), predict_seconds=result.predict_seconds,
+                   predict_packing=packing, predict_token_slots=result.predict_token_slots,
+                   predict_real_tokens=result.predict_real_tokens)
     write_squad_outputs(c.model_dir, result, extra_eval=summary)
     return result, summary
