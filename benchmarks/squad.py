@@ -83,6 +83,9 @@ def parse_args(argv=None):
                         help="prediction batches grouped by length bucket (default), in input order (as before), or "
                              "packed: several windows a row of --max_seq_length (PackedPredictionBatches; HF gets "
                              "the same rows with a block-diagonal 4D attention mask and restarting position ids)")
+    parser.add_argument("--packing", action="store_true",
+                        help="our fine-tuning on packed rows (several windows a row, the same loss; needs TensorFlow "
+                             "for its tf.data batches); HF trains on the length buckets")
     parser.add_argument("--predict_passes", type=int, default=2,
                         help="prediction passes over the same windows: the first, then warm ones (their fastest counts)")
     parser.add_argument("--learning_rate", type=float, default=3e-5)
@@ -158,8 +161,15 @@ def run_keras(args, train_features, eval_features, eval_gold):
                                                        attention_padding=args.attention_padding))
     report = {}
     if args.epochs > 0:
-        train_ds = _train_batches(args, train_features)
-        fit = finetune(model, train_ds, epochs=args.epochs, learning_rate=args.learning_rate, seed=args.seed, verbose=0)
+        trained = model
+        if args.packing:
+            from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
+
+            train_ds, examples_per_row = make_packed_dataset(train_features, args.batch_size, seed=args.seed)
+            trained = model.packed_training_model(examples_per_row)
+        else:
+            train_ds = _train_batches(args, train_features)
+        fit = finetune(trained, train_ds, epochs=args.epochs, learning_rate=args.learning_rate, seed=args.seed, verbose=0)
         train_seconds = sum(fit.epoch_seconds)
         report = {
             "train_seconds": round(train_seconds, 1),
@@ -414,7 +424,7 @@ def main():
         "eval_windows": len(eval_features),
         "mean_window_tokens": round(float(train_features.lengths.mean()), 1),
         **{k: getattr(args, k) for k in ("max_seq_length", "doc_stride", "batch_size", "learning_rate", "epochs", "seed",
-                                         "predict_batch_size", "predict_order", "predict_passes", "random_weights",
+                                         "predict_batch_size", "predict_order", "predict_passes", "random_weights", "packing",
                                          "attention_padding", "compilation_cache", "mixed_precision")},
         "cpu_threads": os.cpu_count(),
         "keras_backend": os.environ.get("KERAS_BACKEND", "tensorflow"),

@@ -46,6 +46,8 @@ def parse_args(argv=None):
     parser.add_argument("--n_best_size", type=int, default=20)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--predict_batch_size", type=int, default=64)
+    parser.add_argument("--packing", action="store_true",
+                        help="train on rows that each hold several windows (almost no padding; the same loss)")
     parser.add_argument("--predict_packing", action=argparse.BooleanOptionalAction, default=True,
                         help="predict several windows a row of --sequence_length (the same logits within float "
                              "rounding, one compiled shape, almost no padding; --no-predict_packing: one window "

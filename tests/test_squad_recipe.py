@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 from keras_bert_impl import BertBackbone, BertSpanExtractor
@@ -123,6 +124,23 @@ def test_recipe_v1_trains_predicts_and_writes_official_files(tmp_path, tiny_pres
     assert json.loads((tmp_path / "v2_unpacked" / "predictions.json").read_text()) == predictions
     unpacked_odds = json.loads((tmp_path / "v2_unpacked" / "null_odds.json").read_text())
     assert all(abs(unpacked_odds[q] - null_odds[q]) < 1e-4 for q in null_odds)
+
+
+def test_recipe_trains_on_packed_rows(tmp_path, tiny_preset, dev_slice, capsys):
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(dev_slice), encoding="utf-8")
+    model_dir = tmp_path / "packed"
+    _load_recipe().main([
+        "--train_file", str(train), "--predict_file", str(train), "--preset", str(tiny_preset),
+        "--max_seq_length", "128", "--doc_stride", "64", "--batch_size", "8", "--epochs", "1",
+        "--learning_rate", "1e-3", "--packing", "--model_dir", str(model_dir),
+    ])
+    evaluation = json.loads((model_dir / "eval.json").read_text())
+    assert evaluation["packing"] is True and evaluation["predict_packing"] is True
+    assert np.isfinite(evaluation["train_loss"]).all()
+    predictions = json.loads((model_dir / "predictions.json").read_text())
+    qids = [qa["id"] for qa in dev_slice["data"][0]["paragraphs"][0]["qas"]]
+    assert sorted(predictions) == sorted(qids)
 
 
 def test_recipe_rejects_bad_flags(capsys):

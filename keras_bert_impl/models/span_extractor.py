@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 
+from keras_bert_impl.layers.per_example_logits import PerExampleLogits
 from keras_bert_impl.layers.span_head import SpanHead
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_decoding import NULL_POSITION, is_no_answer, null_odds, window_null_score
@@ -16,7 +17,9 @@ class SpanLoss(keras.losses.Loss):
     Used for both the start and the end output, so the total loss is the mean
     of the start and end cross-entropies, as in google-research/bert. Rows
     whose label is negative (e.g. the filler rows of a fixed-size last batch)
-    are ignored: the loss is the mean over the rows with a label >= 0.
+    are ignored: the loss is the mean over the rows with a label >= 0. Labels
+    of shape `(rows, k)` with logits `(rows, k, length)` (packed rows,
+    `BertSpanExtractor.packed_training_model`) count as `rows * k` rows.
 
     Example:
     >>> import numpy as np
@@ -29,6 +32,8 @@ class SpanLoss(keras.losses.Loss):
         super().__init__(name=name, reduction=reduction, **kwargs)
 
     def call(self, y_true, y_pred):
+        # One label per row of logits; packed rows give `(rows, examples_per_row)` labels (`PerExampleLogits`).
+        y_pred = keras.ops.reshape(y_pred, (-1, keras.ops.shape(y_pred)[-1]))
         y_true = keras.ops.cast(keras.ops.reshape(y_true, (-1,)), "int32")
         valid = keras.ops.cast(y_true >= 0, y_pred.dtype)
         per_row = keras.losses.sparse_categorical_crossentropy(
@@ -123,6 +128,62 @@ class BertSpanExtractor(Task):
     def default_loss(self):
         """Half the cross-entropy of the start and of the end position (their mean, as in google-research/bert)."""
         return {"start_logits": SpanLoss(), "end_logits": SpanLoss()}
+
+    def packed_training_model(self, examples_per_row):
+        """A model that shares this extractor's weights and scores every window of packed rows.
+
+        Packed rows hold several windows each, numbered in `padding_mask`
+        (1, 2, ...; `keras_bert_impl.layers.packed_examples`): the backbone
+        keeps them apart and the span head masks each one's question and
+        [SEP]s. This model returns `{"start_logits", "end_logits"}`, float32
+        `(rows, examples_per_row, sequence_length)`: slice `k` holds window
+        `k + 1`'s logits on its own tokens and `MASKED_LOGIT` elsewhere
+        (`PerExampleLogits`). Train it on targets `(rows, examples_per_row)`,
+        each window's answer position in the row (-1 for a slice without a
+        window; `tasks.span_qa.batches.make_packed_dataset`): it is compiled
+        with this extractor's `SpanLoss`, so the loss is the mean over the
+        windows, as on unpacked rows. Training it trains this extractor;
+        predict and save with the extractor itself.
+
+        Example:
+        >>> import numpy as np
+        >>> from keras_bert_impl import BertBackbone
+        >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2,
+        ...                         hidden_dim=16, intermediate_dim=32, max_sequence_length=16)
+        >>> extractor = BertSpanExtractor(backbone)
+        >>> packed = extractor.packed_training_model(examples_per_row=2)
+        >>> row = {"token_ids": np.array([[2, 5, 3, 7, 3, 2, 6, 3, 8, 3, 0]], "int32"),   # two windows
+        ...        "segment_ids": np.array([[0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 0]], "int32"),
+        ...        "padding_mask": np.array([[1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 0]], "int32")}
+        >>> second = {"token_ids": np.array([[2, 6, 3, 8, 3]], "int32"),
+        ...           "segment_ids": np.array([[0, 0, 0, 1, 1]], "int32"), "padding_mask": np.ones((1, 5), "int32")}
+        >>> out, alone = packed.predict(row, verbose=0), extractor.predict(second, verbose=0)
+        >>> out["start_logits"].shape
+        (1, 2, 11)
+        >>> bool(np.allclose(out["start_logits"][0, 1, 5:10], alone["start_logits"][0], atol=1e-5))
+        True
+        """
+        if getattr(self.backbone, "attention_padding", "mask") != "mask":
+            raise ValueError(
+                "packed_training_model() needs a backbone with attention_padding='mask': packed rows keep their "
+                f"windows apart with the block-diagonal mask, and this backbone has attention_padding="
+                f"{self.backbone.attention_padding!r} (one length per row, for unpacked rows)."
+            )
+        inputs = backbone_inputs()
+        sequence_output = self.backbone(inputs)["sequence_output"]
+        start_logits, end_logits = self.span_head(
+            sequence_output, segment_ids=inputs["segment_ids"], padding_mask=inputs["padding_mask"]
+        )
+        split = PerExampleLogits(examples_per_row, name="per_example_logits")
+        outputs = {
+            "start_logits": keras.layers.Identity(name="start_logits", dtype="float32")(
+                split(start_logits, padding_mask=inputs["padding_mask"])),
+            "end_logits": keras.layers.Identity(name="end_logits", dtype="float32")(
+                split(end_logits, padding_mask=inputs["padding_mask"])),
+        }
+        model = keras.Model(inputs, outputs, name=f"{self.name}_packed")
+        model.compile(optimizer=keras.optimizers.AdamW(5e-5), loss=self.default_loss())
+        return model
 
     def _raw_dataset(self, *args, **kwargs):
         raise ValueError(

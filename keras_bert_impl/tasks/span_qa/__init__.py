@@ -10,6 +10,8 @@ from keras_bert_impl.tasks.span_qa.batches import (
     PredictionBatches,
     make_array_batches,
     make_dataset,
+    make_packed_dataset,
+    packed_training_rows,
 )
 from keras_bert_impl.tasks.span_qa.evaluation import (
     SquadResult,

@@ -23,7 +23,7 @@ from keras_bert_impl.batching.boundaries import (
     count_batches_from_lengths,
     default_boundaries,
 )
-from keras_bert_impl.batching.packing import pack_rows, packed_arrays
+from keras_bert_impl.batching.packing import pack_rows, packed_arrays, rows_per_batch
 from keras_bert_impl.tasks.old_keywords import renamed
 
 
@@ -78,6 +78,56 @@ def make_dataset(features, batch_size, training=False, seed=None, *, boundaries=
     num_batches = count_batches_from_lengths(features.lengths, batch_size, boundaries, grouped=training)
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def packed_training_rows(features, seed=None):
+    """The training windows packed several to a row: `(inputs, labels, examples_per_row)`.
+
+    `pack_rows` (with `seed`) puts the windows into rows of the features'
+    `sequence_length`; `inputs` are the rows' `{"token_ids", "segment_ids",
+    "padding_mask"}` (windows numbered 1, 2, ... in `padding_mask`) and
+    `labels` `{"start_logits", "end_logits"}`, int32 `(rows,
+    examples_per_row)`: window `k + 1`'s answer start and end as positions in
+    the row (its own [CLS] when the answer is not in it), -1 where a row has
+    fewer windows. This is what `BertSpanExtractor.packed_training_model(examples_per_row)`
+    trains on.
+    """
+    sequence_length = features.token_ids.shape[1]
+    lengths = np.asarray(features.lengths)
+    rows = pack_rows(lengths, sequence_length, seed=seed)
+    windows = {name: [values[i, : lengths[i]] for i in range(len(lengths))]
+               for name, values in (("token_ids", features.token_ids), ("segment_ids", features.segment_ids))}
+    inputs = packed_arrays(windows, rows, sequence_length)
+    examples_per_row = max(len(row) for row in rows)
+    labels = {name: np.full((len(rows), examples_per_row), -1, np.int32) for name in ("start_logits", "end_logits")}
+    for r, row in enumerate(rows):
+        offset = 0
+        for k, i in enumerate(row):
+            labels["start_logits"][r, k] = offset + features.start_positions[i]
+            labels["end_logits"][r, k] = offset + features.end_positions[i]
+            offset += int(lengths[i])
+    return inputs, labels, examples_per_row
+
+
+def make_packed_dataset(features, batch_size, seed=None, fixed_batch_size=True):
+    """Shuffled training batches of packed rows for `packed_training_model`: `(dataset, examples_per_row)`.
+
+    The windows are packed once (`packed_training_rows`, with `seed`) and the
+    rows shuffled every epoch. A batch holds `rows_per_batch` rows, `batch_size`
+    windows on average, so an epoch has as many optimizer steps as unpacked
+    (each much cheaper: almost no padding); the loss is the mean over the
+    batch's windows, as unpacked. Every batch has one static shape: the last
+    one is filled with rows labelled -1, which `SpanLoss` ignores.
+    """
+    from keras_bert_impl.batching.tf_batches import packed_row_batches
+
+    if len(features) == 0:
+        raise ValueError("no training windows to pack")
+    inputs, labels, examples_per_row = packed_training_rows(features, seed=seed)
+    num_rows = len(inputs["token_ids"])
+    dataset = packed_row_batches((inputs, labels), num_rows, rows_per_batch(batch_size, len(features), num_rows),
+                                 training=True, seed=seed, fixed_batch_size=fixed_batch_size, label_fill_value=-1)
+    return dataset, examples_per_row
 
 
 def make_array_batches(features, batch_size, training=False, seed=0, *, boundaries=None, fixed_batch_size=True,

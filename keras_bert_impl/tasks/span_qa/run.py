@@ -21,6 +21,7 @@ import keras
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_extractor import BertSpanExtractor
+from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
@@ -47,6 +48,8 @@ class SpanQaConfig:
         sequence_length, doc_stride, max_query_length: windows.
         max_answer_length, n_best_size: post-processing.
         batch_size, predict_batch_size, learning_rate, epochs, warmup_proportion: optimisation.
+        packing: train on packed rows (several windows a row, `batches.make_packed_dataset`, through
+            `BertSpanExtractor.packed_training_model`): the same loss, almost no padding.
         predict_packing: predict several windows a row of `sequence_length` (`predict_logits(packing=True)`:
             the same logits within float rounding, one compiled shape, almost no padding); False: one window a
             row, in length buckets. Packing needs the attention padding as a mask (every preset's); a model
@@ -70,6 +73,7 @@ class SpanQaConfig:
     batch_size: int = 32
     predict_batch_size: int = 64
     predict_packing: bool = True
+    packing: bool = False
     learning_rate: float = 3e-5
     epochs: int = 2
     warmup_proportion: float = 0.1
@@ -175,9 +179,15 @@ def run(config):
     summary = {"version": c.version, "mixed_precision": mixed_precision}
     if c.epochs > 0:
         train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)
-        train_ds = train_features.to_dataset(c.batch_size, training=True, seed=c.seed)
+        if c.packing:
+            train_ds, examples_per_row = make_packed_dataset(train_features, c.batch_size, seed=c.seed)
+            with strategy.scope():
+                trained_model = model.packed_training_model(examples_per_row)  # trains `model`'s own weights
+        else:
+            train_ds = train_features.to_dataset(c.batch_size, training=True, seed=c.seed)
+            trained_model = model
         fit = finetune(
-            model,
+            trained_model,
             train_ds,
             epochs=c.epochs,
             learning_rate=c.learning_rate,
@@ -189,6 +199,7 @@ def run(config):
         summary.update(
             train_questions=len(train_examples),
             train_windows=len(train_features),
+            packing=c.packing,
             skipped_questions=train_stats.skipped_questions,
             mismatched_answers=train_stats.mismatched_answers,
             missing_answers=train_stats.missing_answers,
