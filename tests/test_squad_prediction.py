@@ -156,7 +156,7 @@ def test_packed_prediction_refuses_attention_on_lengths(features):
 
     backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
                             max_sequence_length=384, attention_padding="lengths")
-    with pytest.raises(ValueError, match="needs the backbone's attention padding as a mask.*'lengths'"):
+    with pytest.raises(ValueError, match=r"predict_logits\(packing=True\) needs a backbone with attention_padding='mask'.*'lengths'"):
         predict_logits(BertSpanExtractor(backbone), features, batch_size=BATCH_SIZE, packing=True)
 
 

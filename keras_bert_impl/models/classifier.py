@@ -5,7 +5,7 @@ import numpy as np
 
 from keras_bert_impl.layers.sequence_pooling import SequencePooling
 from keras_bert_impl.models.backbone import bert_kernel_initializer
-from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler
+from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
 
 POOLINGS = ("pooled", "mean")
 
@@ -207,12 +207,7 @@ class BertClassifier(Task):
                 f"packed_training_model() needs pooling='pooled' (the [CLS] pooler of each example); this "
                 f"classifier has pooling={self.pooling!r}, which averages a whole row: train it on unpacked rows."
             )
-        if getattr(self.backbone, "attention_padding", "mask") != "mask":
-            raise ValueError(
-                "packed_training_model() needs a backbone with attention_padding='mask': packed rows keep their "
-                f"examples apart with the block-diagonal mask, and this backbone has attention_padding="
-                f"{self.backbone.attention_padding!r} (one length per row, for unpacked rows)."
-            )
+        check_packable(self.backbone, "packed_training_model()")
         inputs = backbone_inputs()
         x = self.backbone(inputs)["sequence_output"]
         x = self.backbone.pooled_dense(x)  # the pooler, at every position

@@ -7,7 +7,7 @@ from keras_bert_impl.layers.per_example_logits import PerExampleLogits
 from keras_bert_impl.layers.span_head import SpanHead
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_decoding import NULL_POSITION, is_no_answer, null_odds, window_null_score
-from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler
+from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -163,12 +163,7 @@ class BertSpanExtractor(Task):
         >>> bool(np.allclose(out["start_logits"][0, 1, 5:10], alone["start_logits"][0], atol=1e-5))
         True
         """
-        if getattr(self.backbone, "attention_padding", "mask") != "mask":
-            raise ValueError(
-                "packed_training_model() needs a backbone with attention_padding='mask': packed rows keep their "
-                f"windows apart with the block-diagonal mask, and this backbone has attention_padding="
-                f"{self.backbone.attention_padding!r} (one length per row, for unpacked rows)."
-            )
+        check_packable(self.backbone, "packed_training_model()")
         inputs = backbone_inputs()
         sequence_output = self.backbone(inputs)["sequence_output"]
         start_logits, end_logits = self.span_head(

@@ -321,6 +321,20 @@ def freeze_unused_pooler(backbone):
     backbone.pooled_dense.trainable = False
 
 
+def check_packable(backbone, what):
+    """Refuses, in one line naming `what`, a backbone whose attention cannot keep packed examples apart.
+
+    Packed rows need the block-diagonal mask (`attention_padding="mask"`);
+    `"lengths"` gives one length per row, for rows of one example.
+    """
+    if getattr(backbone, "attention_padding", "mask") != "mask":
+        raise ValueError(
+            f"{what} needs a backbone with attention_padding='mask': packed rows keep their examples apart with "
+            f"the block-diagonal mask, and this backbone has attention_padding={backbone.attention_padding!r} "
+            "(one length per row, for unpacked rows)."
+        )
+
+
 def _is_dataset(x):
     return type(x).__module__.startswith("tensorflow") and hasattr(x, "element_spec")
 

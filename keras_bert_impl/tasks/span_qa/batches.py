@@ -95,9 +95,7 @@ def packed_training_rows(features, seed=None):
     sequence_length = features.token_ids.shape[1]
     lengths = np.asarray(features.lengths)
     rows = pack_rows(lengths, sequence_length, seed=seed)
-    windows = {name: [values[i, : lengths[i]] for i in range(len(lengths))]
-               for name, values in (("token_ids", features.token_ids), ("segment_ids", features.segment_ids))}
-    inputs = packed_arrays(windows, rows, sequence_length)
+    inputs = packed_arrays(_window_tokens(features), rows, sequence_length)
     examples_per_row = max(len(row) for row in rows)
     labels = {name: np.full((len(rows), examples_per_row), -1, np.int32) for name in ("start_logits", "end_logits")}
     for r, row in enumerate(rows):
@@ -158,7 +156,31 @@ def make_array_batches(features, batch_size, training=False, seed=0, *, boundari
     )
 
 
-class PredictionBatches:
+class _PlannedBatches:
+    """What both prediction batchings derive from their plan's `batch_shapes()`."""
+
+    def batch_shapes(self):
+        raise NotImplementedError
+
+    @property
+    def shapes(self):
+        """The distinct `(rows, width)` input shapes, in order of first use: one compilation each under XLA."""
+        return list(dict.fromkeys(self.batch_shapes()))
+
+    @property
+    def token_slots(self):
+        """Token positions the model computes over all batches, padding and filler rows included."""
+        return sum(rows * width for rows, width in self.batch_shapes())
+
+
+def _window_tokens(features):
+    """Each window's real `token_ids` and `segment_ids`, unpadded (what `packed_arrays` packs)."""
+    lengths = np.asarray(features.lengths)
+    return {name: [values[i, : lengths[i]] for i in range(len(lengths))]
+            for name, values in (("token_ids", features.token_ids), ("segment_ids", features.segment_ids))}
+
+
+class PredictionBatches(_PlannedBatches):
     """The prediction batches of `features`: iterate for `(rows, inputs)`, one pair per forward pass.
 
     `rows` are the indices (into `features`) of the batch's real windows and
@@ -217,16 +239,6 @@ class PredictionBatches:
         """Each batch's `(rows, width)`, in order."""
         return [(self.batch_size if self.fixed_batch_size else len(r), width) for r, width in self.plan]
 
-    @property
-    def shapes(self):
-        """The distinct `(rows, width)` input shapes, in order of first use: one compilation each under XLA."""
-        return list(dict.fromkeys(self.batch_shapes()))
-
-    @property
-    def token_slots(self):
-        """Token positions the model computes over all batches, padding and filler rows included."""
-        return sum(rows * width for rows, width in self.batch_shapes())
-
     def __iter__(self):
         inputs = self.features.inputs()
         for rows, width in self.plan:
@@ -236,7 +248,7 @@ class PredictionBatches:
             yield rows, {name: np.ascontiguousarray(values[taken, :width]) for name, values in inputs.items()}
 
 
-class PackedPredictionBatches:
+class PackedPredictionBatches(_PlannedBatches):
     """Prediction batches of packed rows: iterate for `(placements, inputs)`, one pair per forward pass.
 
     The windows are packed several to a row of the features' `sequence_length`
@@ -289,25 +301,12 @@ class PackedPredictionBatches:
         return len(self.plan)
 
     def batch_shapes(self):
-        """Each batch's `(rows, width)`, in order."""
+        """Each batch's `(rows, width)`, in order: one shape with `fixed_batch_size`."""
         return [(self.rows_per_batch if self.fixed_batch_size else len(r), self.sequence_length) for r in self.plan]
-
-    @property
-    def shapes(self):
-        """The distinct `(rows, width)` input shapes: one (compiled once under XLA) with `fixed_batch_size`."""
-        return list(dict.fromkeys(self.batch_shapes()))
-
-    @property
-    def token_slots(self):
-        """Token positions the model computes over all batches, padding and filler rows included."""
-        return sum(rows * width for rows, width in self.batch_shapes())
 
     def __iter__(self):
         lengths = self.lengths
-        windows = {
-            name: [values[i, : lengths[i]] for i in range(len(lengths))]
-            for name, values in (("token_ids", self.features.token_ids), ("segment_ids", self.features.segment_ids))
-        }
+        windows = _window_tokens(self.features)
         for rows in self.plan:
             taken = rows
             if self.fixed_batch_size and len(rows) < self.rows_per_batch:

@@ -32,6 +32,7 @@ import dataclasses
 import numpy as np
 
 from keras_bert_impl.layers.span_head import MASKED_LOGIT
+from keras_bert_impl.models.task import check_packable
 from keras_bert_impl.models.span_decoding import is_no_answer, null_odds, null_score
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.reading import SquadExample
@@ -209,10 +210,8 @@ def predict_logits(model, features, batch_size=32, *, boundaries=None, sort_by_l
         if boundaries is not None or not sort_by_length:
             raise ValueError("`packing=True` packs windows into full rows: leave `boundaries` and `sort_by_length` "
                              "at their defaults.")
-        attention_padding = getattr(getattr(model, "backbone", None), "attention_padding", "mask")
-        if attention_padding != "mask":
-            raise ValueError(f"`packing=True` needs the backbone's attention padding as a mask (windows of a row "
-                             f"attend only to themselves); this backbone uses {attention_padding!r}.")
+        if getattr(model, "backbone", None) is not None:
+            check_packable(model.backbone, "predict_logits(packing=True)")
         batches = PackedPredictionBatches(features, batch_size)
         for placements, inputs in batches:
             out = model.predict_on_batch(inputs)
