@@ -90,5 +90,27 @@ def test_packed_training_model_refuses_attention_on_lengths():
 
     backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
                             max_sequence_length=32, attention_padding="lengths")
-    with pytest.raises(ValueError, match="needs a backbone with attention_padding='mask'"):
+    with pytest.raises(ValueError) as error:
         BertSpanExtractor(backbone).packed_training_model(2)
+    assert str(error.value) == (
+        "packed_training_model() needs a backbone with attention_padding='mask': packed rows keep their examples "
+        "apart with the block-diagonal mask, and this backbone has attention_padding='lengths' (one length per "
+        "row, for unpacked rows).")
+
+
+def test_bad_packing_arguments_are_one_clear_line(features):
+    from keras_bert_impl.layers import PerExampleLogits
+    from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
+
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError) as error:
+            PerExampleLogits(bad)
+        assert str(error.value) == f"`examples_per_row` must be a positive int, got {bad!r}."
+    import dataclasses
+
+    empty = dataclasses.replace(features, examples=[], **{
+        field.name: getattr(features, field.name)[:0]
+        for field in dataclasses.fields(features) if isinstance(getattr(features, field.name), np.ndarray)})
+    with pytest.raises(ValueError) as error:
+        make_packed_dataset(empty, batch_size=8)
+    assert str(error.value) == "no training windows to pack"

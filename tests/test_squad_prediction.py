@@ -156,8 +156,20 @@ def test_packed_prediction_refuses_attention_on_lengths(features):
 
     backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
                             max_sequence_length=384, attention_padding="lengths")
-    with pytest.raises(ValueError, match=r"predict_logits\(packing=True\) needs a backbone with attention_padding='mask'.*'lengths'"):
+    with pytest.raises(ValueError) as error:
         predict_logits(BertSpanExtractor(backbone), features, batch_size=BATCH_SIZE, packing=True)
+    assert str(error.value) == (
+        "predict_logits(packing=True) needs a backbone with attention_padding='mask': packed rows keep their "
+        "examples apart with the block-diagonal mask, and this backbone has attention_padding='lengths' (one "
+        "length per row, for unpacked rows).")
+
+
+def test_packed_prediction_refuses_bucket_settings(model, features):
+    for settings in ({"boundaries": [128, 384]}, {"sort_by_length": False}):
+        with pytest.raises(ValueError) as error:
+            predict_logits(model, features, batch_size=BATCH_SIZE, packing=True, **settings)
+        assert str(error.value) == ("`packing=True` packs windows into full rows: leave `boundaries` and "
+                                    "`sort_by_length` at their defaults.")
 
 
 def test_packed_batches_are_balanced_so_the_filler_is_small():

@@ -44,6 +44,12 @@ class SpanLoss(keras.losses.Loss):
         return 0.5 * per_row * valid * scale
 
 
+def _span_logits(backbone, span_head, inputs):
+    """`(start_logits, end_logits)` of the backbone's token outputs for `inputs` (one window or packed rows)."""
+    sequence_output = backbone(inputs)["sequence_output"]
+    return span_head(sequence_output, segment_ids=inputs["segment_ids"], padding_mask=inputs["padding_mask"])
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertSpanExtractor(Task):
     """BERT span extractor: start and end logits of the answer, for SQuAD v1.1 and v2.0.
@@ -98,10 +104,7 @@ class BertSpanExtractor(Task):
 
         # === Functional Model ===
         inputs = backbone_inputs()
-        sequence_output = backbone(inputs)["sequence_output"]
-        start_logits, end_logits = self.span_head(
-            sequence_output, segment_ids=inputs["segment_ids"], padding_mask=inputs["padding_mask"]
-        )
+        start_logits, end_logits = _span_logits(backbone, self.span_head, inputs)
         outputs = {
             "start_logits": keras.layers.Identity(name="start_logits", dtype="float32")(start_logits),
             "end_logits": keras.layers.Identity(name="end_logits", dtype="float32")(end_logits),
@@ -165,10 +168,7 @@ class BertSpanExtractor(Task):
         """
         check_packable(self.backbone, "packed_training_model()")
         inputs = backbone_inputs()
-        sequence_output = self.backbone(inputs)["sequence_output"]
-        start_logits, end_logits = self.span_head(
-            sequence_output, segment_ids=inputs["segment_ids"], padding_mask=inputs["padding_mask"]
-        )
+        start_logits, end_logits = _span_logits(self.backbone, self.span_head, inputs)
         split = PerExampleLogits(examples_per_row, name="per_example_logits")
         outputs = {
             "start_logits": keras.layers.Identity(name="start_logits", dtype="float32")(

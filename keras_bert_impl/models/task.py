@@ -321,13 +321,18 @@ def freeze_unused_pooler(backbone):
     backbone.pooled_dense.trainable = False
 
 
+def is_packable(backbone):
+    """Whether `backbone`'s attention keeps the examples of packed rows apart (`attention_padding="mask"`)."""
+    return getattr(backbone, "attention_padding", "mask") == "mask"
+
+
 def check_packable(backbone, what):
     """Refuses, in one line naming `what`, a backbone whose attention cannot keep packed examples apart.
 
     Packed rows need the block-diagonal mask (`attention_padding="mask"`);
     `"lengths"` gives one length per row, for rows of one example.
     """
-    if getattr(backbone, "attention_padding", "mask") != "mask":
+    if not is_packable(backbone):
         raise ValueError(
             f"{what} needs a backbone with attention_padding='mask': packed rows keep their examples apart with "
             f"the block-diagonal mask, and this backbone has attention_padding={backbone.attention_padding!r} "

@@ -21,6 +21,7 @@ import keras
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_extractor import BertSpanExtractor
+from keras_bert_impl.models.task import is_packable
 from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
@@ -210,7 +211,7 @@ def run(config):
 
     features = convert_examples_to_features(examples, tokenizer, **window)
     # Packed rows need the attention padding as a mask; a model saved with it as lengths predicts in buckets.
-    packing = c.predict_packing and getattr(model.backbone, "attention_padding", "mask") == "mask"
+    packing = c.predict_packing and is_packable(model.backbone)
     result = predict_squad(
         model,
         features,
