@@ -32,6 +32,9 @@ Issue 18's ablation flags:
   materialises the probabilities.
 - `--vocabulary_padding_multiple 128`: our MLM projection runs on the vocabulary zero-padded to a multiple
   of 128 (30,522 -> 30,592 columns), the padding logits sliced off (`MaskedLMHead`); the peers unchanged.
+- `--qkv_projection split`: our query, key and value from three matmuls on the `qkv` kernel's column
+  blocks instead of one matmul whose output is sliced (`TransformerEncoder(qkv_projection=...)`): on the
+  H100 the slice copies 151 MB of activations a layer at batch 256 (session 21's profile).
 - `--dropout_rng philox`: dropout's random bits from XLA's `rng-bit-generator` (Philox on a GPU) rather
   than Keras's threefry (`use_philox_dropout`), for our model and keras-hub's alike.
 - `XLA_FLAGS` (Triton GEMM, command buffers, the latency-hiding scheduler) is read from the environment
@@ -361,6 +364,8 @@ def main(argv=None):
                              "cuDNN's fused attention takes (JAX, GPU, bf16; with --attention_dropout 0 in training)")
     parser.add_argument("--vocabulary_padding_multiple", type=int, default=None,
                         help="pad our MLM projection's vocabulary to a multiple of this (e.g. 128)")
+    parser.add_argument("--qkv_projection", choices=("fused", "split"), default="fused",
+                        help="our query/key/value: one matmul sliced (fused, default) or three matmuls (split)")
     parser.add_argument("--dropout_rng", choices=("threefry", "philox"), default="threefry",
                         help="dropout's random bits (JAX): threefry (Keras's, default) or philox (XLA's "
                              "rng-bit-generator; use_philox_dropout), for every Keras model of the run")
@@ -408,6 +413,7 @@ def main(argv=None):
         "attention_padding": args.attention_padding,
         "vocabulary_padding_multiple": args.vocabulary_padding_multiple,
         "dropout_bits": args.dropout_rng,
+        "qkv_projection": args.qkv_projection,
         "peak_tflops": args.peak_tflops,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "sequence_length": args.sequence_length,
@@ -430,6 +436,7 @@ def main(argv=None):
         if args.attention_dropout is not None:
             config["attention_dropout"] = args.attention_dropout
         config["attention_padding"] = args.attention_padding
+        config["qkv_projection"] = args.qkv_projection
         x, y = make_batch(batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
         entry = {}
         keras.utils.set_random_seed(0)

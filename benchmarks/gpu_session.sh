@@ -17,10 +17,10 @@
 #   bash benchmarks/gpu_session.sh convergence  # mini: bf16 vs fp32 held-out MLM accuracy at equal steps, 3 seeds
 #   bash benchmarks/gpu_session.sh profile      # base bf16 b256: device time by kernel category (step_profile.py)
 #   bash benchmarks/gpu_session.sh lease        # a 15-minute lease in one call: the open rows in order of worth
-#                                               # (the step profile, seq 512 and BERT-large with fused attention,
-#                                               # Philox dropout bits, dropout 0, batch 512, XLA flags), each
-#                                               # started only while BUDGET_S seconds (default: no limit) have
-#                                               # not run out, and cut at the deadline
+#                                               # (a same-call baseline, cuDNN LayerNorm, query/key/value as three
+#                                               # matmuls, cuBLASLt epilogues, bf16-vs-fp32 convergence, Triton
+#                                               # GEMM off, ...), each started only while BUDGET_S seconds
+#                                               # (default: no limit) have not run out, and cut at the deadline
 #
 # Each step appends its JSON lines to $OUT/STEP.jsonl (one {"run": NAME, "result": ...} a line) and its
 # logs to $OUT/STEP.log, beside $OUT/gpu.txt: three files a step, within the device tool's 8 returned
@@ -158,37 +158,34 @@ case $step in
         --steps_per_execution "$spe" --eval_batches 8
     ;;
   lease)
-    # Issue 18 in one call of a 15-minute lease, the open questions first (sessions 18 and 19 measured the batch
-    # sweep, attention as lengths vs mask, the peers at 256, BERT-large and seq 512 with BERT's dropout, SQuAD
-    # prediction, batch 512 at 90% memory and vocabulary padding; docs/benchmarks.md). The entries after a cut
-    # are in the log's "[name] {...}" progress lines. --train_only: no inference model, one compilation less.
+    # Issue 18 in one call of a 15-minute lease, the open questions first. Sessions 18, 19 and 21 measured the
+    # batch sweep, attention as lengths vs mask, the peers at 256, BERT-large and seq 512 at their best settings,
+    # SQuAD prediction (buckets, lengths, the compilation cache, packed rows), Philox, dropout 0, batch 512 and
+    # command buffers (docs/benchmarks.md). Session 21's profile put 28.5 of the step's 57.5 ms in memory-bound
+    # kernels (LayerNorm, reductions, element-wise, dropout bits, GELU): the first rows try to shrink them, next
+    # to a baseline of the same call. The entries after a cut are in the log's "[name] {...}" progress lines.
+    # --train_only: no inference model, one compilation less.
     best=(--attention_dropout 0 --attention_padding lengths --train_only)
-    big=$((batch * 2)); small=$((batch / 2)); quarter=$((batch / 4))
-    profile_rows  # where the 57 ms of a batch of 256 go, by kernel category
-    # SQuAD prediction with cuDNN's fused attention (the windows are single examples, padded on the right), twice
-    # with one compilation cache: the second run's first pass is what `--compilation_cache auto` gives a recipe.
-    for run in cold warm; do
-      record squad_${config}_bf16_lengths_cache_$run $PY benchmarks/squad.py --features .gpu_inputs/squad \
-          --train_questions 1 --epochs 0 --random_weights --mixed_precision bf16 \
-          --preset .gpu_inputs/${config/tiny/minilm}_config --hf_dir .gpu_inputs/${config/tiny/minilm}_config \
-          --torch_device "$torch_device" --predict_passes 3 --attention_padding lengths \
-          --compilation_cache /tmp/gpu_session_xla_cache
-    done
-    # SQuAD prediction on packed rows (several windows a row of 384: about 1.5x fewer token positions than the
-    # buckets; the mask path, as packed rows need), HF on the same rows with a 4D block-diagonal mask.
-    record squad_${config}_bf16_packed $PY benchmarks/squad.py --features .gpu_inputs/squad \
-        --train_questions 1 --epochs 0 --random_weights --mixed_precision bf16 \
-        --preset .gpu_inputs/${config/tiny/minilm}_config --hf_dir .gpu_inputs/${config/tiny/minilm}_config \
-        --torch_device "$torch_device" --predict_passes 3 --predict_order packed
-    speed ${config}_seq512_best --configs "$config" --peers "" --sequence_length 512 --predictions 80 \
-        --batch_size "$quarter" "${best[@]}"
-    speed large_seq128_best --configs "$large" --peers "" --batch_size "$small" "${best[@]}"
-    speed ablation_philox --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" --dropout_rng philox
-    speed ablation_dropout0 --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" --dropout 0
-    speed bert_dropout_philox --configs "$config" --peers "" --batch_size "$batch" --dropout_rng philox --train_only
-    speed best_${config}_b${big}_default_memory --configs "$config" --peers "" --batch_size "$big" "${best[@]}"
-    XLA_FLAGS=--xla_gpu_enable_command_buffer= speed ablation_no_command_buffers --configs "$config" --peers "" \
+    quarter=$((batch / 4))
+    speed best_${config}_b${batch} --configs "$config" --peers "" --batch_size "$batch" "${best[@]}"
+    # cuDNN's LayerNorm kernels for XLA's LayerNorm pattern (9.1 ms a step in session 21), and whether the
+    # rewrite fires on our float32 LayerNorm (the compiled step's `__cudnn$norm` calls).
+    XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true speed ablation_cudnn_layer_norm --configs "$config" \
+        --peers "" --batch_size "$batch" "${best[@]}"
+    XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true record hlo_cudnn_layer_norm $PY benchmarks/hlo_fusions.py \
+        --config "$config" --mixed_precision bf16 --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 \
+        --attention_padding lengths
+    # Query, key and value from three matmuls: no slice of the 3 x hidden output (1.2 ms a step in session 21).
+    speed ablation_qkv_split --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" --qkv_projection split
+    # cuBLASLt: bias (and the benchmark's tanh GELU) fused into the matmul's epilogue.
+    XLA_FLAGS=--xla_gpu_enable_cublaslt=true speed ablation_cublaslt --configs "$config" --peers "" \
         --batch_size "$batch" "${best[@]}"
+    # Issue 18's correctness row, never run on a GPU: bf16 against fp32 held-out MLM accuracy at equal steps.
+    record pretrain_convergence_bf16_vs_fp32 $PY benchmarks/pretrain_convergence.py \
+        --token_arrays .gpu_inputs/gutenberg --configs mini \
+        --steps "$((convergence_steps / 2))" --warmup_steps "$warmup" --batch_size "$convergence_batch" \
+        --learning_rate 1e-3 --implementations keras_bert_impl --mixed_precision none,bf16 --model_seeds 0,1,2 \
+        --steps_per_execution "$spe" --eval_batches 8
     XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_no_triton_gemm --configs "$config" --peers "" \
         --batch_size "$batch" "${best[@]}"
     record hlo_attention_mask $PY benchmarks/hlo_fusions.py --config "$config" --mixed_precision bf16 \

@@ -124,6 +124,8 @@ def analyse(text, num_variables=None):
         "custom_calls": dict(targets.most_common()),
         # cuDNN's fused (flash) attention, forward and backward: `__cudnn$fmha...` targets (GPU only).
         "fused_attention_calls": sum(n for target, n in targets.items() if "cudnn$fmha" in target),
+        # cuDNN's LayerNorm (`__cudnn$norm`), which XLA rewrites to only with --xla_gpu_enable_cudnn_layer_norm.
+        "fused_layer_norm_calls": sum(n for target, n in targets.items() if "cudnn$norm" in target),
     }
 
 

@@ -51,8 +51,7 @@ def test_lease_starts_no_run_once_its_budget_is_spent(tmp_path):
                             env=dict(os.environ, OUT=str(tmp_path), PYTHON="true", BUDGET_S="0"))
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in (tmp_path / "lease.jsonl").read_text().splitlines()]
-    assert [line["run"] for line in lines][:6] == ["profile_base_b256_lengths", "profile_base_b256_bert_dropout",
-                                                   "squad_base_bf16_lengths_cache_cold",
-                                                   "squad_base_bf16_lengths_cache_warm", "squad_base_bf16_packed",
-                                                   "base_seq512_best"]
-    assert len(lines) == 15 and all(line["skipped"].endswith("s of the budget left") for line in lines)
+    assert [line["run"] for line in lines][:6] == ["best_base_b256", "ablation_cudnn_layer_norm",
+                                                   "hlo_cudnn_layer_norm", "ablation_qkv_split", "ablation_cublaslt",
+                                                   "pretrain_convergence_bf16_vs_fp32"]
+    assert len(lines) == 9 and all(line["skipped"].endswith("s of the budget left") for line in lines)

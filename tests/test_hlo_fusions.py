@@ -41,13 +41,15 @@ ENTRY %main.1 (p0: bf16[8,128,12,64]) -> bf16[8,128,12,64] {
   %fmha = (bf16[8,128,12,64]{3,2,1,0}, u8[0]{0}) custom-call(%p0, %p0, %p0), custom_call_target="__cudnn$fmhaSoftmax"
   %gemm = (bf16[8,128,12,64]{3,2,1,0}, s8[4]{0}) custom-call(%p0), custom_call_target="__cublas$lt$matmul"
   %back = (bf16[8,128,12,64]{3,2,1,0}, u8[0]{0}) custom-call(%p0, %p0), custom_call_target="__cudnn$fmhaSoftmaxBackward"
+  %norm = (bf16[8,128,12,64]{3,2,1,0}, u8[0]{0}) custom-call(%p0), custom_call_target="__cudnn$norm"
   ROOT %out = bf16[8,128,12,64]{3,2,1,0} get-tuple-element(%fmha), index=0
 }
 """
     result = analyse(text)
     assert result["custom_calls"] == {"__cudnn$fmhaSoftmax": 1, "__cublas$lt$matmul": 1,
-                                      "__cudnn$fmhaSoftmaxBackward": 1}
-    assert result["fused_attention_calls"] == 2 and result["kernels"]["custom-call"] == 3
+                                      "__cudnn$fmhaSoftmaxBackward": 1, "__cudnn$norm": 1}
+    assert result["fused_attention_calls"] == 2 and result["kernels"]["custom-call"] == 4
+    assert result["fused_layer_norm_calls"] == 1
 
 
 def test_rbg_prng_is_refused_with_one_line():

@@ -379,7 +379,7 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
 
 
 def _check_overrides(preset, config, overrides):
-    settings = {"attention_dropout", "attention_padding", "name", "trainable"}  # not in every saved config
+    settings = {"attention_dropout", "attention_padding", "qkv_projection", "name", "trainable"}  # not in every saved config
     unknown = set(overrides) - set(config) - settings
     if unknown:
         raise TypeError(

@@ -14,6 +14,7 @@ from keras_bert_impl.layers.key_lengths_attention import (
 from keras_bert_impl.layers.packed_examples import attention_mask_from_example_ids
 
 _ACTIVATIONS = ("gelu", "gelu_approximate", "relu")
+QKV_PROJECTIONS = ("fused", "split")
 
 
 def get_activation(name):
@@ -67,6 +68,14 @@ class TransformerEncoder(keras.layers.Layer):
             example padded on the right, and an `attention_mask` or training
             with attention dropout falls back to the mask
             (`key_lengths_attention`). Outputs are the same either way.
+        qkv_projection: `"fused"` (default) or `"split"`: how the query, key
+            and value come out of the one `qkv` kernel `(hidden, 3 * hidden)`.
+            `"fused"` runs one matmul and slices its output into the three;
+            `"split"` runs three matmuls on the kernel's column blocks, so the
+            activations are never sliced (on a GPU the slice copies the whole
+            `3 * hidden` output to feed the attention kernel). Same weights and
+            the same outputs either way; which is faster is a GPU measurement
+            (`benchmarks/backbone_speed.py --qkv_projection split`).
         **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -100,6 +109,7 @@ class TransformerEncoder(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         kernel_initializer=None,
         attention_padding="mask",
+        qkv_projection="fused",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -110,6 +120,12 @@ class TransformerEncoder(keras.layers.Layer):
                 "included) or 'lengths' (rows of one example padded on the right)."
             )
         self.attention_padding = attention_padding
+        if qkv_projection not in QKV_PROJECTIONS:
+            raise ValueError(
+                f"qkv_projection={qkv_projection!r}: expected 'fused' (one matmul, its output sliced) or "
+                "'split' (three matmuls on the kernel's column blocks)."
+            )
+        self.qkv_projection = qkv_projection
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
@@ -166,11 +182,26 @@ class TransformerEncoder(keras.layers.Layer):
         self._activation_fn = get_activation(self.activation)
         self.built = True
 
+    def _query_key_value(self, x):
+        """The query, key and value, each `(batch, length, heads, head_dim)`, from the one `qkv` kernel."""
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        heads = (batch, length, self.num_heads, self.head_dim)
+        dense = self.qkv_dense
+        if self.qkv_projection == "fused" or dense.lora_enabled or dense.quantization_mode:
+            # LoRA and quantized kernels live in the Dense layer's own call.
+            qkv = ops.reshape(self.qkv_dense(x), (batch, length, 3, self.num_heads, self.head_dim))
+            return qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        # "split": the kernel's columns are [query | key | value]; slicing the (hidden, 3 * hidden) weights is
+        # cheap, slicing the (batch, length, 3 * hidden) output is not.
+        kernel = ops.cast(dense.kernel, self.compute_dtype)
+        bias = ops.cast(dense.bias, self.compute_dtype)
+        width = self.hidden_dim
+        columns = [slice(i * width, (i + 1) * width) for i in range(3)]
+        return tuple(ops.reshape(ops.matmul(x, kernel[:, c]) + bias[c], heads) for c in columns)
+
     def _attention(self, x, padding_mask, attention_mask, training):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        qkv = self.qkv_dense(x)
-        qkv = ops.reshape(qkv, (batch, length, 3, self.num_heads, self.head_dim))
-        query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        query, key, value = self._query_key_value(x)
         mask = None
         if padding_mask is not None:
             # (batch, query, key): real keys of the query's own example only.
@@ -229,6 +260,7 @@ class TransformerEncoder(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "attention_padding": self.attention_padding,
+                "qkv_projection": self.qkv_projection,
             }
         )
         return config

@@ -48,6 +48,10 @@ class BertBackbone(FunctionalModel):
             (JAX on a GPU in bf16/fp16; the same outputs everywhere). Rows must
             hold one example padded on the right. Not part of the saved
             architecture: `from_preset(..., attention_padding="lengths")`.
+        qkv_projection: `"fused"` (default: one matmul, its output sliced
+            into query, key and value) or `"split"` (three matmuls on the
+            same kernel's column blocks). Same weights, same outputs; not part
+            of the saved architecture either (`TransformerEncoder`).
         dtype: None, a dtype or a policy name such as `"mixed_bfloat16"`.
 
     Example:
@@ -79,6 +83,7 @@ class BertBackbone(FunctionalModel):
         layer_norm_epsilon=1e-12,
         attention_dropout=None,
         attention_padding="mask",
+        qkv_projection="fused",
         dtype=None,
         **kwargs,
     ):
@@ -130,6 +135,7 @@ class BertBackbone(FunctionalModel):
                 activation=activation,
                 layer_norm_epsilon=layer_norm_epsilon,
                 attention_padding=attention_padding,
+                qkv_projection=qkv_projection,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
@@ -180,6 +186,7 @@ class BertBackbone(FunctionalModel):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.attention_dropout = attention_dropout
         self.attention_padding = attention_padding
+        self.qkv_projection = qkv_projection
 
     def get_config(self):
         return {
@@ -198,6 +205,7 @@ class BertBackbone(FunctionalModel):
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "attention_dropout": self.attention_dropout,
             "attention_padding": self.attention_padding,
+            "qkv_projection": self.qkv_projection,
         }
 
     @classmethod
@@ -210,7 +218,7 @@ class BertBackbone(FunctionalModel):
     def architecture_config(self):
         """The constructor arguments that define the weights' shapes and math (no name/dtype)."""
         config = self.get_config()
-        for key in ("name", "trainable", "dtype", "attention_padding"):  # attention_padding: how, not what
+        for key in ("name", "trainable", "dtype", "attention_padding", "qkv_projection"):  # how, not what
             config.pop(key, None)
         return config
 
