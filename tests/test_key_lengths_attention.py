@@ -12,57 +12,27 @@ import pytest
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
+from tests.equivalent_backbones import loss_and_sgd_step, right_padded, sequence_output_difference
 
 TOLERANCE = 1e-5
-SEQUENCE_LENGTH = 48
-
-
-def right_padded(examples):
-    n = len(examples["token_ids"])
-    batch = {name: np.zeros((n, SEQUENCE_LENGTH), "int32") for name in ("token_ids", "segment_ids", "padding_mask")}
-    for i, (ids, segments) in enumerate(zip(examples["token_ids"], examples["segment_ids"])):
-        batch["token_ids"][i, : len(ids)] = ids
-        batch["segment_ids"][i, : len(ids)] = segments
-        batch["padding_mask"][i, : len(ids)] = 1
-    return batch
 
 
 @pytest.mark.multibackend
 def test_lengths_give_the_mask_paths_outputs_padding_positions_included(minilm_examples):
     batch = right_padded(minilm_examples)
     assert 0.2 < 1 - batch["padding_mask"].mean() < 0.8  # real padding in every batch row but the longest
-    masked = BertBackbone.from_preset("all_minilm_l6_v2_en")
-    lengths = BertBackbone.from_preset("all_minilm_l6_v2_en", attention_padding="lengths")
+    worst, lengths = sequence_output_difference(minilm_examples, {}, {"attention_padding": "lengths"})
     assert [layer.attention_padding for layer in lengths.transformer_layers] == ["lengths"] * 6
-    expected, got = (keras.ops.convert_to_numpy(model(batch)["sequence_output"]) for model in (masked, lengths))
-    worst = float(np.abs(expected - got).max())
-    print(f"max|lengths - mask| over {expected.size} values: {worst:.3g}")
     assert worst <= TOLERANCE
 
 
 @pytest.mark.multibackend
 def test_lengths_give_the_mask_paths_loss_and_sgd_step(minilm_examples):
-    batch = right_padded(minilm_examples)
-    labels = np.arange(len(minilm_examples["token_ids"])) % 3
-    models = []
-    for padding in ("mask", "lengths"):
-        backbone = BertBackbone.from_preset("all_minilm_l6_v2_en", dropout=0.0, attention_padding=padding)
-        keras.utils.set_random_seed(0)
-        model = BertClassifier(backbone, num_classes=3, dropout=0.0)
-        model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5),
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        models.append(model)
-    models[1].set_weights(models[0].get_weights())
-    start = [np.array(w) for w in models[0].get_weights()]
-    losses = [m.evaluate(batch, labels, batch_size=len(labels), verbose=0, return_dict=True)["loss"] for m in models]
-    assert abs(losses[0] - losses[1]) <= TOLERANCE, losses
-    for model in models:
-        model.train_on_batch(batch, labels)
-    after = [[np.array(w) for w in m.get_weights()] for m in models]
-    moved = max(float(np.abs(a - s).max()) for a, s in zip(after[0], start))
-    differ = max(float(np.abs(a - b).max()) for a, b in zip(*after))
-    print(f"one SGD step: largest weight change {moved:.3g}, lengths vs mask {differ:.3g}")
-    assert moved > 1e-3 and differ <= TOLERANCE
+    loss_difference, moved, differ = loss_and_sgd_step(minilm_examples, {"attention_padding": "mask"},
+                                                       {"attention_padding": "lengths"})
+    print(f"loss difference {loss_difference:.3g}; one SGD step: largest weight change {moved:.3g}, "
+          f"lengths vs mask {differ:.3g}")
+    assert loss_difference <= TOLERANCE and moved > 1e-3 and differ <= TOLERANCE
 
 
 @pytest.mark.multibackend

@@ -12,58 +12,26 @@ import pytest
 
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.classifier import BertClassifier
+from tests.equivalent_backbones import loss_and_sgd_step, sequence_output_difference
 
 TOLERANCE = 1e-5
-SEQUENCE_LENGTH = 48
-
-
-def padded(examples):
-    n = len(examples["token_ids"])
-    batch = {name: np.zeros((n, SEQUENCE_LENGTH), "int32") for name in ("token_ids", "segment_ids", "padding_mask")}
-    for i, (ids, segments) in enumerate(zip(examples["token_ids"], examples["segment_ids"])):
-        batch["token_ids"][i, : len(ids)] = ids
-        batch["segment_ids"][i, : len(ids)] = segments
-        batch["padding_mask"][i, : len(ids)] = 1
-    return batch
 
 
 @pytest.mark.multibackend
 def test_split_projection_gives_the_fused_outputs(minilm_examples):
-    batch = padded(minilm_examples)
-    fused = BertBackbone.from_preset("all_minilm_l6_v2_en")
-    split = BertBackbone.from_preset("all_minilm_l6_v2_en", qkv_projection="split")
+    worst, split = sequence_output_difference(minilm_examples, {}, {"qkv_projection": "split"})
     assert [layer.qkv_projection for layer in split.transformer_layers] == ["split"] * 6
-    assert [w.shape for w in split.weights] == [w.shape for w in fused.weights]  # the same variables
-    expected, got = (keras.ops.convert_to_numpy(model(batch)["sequence_output"]) for model in (fused, split))
-    worst = float(np.abs(expected - got).max())
-    print(f"max|split - fused| over {expected.size} values: {worst:.3g}")
+    assert len(split.weights) == 6 * 12 + 7  # the fused layout's variables (one qkv kernel and bias a block), no others
     assert worst <= TOLERANCE
 
 
 @pytest.mark.multibackend
 def test_split_projection_gives_the_fused_loss_and_sgd_step(minilm_examples):
-    batch = padded(minilm_examples)
-    labels = np.arange(len(minilm_examples["token_ids"])) % 3
-    models = []
-    for projection in ("fused", "split"):
-        backbone = BertBackbone.from_preset("all_minilm_l6_v2_en", dropout=0.0, qkv_projection=projection)
-        keras.utils.set_random_seed(0)
-        model = BertClassifier(backbone, num_classes=3, dropout=0.0)
-        model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5),
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        models.append(model)
-    models[1].set_weights(models[0].get_weights())
-    start = [np.array(w) for w in models[0].get_weights()]
-    losses = [m.evaluate(batch, labels, batch_size=len(labels), verbose=0, return_dict=True)["loss"] for m in models]
-    assert abs(losses[0] - losses[1]) <= TOLERANCE, losses
-    for model in models:
-        model.train_on_batch(batch, labels)
-    after = [[np.array(w) for w in m.get_weights()] for m in models]
-    moved = max(float(np.abs(a - s).max()) for a, s in zip(after[0], start))
-    differ = max(float(np.abs(a - b).max()) for a, b in zip(*after))
-    print(f"one SGD step: largest weight change {moved:.3g}, split vs fused {differ:.3g}")
-    assert moved > 1e-3 and differ <= TOLERANCE
+    loss_difference, moved, differ = loss_and_sgd_step(minilm_examples, {"qkv_projection": "fused"},
+                                                       {"qkv_projection": "split"})
+    print(f"loss difference {loss_difference:.3g}; one SGD step: largest weight change {moved:.3g}, "
+          f"split vs fused {differ:.3g}")
+    assert loss_difference <= TOLERANCE and moved > 1e-3 and differ <= TOLERANCE
 
 
 @pytest.mark.multibackend
