@@ -179,6 +179,11 @@ case $step in
     # cuDNN's LayerNorm kernels for XLA's LayerNorm pattern (LayerNorm took 9.1 ms a step in session 21).
     XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true speed ablation_cudnn_layer_norm --configs "$config" \
         --peers "" --batch_size "$batch" "${best[@]}"
+    # The step's costliest kernels again, now each with its optimized HLO (profile_ops_lengths.json's "hlo"):
+    # what the LayerNorm, reduction and slice fusions of session 21's profile compute.
+    record profile_${config}_b${batch}_lengths $PY benchmarks/step_profile.py --config "$config" \
+        --mixed_precision bf16 --batch_size "$batch" --attention_dropout 0 --attention_padding lengths \
+        --ops_output "$OUT/profile_ops_lengths.json"
     # The goal table's last row, never measured on a GPU: fine-tuning epochs, ours vs HF, on the same batches
     # (the 8,582 training questions of the dev split, BERT-base shapes with random weights, bf16 on both sides).
     record squad_${config}_bf16_finetune $PY benchmarks/squad.py --features .gpu_inputs/squad_train \

@@ -32,7 +32,9 @@ slower than the unprofiled one (the profiler's overhead): the busy time is the
 kernels', and `unprofiled_wall_ms_per_step` is `train_on_batch`'s (one host
 call a step; `backbone_speed.py` times `fit` with `steps_per_execution`).
 `--ops_output FILE` writes every kernel's time and instruction, to re-read
-the categories without the GPU.
+the categories without the GPU, and, for the `--hlo_ops` (40) costliest
+instructions, their optimized HLO (the instruction and the computation it
+calls): what each kernel computes, to plan the next change without the GPU.
 
     KERAS_BACKEND=jax python benchmarks/step_profile.py --config tiny --batch_size 8 --sequence_length 64
     KERAS_BACKEND=jax python benchmarks/step_profile.py --config base --mixed_precision bf16 --batch_size 256 \\
@@ -85,6 +87,27 @@ def module_tables(dump_dir):
         if header:
             tables.setdefault(header.group(1), {}).update(instruction_table(text))
     return tables
+
+
+def fused_hlo(dump_dir, module, names, max_lines=80):
+    """dict instruction name -> {"instruction": its line, "computation": the lines of the computation it calls}
+    for `names` of `module`'s optimized HLO: what each of the step's costliest kernels computes, kept beside its
+    time so that the next change can be planned without the GPU."""
+    wanted, found = set(names), {}
+    for path in sorted(pathlib.Path(dump_dir).glob("*after_optimizations.txt")):
+        text = path.read_text()
+        header = re.match(r"HloModule\s+([\w.\-]+)", text)
+        if not header or header.group(1) != module:
+            continue
+        computations, _ = parse_computations(text)
+        for instructions in computations.values():
+            for _, line in instructions:
+                name = _NAME.match(line)
+                if name and name.group(1) in wanted and name.group(1) not in found:
+                    called = called_computations(line)
+                    body = [text_line.strip()[:300] for _, text_line in computations.get(called[0], [])] if called else []
+                    found[name.group(1)] = {"instruction": line.strip()[:600], "computation": body[:max_lines]}
+    return found
 
 
 def categorise(opcode, line, inner, kernel_name=""):
@@ -229,7 +252,11 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=int, default=5, help="profiled training steps")
     parser.add_argument("--warmup_steps", type=int, default=3, help="steps before the profile (the first compiles)")
     parser.add_argument("--output", default=None, help="also write the JSON line to this file")
-    parser.add_argument("--ops_output", default=None, help="write every instruction's time (JSON) to this file")
+    parser.add_argument("--ops_output", default=None,
+                        help="write every instruction's time (JSON) to this file, with the optimized HLO of the "
+                             "--hlo_ops costliest ones")
+    parser.add_argument("--hlo_ops", type=int, default=40,
+                        help="how many of the costliest instructions get their HLO in --ops_output")
     parser.add_argument("--keep_trace", default=None, metavar="DIR", help="keep the profile and the HLO dump here")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup_steps < 1:
@@ -303,7 +330,12 @@ def main(argv=None):
     if args.output:
         pathlib.Path(args.output).write_text(line + "\n")
     if args.ops_output:
-        pathlib.Path(args.ops_output).write_text(json.dumps(_rounded(summary["ops"])) + "\n")
+        costly = [o for o in summary["ops"] if o["opcode"] != "?"][: args.hlo_ops]
+        hlo = {module: fused_hlo(dump, module, [o["op"] for o in costly if o["module"] == module])
+               for module in {o["module"] for o in costly}}
+        ops = [dict(o, hlo=hlo[o["module"]][o["op"]]) if o in costly and o["op"] in hlo[o["module"]] else o
+               for o in summary["ops"]]
+        pathlib.Path(args.ops_output).write_text(json.dumps(_rounded(ops)) + "\n")
     return result
 
 

@@ -52,9 +52,9 @@ def test_lease_starts_no_run_once_its_budget_is_spent(tmp_path):
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in (tmp_path / "lease.jsonl").read_text().splitlines()]
     assert [line["run"] for line in lines][:6] == ["best_base_b256", "ablation_qkv_split", "ablation_cudnn_layer_norm",
-                                                   "squad_base_bf16_finetune", "pretrain_convergence_bf16_vs_fp32",
-                                                   "ablation_cublaslt"]
-    assert len(lines) == 10 and all(line["skipped"].endswith("s of the budget left") for line in lines)
+                                                   "profile_base_b256_lengths", "squad_base_bf16_finetune",
+                                                   "pretrain_convergence_bf16_vs_fp32"]
+    assert len(lines) == 11 and all(line["skipped"].endswith("s of the budget left") for line in lines)
 
 
 def test_a_second_lease_call_starts_from_the_named_run(tmp_path):

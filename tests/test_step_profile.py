@@ -17,7 +17,7 @@ def test_tiny_step_profile_on_the_cpu(tmp_path):
     result = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "step_profile.py"), "--config", "tiny", "--batch_size", "2",
          "--sequence_length", "32", "--predictions", "4", "--steps", "2", "--warmup_steps", "1",
-         "--output", str(tmp_path / "out.json"), "--ops_output", str(tmp_path / "ops.json")],
+         "--output", str(tmp_path / "out.json"), "--ops_output", str(tmp_path / "ops.json"), "--hlo_ops", "1000"],
         env=env, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -34,6 +34,16 @@ def test_tiny_step_profile_on_the_cpu(tmp_path):
     assert "unknown" not in categories  # every timed kernel was found in the dump
     ops = json.loads((tmp_path / "ops.json").read_text())
     assert {op["category"] for op in ops} == set(categories)
+    # The costliest instructions (here all of them) carry their optimized HLO: a LayerNorm fusion's computation
+    # holds its rsqrt.
+    with_hlo = [op for op in ops if "hlo" in op]
+    without = [op for op in ops if op["opcode"] != "?" and "hlo" not in op]
+    assert not without and len(with_hlo) > 40, without
+    from step_profile import _NAME
+
+    assert all(_NAME.match(op["hlo"]["instruction"]).group(1) == op["op"] for op in with_hlo)
+    layer_norms = [op for op in with_hlo if op["category"] == "layer_norm" and op["opcode"] == "fusion"]
+    assert layer_norms and all(any("rsqrt(" in line for line in op["hlo"]["computation"]) for op in layer_norms)
 
 
 def test_device_kernels_are_read_from_the_stream_lines_only():
