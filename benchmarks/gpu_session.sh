@@ -94,10 +94,18 @@ record() {  # record NAME COMMAND...: the command's last stdout line into $OUT/$
     return 0
   fi
   echo "== $name (at ${SECONDS}s): $*" | tee -a "$OUT/$step.log" >&2
-  if timeout "$left" "$@" > /tmp/gpu_session_line.json 2>> "$OUT/$step.log"; then
+  local offset status=0
+  offset=$(wc -c < "$OUT/$step.log")
+  timeout "$left" "$@" > /tmp/gpu_session_line.json 2>> "$OUT/$step.log" || status=$?
+  if (( status == 0 )); then
     printf '{"run": "%s", "result": %s}\n' "$name" "$(tail -n 1 /tmp/gpu_session_line.json)" >> "$OUT/$step.jsonl"
   else
-    echo "$name failed; the end of its log:" >&2; tail -5 "$OUT/$step.log" >&2
+    # Cut at the deadline (124) or failed: keep the figures it printed on stderr before that (backbone_speed.py's
+    # "[config] {...}" lines, pretrain_convergence.py's per-seed lines, squad.py's {"partial": ...}).
+    echo "$name failed (exit $status); the end of its log:" >&2; tail -5 "$OUT/$step.log" >&2
+    tail -c +"$((offset + 1))" "$OUT/$step.log" | grep -E '^(\[[A-Za-z0-9_]+\] )?\{' | tail -n 20 \
+      | python3 -c 'import json, sys; print(json.dumps({"run": sys.argv[1], "exit": int(sys.argv[2]),
+          "progress": [line.rstrip("\n") for line in sys.stdin]}))' "$name" "$status" >> "$OUT/$step.jsonl"
   fi
 }
 speed() {  # speed NAME [backbone_speed flags]

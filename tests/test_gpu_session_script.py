@@ -69,3 +69,22 @@ def test_a_second_lease_call_starts_from_the_named_run(tmp_path):
     runs = [json.loads(line)["run"] for line in (tmp_path / "lease.jsonl").read_text().splitlines()]
     assert runs == ["ablation_cublaslt", "hlo_cudnn_layer_norm", "ablation_no_triton_gemm", "hlo_attention_mask",
                     "sweep_base_b64"]
+
+
+def test_a_cut_run_keeps_the_figures_it_printed(tmp_path):
+    """A run cut at the deadline (or failing) still leaves a lease.jsonl line with the progress lines it printed
+    on stderr: session 21's `bert_dropout_philox` printed its seq/s and was then cut, and its figure had to be
+    read out of the log by hand."""
+    import json
+
+    fake = tmp_path / "fake_python"
+    fake.write_text('#!/usr/bin/env bash\n[[ $1 == benchmarks/* ]] || exit 0  # the set-up\'s python -c / -m calls\n'
+                    'echo \'[base] {"ours": {"train_seq_s": 3859.04}}\' >&2\necho "not JSON" >&2\nexit 3\n')
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    result = subprocess.run(["bash", str(SCRIPT), "lease"], capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, OUT=str(out), PYTHON=str(fake), FROM="sweep_base_b64"))
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in (out / "lease.jsonl").read_text().splitlines()]
+    assert lines == [{"run": "sweep_base_b64", "exit": 3,
+                      "progress": ['[base] {"ours": {"train_seq_s": 3859.04}}']}]
