@@ -78,14 +78,20 @@ def instruction_table(text):
     return table
 
 
-def module_tables(dump_dir):
-    """dict module name -> instruction table, from XLA's `*after_optimizations.txt` dumps."""
-    tables = {}
+def optimized_modules(dump_dir):
+    """(module name, HLO text) of each of XLA's `*after_optimizations.txt` dumps."""
     for path in sorted(pathlib.Path(dump_dir).glob("*after_optimizations.txt")):
         text = path.read_text()
         header = re.match(r"HloModule\s+([\w.\-]+)", text)
         if header:
-            tables.setdefault(header.group(1), {}).update(instruction_table(text))
+            yield header.group(1), text
+
+
+def module_tables(dump_dir):
+    """dict module name -> instruction table, from XLA's `*after_optimizations.txt` dumps."""
+    tables = {}
+    for module, text in optimized_modules(dump_dir):
+        tables.setdefault(module, {}).update(instruction_table(text))
     return tables
 
 
@@ -94,10 +100,8 @@ def fused_hlo(dump_dir, module, names, max_lines=80):
     for `names` of `module`'s optimized HLO: what each of the step's costliest kernels computes, kept beside its
     time so that the next change can be planned without the GPU."""
     wanted, found = set(names), {}
-    for path in sorted(pathlib.Path(dump_dir).glob("*after_optimizations.txt")):
-        text = path.read_text()
-        header = re.match(r"HloModule\s+([\w.\-]+)", text)
-        if not header or header.group(1) != module:
+    for name, text in optimized_modules(dump_dir):
+        if name != module:
             continue
         computations, _ = parse_computations(text)
         for instructions in computations.values():

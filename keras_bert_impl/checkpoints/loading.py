@@ -347,7 +347,7 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
         if preset in backbone_presets:
             # Architecture only: the table's config, no download.
             config = dict(backbone_presets[preset]["config"])
-            _check_overrides(preset, config, overrides)
+            _check_overrides(cls, preset, config, overrides)
             return cls(**{**config, **overrides}, dtype=dtype)
     resolved = _resolve_for_loading(preset, allow_pickle, load_weights)
     if resolved.format == HUGGINGFACE:
@@ -359,7 +359,7 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
     else:
         from keras_bert_impl.checkpoints import own_preset as module
     config = module.read_backbone_config(resolved.location)
-    _check_overrides(preset, config, overrides)
+    _check_overrides(cls, preset, config, overrides)
     config.update(overrides)
     backbone = cls(**config, dtype=dtype)
     if load_weights:
@@ -378,8 +378,9 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
     return backbone
 
 
-def _check_overrides(preset, config, overrides):
-    settings = {"attention_dropout", "attention_padding", "qkv_projection", "name", "trainable"}  # not in every saved config
+def _check_overrides(cls, preset, config, overrides):
+    # Not in every saved config: attention dropout (older configs), how the model runs, and Keras's own.
+    settings = {"attention_dropout", *getattr(cls, "run_settings", ()), "name", "trainable"}
     unknown = set(overrides) - set(config) - settings
     if unknown:
         raise TypeError(

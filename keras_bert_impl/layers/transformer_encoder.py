@@ -189,7 +189,7 @@ class TransformerEncoder(keras.layers.Layer):
         dense = self.qkv_dense
         if self.qkv_projection == "fused" or dense.lora_enabled or dense.quantization_mode:
             # LoRA and quantized kernels live in the Dense layer's own call.
-            qkv = ops.reshape(self.qkv_dense(x), (batch, length, 3, self.num_heads, self.head_dim))
+            qkv = ops.reshape(dense(x), (batch, length, 3, self.num_heads, self.head_dim))
             return qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
         # "split": the kernel's columns are [query | key | value]; slicing the (hidden, 3 * hidden) weights is
         # cheap, slicing the (batch, length, 3 * hidden) output is not.

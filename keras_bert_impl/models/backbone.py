@@ -215,10 +215,14 @@ class BertBackbone(FunctionalModel):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
 
+    # How the model runs, not what it is: the same weights and outputs either way, so presets do not record
+    # them and `from_preset(..., attention_padding="lengths")` may set them on any preset.
+    run_settings = ("attention_padding", "qkv_projection")
+
     def architecture_config(self):
         """The constructor arguments that define the weights' shapes and math (no name/dtype)."""
         config = self.get_config()
-        for key in ("name", "trainable", "dtype", "attention_padding", "qkv_projection"):  # how, not what
+        for key in ("name", "trainable", "dtype", *self.run_settings):
             config.pop(key, None)
         return config
 
