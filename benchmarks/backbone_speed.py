@@ -366,6 +366,9 @@ def main(argv=None):
                         help="pad our MLM projection's vocabulary to a multiple of this (e.g. 128)")
     parser.add_argument("--qkv_projection", choices=("fused", "split"), default="fused",
                         help="our query/key/value: one matmul sliced (fused, default) or three matmuls (split)")
+    parser.add_argument("--recompute_activation", choices=("on", "off"), default="on",
+                        help="on (default): our backward pass recomputes the feed-forward bias + GELU (JAX); off: "
+                             "autodiff stores GELU's intermediate (TransformerEncoder(recompute_activation=...))")
     parser.add_argument("--dropout_rng", choices=("threefry", "philox"), default="threefry",
                         help="dropout's random bits (JAX): threefry (Keras's, default) or philox (XLA's "
                              "rng-bit-generator; use_philox_dropout), for every Keras model of the run")
@@ -414,6 +417,7 @@ def main(argv=None):
         "vocabulary_padding_multiple": args.vocabulary_padding_multiple,
         "dropout_bits": args.dropout_rng,
         "qkv_projection": args.qkv_projection,
+        "recompute_activation": args.recompute_activation,
         "peak_tflops": args.peak_tflops,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "sequence_length": args.sequence_length,
@@ -437,6 +441,7 @@ def main(argv=None):
             config["attention_dropout"] = args.attention_dropout
         config["attention_padding"] = args.attention_padding
         config["qkv_projection"] = args.qkv_projection
+        config["recompute_activation"] = args.recompute_activation == "on"
         x, y = make_batch(batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
         entry = {}
         keras.utils.set_random_seed(0)

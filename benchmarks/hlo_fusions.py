@@ -148,7 +148,8 @@ def build_step(args, steps_per_execution=1):
         raise SystemExit(f"error: --config {args.config!r}: expected one of {', '.join(CONFIGS)}")
     # backbone_speed.py's training step: the tanh GELU of the original BERT code.
     config = dict(backbone_presets[CONFIGS[args.config]]["config"], activation="gelu_approximate", dropout=args.dropout,
-                  attention_dropout=args.attention_dropout, attention_padding=args.attention_padding)
+                  attention_dropout=args.attention_dropout, attention_padding=args.attention_padding,
+                  qkv_projection=args.qkv_projection, recompute_activation=args.recompute_activation == "on")
     model = build_ours(config)
     model.compile(
         optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
@@ -180,7 +181,8 @@ def start_jax_with_dump(dump, args, purpose):
 def step_settings(args):
     """The step's settings, for the JSON line."""
     return {key: getattr(args, key) for key in ("config", "batch_size", "sequence_length", "predictions", "dropout",
-                                                "attention_dropout", "attention_padding", "mixed_precision")} | {
+                                                "attention_dropout", "attention_padding", "qkv_projection",
+                                                "recompute_activation", "mixed_precision")} | {
         "prng_impl": args.prng_impl or "default", "dropout_bits": args.dropout_rng}
 
 
@@ -196,6 +198,10 @@ def add_step_arguments(parser):
                              "attention kernel run in training")
     parser.add_argument("--attention_padding", choices=("mask", "lengths"), default="mask",
                         help="padding as a (batch, 1, q, k) mask or as one length per row (cuDNN's form)")
+    parser.add_argument("--qkv_projection", choices=("fused", "split"), default="fused",
+                        help="query, key and value from one matmul sliced (fused) or three (split)")
+    parser.add_argument("--recompute_activation", choices=("on", "off"), default="on",
+                        help="on: the backward pass recomputes the feed-forward bias + GELU (JAX); off: stores it")
     parser.add_argument("--mixed_precision", choices=("bf16",), default=None)
     parser.add_argument("--prng_impl", choices=("threefry2x32", "rbg", "unsafe_rbg"), default=None,
                         help="jax_default_prng_impl for dropout's random bits (default: JAX's, threefry2x32)")

@@ -24,9 +24,10 @@ def test_tiny_step_profile_on_the_cpu(tmp_path):
     line = json.loads((tmp_path / "out.json").read_text())
     categories = line["categories"]
     # The kernels the HLO plans (tests/test_hlo_fusions.py), each found in the profile once per step:
-    # 2 blocks x 2 LayerNorms + embeddings + masked-LM head; bias + GELU in each block and the masked-LM transform.
+    # 2 blocks x 2 LayerNorms + embeddings + masked-LM head; bias + GELU in each block and the masked-LM transform,
+    # and once more in each block's backward pass, which recomputes it (recompute_activation).
     assert categories["layer_norm"]["kernels_per_step"] == 6
-    assert categories["gelu"]["kernels_per_step"] == 3
+    assert categories["gelu"]["kernels_per_step"] == 5
     assert categories["optimizer update"]["kernels_per_step"] >= 38
     assert categories["matmul"]["ms_per_step"] > 0 and line["matmul_tflops"] > 0
     assert abs(sum(c["share_of_busy"] for c in categories.values()) - 1) < 1e-3

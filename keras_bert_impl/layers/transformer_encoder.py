@@ -12,6 +12,7 @@ from keras_bert_impl.layers.key_lengths_attention import (
     key_lengths,
 )
 from keras_bert_impl.layers.packed_examples import attention_mask_from_example_ids
+from keras_bert_impl.layers.recomputed_in_backward import recomputed_in_backward
 
 _ACTIVATIONS = ("gelu", "gelu_approximate", "relu")
 QKV_PROJECTIONS = ("fused", "split")
@@ -76,6 +77,13 @@ class TransformerEncoder(keras.layers.Layer):
             `3 * hidden` output to feed the attention kernel). Same weights and
             the same outputs either way; which is faster is a GPU measurement
             (`benchmarks/backbone_speed.py --qkv_projection split`).
+        recompute_activation: bool, default True. On JAX, the backward pass
+            recomputes the feed-forward bias + activation from the
+            intermediate matmul's output instead of storing an intermediate
+            of the activation: on a GPU that saves writing and reading one
+            `(batch, sequence_length, intermediate_dim)` tensor per block
+            (`recomputed_in_backward`; `benchmarks/hlo_traffic.py` counts the
+            bytes). Same outputs either way; TensorFlow and PyTorch ignore it.
         **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -110,6 +118,7 @@ class TransformerEncoder(keras.layers.Layer):
         kernel_initializer=None,
         attention_padding="mask",
         qkv_projection="fused",
+        recompute_activation=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -126,6 +135,9 @@ class TransformerEncoder(keras.layers.Layer):
                 "'split' (three matmuls on the kernel's column blocks)."
             )
         self.qkv_projection = qkv_projection
+        if not isinstance(recompute_activation, bool):
+            raise ValueError(f"recompute_activation={recompute_activation!r}: expected True or False.")
+        self.recompute_activation = recompute_activation
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
@@ -180,6 +192,8 @@ class TransformerEncoder(keras.layers.Layer):
             self.attention_dropout, dtype=self.dtype_policy
         )
         self._activation_fn = get_activation(self.activation)
+        activation_fn = self._activation_fn
+        self._bias_activation = recomputed_in_backward(lambda h, bias: activation_fn(h + bias))
         self.built = True
 
     def _query_key_value(self, x):
@@ -198,6 +212,16 @@ class TransformerEncoder(keras.layers.Layer):
         width = self.hidden_dim
         columns = [slice(i * width, (i + 1) * width) for i in range(3)]
         return tuple(ops.reshape(ops.matmul(x, kernel[:, c]) + bias[c], heads) for c in columns)
+
+    def _feed_forward_activation(self, x):
+        """`activation(intermediate_dense(x))`; with `recompute_activation`, the bias + activation are recomputed
+        in the backward pass from the matmul's output, which the backward keeps anyway."""
+        dense = self.intermediate_dense
+        if not self.recompute_activation or dense.lora_enabled or dense.quantization_mode:
+            # LoRA and quantized kernels live in the Dense layer's own call.
+            return self._activation_fn(dense(x))
+        hidden = ops.matmul(x, ops.cast(dense.kernel, self.compute_dtype))
+        return self._bias_activation(hidden, ops.cast(dense.bias, self.compute_dtype))
 
     def _attention(self, x, padding_mask, attention_mask, training):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
@@ -241,7 +265,7 @@ class TransformerEncoder(keras.layers.Layer):
         attention = self._attention(x, padding_mask, attention_mask, training)
         attention = self.dropout_layer(attention, training=training)
         x = self.attention_layer_norm(x + attention)
-        ffn = self._activation_fn(self.intermediate_dense(x))
+        ffn = self._feed_forward_activation(x)
         ffn = self.dropout_layer(self.output_dense(ffn), training=training)
         return self.output_layer_norm(x + ffn)
 
@@ -261,6 +285,7 @@ class TransformerEncoder(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "attention_padding": self.attention_padding,
                 "qkv_projection": self.qkv_projection,
+                "recompute_activation": self.recompute_activation,
             }
         )
         return config

@@ -52,6 +52,11 @@ class BertBackbone(FunctionalModel):
             into query, key and value) or `"split"` (three matmuls on the
             same kernel's column blocks). Same weights, same outputs; not part
             of the saved architecture either (`TransformerEncoder`).
+        recompute_activation: bool, default True: on JAX the backward pass
+            recomputes each block's feed-forward bias + GELU rather than
+            storing an intermediate as large as the activation (less memory
+            traffic on a GPU; `TransformerEncoder`). Same outputs; not part of
+            the saved architecture.
         dtype: None, a dtype or a policy name such as `"mixed_bfloat16"`.
 
     Example:
@@ -84,6 +89,7 @@ class BertBackbone(FunctionalModel):
         attention_dropout=None,
         attention_padding="mask",
         qkv_projection="fused",
+        recompute_activation=True,
         dtype=None,
         **kwargs,
     ):
@@ -136,6 +142,7 @@ class BertBackbone(FunctionalModel):
                 layer_norm_epsilon=layer_norm_epsilon,
                 attention_padding=attention_padding,
                 qkv_projection=qkv_projection,
+                recompute_activation=recompute_activation,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
@@ -187,6 +194,7 @@ class BertBackbone(FunctionalModel):
         self.attention_dropout = attention_dropout
         self.attention_padding = attention_padding
         self.qkv_projection = qkv_projection
+        self.recompute_activation = recompute_activation
 
     def get_config(self):
         return {
@@ -206,6 +214,7 @@ class BertBackbone(FunctionalModel):
             "attention_dropout": self.attention_dropout,
             "attention_padding": self.attention_padding,
             "qkv_projection": self.qkv_projection,
+            "recompute_activation": self.recompute_activation,
         }
 
     @classmethod
@@ -217,7 +226,7 @@ class BertBackbone(FunctionalModel):
 
     # How the model runs, not what it is: the same weights and outputs either way, so presets do not record
     # them and `from_preset(..., attention_padding="lengths")` may set them on any preset.
-    run_settings = ("attention_padding", "qkv_projection")
+    run_settings = ("attention_padding", "qkv_projection", "recompute_activation")
 
     def architecture_config(self):
         """The constructor arguments that define the weights' shapes and math (no name/dtype)."""
