@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.float32_layer_norm import Float32LayerNormalization
+from keras_bert_impl.layers.one_hot_embedding import OneHotEmbedding
 from keras_bert_impl.layers.position_embedding import PositionEmbedding
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder, get_activation
 from keras_bert_impl.models.functional_model import FunctionalModel
@@ -118,7 +119,8 @@ class BertBackbone(FunctionalModel):
             dtype=dtype,
             name="token_embedding",
         )
-        self.segment_embedding = keras.layers.Embedding(
+        # A one-hot matmul: the gradient of a gather into 2 rows is a scatter-add that a GPU serialises.
+        self.segment_embedding = OneHotEmbedding(
             num_segments,
             hidden_dim,
             embeddings_initializer=bert_kernel_initializer(),
