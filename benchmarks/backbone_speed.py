@@ -36,13 +36,15 @@ Issue 18's ablation flags:
   blocks instead of one matmul whose output is sliced (`TransformerEncoder(qkv_projection=...)`): on the
   H100 the slice copies 151 MB of activations a layer at batch 256 (session 21's profile).
 - `--dropout_rng philox`: dropout's random bits from XLA's `rng-bit-generator` (Philox on a GPU) rather
-  than Keras's threefry (`use_philox_dropout`), for our model and keras-hub's alike.
+  than Keras's threefry (`use_philox_dropout`), for our model and keras-hub's alike. `--dropout_rng threefry16`:
+  16 threefry bits an element instead of 32 (`use_threefry16_dropout`).
 - `XLA_FLAGS` (Triton GEMM, command buffers, the latency-hiding scheduler) is read from the environment
   and recorded in the JSON line.
 """
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -135,6 +137,47 @@ def use_philox_dropout():
         return jax.lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
 
     jax_random.dropout = dropout
+
+
+def use_threefry16_dropout():
+    """Dropout's random bits as 16-bit words from Keras's own threefry key, for this process: a measurement, not a
+    model option (session 22).
+
+    Keras's JAX dropout draws `jax.random.bernoulli`, a float32 uniform; under JAX's default
+    `jax_threefry_partitionable` each element costs one threefry-2x32 evaluation (20 rounds for 64 bits, of
+    which 32 are kept), and threefry is the compute-bound part of the dropout kernels (2.1 ms of session 21's
+    57.5 ms H100 step against 1.3 ms of memory traffic). Here `jax.extend.random.threefry_2x32` hashes a
+    counter of `ceil(n / 2)` 32-bit words, one evaluation per two words, and each word gives two 16-bit draws:
+    a quarter of the evaluations. An element is kept when its 16 bits are at least `round(rate * 65536)`, so the
+    keep rate is `1 - round(rate * 65536) / 65536` (0.899994 for 0.1) and the kept values are scaled by its
+    inverse: the expectation is unchanged.
+    """
+    if keras.backend.backend() != "jax":
+        raise SystemExit(f"error: --dropout_rng threefry16: JAX only (KERAS_BACKEND={keras.backend.backend()})")
+    import jax
+    import jax.numpy as jnp
+    from jax.extend.random import threefry_2x32
+    from keras.src.backend.jax import random as jax_random
+
+    def dropout(inputs, rate, noise_shape=None, seed=None):
+        if rate == 1.0:
+            return jnp.zeros_like(inputs)
+        if rate == 0.0:
+            return inputs
+        threshold = int(round(rate * 65536))
+        keep = 1.0 - threshold / 65536
+        shape = jax_random._get_concrete_noise_shape(inputs, noise_shape)
+        count = math.prod(shape)
+        key = jnp.asarray(jax_random.jax_draw_seed(seed), dtype="uint32").reshape(-1)[:2]
+        words = threefry_2x32(key, jax.lax.iota(jnp.uint32, (count + 1) // 2))
+        bits = jax.lax.bitcast_convert_type(words, jnp.uint16).reshape(-1)[:count].reshape(shape)
+        mask = jnp.broadcast_to(bits >= jnp.uint16(threshold), inputs.shape)
+        return jax.lax.select(mask, inputs / jnp.asarray(keep, inputs.dtype), jnp.zeros_like(inputs))
+
+    jax_random.dropout = dropout
+
+
+DROPOUT_BITS = {"philox": use_philox_dropout, "threefry16": use_threefry16_dropout}
 
 
 def make_batch(batch_size, sequence_length, predictions, vocabulary_size, seed=0):
@@ -369,9 +412,10 @@ def main(argv=None):
     parser.add_argument("--recompute_activation", choices=("on", "off"), default="on",
                         help="on (default): our backward pass recomputes the feed-forward bias + GELU (JAX); off: "
                              "autodiff stores GELU's intermediate (TransformerEncoder(recompute_activation=...))")
-    parser.add_argument("--dropout_rng", choices=("threefry", "philox"), default="threefry",
-                        help="dropout's random bits (JAX): threefry (Keras's, default) or philox (XLA's "
-                             "rng-bit-generator; use_philox_dropout), for every Keras model of the run")
+    parser.add_argument("--dropout_rng", choices=("threefry", "philox", "threefry16"), default="threefry",
+                        help="dropout's random bits (JAX): threefry (Keras's, default), philox (XLA's "
+                             "rng-bit-generator; use_philox_dropout) or threefry16 (16 threefry bits an element; "
+                             "use_threefry16_dropout), for every Keras model of the run")
     args = parser.parse_args(argv)
     if args.vocabulary_padding_multiple is not None and args.vocabulary_padding_multiple < 1:
         parser.error(f"--vocabulary_padding_multiple must be >= 1, got {args.vocabulary_padding_multiple}")
@@ -386,8 +430,8 @@ def main(argv=None):
         parser.error("--batch_sizes, --steps and --steps_per_execution must be >= 1")
     if args.mixed_precision == "bf16":
         keras.config.set_dtype_policy("mixed_bfloat16")
-    if args.dropout_rng == "philox":
-        use_philox_dropout()
+    if args.dropout_rng in DROPOUT_BITS:
+        DROPOUT_BITS[args.dropout_rng]()
     jit = {"true": True, "false": False, "auto": "auto"}[args.jit_compile]
     peers = [p for p in args.peers.split(",") if p]
     unknown_peers = sorted(set(peers) - {"keras_hub", "huggingface"})

@@ -182,13 +182,19 @@ case $step in
     best=(--attention_dropout 0 --attention_padding lengths --train_only)
     quarter=$((batch / 4))
     speed best_${config}_b${batch} --configs "$config" --peers "" --batch_size "$batch" "${best[@]}"
-    # Query, key and value from three matmuls: no slice of the 3 x hidden output (1.2 ms a step in session 21).
-    speed ablation_qkv_split --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" --qkv_projection split
-    # cuDNN's LayerNorm kernels for XLA's LayerNorm pattern (LayerNorm took 9.1 ms a step in session 21).
+    # Session 22 counted each kernel's bytes on the CPU (hlo_traffic.py, a deviceless H100 compile): the rows
+    # below go after the bytes. cuDNN's LayerNorm kernels for XLA's LayerNorm pattern: they fire, and the step
+    # moves 7.4 of its 53.3 GB of memory-bound bytes less (LayerNorm took 9.1 ms a step in session 21).
     XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true speed ablation_cudnn_layer_norm --configs "$config" \
         --peers "" --batch_size "$batch" "${best[@]}"
-    # The step's costliest kernels again, now each with its optimized HLO (profile_ops_lengths.json's "hlo"):
-    # what the LayerNorm, reduction and slice fusions of session 21's profile compute.
+    # The baseline recomputes the feed-forward bias + GELU in the backward pass (4.8 GB less): the stored form.
+    speed ablation_recompute_off --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
+        --recompute_activation off
+    # Dropout's bits: 16 threefry bits an element, a quarter of the hash evaluations (2.1 ms a step in session 21).
+    speed ablation_dropout_threefry16 --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
+        --dropout_rng threefry16
+    # The step's costliest kernels again, now each with its optimized HLO (profile_ops_lengths.json's "hlo"),
+    # and without the position and segment scatters (one-hot lookups since session 22).
     record profile_${config}_b${batch}_lengths $PY benchmarks/step_profile.py --config "$config" \
         --mixed_precision bf16 --batch_size "$batch" --attention_dropout 0 --attention_padding lengths \
         --ops_output "$OUT/profile_ops_lengths.json"
@@ -204,17 +210,14 @@ case $step in
         --steps "$((convergence_steps / 2))" --warmup_steps "$warmup" --batch_size "$convergence_batch" \
         --learning_rate 1e-3 --implementations keras_bert_impl --mixed_precision none,bf16 --model_seeds 0,1,2 \
         --steps_per_execution "$spe" --eval_batches 8
-    # cuBLASLt: bias (and the benchmark's tanh GELU) fused into the matmul's epilogue.
+    # Query, key and value from three matmuls: no slice of the 3 x hidden output, but 2.8 GB more in all (the
+    # matmuls read the input three times): last among the model rows.
+    speed ablation_qkv_split --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" --qkv_projection split
+    # cuBLASLt: bias (and the benchmark's tanh GELU) fused into the matmul's epilogue; the same bytes deviceless.
     XLA_FLAGS=--xla_gpu_enable_cublaslt=true speed ablation_cublaslt --configs "$config" --peers "" \
         --batch_size "$batch" "${best[@]}"
-    # Whether XLA's cuDNN LayerNorm rewrite fires on our float32 LayerNorm (`__cudnn$norm` in the compiled step).
-    XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true record hlo_cudnn_layer_norm $PY benchmarks/hlo_fusions.py \
-        --config "$config" --mixed_precision bf16 --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 \
-        --attention_padding lengths
     XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_no_triton_gemm --configs "$config" --peers "" \
         --batch_size "$batch" "${best[@]}"
-    record hlo_attention_mask $PY benchmarks/hlo_fusions.py --config "$config" --mixed_precision bf16 \
-        --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 --attention_padding mask
     speed sweep_${config}_b64 --configs "$config" --peers "" --batch_size "$quarter" --train_only
     ;;
   *)

@@ -138,10 +138,10 @@ def build_step(args, steps_per_execution=1):
     import keras
 
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from backbone_speed import CONFIGS, backbone_presets, build_ours, make_batch, use_philox_dropout
+    from backbone_speed import CONFIGS, DROPOUT_BITS, backbone_presets, build_ours, make_batch
 
-    if args.dropout_rng == "philox":
-        use_philox_dropout()
+    if args.dropout_rng in DROPOUT_BITS:
+        DROPOUT_BITS[args.dropout_rng]()
     if args.mixed_precision == "bf16":
         keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
     if args.config not in CONFIGS:
@@ -205,8 +205,9 @@ def add_step_arguments(parser):
     parser.add_argument("--mixed_precision", choices=("bf16",), default=None)
     parser.add_argument("--prng_impl", choices=("threefry2x32", "rbg", "unsafe_rbg"), default=None,
                         help="jax_default_prng_impl for dropout's random bits (default: JAX's, threefry2x32)")
-    parser.add_argument("--dropout_rng", choices=("threefry", "philox"), default="threefry",
-                        help="philox: dropout's bits from XLA's rng-bit-generator (backbone_speed.use_philox_dropout)")
+    parser.add_argument("--dropout_rng", choices=("threefry", "philox", "threefry16"), default="threefry",
+                        help="philox: dropout's bits from XLA's rng-bit-generator (backbone_speed.use_philox_dropout); "
+                             "threefry16: 16 threefry bits an element (use_threefry16_dropout)")
 
 
 def parse_args(argv=None):

@@ -130,3 +130,33 @@ print(json.dumps({{"kept": float((a != 0).mean()), "values": sorted(set(a.ravel(
     line = json.loads((tmp_path / "out.json").read_text())
     assert line["dropout_bits"] == "philox" and line["dropout_rng"]["while_loops"] == 0
     assert line["dropout_rng"]["fusions_with_xor"] == 7  # Philox's rounds, one fusion per dropout site
+
+
+def test_threefry16_dropout_keeps_kerass_statistics_with_a_quarter_of_the_hash_evaluations():
+    """`--dropout_rng threefry16` (backbone_speed.use_threefry16_dropout, session 22): keep rate 1 - 6554/65536,
+    kept values scaled by its inverse, a fresh mask per call, the identity outside training, and the threefry
+    hash run on half as many words as elements (two 16-bit draws a word, one evaluation per two words)."""
+    script = f"""
+import sys, json
+sys.path.insert(0, {str(REPO / 'benchmarks')!r})
+import keras, numpy as np, jax
+from backbone_speed import use_threefry16_dropout
+use_threefry16_dropout()
+layer = keras.layers.Dropout(0.1, seed=3)
+x = np.ones((200, 1000), "float32")
+a, b = (keras.ops.convert_to_numpy(layer(x, training=True)) for _ in range(2))
+jaxpr = str(jax.make_jaxpr(lambda v: layer(v, training=True))(x))
+print(json.dumps({{"kept": float((a != 0).mean()), "values": sorted(set(a.ravel().tolist())),
+                   "same_mask": bool((a == b).all()), "eval_same": bool((keras.ops.convert_to_numpy(layer(x)) == x).all()),
+                   "threefry_words": [line for line in jaxpr.splitlines() if "threefry2x32" in line]}}))
+"""
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    stats = json.loads(result.stdout.strip().splitlines()[-1])
+    keep = 1 - 6554 / 65536
+    assert abs(stats["kept"] - keep) < 0.005  # 200,000 draws: the standard error is 0.0007
+    assert len(stats["values"]) == 2 and stats["values"][0] == 0 and abs(stats["values"][1] - 1 / keep) < 1e-6
+    assert not stats["same_mask"] and stats["eval_same"]
+    # One threefry2x32 over two 50,000-word halves: 100,000 words for 200,000 elements.
+    assert len(stats["threefry_words"]) == 1 and "u32[50000]" in stats["threefry_words"][0], stats["threefry_words"]
