@@ -412,6 +412,9 @@ def main(argv=None):
     parser.add_argument("--recompute_activation", choices=("on", "off"), default="on",
                         help="on (default): our backward pass recomputes the feed-forward bias + GELU (JAX); off: "
                              "autodiff stores GELU's intermediate (TransformerEncoder(recompute_activation=...))")
+    parser.add_argument("--layer_norm_backward", choices=("explicit", "autodiff"), default="explicit",
+                        help="our LayerNorms' backward pass on JAX: hand-written (default) or autodiff's, the one "
+                             "to pair with XLA's cuDNN LayerNorm flag (BertBackbone(layer_norm_backward=...))")
     parser.add_argument("--dropout_rng", choices=("threefry", "philox", "threefry16"), default="threefry",
                         help="dropout's random bits (JAX): threefry (Keras's, default), philox (XLA's "
                              "rng-bit-generator; use_philox_dropout) or threefry16 (16 threefry bits an element; "
@@ -462,6 +465,7 @@ def main(argv=None):
         "dropout_bits": args.dropout_rng,
         "qkv_projection": args.qkv_projection,
         "recompute_activation": args.recompute_activation,
+        "layer_norm_backward": args.layer_norm_backward,
         "peak_tflops": args.peak_tflops,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "sequence_length": args.sequence_length,
@@ -486,6 +490,7 @@ def main(argv=None):
         config["attention_padding"] = args.attention_padding
         config["qkv_projection"] = args.qkv_projection
         config["recompute_activation"] = args.recompute_activation == "on"
+        config["layer_norm_backward"] = args.layer_norm_backward
         x, y = make_batch(batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
         entry = {}
         keras.utils.set_random_seed(0)

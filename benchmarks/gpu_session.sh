@@ -182,17 +182,18 @@ case $step in
     best=(--attention_dropout 0 --attention_padding lengths --train_only)
     quarter=$((batch / 4))
     speed best_${config}_b${batch} --configs "$config" --peers "" --batch_size "$batch" "${best[@]}"
-    # Session 22 counted each kernel's bytes on the CPU (hlo_traffic.py, a deviceless H100 compile): the rows
-    # below go after the bytes. cuDNN's LayerNorm kernels for XLA's LayerNorm pattern: they fire, and the step
-    # moves 7.4 of its 53.3 GB of memory-bound bytes less (LayerNorm took 9.1 ms a step in session 21).
+    # Session 22 counted each kernel's bytes on the CPU (hlo_traffic.py, a deviceless H100 compile; the JSON in
+    # docs/results/2026-11-27-deviceless-h100/): the baseline now moves 47.4 GB of memory-bound bytes a step
+    # against 58.1 GB in session 21 (recomputed GELU, one-hot position and segment lookups, the LayerNorms'
+    # explicit backward pass). cuDNN's LayerNorm kernels: with autodiff's LayerNorm graph, the one the rewrite
+    # matches, 45.9 GB.
     XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true speed ablation_cudnn_layer_norm --configs "$config" \
-        --peers "" --batch_size "$batch" "${best[@]}"
-    # The baseline recomputes the feed-forward bias + GELU in the backward pass (4.8 GB less): the stored form.
+        --peers "" --batch_size "$batch" "${best[@]}" --layer_norm_backward autodiff
+    # Autodiff's LayerNorm backward pass (53.3 GB) and the stored GELU intermediate (52.2 GB): what each saved.
+    speed ablation_layer_norm_autodiff --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
+        --layer_norm_backward autodiff
     speed ablation_recompute_off --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
         --recompute_activation off
-    # Dropout's bits: 16 threefry bits an element, a quarter of the hash evaluations (2.1 ms a step in session 21).
-    speed ablation_dropout_threefry16 --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
-        --dropout_rng threefry16
     # The step's costliest kernels again, now each with its optimized HLO (profile_ops_lengths.json's "hlo"),
     # and without the position and segment scatters (one-hot lookups since session 22).
     record profile_${config}_b${batch}_lengths $PY benchmarks/step_profile.py --config "$config" \
@@ -210,7 +211,11 @@ case $step in
         --steps "$((convergence_steps / 2))" --warmup_steps "$warmup" --batch_size "$convergence_batch" \
         --learning_rate 1e-3 --implementations keras_bert_impl --mixed_precision none,bf16 --model_seeds 0,1,2 \
         --steps_per_execution "$spe" --eval_batches 8
-    # Query, key and value from three matmuls: no slice of the 3 x hidden output, but 2.8 GB more in all (the
+    # Dropout's bits: 16 threefry bits an element, a quarter of the hash evaluations (2.1 ms a step in session
+    # 21), but the bits leave the dropout kernel: 3.3 GB more through memory.
+    speed ablation_dropout_threefry16 --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
+        --dropout_rng threefry16
+    # Query, key and value from three matmuls: no slice of the 3 x hidden output, but 3.4 GB more in all (the
     # matmuls read the input three times): last among the model rows.
     speed ablation_qkv_split --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" --qkv_projection split
     # cuBLASLt: bias (and the benchmark's tanh GELU) fused into the matmul's epilogue; the same bytes deviceless.
@@ -218,6 +223,10 @@ case $step in
         --batch_size "$batch" "${best[@]}"
     XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_no_triton_gemm --configs "$config" --peers "" \
         --batch_size "$batch" "${best[@]}"
+    # Keras picks the mask path's fused attention by asking the device it runs on: a deviceless compile cannot
+    # answer this one.
+    record hlo_attention_mask $PY benchmarks/hlo_fusions.py --config "$config" --mixed_precision bf16 \
+        --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 --attention_padding mask
     speed sweep_${config}_b64 --configs "$config" --peers "" --batch_size "$quarter" --train_only
     ;;
   *)

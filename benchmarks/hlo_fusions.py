@@ -149,7 +149,8 @@ def build_step(args, steps_per_execution=1):
     # backbone_speed.py's training step: the tanh GELU of the original BERT code.
     config = dict(backbone_presets[CONFIGS[args.config]]["config"], activation="gelu_approximate", dropout=args.dropout,
                   attention_dropout=args.attention_dropout, attention_padding=args.attention_padding,
-                  qkv_projection=args.qkv_projection, recompute_activation=args.recompute_activation == "on")
+                  qkv_projection=args.qkv_projection, recompute_activation=args.recompute_activation == "on",
+                  layer_norm_backward=args.layer_norm_backward)
     model = build_ours(config)
     model.compile(
         optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
@@ -182,7 +183,8 @@ def step_settings(args):
     """The step's settings, for the JSON line."""
     return {key: getattr(args, key) for key in ("config", "batch_size", "sequence_length", "predictions", "dropout",
                                                 "attention_dropout", "attention_padding", "qkv_projection",
-                                                "recompute_activation", "mixed_precision")} | {
+                                                "recompute_activation", "layer_norm_backward",
+                                                "mixed_precision")} | {
         "prng_impl": args.prng_impl or "default", "dropout_bits": args.dropout_rng}
 
 
@@ -202,6 +204,8 @@ def add_step_arguments(parser):
                         help="query, key and value from one matmul sliced (fused) or three (split)")
     parser.add_argument("--recompute_activation", choices=("on", "off"), default="on",
                         help="on: the backward pass recomputes the feed-forward bias + GELU (JAX); off: stores it")
+    parser.add_argument("--layer_norm_backward", choices=("explicit", "autodiff"), default="explicit",
+                        help="the LayerNorms' backward pass on JAX: hand-written or autodiff's")
     parser.add_argument("--mixed_precision", choices=("bf16",), default=None)
     parser.add_argument("--prng_impl", choices=("threefry2x32", "rbg", "unsafe_rbg"), default=None,
                         help="jax_default_prng_impl for dropout's random bits (default: JAX's, threefry2x32)")

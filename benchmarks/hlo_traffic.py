@@ -21,7 +21,10 @@ bytes of its operands and outputs. It prints one JSON line:
 A change to the model that lowers `memory_bound_gb` lowers the step's time on
 the GPU by about that many bytes over the bandwidth: compare two runs' lines.
 The counts are an upper bound per kernel (an operand that a fusion only slices
-counts whole), the same for both sides of a comparison.
+counts whole), the same for both sides of a comparison. Limits: no GEMM
+autotuning without the GPU; and Keras's `ops.dot_product_attention` picks
+cuDNN's kernel by asking the device it runs on (the CPU), so use
+`--attention_padding lengths`, whose cuDNN call this script traces as on a GPU.
 
     pip install "jax[cuda13]"   # the deviceless compiler; no GPU needed
     KERAS_BACKEND=jax python benchmarks/hlo_traffic.py --target h100 --config base --batch_size 256 \\

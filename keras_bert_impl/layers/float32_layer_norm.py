@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS, layer_norm_with_explicit_backward
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class Float32LayerNormalization(keras.layers.LayerNormalization):
@@ -14,6 +16,16 @@ class Float32LayerNormalization(keras.layers.LayerNormalization):
     float32 (as under any mixed policy); the input is cast up, normalised and
     cast back to the compute dtype so the next matmul stays in half precision.
 
+    Args:
+        backward: `"explicit"` (default) or `"autodiff"`. On JAX, `"explicit"`
+            computes the gradient with a hand-written backward pass that moves
+            fewer bytes on a GPU (`layer_norm_with_explicit_backward`);
+            `"autodiff"` leaves it to JAX, which moves fewer bytes when
+            XLA's cuDNN LayerNorm flag (`--xla_gpu_enable_cudnn_layer_norm`)
+            replaces the forward pass. The outputs are the same; TensorFlow
+            and PyTorch use autodiff.
+        **kwargs: `keras.layers.LayerNormalization` arguments.
+
     Example:
     >>> import numpy as np
     >>> ln = Float32LayerNormalization(epsilon=1e-12, dtype="mixed_bfloat16")
@@ -21,11 +33,28 @@ class Float32LayerNormalization(keras.layers.LayerNormalization):
     True
     """
 
+    def __init__(self, backward="explicit", **kwargs):
+        super().__init__(**kwargs)
+        if backward not in LAYER_NORM_BACKWARDS:
+            raise ValueError(
+                f"backward={backward!r}: expected 'explicit' (a hand-written backward pass on JAX) or "
+                "'autodiff'."
+            )
+        self.backward = backward
+
     def call(self, inputs):
         compute_dtype = self.compute_dtype
+        if self.backward == "explicit" and keras.backend.backend() == "jax":
+            return layer_norm_with_explicit_backward(
+                inputs, ops.convert_to_tensor(self.gamma), ops.convert_to_tensor(self.beta), self.epsilon,
+                compute_dtype,
+            )
         x = ops.cast(inputs, "float32")
         mean = ops.mean(x, axis=-1, keepdims=True)
         variance = ops.mean(ops.square(x - mean), axis=-1, keepdims=True)
         x = (x - mean) * ops.rsqrt(variance + self.epsilon)
         x = x * ops.cast(self.gamma, "float32") + ops.cast(self.beta, "float32")
         return ops.cast(x, compute_dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "backward": self.backward}

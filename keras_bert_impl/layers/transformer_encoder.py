@@ -11,6 +11,7 @@ from keras_bert_impl.layers.key_lengths_attention import (
     attention_over_key_lengths,
     key_lengths,
 )
+from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.layers.packed_examples import attention_mask_from_example_ids
 from keras_bert_impl.layers.recomputed_in_backward import recomputed_in_backward
 
@@ -84,6 +85,10 @@ class TransformerEncoder(keras.layers.Layer):
             `(batch, sequence_length, intermediate_dim)` tensor per block
             (`recomputed_in_backward`; `benchmarks/hlo_traffic.py` counts the
             bytes). Same outputs either way; TensorFlow and PyTorch ignore it.
+        layer_norm_backward: `"explicit"` (default) or `"autodiff"`: the
+            LayerNorms' backward pass on JAX, hand-written (fewer bytes on a
+            GPU) or autodiff's (fewer still beside XLA's cuDNN LayerNorm
+            flag); `Float32LayerNormalization(backward=...)`. Same outputs.
         **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -119,6 +124,7 @@ class TransformerEncoder(keras.layers.Layer):
         attention_padding="mask",
         qkv_projection="fused",
         recompute_activation=True,
+        layer_norm_backward="explicit",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -138,6 +144,12 @@ class TransformerEncoder(keras.layers.Layer):
         if not isinstance(recompute_activation, bool):
             raise ValueError(f"recompute_activation={recompute_activation!r}: expected True or False.")
         self.recompute_activation = recompute_activation
+        if layer_norm_backward not in LAYER_NORM_BACKWARDS:
+            raise ValueError(
+                f"layer_norm_backward={layer_norm_backward!r}: expected 'explicit' (a hand-written backward pass "
+                "on JAX) or 'autodiff'."
+            )
+        self.layer_norm_backward = layer_norm_backward
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
@@ -176,7 +188,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.attention_output_dense = dense(hidden_dim, "attention_output")
         self.attention_output_dense.build(inputs_shape)
         self.attention_layer_norm = Float32LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="attention_layer_norm"
+            epsilon=self.layer_norm_epsilon, backward=self.layer_norm_backward, dtype=self.dtype_policy, name="attention_layer_norm"
         )
         self.attention_layer_norm.build(inputs_shape)
         self.intermediate_dense = dense(self.intermediate_dim, "intermediate")
@@ -184,7 +196,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.output_dense = dense(hidden_dim, "output")
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
         self.output_layer_norm = Float32LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="output_layer_norm"
+            epsilon=self.layer_norm_epsilon, backward=self.layer_norm_backward, dtype=self.dtype_policy, name="output_layer_norm"
         )
         self.output_layer_norm.build(inputs_shape)
         self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
@@ -286,6 +298,7 @@ class TransformerEncoder(keras.layers.Layer):
                 "attention_padding": self.attention_padding,
                 "qkv_projection": self.qkv_projection,
                 "recompute_activation": self.recompute_activation,
+                "layer_norm_backward": self.layer_norm_backward,
             }
         )
         return config

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.float32_layer_norm import Float32LayerNormalization
+from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.layers.one_hot_embedding import OneHotEmbedding
 from keras_bert_impl.layers.position_embedding import PositionEmbedding
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder, get_activation
@@ -58,6 +59,12 @@ class BertBackbone(FunctionalModel):
             storing an intermediate as large as the activation (less memory
             traffic on a GPU; `TransformerEncoder`). Same outputs; not part of
             the saved architecture.
+        layer_norm_backward: `"explicit"` (default) or `"autodiff"`: on JAX
+            the LayerNorms' gradient comes from a hand-written backward pass
+            that moves fewer bytes on a GPU, or from autodiff, which moves
+            fewer beside XLA's cuDNN LayerNorm flag
+            (`Float32LayerNormalization(backward=...)`). Same outputs; not
+            part of the saved architecture.
         dtype: None, a dtype or a policy name such as `"mixed_bfloat16"`.
 
     Example:
@@ -91,6 +98,7 @@ class BertBackbone(FunctionalModel):
         attention_padding="mask",
         qkv_projection="fused",
         recompute_activation=True,
+        layer_norm_backward="explicit",
         dtype=None,
         **kwargs,
     ):
@@ -110,6 +118,11 @@ class BertBackbone(FunctionalModel):
                 f"(e.g. hidden_dim={num_heads * max(1, round(hidden_dim / num_heads))})."
             )
         get_activation(activation)
+        if layer_norm_backward not in LAYER_NORM_BACKWARDS:
+            raise ValueError(
+                f"layer_norm_backward={layer_norm_backward!r}: expected 'explicit' (a hand-written backward pass "
+                "on JAX) or 'autodiff'."
+            )
 
         # === Layers ===
         self.token_embedding = keras.layers.Embedding(
@@ -131,7 +144,7 @@ class BertBackbone(FunctionalModel):
             max_sequence_length, dtype=dtype, name="position_embedding"
         )
         self.embeddings_layer_norm = Float32LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
+            epsilon=layer_norm_epsilon, backward=layer_norm_backward, dtype=dtype, name="embeddings_layer_norm"
         )
         self.embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
         self.transformer_layers = [
@@ -145,6 +158,7 @@ class BertBackbone(FunctionalModel):
                 attention_padding=attention_padding,
                 qkv_projection=qkv_projection,
                 recompute_activation=recompute_activation,
+                layer_norm_backward=layer_norm_backward,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
@@ -197,6 +211,7 @@ class BertBackbone(FunctionalModel):
         self.attention_padding = attention_padding
         self.qkv_projection = qkv_projection
         self.recompute_activation = recompute_activation
+        self.layer_norm_backward = layer_norm_backward
 
     def get_config(self):
         return {
@@ -217,6 +232,7 @@ class BertBackbone(FunctionalModel):
             "attention_padding": self.attention_padding,
             "qkv_projection": self.qkv_projection,
             "recompute_activation": self.recompute_activation,
+            "layer_norm_backward": self.layer_norm_backward,
         }
 
     @classmethod
@@ -228,7 +244,7 @@ class BertBackbone(FunctionalModel):
 
     # How the model runs, not what it is: the same weights and outputs either way, so presets do not record
     # them and `from_preset(..., attention_padding="lengths")` may set them on any preset.
-    run_settings = ("attention_padding", "qkv_projection", "recompute_activation")
+    run_settings = ("attention_padding", "qkv_projection", "recompute_activation", "layer_norm_backward")
 
     def architecture_config(self):
         """The constructor arguments that define the weights' shapes and math (no name/dtype)."""
