@@ -107,6 +107,29 @@ def measure_matmul_peak(size=2048, repeats=10, dtype="float32"):
     return best
 
 
+def replace_jax_dropout(flag, keep_mask):
+    """Replaces Keras's JAX dropout, for this process, by one whose mask comes from
+    `keep_mask(key, shape, rate) -> (bool mask, keep rate)`, `key` being the seed generator's 2-word threefry key;
+    the rest is Keras's dropout: kept values scaled by 1 / keep rate, the identity at rate 0 and outside
+    training, zeros at rate 1. `flag` names the command-line choice in the error on other backends."""
+    if keras.backend.backend() != "jax":
+        raise SystemExit(f"error: --dropout_rng {flag}: JAX only (KERAS_BACKEND={keras.backend.backend()})")
+    import jax
+    import jax.numpy as jnp
+    from keras.src.backend.jax import random as jax_random
+
+    def dropout(inputs, rate, noise_shape=None, seed=None):
+        if rate == 1.0:
+            return jnp.zeros_like(inputs)
+        if rate == 0.0:
+            return inputs
+        key = jnp.asarray(jax_random.jax_draw_seed(seed), dtype="uint32").reshape(-1)[:2]
+        mask, keep = keep_mask(key, jax_random._get_concrete_noise_shape(inputs, noise_shape), rate)
+        return jax.lax.select(jnp.broadcast_to(mask, inputs.shape), inputs / keep, jnp.zeros_like(inputs))
+
+    jax_random.dropout = dropout
+
+
 def use_philox_dropout():
     """Dropout's random bits from XLA's `rng-bit-generator` (Philox on a GPU) instead of JAX's threefry (issue 18,
     item 3), for this process: a measurement, not a model option.
@@ -118,25 +141,14 @@ def use_philox_dropout():
     seed, widened to the 4 words `unsafe_rbg` keys hold, so each call still gets its own stream, and leaves
     Keras's dropout otherwise as it is: keep with probability 1 - rate, scale by 1 / (1 - rate).
     """
-    if keras.backend.backend() != "jax":
-        raise SystemExit(f"error: --dropout_rng philox: JAX only (KERAS_BACKEND={keras.backend.backend()})")
-    import jax
-    import jax.numpy as jnp
-    from keras.src.backend.jax import random as jax_random
+    def keep_mask(key, shape, rate):
+        import jax
+        import jax.numpy as jnp
 
-    def dropout(inputs, rate, noise_shape=None, seed=None):
-        if rate == 1.0:
-            return jnp.zeros_like(inputs)
-        if rate == 0.0:
-            return inputs
-        seed = jnp.asarray(jax_random.jax_draw_seed(seed), dtype="uint32").reshape(-1)[:2]
-        key = jax.random.wrap_key_data(jnp.concatenate([seed, seed ^ jnp.uint32(0x9E3779B9)]), impl="unsafe_rbg")
-        keep = 1.0 - rate
-        shape = jax_random._get_concrete_noise_shape(inputs, noise_shape)
-        mask = jnp.broadcast_to(jax.random.bernoulli(key, p=keep, shape=shape), inputs.shape)
-        return jax.lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
+        wide = jax.random.wrap_key_data(jnp.concatenate([key, key ^ jnp.uint32(0x9E3779B9)]), impl="unsafe_rbg")
+        return jax.random.bernoulli(wide, p=1.0 - rate, shape=shape), 1.0 - rate
 
-    jax_random.dropout = dropout
+    replace_jax_dropout("philox", keep_mask)
 
 
 def use_threefry16_dropout():
@@ -152,29 +164,18 @@ def use_threefry16_dropout():
     keep rate is `1 - round(rate * 65536) / 65536` (0.899994 for 0.1) and the kept values are scaled by its
     inverse: the expectation is unchanged.
     """
-    if keras.backend.backend() != "jax":
-        raise SystemExit(f"error: --dropout_rng threefry16: JAX only (KERAS_BACKEND={keras.backend.backend()})")
-    import jax
-    import jax.numpy as jnp
-    from jax.extend.random import threefry_2x32
-    from keras.src.backend.jax import random as jax_random
+    def keep_mask(key, shape, rate):
+        import jax
+        import jax.numpy as jnp
+        from jax.extend.random import threefry_2x32
 
-    def dropout(inputs, rate, noise_shape=None, seed=None):
-        if rate == 1.0:
-            return jnp.zeros_like(inputs)
-        if rate == 0.0:
-            return inputs
         threshold = int(round(rate * 65536))
-        keep = 1.0 - threshold / 65536
-        shape = jax_random._get_concrete_noise_shape(inputs, noise_shape)
         count = math.prod(shape)
-        key = jnp.asarray(jax_random.jax_draw_seed(seed), dtype="uint32").reshape(-1)[:2]
         words = threefry_2x32(key, jax.lax.iota(jnp.uint32, (count + 1) // 2))
         bits = jax.lax.bitcast_convert_type(words, jnp.uint16).reshape(-1)[:count].reshape(shape)
-        mask = jnp.broadcast_to(bits >= jnp.uint16(threshold), inputs.shape)
-        return jax.lax.select(mask, inputs / jnp.asarray(keep, inputs.dtype), jnp.zeros_like(inputs))
+        return bits >= jnp.uint16(threshold), 1.0 - threshold / 65536
 
-    jax_random.dropout = dropout
+    replace_jax_dropout("threefry16", keep_mask)
 
 
 DROPOUT_BITS = {"philox": use_philox_dropout, "threefry16": use_threefry16_dropout}

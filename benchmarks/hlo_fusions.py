@@ -250,10 +250,15 @@ def run(args):
         "hlo_file": files[-1].name,
         **analyse(files[-1].read_text(), num_variables=len(model.trainable_variables)),
     }
+    return print_json_line(result, args.output)
+
+
+def print_json_line(result, output=None):
+    """Prints `result` as one JSON line and, with `output`, writes the line to that file; returns `result`."""
     line = json.dumps(result)
     print(line)
-    if args.output:
-        pathlib.Path(args.output).write_text(line + "\n")
+    if output:
+        pathlib.Path(output).write_text(line + "\n")
     return result
 
 

@@ -34,7 +34,6 @@ cuDNN's kernel by asking the device it runs on (the CPU), so use
 import argparse
 import collections
 import contextlib
-import json
 import os
 import pathlib
 import re
@@ -50,6 +49,7 @@ from hlo_fusions import (  # noqa: E402
     called_computations,
     opcodes_within,
     parse_computations,
+    print_json_line,
     step_settings,
 )
 from step_profile import categorise  # noqa: E402
@@ -236,11 +236,7 @@ def main(argv=None):
         "kernels_total": len(kernels),
         **summarise_traffic(kernels, bandwidth, top=args.top),
     }
-    line = json.dumps(result)
-    print(line)
-    if args.output:
-        pathlib.Path(args.output).write_text(line + "\n")
-    return result
+    return print_json_line(result, args.output)
 
 
 if __name__ == "__main__":

@@ -98,25 +98,34 @@ def test_the_padded_vocabulary_survives_xla_optimisation():
     assert not any("30522" in s for s in shapes["128"]), shapes["128"]
 
 
-def test_philox_dropout_keeps_kerass_statistics_and_drops_the_threefry_loops(tmp_path):
-    """`--dropout_rng philox` (backbone_speed.use_philox_dropout, issue 18 item 3): the same keep rate and
-    scaling as Keras's dropout, a fresh mask per call, and on XLA:CPU no threefry `while` loops left."""
+def _dropout_statistics(use_function):
+    """Keras's Dropout(0.1) on 200,000 ones after `backbone_speed.<use_function>()`: the kept fraction, the
+    distinct values, whether two calls drew the same mask, whether inference is the identity, and the jaxpr's
+    threefry lines."""
     script = f"""
 import sys, json
 sys.path.insert(0, {str(REPO / 'benchmarks')!r})
-import keras, numpy as np
-from backbone_speed import use_philox_dropout
-use_philox_dropout()
+import keras, numpy as np, jax
+import backbone_speed
+backbone_speed.{use_function}()
 layer = keras.layers.Dropout(0.1, seed=3)
 x = np.ones((200, 1000), "float32")
 a, b = (keras.ops.convert_to_numpy(layer(x, training=True)) for _ in range(2))
+jaxpr = str(jax.make_jaxpr(lambda v: layer(v, training=True))(x))
 print(json.dumps({{"kept": float((a != 0).mean()), "values": sorted(set(a.ravel().tolist())),
-                   "same_mask": bool((a == b).all()), "eval_same": bool((keras.ops.convert_to_numpy(layer(x)) == x).all())}}))
+                   "same_mask": bool((a == b).all()), "eval_same": bool((keras.ops.convert_to_numpy(layer(x)) == x).all()),
+                   "threefry_words": [line for line in jaxpr.splitlines() if "threefry2x32" in line]}}))
 """
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    stats = json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1]), env
+
+
+def test_philox_dropout_keeps_kerass_statistics_and_drops_the_threefry_loops(tmp_path):
+    """`--dropout_rng philox` (backbone_speed.use_philox_dropout, issue 18 item 3): the same keep rate and
+    scaling as Keras's dropout, a fresh mask per call, and on XLA:CPU no threefry `while` loops left."""
+    stats, env = _dropout_statistics("use_philox_dropout")
     assert abs(stats["kept"] - 0.9) < 0.005  # 200,000 draws: the standard error is 0.0007
     assert len(stats["values"]) == 2 and stats["values"][0] == 0 and abs(stats["values"][1] - 1 / 0.9) < 1e-6
     assert not stats["same_mask"] and stats["eval_same"]
@@ -136,24 +145,7 @@ def test_threefry16_dropout_keeps_kerass_statistics_with_a_quarter_of_the_hash_e
     """`--dropout_rng threefry16` (backbone_speed.use_threefry16_dropout, session 22): keep rate 1 - 6554/65536,
     kept values scaled by its inverse, a fresh mask per call, the identity outside training, and the threefry
     hash run on half as many words as elements (two 16-bit draws a word, one evaluation per two words)."""
-    script = f"""
-import sys, json
-sys.path.insert(0, {str(REPO / 'benchmarks')!r})
-import keras, numpy as np, jax
-from backbone_speed import use_threefry16_dropout
-use_threefry16_dropout()
-layer = keras.layers.Dropout(0.1, seed=3)
-x = np.ones((200, 1000), "float32")
-a, b = (keras.ops.convert_to_numpy(layer(x, training=True)) for _ in range(2))
-jaxpr = str(jax.make_jaxpr(lambda v: layer(v, training=True))(x))
-print(json.dumps({{"kept": float((a != 0).mean()), "values": sorted(set(a.ravel().tolist())),
-                   "same_mask": bool((a == b).all()), "eval_same": bool((keras.ops.convert_to_numpy(layer(x)) == x).all()),
-                   "threefry_words": [line for line in jaxpr.splitlines() if "threefry2x32" in line]}}))
-"""
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    stats = json.loads(result.stdout.strip().splitlines()[-1])
+    stats, _ = _dropout_statistics("use_threefry16_dropout")
     keep = 1 - 6554 / 65536
     assert abs(stats["kept"] - keep) < 0.005  # 200,000 draws: the standard error is 0.0007
     assert len(stats["values"]) == 2 and stats["values"][0] == 0 and abs(stats["values"][1] - 1 / keep) < 1e-6
