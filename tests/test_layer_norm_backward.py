@@ -114,3 +114,27 @@ def test_layer_norm_backward_is_a_setting_not_architecture(tmp_path):
     with pytest.raises(ValueError) as error:
         Float32LayerNormalization(backward="manual")
     assert str(error.value) == f"backward='manual': {expected}"
+
+
+def test_the_pretraining_recipe_passes_both_memory_settings_and_refuses_bad_ones(tmp_path, capsys):
+    from repo_scripts import load_script
+
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
+
+    result = run_pretraining(PretrainingConfig(
+        model_dir=str(tmp_path / "run"), num_steps=2, checkpoint_every=2, warmup_steps=1, validation_steps=1,
+        global_batch_size=8, recompute_activation="off", layer_norm_backward="autodiff", verbose=0))
+    backbone = result["model"].backbone
+    assert (result["recompute_activation"], result["layer_norm_backward"]) == ("off", "autodiff")
+    assert (backbone.recompute_activation, backbone.layer_norm_backward) == (False, "autodiff")
+    assert backbone.transformer_layers[0].output_layer_norm.backward == "autodiff"
+    config, _, _ = load_script("recipes/pretrain.py").parse_args(["--layer_norm_backward", "autodiff"])
+    assert (config.recompute_activation, config.layer_norm_backward) == ("on", "autodiff")
+    with pytest.raises(ValueError) as caught:
+        run_pretraining(PretrainingConfig(model_dir=str(tmp_path / "bad"), layer_norm_backward="manual"))
+    assert str(caught.value) == "--layer_norm_backward='manual': expected explicit or autodiff"
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(SystemExit):
+        load_script("recipes/pretrain.py").parse_args(["--recompute_activation", "yes"])
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "error: argument --recompute_activation: invalid choice: 'yes' (choose from 'on', 'off')")

@@ -110,6 +110,9 @@ def _positive(name, value):
 def check_flags(config):
     """Checks every numeric flag of `config` and their relations; raises `ValueError` naming the flag."""
     check_attention_padding(config.attention_padding)
+    for name, choices in (("recompute_activation", ("on", "off")), ("layer_norm_backward", ("explicit", "autodiff"))):
+        if getattr(config, name) not in choices:
+            raise ValueError(f"--{name}={getattr(config, name)!r}: expected {' or '.join(choices)}")
     for name in ("num_steps", "checkpoint_every", "global_batch_size", "max_predictions_per_seq",
                  "keep_checkpoints", "log_every", "validation_steps"):
         _positive(name, getattr(config, name))

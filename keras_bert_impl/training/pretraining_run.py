@@ -107,6 +107,8 @@ class PretrainingConfig:
     weight_init: str = "normal"  # from scratch only: transformers' plain normal; "truncated_normal": BERT's (weight_init.py)
     vocabulary_padding_multiple: int = None  # MLM projection on the vocabulary padded to a multiple (e.g. 128)
     attention_padding: str = "auto"  # "lengths" (cuDNN's fused attention) on a JAX GPU in bf16 without attention dropout
+    recompute_activation: str = "on"  # JAX: the backward pass recomputes the feed-forward bias + GELU ("off": stores it)
+    layer_norm_backward: str = "explicit"  # JAX: the LayerNorms' hand-written backward pass ("autodiff": JAX's)
     deterministic: bool = False
     verbose: int = 1
 
@@ -262,9 +264,13 @@ def run_pretraining(config, dataset_fn=None):
         config.steps_per_execution, config.checkpoint_every, config.log_every, on_accelerator(strategy))
     attention_padding = resolve_attention_padding(
         config.attention_padding, config.mixed_precision, _attention_dropout(config, model_config))
+    # How the backward pass trades memory traffic on a GPU (docs/models.md); the same values either way.
+    memory_settings = {"recompute_activation": config.recompute_activation == "on",
+                       "layer_norm_backward": config.layer_norm_backward}
     with strategy.scope():
         if config.init_checkpoint:
-            backbone = BertBackbone.from_preset(config.init_checkpoint, attention_padding=attention_padding, **(
+            backbone = BertBackbone.from_preset(config.init_checkpoint, attention_padding=attention_padding,
+                                                **memory_settings, **(
                 {"dropout": config.dropout} if config.dropout is not None else {}))
             if backbone.vocabulary_size != tokenizer.vocabulary_size():
                 raise ValueError(
@@ -273,7 +279,7 @@ def run_pretraining(config, dataset_fn=None):
                     f"{tokenizer.vocabulary_size()} tokens."
                 )
         else:
-            backbone = BertBackbone(**model_config, attention_padding=attention_padding)
+            backbone = BertBackbone(**model_config, attention_padding=attention_padding, **memory_settings)
             initialize_attention_qkv(backbone, config.attention_init_stddev or width_scaled_attention_stddev(
                 backbone.hidden_dim), seed=config.seed)
         model = BertPretrainer(backbone, nsp=config.nsp,
@@ -386,6 +392,8 @@ def run_pretraining(config, dataset_fn=None):
         "jit_compile": model.jit_compile,
         "mixed_precision": config.mixed_precision,
         "attention_padding": attention_padding,
+        "recompute_activation": config.recompute_activation,
+        "layer_norm_backward": config.layer_norm_backward,
         "steps_per_execution": steps_per_execution,
         "is_chief": chief,
         "model_dir": config.model_dir,
