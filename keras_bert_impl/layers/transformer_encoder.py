@@ -188,7 +188,8 @@ class TransformerEncoder(keras.layers.Layer):
         self.attention_output_dense = dense(hidden_dim, "attention_output")
         self.attention_output_dense.build(inputs_shape)
         self.attention_layer_norm = Float32LayerNormalization(
-            epsilon=self.layer_norm_epsilon, backward=self.layer_norm_backward, dtype=self.dtype_policy, name="attention_layer_norm"
+            epsilon=self.layer_norm_epsilon, backward=self.layer_norm_backward, dtype=self.dtype_policy,
+            name="attention_layer_norm",
         )
         self.attention_layer_norm.build(inputs_shape)
         self.intermediate_dense = dense(self.intermediate_dim, "intermediate")
@@ -196,7 +197,8 @@ class TransformerEncoder(keras.layers.Layer):
         self.output_dense = dense(hidden_dim, "output")
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
         self.output_layer_norm = Float32LayerNormalization(
-            epsilon=self.layer_norm_epsilon, backward=self.layer_norm_backward, dtype=self.dtype_policy, name="output_layer_norm"
+            epsilon=self.layer_norm_epsilon, backward=self.layer_norm_backward, dtype=self.dtype_policy,
+            name="output_layer_norm",
         )
         self.output_layer_norm.build(inputs_shape)
         self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)

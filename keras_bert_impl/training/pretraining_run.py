@@ -107,8 +107,8 @@ class PretrainingConfig:
     weight_init: str = "normal"  # from scratch only: transformers' plain normal; "truncated_normal": BERT's (weight_init.py)
     vocabulary_padding_multiple: int = None  # MLM projection on the vocabulary padded to a multiple (e.g. 128)
     attention_padding: str = "auto"  # "lengths" (cuDNN's fused attention) on a JAX GPU in bf16 without attention dropout
-    recompute_activation: str = "on"  # JAX: the backward pass recomputes the feed-forward bias + GELU ("off": stores it)
-    layer_norm_backward: str = "explicit"  # JAX: the LayerNorms' hand-written backward pass ("autodiff": JAX's)
+    recompute_activation: str = "on"  # JAX: the backward recomputes the feed-forward bias + GELU ("off": stores it)
+    layer_norm_backward: str = "explicit"  # JAX: the LayerNorms' hand-written backward ("autodiff": JAX's)
     deterministic: bool = False
     verbose: int = 1
 
