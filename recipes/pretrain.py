@@ -16,8 +16,10 @@ error is one line `error: ...` and exit status 2 (--debug shows the traceback).
 import argparse
 import sys
 
+from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES
 from keras_bert_impl.training.compilation_cache import enable_compilation_cache
+from keras_bert_impl.training.pretraining_checks import RECOMPUTE_ACTIVATION_CHOICES
 from keras_bert_impl.training.pretraining_errors import NaNLossError
 from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 from keras_bert_impl.training.run_checkpoints import CheckpointWriteError
@@ -84,11 +86,11 @@ def parse_args(argv=None):
                    help="how the attention gets the padding: auto (default: one length per row, cuDNN's fused "
                         "attention, on a JAX GPU in bf16/fp16 without attention dropout; a mask elsewhere), mask, "
                         "or lengths. The numbers are the same; the export does not record it")
-    p.add_argument("--recompute_activation", default=d.recompute_activation, choices=("on", "off"),
+    p.add_argument("--recompute_activation", default=d.recompute_activation, choices=RECOMPUTE_ACTIVATION_CHOICES,
                    help="JAX: the backward pass recomputes each block's feed-forward bias + GELU instead of storing "
                         "an intermediate as large as the activation (on, default: 4.8 GB less memory traffic a "
                         "BERT-base step at batch 256 on an H100); the same numbers either way")
-    p.add_argument("--layer_norm_backward", default=d.layer_norm_backward, choices=("explicit", "autodiff"),
+    p.add_argument("--layer_norm_backward", default=d.layer_norm_backward, choices=LAYER_NORM_BACKWARDS,
                    help="JAX: the LayerNorms' gradient from a hand-written backward pass (explicit, default: 5.9 GB "
                         "less memory traffic a BERT-base step) or from autodiff (pair it with "
                         "XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true); the same numbers either way")

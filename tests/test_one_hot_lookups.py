@@ -19,17 +19,17 @@ from keras_bert_impl.models.backbone import BertBackbone
 BATCH, LENGTH, HIDDEN = 3, 7, 4
 
 
-def _one_sgd_step(layer, inputs, upstream):
-    """Trains `layer` one SGD step (learning rate 1) on the loss `mean_b sum(upstream[b] * layer(inputs)[b])` and
-    returns (outputs before the step, table before, table after)."""
+def _one_sgd_step(call, inputs, upstream, table):
+    """Trains `call` (Keras tensors -> outputs) one SGD step (learning rate 1) on the loss
+    `mean_b sum(upstream[b] * outputs[b])` and returns (outputs before the step, `table` before, `table` after)."""
     model_inputs = [keras.Input(shape=x.shape[1:], dtype=str(x.dtype)) for x in inputs]
-    model = keras.Model(model_inputs, layer(*model_inputs))
+    model = keras.Model(model_inputs, call(*model_inputs))
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=1.0),
                   loss=lambda y_true, y_pred: ops.sum(y_true * y_pred, axis=(1, 2)))
     outputs = keras.ops.convert_to_numpy(model(inputs))
-    before = keras.ops.convert_to_numpy(layer.weights[0])
+    before = keras.ops.convert_to_numpy(table)
     model.train_on_batch(inputs, upstream)
-    return outputs, before, keras.ops.convert_to_numpy(layer.weights[0])
+    return outputs, before, keras.ops.convert_to_numpy(table)
 
 
 def _scatter_add(ids, upstream, rows):
@@ -43,7 +43,9 @@ def test_one_hot_embedding_equals_the_gather_and_its_scatter_add_gradient():
     rng = np.random.default_rng(0)
     ids = rng.integers(0, 2, size=(BATCH, LENGTH)).astype("int32")
     upstream = rng.standard_normal((BATCH, LENGTH, HIDDEN)).astype("float32")
-    outputs, before, after = _one_sgd_step(OneHotEmbedding(2, HIDDEN), [ids], upstream)
+    layer = OneHotEmbedding(2, HIDDEN)
+    layer.build((BATCH, LENGTH))
+    outputs, before, after = _one_sgd_step(layer, [ids], upstream, layer.embeddings)
     np.testing.assert_allclose(outputs, before[ids], atol=1e-6)
     np.testing.assert_allclose(before - after, _scatter_add(ids, upstream, 2), atol=1e-5)
 
@@ -57,20 +59,11 @@ def test_position_embedding_of_packed_rows_equals_the_gather_and_its_scatter_add
     upstream = rng.standard_normal((BATCH, LENGTH, HIDDEN)).astype("float32")
     x = np.zeros((BATCH, LENGTH, HIDDEN), "float32")
     layer = PositionEmbedding(max_sequence_length=16)
-    outputs, before, after = _position_step(layer, x, padding_mask, upstream)
+    layer.build(x.shape)
+    outputs, before, after = _one_sgd_step(lambda a, b: layer(a, padding_mask=b), [x, padding_mask], upstream,
+                                           layer.position_embeddings)
     np.testing.assert_allclose(outputs, before[positions], atol=1e-6)
     np.testing.assert_allclose(before - after, _scatter_add(positions, upstream, 16), atol=1e-5)
-
-
-def _position_step(layer, x, padding_mask, upstream):
-    inputs = keras.Input(shape=(LENGTH, HIDDEN)), keras.Input(shape=(LENGTH,), dtype="int32")
-    model = keras.Model(inputs, layer(inputs[0], padding_mask=inputs[1]))
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate=1.0),
-                  loss=lambda y_true, y_pred: ops.sum(y_true * y_pred, axis=(1, 2)))
-    outputs = keras.ops.convert_to_numpy(model([x, padding_mask]))
-    before = keras.ops.convert_to_numpy(layer.position_embeddings)
-    model.train_on_batch([x, padding_mask], upstream)
-    return outputs, before, keras.ops.convert_to_numpy(layer.position_embeddings)
 
 
 @pytest.mark.multibackend

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS, layer_norm_with_explicit_backward
+from keras_bert_impl.layers.layer_norm_backward import check_layer_norm_backward, layer_norm_with_explicit_backward
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -35,11 +35,7 @@ class Float32LayerNormalization(keras.layers.LayerNormalization):
 
     def __init__(self, backward="explicit", **kwargs):
         super().__init__(**kwargs)
-        if backward not in LAYER_NORM_BACKWARDS:
-            raise ValueError(
-                f"backward={backward!r}: expected 'explicit' (a hand-written backward pass on JAX) or "
-                "'autodiff'."
-            )
+        check_layer_norm_backward(backward, name="backward")
         self.backward = backward
 
     def call(self, inputs):

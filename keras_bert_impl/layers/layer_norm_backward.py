@@ -3,6 +3,12 @@
 LAYER_NORM_BACKWARDS = ("explicit", "autodiff")
 
 
+def check_layer_norm_backward(value, name="layer_norm_backward"):
+    """Raises `ValueError` (one line naming the argument `name`) unless `value` is "explicit" or "autodiff"."""
+    if value not in LAYER_NORM_BACKWARDS:
+        raise ValueError(f"{name}={value!r}: expected 'explicit' (a hand-written backward pass on JAX) or 'autodiff'.")
+
+
 def layer_norm_with_explicit_backward(x, gamma, beta, epsilon, output_dtype):
     """`(x - mean) * rsqrt(variance + epsilon) * gamma + beta` over the last axis, computed in float32 and returned
     in `output_dtype`, with a `jax.custom_vjp` backward pass. JAX arrays only.

@@ -11,7 +11,7 @@ from keras_bert_impl.layers.key_lengths_attention import (
     attention_over_key_lengths,
     key_lengths,
 )
-from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
+from keras_bert_impl.layers.layer_norm_backward import check_layer_norm_backward
 from keras_bert_impl.layers.packed_examples import attention_mask_from_example_ids
 from keras_bert_impl.layers.recomputed_in_backward import recomputed_in_backward
 
@@ -144,11 +144,7 @@ class TransformerEncoder(keras.layers.Layer):
         if not isinstance(recompute_activation, bool):
             raise ValueError(f"recompute_activation={recompute_activation!r}: expected True or False.")
         self.recompute_activation = recompute_activation
-        if layer_norm_backward not in LAYER_NORM_BACKWARDS:
-            raise ValueError(
-                f"layer_norm_backward={layer_norm_backward!r}: expected 'explicit' (a hand-written backward pass "
-                "on JAX) or 'autodiff'."
-            )
+        check_layer_norm_backward(layer_norm_backward)
         self.layer_norm_backward = layer_norm_backward
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.float32_layer_norm import Float32LayerNormalization
-from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
+from keras_bert_impl.layers.layer_norm_backward import check_layer_norm_backward
 from keras_bert_impl.layers.one_hot_embedding import OneHotEmbedding
 from keras_bert_impl.layers.position_embedding import PositionEmbedding
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder, get_activation
@@ -118,11 +118,7 @@ class BertBackbone(FunctionalModel):
                 f"(e.g. hidden_dim={num_heads * max(1, round(hidden_dim / num_heads))})."
             )
         get_activation(activation)
-        if layer_norm_backward not in LAYER_NORM_BACKWARDS:
-            raise ValueError(
-                f"layer_norm_backward={layer_norm_backward!r}: expected 'explicit' (a hand-written backward pass "
-                "on JAX) or 'autodiff'."
-            )
+        check_layer_norm_backward(layer_norm_backward)
 
         # === Layers ===
         self.token_embedding = keras.layers.Embedding(

@@ -13,6 +13,7 @@ import math
 import os
 
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
+from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import check_attention_padding
 from keras_bert_impl.training.steps_per_execution import check_steps_per_execution
 from keras_bert_impl.training.weight_init import WEIGHT_INITS
@@ -102,6 +103,9 @@ def record_run_config(model_dir, settings):
     atomic_write_json(os.path.join(model_dir, RUN_CONFIG_FILE), settings)
 
 
+RECOMPUTE_ACTIVATION_CHOICES = ("on", "off")  # --recompute_activation: BertBackbone(recompute_activation=True/False)
+
+
 def _positive(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"--{name}={value!r}: must be an integer >= 1")
@@ -110,7 +114,8 @@ def _positive(name, value):
 def check_flags(config):
     """Checks every numeric flag of `config` and their relations; raises `ValueError` naming the flag."""
     check_attention_padding(config.attention_padding)
-    for name, choices in (("recompute_activation", ("on", "off")), ("layer_norm_backward", ("explicit", "autodiff"))):
+    for name, choices in (("recompute_activation", RECOMPUTE_ACTIVATION_CHOICES),
+                          ("layer_norm_backward", LAYER_NORM_BACKWARDS)):
         if getattr(config, name) not in choices:
             raise ValueError(f"--{name}={getattr(config, name)!r}: expected {' or '.join(choices)}")
     for name in ("num_steps", "checkpoint_every", "global_batch_size", "max_predictions_per_seq",
