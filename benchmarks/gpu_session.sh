@@ -189,6 +189,10 @@ case $step in
     # matches, 45.9 GB.
     XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true speed ablation_cudnn_layer_norm --configs "$config" \
         --peers "" --batch_size "$batch" "${best[@]}" --layer_norm_backward autodiff
+    # cuBLAS for every matmul: it accumulates the residual gradients into the gradients' matmuls (beta = 1),
+    # 43.95 GB of memory-bound bytes deviceless instead of 47.41 (docs/results/2026-11-27-deviceless-h100/).
+    XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_no_triton_gemm --configs "$config" --peers "" \
+        --batch_size "$batch" "${best[@]}"
     # Autodiff's LayerNorm backward pass (53.3 GB) and the stored GELU intermediate (52.2 GB): what each saved.
     speed ablation_layer_norm_autodiff --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
         --layer_norm_backward autodiff
@@ -221,8 +225,12 @@ case $step in
     # cuBLASLt: bias (and the benchmark's tanh GELU) fused into the matmul's epilogue; the same bytes deviceless.
     XLA_FLAGS=--xla_gpu_enable_cublaslt=true speed ablation_cublaslt --configs "$config" --peers "" \
         --batch_size "$batch" "${best[@]}"
-    XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_no_triton_gemm --configs "$config" --peers "" \
-        --batch_size "$batch" "${best[@]}"
+    # Keras's float8 training on the encoder's matmuls (quantize_encoder_float8), without Triton GEMMs so that XLA
+    # rewrites them to cuBLASLt FP8 calls (144 deviceless). Counted deviceless: 10 GB fewer matmul bytes, but
+    # 27 GB more memory-bound ones (amax reductions, FP8 copies transposed for the gradients' matmuls), so this
+    # measures whether FP8's faster matmuls pay for them (predicted: not at seq 128).
+    XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_float8 --configs "$config" --peers "" \
+        --batch_size "$batch" "${best[@]}" --float8 on
     # Keras picks the mask path's fused attention by asking the device it runs on: a deviceless compile cannot
     # answer this one.
     record hlo_attention_mask $PY benchmarks/hlo_fusions.py --config "$config" --mixed_precision bf16 \

@@ -126,6 +126,8 @@ def analyse(text, num_variables=None):
         "fused_attention_calls": sum(n for target, n in targets.items() if "cudnn$fmha" in target),
         # cuDNN's LayerNorm (`__cudnn$norm`), which XLA rewrites to only with --xla_gpu_enable_cudnn_layer_norm.
         "fused_layer_norm_calls": sum(n for target, n in targets.items() if "cudnn$norm" in target),
+        # cuBLASLt FP8 matmuls (`__cublas$lt$matmul$f8`), which XLA rewrites Keras's float8 pattern to (GPU only).
+        "float8_matmul_calls": sum(n for target, n in targets.items() if "$f8" in target),
     }
 
 
@@ -138,7 +140,7 @@ def build_step(args, steps_per_execution=1):
     import keras
 
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from backbone_speed import CONFIGS, DROPOUT_BITS, backbone_presets, build_ours, make_batch
+    from backbone_speed import CONFIGS, DROPOUT_BITS, backbone_presets, build_ours, make_batch, quantize_encoder_float8
 
     if args.dropout_rng in DROPOUT_BITS:
         DROPOUT_BITS[args.dropout_rng]()
@@ -152,6 +154,8 @@ def build_step(args, steps_per_execution=1):
                   qkv_projection=args.qkv_projection, recompute_activation=args.recompute_activation == "on",
                   layer_norm_backward=args.layer_norm_backward)
     model = build_ours(config)
+    if getattr(args, "float8", "off") == "on":
+        quantize_encoder_float8(model)
     model.compile(
         optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
         loss={"mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -183,7 +187,7 @@ def step_settings(args):
     """The step's settings, for the JSON line."""
     return {key: getattr(args, key) for key in ("config", "batch_size", "sequence_length", "predictions", "dropout",
                                                 "attention_dropout", "attention_padding", "qkv_projection",
-                                                "recompute_activation", "layer_norm_backward",
+                                                "recompute_activation", "layer_norm_backward", "float8",
                                                 "mixed_precision")} | {
         "prng_impl": args.prng_impl or "default", "dropout_bits": args.dropout_rng}
 
@@ -207,6 +211,8 @@ def add_step_arguments(parser):
     parser.add_argument("--layer_norm_backward", choices=("explicit", "autodiff"), default="explicit",
                         help="the LayerNorms' backward pass on JAX: hand-written or autodiff's")
     parser.add_argument("--mixed_precision", choices=("bf16",), default=None)
+    parser.add_argument("--float8", choices=("on", "off"), default="off",
+                        help="on: the encoder's matmuls through Keras's float8 training (quantize_encoder_float8)")
     parser.add_argument("--prng_impl", choices=("threefry2x32", "rbg", "unsafe_rbg"), default=None,
                         help="jax_default_prng_impl for dropout's random bits (default: JAX's, threefry2x32)")
     parser.add_argument("--dropout_rng", choices=("threefry", "philox", "threefry16"), default="threefry",

@@ -58,7 +58,8 @@ TARGET_CONFIGS = {"h100": HERE / "h100_target_config.txtpb"}
 HBM_BYTES_PER_S = {"h100": 3.35e12}
 COMPUTE_BOUND = ("matmul", "attention (cuDNN fused)")
 _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2, "f32": 4, "s32": 4, "u32": 4,
-                "f64": 8, "s64": 8, "u64": 8}
+                "f64": 8, "s64": 8, "u64": 8, "f8e4m3fn": 1, "f8e5m2": 1, "f8e4m3": 1, "f8e4m3fnuz": 1,
+                "f8e5m2fnuz": 1, "f8e4m3b11fnuz": 1, "f8e3m4": 1, "f8e8m0fnu": 1}
 _SHAPE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([0-9,]*)\]")
 _DEFINITION = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s([a-z][a-z0-9\-]*)\((.*)$")
 
@@ -110,7 +111,18 @@ def kernel_traffic(text):
             "name": name, "opcode": opcode, "category": categorise(opcode, line, inner), "source": source_of(line),
             "bytes_in": sum(sizes.get(operand, 0) for operand in _operands(arguments)), "bytes_out": sizes[name],
         })
+        target = re.search(r'custom_call_target="([^"]+)"', line) if opcode == "custom-call" else None
+        if target:
+            kernels[-1]["target"] = target.group(1)
     return kernels
+
+
+def custom_call_counts(kernels):
+    """How many kernels call each library routine (`custom_call_target`: cuBLAS, cuBLASLt FP8, cuDNN), and how
+    many of them are FP8 matmuls (`__cublas$lt$matmul$f8`)."""
+    targets = collections.Counter(kernel["target"] for kernel in kernels if "target" in kernel)
+    return {"custom_calls": dict(targets.most_common()),
+            "float8_matmul_calls": sum(n for target, n in targets.items() if target.endswith("$f8"))}
 
 
 def summarise_traffic(kernels, bytes_per_s, top=25):
@@ -234,6 +246,7 @@ def main(argv=None):
         "bandwidth_tb_s": bandwidth / 1e12,
         **step_settings(args),
         "kernels_total": len(kernels),
+        **custom_call_counts(kernels),
         **summarise_traffic(kernels, bandwidth, top=args.top),
     }
     return print_json_line(result, args.output)

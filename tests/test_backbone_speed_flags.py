@@ -93,3 +93,36 @@ def test_philox_dropout_off_jax_is_one_line(bench):
     with pytest.raises(SystemExit) as caught:
         bench.main(["--configs", "tiny", "--peers", "", "--steps", "1", "--dropout_rng", "philox"])
     assert str(caught.value) == f"error: --dropout_rng philox: JAX only (KERAS_BACKEND={keras.backend.backend()})"
+
+
+@pytest.mark.multibackend  # the GPU measurement runs on JAX
+def test_float8_quantizes_the_four_matmuls_of_each_block_and_the_step_still_learns(bench):
+    """`--float8 on` (issue 18: FP8 matmuls on an H100): Keras's float8 training on the encoder's Dense layers only,
+    and the quantized model fits a fixed batch as the unquantized one does."""
+    import keras
+    import numpy as np
+
+    from keras_bert_impl.presets import backbone_presets
+
+    config = dict(backbone_presets["bert_tiny_en_uncased"]["config"], vocabulary_size=2048, dropout=0.0)
+    x, y = bench.make_batch(8, 32, 4, config["vocabulary_size"])
+    losses = {}
+    for float8 in (False, True):
+        keras.utils.set_random_seed(0)
+        model = bench.build_ours(config)
+        if float8:
+            assert bench.quantize_encoder_float8(model) == 4 * config["num_layers"]
+            modes = [(layer.name, layer.quantization_mode) for layer in model._flatten_layers()
+                     if isinstance(layer, keras.layers.Dense)]
+            assert sorted(name for name, mode in modes if mode == "float8") == \
+                sorted(["qkv", "attention_output", "intermediate", "output"] * config["num_layers"])
+            unchanged = sorted(name for name, mode in modes if mode is None)
+            assert unchanged == ["logits", "pooled_dense", "transform"], unchanged  # heads and pooler
+        model.compile(optimizer=keras.optimizers.AdamW(learning_rate=3e-3),
+                      loss={"mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                            "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
+        history = model.fit(x, y, batch_size=8, epochs=12, verbose=0).history["loss"]
+        losses[float8] = (history[0], history[-1])
+    assert all(np.isfinite(losses[True]))
+    assert losses[True][1] < 0.5 * losses[True][0]  # it learns
+    assert losses[True][1] == pytest.approx(losses[False][1], rel=0.25, abs=0.3)  # about as well as without FP8

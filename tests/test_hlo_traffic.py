@@ -107,3 +107,40 @@ def test_deviceless_h100_compile_runs_cudnn_attention_and_recomputes_gelu(tmp_pa
         lines[setting] = json.loads((tmp_path / "out.json").read_text())
     assert lines["on"]["traffic"]["attention (cuDNN fused)"]["kernels"] == 4  # 2 blocks, forward and backward
     assert lines["on"]["memory_bound_gb"] < lines["off"]["memory_bound_gb"]
+
+
+def test_library_calls_are_counted_and_fp8_matmuls_named():
+    from hlo_traffic import custom_call_counts, kernel_traffic
+
+    entry = """HloModule jit_train_step
+
+ENTRY %main.2 (a: f8e4m3fn[32,16], b: f8e4m3fn[8,16], s: f32[]) -> bf16[32,8] {
+  %a = f8e4m3fn[32,16]{1,0} parameter(0)
+  %b = f8e4m3fn[8,16]{1,0} parameter(1)
+  %s = f32[] parameter(2)
+  %gemm.1 = (bf16[32,8]{1,0}, s8[64]{0}) custom-call(%a, %b, %s, %s), custom_call_target="__cublas$lt$matmul$f8", metadata={op_name="jit(train_step)/jvp(bert_backbone)/transformer_layer_0/qkv/dot_general"}
+  %gemm.2 = (bf16[32,8]{1,0}, s8[64]{0}) custom-call(%a, %b, %s, %s), custom_call_target="__cublas$lt$matmul$f8", metadata={op_name="jit(train_step)/jvp(bert_backbone)/transformer_layer_1/qkv/dot_general"}
+  ROOT %gte = bf16[32,8]{1,0} get-tuple-element(%gemm.2), index=0
+}
+"""
+    kernels = kernel_traffic(entry)
+    assert [kernel["target"] for kernel in kernels] == ["__cublas$lt$matmul$f8"] * 2
+    assert kernels[0]["bytes_in"] == 32 * 16 + 8 * 16 + 4 + 4 and kernels[0]["bytes_out"] == 32 * 8 * 2 + 64
+    assert custom_call_counts(kernels) == {"custom_calls": {"__cublas$lt$matmul$f8": 2}, "float8_matmul_calls": 2}
+
+
+@pytest.mark.multibackend
+@pytest.mark.skipif(not _CUDA_PLUGIN, reason='needs the CUDA plugin (pip install "jax[cuda13]"), not a GPU')
+def test_deviceless_h100_compile_turns_keras_float8_into_cublaslt_fp8_matmuls(tmp_path, monkeypatch):
+    """`--float8 on` without Triton GEMMs: each of the 2 blocks' 4 matmuls is an FP8 cuBLASLt call forward and for
+    both gradients (24), and the matmuls move fewer bytes than in bf16."""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_enable_triton_gemm=false")
+    lines = {}
+    for setting in ("on", "off"):
+        result = _run(tmp_path, "--target", "h100", "--mixed_precision", "bf16", "--attention_dropout", "0",
+                      "--attention_padding", "lengths", "--float8", setting, batch_size=32, sequence_length=128)
+        assert result.returncode == 0, result.stderr[-3000:]
+        lines[setting] = json.loads((tmp_path / "out.json").read_text())
+    assert lines["on"]["float8"] == "on" and lines["on"]["float8_matmul_calls"] == 24
+    assert lines["off"]["float8_matmul_calls"] == 0
+    assert lines["on"]["traffic"]["matmul"]["gb"] < lines["off"]["traffic"]["matmul"]["gb"]
