@@ -223,6 +223,10 @@ def parse_args(argv=None):
     add_step_arguments(parser)
     parser.add_argument("--target", choices=("h100", "local"), default="h100",
                         help="h100: compile for an H100 without one (CUDA plugin needed); local: this machine's device")
+    parser.add_argument("--assume_keras_cudnn_attention", action="store_true",
+                        help="the mask path: Keras's ops.dot_product_attention asks the device it runs on whether "
+                             "cuDNN's fused attention can run, and deviceless that is the CPU; this answers yes, as "
+                             "an H100 does when its cuDNN checks pass")
     parser.add_argument("--top", type=int, default=25, help="how many model operations to list by bytes")
     parser.add_argument("--keep_hlo", default=None, metavar="FILE", help="write the optimized HLO here")
     parser.add_argument("--output", default=None, help="also write the JSON line to this file")
@@ -232,6 +236,10 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     keras = start_jax(args.target)
+    if args.assume_keras_cudnn_attention:
+        from keras.src.backend.jax import nn as keras_jax_nn
+
+        keras_jax_nn._can_use_flash_attention = lambda *args, **kwargs: True
     model, x, y, _ = build_step(args)
     text = compiled_step_text(model, x, y, args.target)
     if args.keep_hlo:
@@ -245,6 +253,7 @@ def main(argv=None):
         str(keras.src.backend.jax.distribution_lib.list_devices()[0]),
         "bandwidth_tb_s": bandwidth / 1e12,
         **step_settings(args),
+        "assume_keras_cudnn_attention": args.assume_keras_cudnn_attention,
         "kernels_total": len(kernels),
         **custom_call_counts(kernels),
         **summarise_traffic(kernels, bandwidth, top=args.top),

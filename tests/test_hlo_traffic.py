@@ -144,3 +144,20 @@ def test_deviceless_h100_compile_turns_keras_float8_into_cublaslt_fp8_matmuls(tm
     assert lines["on"]["float8"] == "on" and lines["on"]["float8_matmul_calls"] == 24
     assert lines["off"]["float8_matmul_calls"] == 0
     assert lines["on"]["traffic"]["matmul"]["gb"] < lines["off"]["traffic"]["matmul"]["gb"]
+
+
+@pytest.mark.multibackend
+@pytest.mark.skipif(not _CUDA_PLUGIN, reason='needs the CUDA plugin (pip install "jax[cuda13]"), not a GPU')
+def test_deviceless_mask_path_gets_cudnn_attention_only_where_keras_is_told_the_device_allows_it(tmp_path):
+    """Keras asks the device it runs on (the CPU here) whether cuDNN's attention can run: no fused call by default,
+    cuDNN's bias variant (forward and backward in each of the 2 blocks) with `--assume_keras_cudnn_attention`."""
+    calls = {}
+    for assume in (False, True):
+        result = _run(tmp_path, "--target", "h100", "--mixed_precision", "bf16", "--attention_dropout", "0",
+                      "--attention_padding", "mask", *(["--assume_keras_cudnn_attention"] if assume else []),
+                      batch_size=32, sequence_length=128)
+        assert result.returncode == 0, result.stderr[-3000:]
+        line = json.loads((tmp_path / "out.json").read_text())
+        assert line["assume_keras_cudnn_attention"] is assume
+        calls[assume] = {target: n for target, n in line["custom_calls"].items() if "cudnn$fmha" in target}
+    assert calls == {False: {}, True: {"__cudnn$fmhaScaleBiasSoftmax": 2, "__cudnn$fmhaScaleBiasSoftmaxBackward": 2}}
