@@ -127,7 +127,7 @@ def analyse(text, num_variables=None):
         # cuDNN's LayerNorm (`__cudnn$norm`), which XLA rewrites to only with --xla_gpu_enable_cudnn_layer_norm.
         "fused_layer_norm_calls": sum(n for target, n in targets.items() if "cudnn$norm" in target),
         # cuBLASLt FP8 matmuls (`__cublas$lt$matmul$f8`), which XLA rewrites Keras's float8 pattern to (GPU only).
-        "float8_matmul_calls": sum(n for target, n in targets.items() if "$f8" in target),
+        "float8_matmul_calls": sum(n for target, n in targets.items() if target.endswith("$f8")),
     }
 
 

@@ -239,6 +239,9 @@ def main(argv=None):
     if args.assume_keras_cudnn_attention:
         from keras.src.backend.jax import nn as keras_jax_nn
 
+        if not hasattr(keras_jax_nn, "_can_use_flash_attention"):  # a private function: say so if it moved
+            raise SystemExit(f"error: --assume_keras_cudnn_attention: Keras {keras.__version__} has no "
+                             "keras.src.backend.jax.nn._can_use_flash_attention to answer for")
         keras_jax_nn._can_use_flash_attention = lambda *args, **kwargs: True
     model, x, y, _ = build_step(args)
     text = compiled_step_text(model, x, y, args.target)
