@@ -161,3 +161,19 @@ def test_deviceless_mask_path_gets_cudnn_attention_only_where_keras_is_told_the_
         assert line["assume_keras_cudnn_attention"] is assume
         calls[assume] = {target: n for target, n in line["custom_calls"].items() if "cudnn$fmha" in target}
     assert calls == {False: {}, True: {"__cudnn$fmhaScaleBiasSoftmax": 2, "__cudnn$fmhaScaleBiasSoftmaxBackward": 2}}
+
+
+def test_assume_keras_cudnn_attention_refuses_a_keras_without_the_check_it_answers_for():
+    """The flag replaces a private Keras function; a Keras without it is one line, not a silent no-op."""
+    code = ("import sys; sys.path.insert(0, 'benchmarks'); import hlo_traffic, keras; "
+            "from keras.src.backend.jax import nn; del nn._can_use_flash_attention; "
+            "hlo_traffic.main(['--target', 'local', '--assume_keras_cudnn_attention'])")
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                            timeout=300)
+    import keras
+
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.stderr.rstrip().splitlines()[-1] == (
+        f"error: --assume_keras_cudnn_attention: Keras {keras.__version__} has no "
+        "keras.src.backend.jax.nn._can_use_flash_attention to answer for")
