@@ -257,6 +257,7 @@ def main(argv=None):
         "bandwidth_tb_s": bandwidth / 1e12,
         **step_settings(args),
         "assume_keras_cudnn_attention": args.assume_keras_cudnn_attention,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "kernels_total": len(kernels),
         **custom_call_counts(kernels),
         **summarise_traffic(kernels, bandwidth, top=args.top),

@@ -142,6 +142,7 @@ def test_deviceless_h100_compile_turns_keras_float8_into_cublaslt_fp8_matmuls(tm
         assert result.returncode == 0, result.stderr[-3000:]
         lines[setting] = json.loads((tmp_path / "out.json").read_text())
     assert lines["on"]["float8"] == "on" and lines["on"]["float8_matmul_calls"] == 24
+    assert lines["on"]["xla_flags"] == "--xla_gpu_enable_triton_gemm=false"
     assert lines["off"]["float8_matmul_calls"] == 0
     assert lines["on"]["traffic"]["matmul"]["gb"] < lines["off"]["traffic"]["matmul"]["gb"]
 
