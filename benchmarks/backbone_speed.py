@@ -203,7 +203,9 @@ def make_batch(batch_size, sequence_length, predictions, vocabulary_size, seed=0
     return x, y
 
 
-def build_ours(config, vocabulary_padding_multiple=None):
+def build_ours(config, vocabulary_padding_multiple=None, float8=False):
+    """Our pretraining step's model (backbone, MLM head on gathered positions, NSP head); `float8=True` quantizes
+    the encoder's matmuls with `quantize_encoder_float8`."""
     backbone = BertBackbone(**config)
     inputs = dict(backbone.input)
     inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
@@ -213,7 +215,10 @@ def build_ours(config, vocabulary_padding_multiple=None):
         out["sequence_output"], mask_positions=inputs["mask_positions"]
     )
     nsp = NextSentenceHead(name="nsp")(out["pooled_output"])
-    return keras.Model(inputs, {"mlm": mlm, "nsp": nsp})
+    model = keras.Model(inputs, {"mlm": mlm, "nsp": nsp})
+    if float8:
+        quantize_encoder_float8(model)
+    return model
 
 
 def quantize_encoder_float8(model):
@@ -528,9 +533,7 @@ def main(argv=None):
         x, y = make_batch(batch_size, args.sequence_length, args.predictions, config["vocabulary_size"])
         entry = {}
         keras.utils.set_random_seed(0)
-        ours = build_ours(config, args.vocabulary_padding_multiple)
-        if args.float8 == "on":
-            quantize_encoder_float8(ours)
+        ours = build_ours(config, args.vocabulary_padding_multiple, float8=args.float8 == "on")
         fwd, train = time_keras(ours, x, y, args.steps, jit, args.steps_per_execution, forward=not args.train_only)
         entry["ours"] = {"forward_seq_s": _rounded(fwd), "train_seq_s": round(train, 2)}
         train_flops = model_flops_per_sequence(config, args.sequence_length, args.predictions, True)

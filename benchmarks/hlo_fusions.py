@@ -51,6 +51,19 @@ def called_computations(line):
     return _CALLS.findall(line)
 
 
+def custom_call_target(line):
+    """The library routine a `custom-call` instruction calls (`__cublas$lt$matmul`, `__cudnn$fmhaSoftmax`, ...), or
+    "" where the line names none."""
+    match = re.search(r'custom_call_target="([^"]+)"', line)
+    return match.group(1) if match else ""
+
+
+def float8_matmul_calls(targets):
+    """How many of `targets` (a Counter of custom-call targets) are cuBLASLt FP8 matmuls (`__cublas$lt$matmul$f8`),
+    which XLA rewrites Keras's float8 pattern to (GPU only)."""
+    return sum(n for target, n in targets.items() if target.endswith("$f8"))
+
+
 def parse_computations(text):
     """dict computation name -> list of `(opcode, line)`; the entry computation is named by `entry_name`."""
     computations, name, entry = {}, None, None
@@ -100,8 +113,8 @@ def analyse(text, num_variables=None):
     gelu = [ops for _, ops in fusions if ops.get("erf") or (ops.get("tanh") and ops.get("multiply", 0) >= 3)]
     layer_norm = [ops for _, ops in fusions if ops.get("rsqrt")]
     adam = [ops for _, ops in fusions if ops.get("sqrt") and not ops.get("rsqrt")]
-    targets = collections.Counter(match.group(1) for op, line in computations[entry] if op == "custom-call"
-                                  for match in [re.search(r'custom_call_target="([^"]+)"', line)] if match)
+    targets = collections.Counter(custom_call_target(line) for op, line in computations[entry] if op == "custom-call")
+    targets.pop("", None)
     return {
         "kernels": dict(kernels.most_common()),
         "kernels_total": sum(kernels.values()),
@@ -126,8 +139,7 @@ def analyse(text, num_variables=None):
         "fused_attention_calls": sum(n for target, n in targets.items() if "cudnn$fmha" in target),
         # cuDNN's LayerNorm (`__cudnn$norm`), which XLA rewrites to only with --xla_gpu_enable_cudnn_layer_norm.
         "fused_layer_norm_calls": sum(n for target, n in targets.items() if "cudnn$norm" in target),
-        # cuBLASLt FP8 matmuls (`__cublas$lt$matmul$f8`), which XLA rewrites Keras's float8 pattern to (GPU only).
-        "float8_matmul_calls": sum(n for target, n in targets.items() if target.endswith("$f8")),
+        "float8_matmul_calls": float8_matmul_calls(targets),
     }
 
 
@@ -140,7 +152,7 @@ def build_step(args, steps_per_execution=1):
     import keras
 
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from backbone_speed import CONFIGS, DROPOUT_BITS, backbone_presets, build_ours, make_batch, quantize_encoder_float8
+    from backbone_speed import CONFIGS, DROPOUT_BITS, backbone_presets, build_ours, make_batch
 
     if args.dropout_rng in DROPOUT_BITS:
         DROPOUT_BITS[args.dropout_rng]()
@@ -153,9 +165,7 @@ def build_step(args, steps_per_execution=1):
                   attention_dropout=args.attention_dropout, attention_padding=args.attention_padding,
                   qkv_projection=args.qkv_projection, recompute_activation=args.recompute_activation == "on",
                   layer_norm_backward=args.layer_norm_backward)
-    model = build_ours(config)
-    if getattr(args, "float8", "off") == "on":
-        quantize_encoder_float8(model)
+    model = build_ours(config, float8=args.float8 == "on")
     model.compile(
         optimizer=keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01),
         loss={"mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),

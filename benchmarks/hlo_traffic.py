@@ -47,6 +47,8 @@ from hlo_fusions import (  # noqa: E402
     add_step_arguments,
     build_step,
     called_computations,
+    custom_call_target,
+    float8_matmul_calls,
     opcodes_within,
     parse_computations,
     print_json_line,
@@ -111,9 +113,9 @@ def kernel_traffic(text):
             "name": name, "opcode": opcode, "category": categorise(opcode, line, inner), "source": source_of(line),
             "bytes_in": sum(sizes.get(operand, 0) for operand in _operands(arguments)), "bytes_out": sizes[name],
         })
-        target = re.search(r'custom_call_target="([^"]+)"', line) if opcode == "custom-call" else None
+        target = custom_call_target(line) if opcode == "custom-call" else ""
         if target:
-            kernels[-1]["target"] = target.group(1)
+            kernels[-1]["target"] = target
     return kernels
 
 
@@ -122,7 +124,7 @@ def custom_call_counts(kernels):
     many of them are FP8 matmuls (`__cublas$lt$matmul$f8`)."""
     targets = collections.Counter(kernel["target"] for kernel in kernels if "target" in kernel)
     return {"custom_calls": dict(targets.most_common()),
-            "float8_matmul_calls": sum(n for target, n in targets.items() if target.endswith("$f8"))}
+            "float8_matmul_calls": float8_matmul_calls(targets)}
 
 
 def summarise_traffic(kernels, bytes_per_s, top=25):

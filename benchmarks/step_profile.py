@@ -53,7 +53,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from hlo_fusions import (  # noqa: E402
-    add_step_arguments, build_step, called_computations, opcodes_within, parse_computations, start_jax_with_dump,
+    add_step_arguments, build_step, called_computations, custom_call_target, opcodes_within, parse_computations, start_jax_with_dump,
     step_settings,
 )
 
@@ -118,8 +118,7 @@ def categorise(opcode, line, inner, kernel_name=""):
     """The category of one HLO instruction (and, where it says more, the kernel's own name)."""
     kernel = kernel_name.lower()
     if opcode == "custom-call":
-        target = re.search(r'custom_call_target="([^"]+)"', line)
-        target = target.group(1).lower() if target else ""
+        target = custom_call_target(line).lower()
         if "fmha" in target or "flash" in target:
             return "attention (cuDNN fused)"
         if "gemm" in target or "matmul" in target or "cublas" in target:
