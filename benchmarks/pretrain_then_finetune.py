@@ -98,6 +98,7 @@ def unit_pretrain_ours(args, steps):
         model_dir=model_dir, checkpoint_every=steps, validation_steps=args.eval_batches, seed=args.data_seed,
         attention_init_stddev=args.attention_init_stddev, verbose=2,
         **({"weight_init": args.weight_init} if args.weight_init else {}),
+        **({"position_init": args.position_init} if args.position_init else {}),
     )
     start = time.perf_counter()
     result = run_pretraining(config)
@@ -232,11 +233,13 @@ class _AdoptedUnit:
             time.sleep(1)
 
 
-def pretraining_recipe(attention_init_stddev=None, weight_init=None):
+def pretraining_recipe(attention_init_stddev=None, weight_init=None, position_init=None):
     """The pretraining settings `run_pretraining` and the HF peer share: beta_2 (no flag sets it) and our
     model's init: the QKV kernels' (the recipe's width-scaled one unless `--attention_init_stddev` names
-    another) and the other weights' distribution (`--weight_init`, default the recipe's). BERT's truncated
-    normal, which every unit made before the flag existed used, is left out, so those units stay reusable."""
+    another), the other weights' distribution (`--weight_init`, default the recipe's) and the position
+    table's starting values (`--position_init`, default the recipe's). BERT's truncated normal and random
+    position table, which every unit made before those flags existed used, are left out, so those units
+    stay reusable."""
     from keras_bert_impl.training.pretraining_run import PretrainingConfig
 
     recipe = {"adam_beta2": PretrainingConfig.adam_beta2,
@@ -245,6 +248,9 @@ def pretraining_recipe(attention_init_stddev=None, weight_init=None):
     weight_init = weight_init or PretrainingConfig.weight_init
     if weight_init != "truncated_normal":
         recipe["weight_init"] = weight_init
+    position_init = position_init or PretrainingConfig.position_init
+    if position_init != "random":
+        recipe["position_init"] = position_init
     return recipe
 
 
@@ -259,7 +265,7 @@ def unit_settings(args, name):
         settings = {k: getattr(args, k) for k in ("config", "batch_size", "sequence_length",
                                                   "max_predictions_per_seq", "learning_rate", "eval_batches",
                                                   "data_seed")}
-        recipe = pretraining_recipe(args.attention_init_stddev, args.weight_init)
+        recipe = pretraining_recipe(args.attention_init_stddev, args.weight_init, args.position_init)
         settings["adam_beta2"] = recipe["adam_beta2"]
         if kind == "pretrain_ours":
             settings.update({k: v for k, v in recipe.items() if k != "adam_beta2"})
@@ -370,10 +376,11 @@ def summarize(args, units):
             pretraining[init] = {k: unit.get(k) for k in ("steps", "seconds", "mlm_accuracy", "nsp_accuracy",
                                                            "unigram_floor", "sequences_per_second")}
             # The recipe's width-scaled QKV init is ours; the peer keeps what `transformers` draws.
-            recipe = pretraining_recipe(args.attention_init_stddev, args.weight_init)
+            recipe = pretraining_recipe(args.attention_init_stddev, args.weight_init, args.position_init)
             pretraining[init]["initialization"] = (
                 f"attention_init_stddev {recipe['attention_init_stddev']}, other weights "
-                f"{recipe.get('weight_init', 'truncated_normal')} 0.02"
+                f"{recipe.get('weight_init', 'truncated_normal')} 0.02, position table "
+                f"{recipe.get('position_init', 'random')}"
                 if init == "ours"
                 else "transformers' own: BertConfig.initializer_range 0.02 everywhere")
     finetuning = {}
@@ -419,7 +426,7 @@ def summarize(args, units):
     return {
         "benchmark": "pretrain_then_finetune", "config": args.config, "steps": args.steps,
         "batch_size": args.batch_size, "sequence_length": args.sequence_length,
-        "learning_rate": args.learning_rate, **pretraining_recipe(args.attention_init_stddev, args.weight_init),
+        "learning_rate": args.learning_rate, **pretraining_recipe(args.attention_init_stddev, args.weight_init, args.position_init),
         "finetune": {
             "learning_rate": args.finetune_learning_rate_of, "epochs": args.finetune_epochs,
             "batch_size": args.finetune_batch_size, "sequence_length": args.finetune_sequence_length,
@@ -499,6 +506,9 @@ def parse_args(argv=None):
                         help="our model's other kernels and embeddings: BERT's truncated normal or transformers' "
                              "plain normal (the HF peer's), both stddev 0.02 (default: the recipe's, "
                              "PretrainingConfig.weight_init)")
+    parser.add_argument("--position_init", choices=("sinusoidal", "random"), default=None,
+                        help="our model's position table: sine/cosine starting values or a random draw (the HF "
+                             "peer's) (default: the recipe's, PretrainingConfig.position_init)")
     parser.add_argument("--eval_batches", type=int, default=20, help="held-out pretraining batches scored")
     parser.add_argument("--valid_every", type=int, default=10, help="every N-th chapter is held out")
     parser.add_argument("--data_seed", type=int, default=0)

@@ -79,6 +79,11 @@ def parse_args(argv=None):
                         "(default: a plain normal of stddev 0.02, as Hugging Face transformers; it fine-tuned better "
                         "after the 30-minute pretraining, docs/pretraining.md) or truncated_normal (stddev 0.02 cut at "
                         "2 sigma, as google-research/bert and Keras)")
+    p.add_argument("--position_init", default=d.position_init,
+                   help="starting values of the (learned) position embeddings when pretraining from scratch: "
+                        "sinusoidal (default: Vaswani et al.'s sines and cosines at stddev 0.02, so attention can "
+                        "reach neighbouring tokens from the start; the main job leaves its plateau sooner, "
+                        "docs/pretraining.md) or random (BERT's draw, as --weight_init says)")
     p.add_argument("--vocabulary_padding_multiple", type=int, default=None,
                    help="run the MLM projection on the vocabulary zero-padded to a multiple of this (e.g. 128: "
                         "30,522 -> 30,592 columns, a shape GPUs tile evenly); outputs and weights unchanged")

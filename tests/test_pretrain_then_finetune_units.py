@@ -144,3 +144,16 @@ def test_our_weight_init_is_recorded_unless_it_is_berts_truncated_normal(bench, 
     assert str(caught.value) == (
         f"{path}: made with other settings than this run asks for (weight_init 'normal' -> None); use another "
         "--work_dir, or delete the file to redo it")
+
+
+def test_our_position_init_is_recorded_unless_it_is_berts_random_table(bench, tmp_path):
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
+
+    random_table, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900", "--position_init", "random"])
+    assert "position_init" not in bench.unit_settings(random_table, "pretrain_ours:900")  # as units made before
+    default, _ = bench.parse_args(["--work_dir", str(tmp_path), "--steps", "900"])
+    assert PretrainingConfig.position_init == "sinusoidal"
+    assert bench.unit_settings(default, "pretrain_ours:900")["position_init"] == "sinusoidal"
+    assert bench.unit_settings(default, "finetune:ours:900:sst2:0")["init"]["position_init"] == "sinusoidal"
+    assert bench.unit_settings(default, "pretrain_huggingface:900") == bench.unit_settings(
+        random_table, "pretrain_huggingface:900")

@@ -241,6 +241,9 @@ def _bad_start_cases(tmp_path):
         "weight_init_uniform": (("--weight_init", "uniform"), None,
                                 "--weight_init='uniform': expected one of truncated_normal, normal (BERT's "
                                 "truncated normal, or transformers' plain normal)"),
+        "position_init_learned": (("--position_init", "learned"), None,
+                                  "--position_init='learned': expected one of sinusoidal, random (sine/cosine "
+                                  "starting values, or BERT's random draw)"),
         "vocabulary_padding_0": (("--vocabulary_padding_multiple", "0"), None,
                                  "--vocabulary_padding_multiple=0: must be an integer >= 1 (e.g. 128)"),
         "adam_beta2_1": (("--adam_beta2", "1"), None,
@@ -265,7 +268,8 @@ def _bad_start_cases(tmp_path):
 
 
 BAD_STARTS = ("warmup_30_of_4", "mistyped_train_files", "sequence_length_3",
-              "checkpoint_every_0", "num_steps_0", "attention_init_stddev_0", "weight_init_uniform", "vocabulary_padding_0", "adam_beta2_1", "cp1252_corpus", "cp1252_validation", "binary_corpus",
+              "checkpoint_every_0", "num_steps_0", "attention_init_stddev_0", "weight_init_uniform", "position_init_learned",
+              "vocabulary_padding_0", "adam_beta2_1", "cp1252_corpus", "cp1252_validation", "binary_corpus",
               "blank_lines_only", "model_dir_is_a_file")
 
 

@@ -16,6 +16,7 @@ from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import check_attention_padding
 from keras_bert_impl.training.steps_per_execution import check_steps_per_execution
+from keras_bert_impl.training.position_init import POSITION_INITS
 from keras_bert_impl.training.weight_init import WEIGHT_INITS
 
 # Settings recorded in `<model_dir>/run_config.json` (after the first checkpoint) and compared on resume.
@@ -156,6 +157,9 @@ def check_flags(config):
     if config.weight_init not in WEIGHT_INITS:
         raise ValueError(f"--weight_init={config.weight_init!r}: expected one of {', '.join(WEIGHT_INITS)} "
                          "(BERT's truncated normal, or transformers' plain normal)")
+    if config.position_init not in POSITION_INITS:
+        raise ValueError(f"--position_init={config.position_init!r}: expected one of {', '.join(POSITION_INITS)} "
+                         "(sine/cosine starting values, or BERT's random draw)")
     multiple = config.vocabulary_padding_multiple
     if multiple is not None and (isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1):
         raise ValueError(f"--vocabulary_padding_multiple={multiple!r}: must be an integer >= 1 (e.g. 128)")

@@ -26,6 +26,7 @@ from keras_bert_impl.training.precision import mixed_precision_policy, resolve_m
 from keras_bert_impl.training import jax_processes
 from keras_bert_impl.training.attention_init import initialize_attention_qkv, width_scaled_attention_stddev
 from keras_bert_impl.training.attention_padding import resolve_attention_padding
+from keras_bert_impl.training.position_init import initialize_positions_sinusoidal
 from keras_bert_impl.training.weight_init import redraw_plain_normal
 from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also the run's public names)
     LEGACY_KEYS,
@@ -105,6 +106,7 @@ class PretrainingConfig:
     dropout: float = 0.0
     attention_init_stddev: float = None  # from scratch only; None: sqrt(1.28 / hidden_dim); 0.02: BERT's
     weight_init: str = "normal"  # from scratch only: transformers' plain normal; "truncated_normal": BERT's (weight_init.py)
+    position_init: str = "sinusoidal"  # from scratch only: sine/cosine starting values (position_init.py); "random": BERT's
     vocabulary_padding_multiple: int = None  # MLM projection on the vocabulary padded to a multiple (e.g. 128)
     attention_padding: str = "auto"  # "lengths" (cuDNN's fused attention) on a JAX GPU in bf16 without attention dropout
     recompute_activation: str = "on"  # JAX: the backward recomputes the feed-forward bias + GELU ("off": stores it)
@@ -286,6 +288,8 @@ def run_pretraining(config, dataset_fn=None):
                                vocabulary_padding_multiple=config.vocabulary_padding_multiple)
         if config.weight_init == "normal" and not config.init_checkpoint:
             redraw_plain_normal(model, seed=config.seed + 1000)  # the QKV kernels keep the init above
+        if config.position_init == "sinusoidal" and not config.init_checkpoint:
+            initialize_positions_sinusoidal(backbone)
         optimizer = create_optimizer(
             config.learning_rate, config.num_steps, config.warmup_steps,
             optimizer=config.optimizer, beta_2=config.adam_beta2, weight_decay=config.weight_decay,

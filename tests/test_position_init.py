@@ -1,0 +1,83 @@
+"""Sine/cosine starting values for the learned position table when pretraining from scratch (docs/pretraining.md)."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl.models import BertBackbone
+from keras_bert_impl.training.position_init import initialize_positions_sinusoidal, sinusoidal_position_table
+
+
+def test_table_is_vaswanis_encoding_at_the_embeddings_stddev():
+    table = sinusoidal_position_table(512, 128)
+    assert table.shape == (512, 128) and table.dtype == np.float32
+    assert abs(float(table.std()) - 0.02) < 1e-6
+    # Columns 2i and 2i+1 are sin and cos of p / 10000**(2i/128), up to the one scale factor.
+    scale = 0.02 / np.concatenate([np.sin(np.arange(512)[:, None] * 1e-4 ** (np.arange(0, 128, 2) / 128)),
+                                   np.cos(np.arange(512)[:, None] * 1e-4 ** (np.arange(0, 128, 2) / 128))],
+                                  axis=1).std()
+    np.testing.assert_allclose(table[:, 0] / scale, np.sin(np.arange(512)), atol=1e-5)
+    np.testing.assert_allclose(table[:, 127] / scale, np.cos(np.arange(512) * 1e-4 ** (126 / 128)), atol=1e-5)
+
+
+def test_every_offset_is_one_linear_map_of_the_table():
+    # What makes the start useful: position p+k is the same linear map of position p for every p, so one
+    # query/key map reaches "k tokens away" everywhere. A random table has no such map for 64 positions
+    # in 32 dimensions.
+    table = sinusoidal_position_table(64, 32).astype("float64")
+    random_table = np.random.default_rng(0).normal(0, 0.02, (64, 32))
+    for offset in (1, 3):
+        for candidate, fits in ((table, True), (random_table, False)):
+            source, target = candidate[:-offset], candidate[offset:]
+            solution, *_ = np.linalg.lstsq(source, target, rcond=None)
+            residual = np.abs(source @ solution - target).max() / np.abs(target).max()
+            assert (residual < 1e-6) == fits, (offset, residual)
+
+
+def test_backbone_table_is_set_and_stays_trainable():
+    backbone = BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=16,
+                            intermediate_dim=32, max_sequence_length=24)
+    initialize_positions_sinusoidal(backbone)
+    table = backbone.position_embedding.position_embeddings
+    assert table.trainable
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(table), sinusoidal_position_table(24, 16))
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ((1, 16), "max_sequence_length=1: must be an integer >= 2"),
+    ((8, 15), "hidden_dim=15: must be an even integer >= 2 (sines and cosines in pairs)"),
+    ((8, 16, 0.0), "stddev=0.0: must be a finite number > 0"),
+])
+def test_bad_shapes_are_refused(arguments, message):
+    with pytest.raises(ValueError) as caught:
+        sinusoidal_position_table(*arguments)
+    assert str(caught.value) == message
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the recipe runs on TensorFlow here")
+def test_pretraining_from_scratch_starts_from_the_sinusoidal_table(tmp_path, minilm_dir):
+    import json
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    corpus = os.path.join(repo, "keras_bert_impl", "assets", "corpus")
+    config = tmp_path / "micro_bert.json"
+    config.write_text(json.dumps({"num_layers": 1, "num_heads": 2, "hidden_dim": 16, "intermediate_dim": 32,
+                                  "max_sequence_length": 64}))
+    model_dir = tmp_path / "run"
+    # A learning rate of 1e-9 moves no weight by more than about 1e-8 in 2 AdamW steps.
+    command = [sys.executable, os.path.join(repo, "recipes", "pretrain.py"), "--config", str(config),
+               "--vocab", str(minilm_dir / "vocab.txt"), "--train_files", os.path.join(corpus, "train.txt"),
+               "--validation_files", os.path.join(corpus, "valid.txt"), "--sequence_length", "32",
+               "--max_predictions_per_seq", "5", "--global_batch_size", "4", "--num_steps", "2",
+               "--warmup_steps", "0", "--learning_rate", "1e-9", "--checkpoint_every", "2",
+               "--validation_steps", "1", "--verbose", "2", "--model_dir", str(model_dir)]
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400)
+    assert result.returncode == 0, result.stderr[-3000:]
+    backbone = BertBackbone.from_preset(str(model_dir / "export"))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(backbone.position_embedding.position_embeddings),
+                               sinusoidal_position_table(64, 16), atol=1e-6)
