@@ -9,6 +9,8 @@ import pytest
 from keras_bert_impl.models import BertBackbone
 from keras_bert_impl.training.position_init import initialize_positions_sinusoidal, sinusoidal_position_table
 
+pytestmark = pytest.mark.multibackend  # the recipe run at the end runs on TensorFlow only
+
 
 def test_table_is_vaswanis_encoding_at_the_embeddings_stddev():
     table = sinusoidal_position_table(512, 128)
@@ -36,6 +38,14 @@ def test_every_offset_is_one_linear_map_of_the_table():
             assert (residual < 1e-6) == fits, (offset, residual)
 
 
+def test_an_odd_width_ends_on_a_sine_column():
+    table = sinusoidal_position_table(16, 5).astype("float64")
+    unscaled = table / (table[1, 0] / np.sin(1.0))  # column 0 is sin(p) times the one scale factor
+    positions = np.arange(16)
+    for column, (function, exponent) in enumerate([(np.sin, 0), (np.cos, 0), (np.sin, 2), (np.cos, 2), (np.sin, 4)]):
+        np.testing.assert_allclose(unscaled[:, column], function(positions / 10000 ** (exponent / 5)), atol=1e-6)
+
+
 def test_backbone_table_is_set_and_stays_trainable():
     backbone = BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=16,
                             intermediate_dim=32, max_sequence_length=24)
@@ -47,7 +57,7 @@ def test_backbone_table_is_set_and_stays_trainable():
 
 @pytest.mark.parametrize("arguments, message", [
     ((1, 16), "max_sequence_length=1: must be an integer >= 2"),
-    ((8, 15), "hidden_dim=15: must be an even integer >= 2 (sines and cosines in pairs)"),
+    ((8, 0), "hidden_dim=0: must be an integer >= 1"),
     ((8, 16, 0.0), "stddev=0.0: must be a finite number > 0"),
 ])
 def test_bad_shapes_are_refused(arguments, message):

@@ -28,7 +28,8 @@ def sinusoidal_position_table(max_sequence_length, hidden_dim, stddev=0.02):
     """The `(max_sequence_length, hidden_dim)` sine/cosine table, scaled to an overall stddev of `stddev`.
 
     Column `2i` holds `sin(p / 10000 ** (2i / hidden_dim))` and column `2i + 1` the
-    cosine of the same angle (Vaswani et al., 2017), for positions `p` from 0.
+    cosine of the same angle (Vaswani et al., 2017), for positions `p` from 0; an
+    odd `hidden_dim` ends on a sine column.
 
     Example:
     >>> table = sinusoidal_position_table(64, 8)
@@ -42,15 +43,15 @@ def sinusoidal_position_table(max_sequence_length, hidden_dim, stddev=0.02):
     """
     if isinstance(max_sequence_length, bool) or not isinstance(max_sequence_length, int) or max_sequence_length < 2:
         raise ValueError(f"max_sequence_length={max_sequence_length!r}: must be an integer >= 2")
-    if isinstance(hidden_dim, bool) or not isinstance(hidden_dim, int) or hidden_dim < 2 or hidden_dim % 2:
-        raise ValueError(f"hidden_dim={hidden_dim!r}: must be an even integer >= 2 (sines and cosines in pairs)")
+    if isinstance(hidden_dim, bool) or not isinstance(hidden_dim, int) or hidden_dim < 1:
+        raise ValueError(f"hidden_dim={hidden_dim!r}: must be an integer >= 1")
     if not (isinstance(stddev, (int, float)) and np.isfinite(stddev) and stddev > 0):
         raise ValueError(f"stddev={stddev!r}: must be a finite number > 0")
     positions = np.arange(max_sequence_length, dtype="float64")[:, None]
     frequencies = 1.0 / 10000.0 ** (np.arange(0, hidden_dim, 2, dtype="float64") / hidden_dim)
     table = np.empty((max_sequence_length, hidden_dim), "float64")
     table[:, 0::2] = np.sin(positions * frequencies)
-    table[:, 1::2] = np.cos(positions * frequencies)
+    table[:, 1::2] = np.cos(positions * frequencies[: hidden_dim // 2])  # an odd width ends on a sine
     return (table * (stddev / table.std())).astype("float32")
 
 
