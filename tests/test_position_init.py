@@ -1,7 +1,5 @@
 """Sine/cosine starting values for the learned position table when pretraining from scratch (docs/pretraining.md)."""
 
-import os
-
 import keras
 import numpy as np
 import pytest
@@ -9,7 +7,7 @@ import pytest
 from keras_bert_impl.models import BertBackbone
 from keras_bert_impl.training.position_init import initialize_positions_sinusoidal, sinusoidal_position_table
 
-pytestmark = pytest.mark.multibackend  # the recipe run at the end runs on TensorFlow only
+pytestmark = pytest.mark.multibackend  # the recipe starting from the table: tests/test_pretraining_run.py
 
 
 def test_table_is_vaswanis_encoding_at_the_embeddings_stddev():
@@ -64,30 +62,3 @@ def test_bad_shapes_are_refused(arguments, message):
     with pytest.raises(ValueError) as caught:
         sinusoidal_position_table(*arguments)
     assert str(caught.value) == message
-
-
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the recipe runs on TensorFlow here")
-def test_pretraining_from_scratch_starts_from_the_sinusoidal_table(tmp_path, minilm_dir):
-    import json
-    import subprocess
-    import sys
-
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    corpus = os.path.join(repo, "keras_bert_impl", "assets", "corpus")
-    config = tmp_path / "micro_bert.json"
-    config.write_text(json.dumps({"num_layers": 1, "num_heads": 2, "hidden_dim": 16, "intermediate_dim": 32,
-                                  "max_sequence_length": 64}))
-    model_dir = tmp_path / "run"
-    # A learning rate of 1e-9 moves no weight by more than about 1e-8 in 2 AdamW steps.
-    command = [sys.executable, os.path.join(repo, "recipes", "pretrain.py"), "--config", str(config),
-               "--vocab", str(minilm_dir / "vocab.txt"), "--train_files", os.path.join(corpus, "train.txt"),
-               "--validation_files", os.path.join(corpus, "valid.txt"), "--sequence_length", "32",
-               "--max_predictions_per_seq", "5", "--global_batch_size", "4", "--num_steps", "2",
-               "--warmup_steps", "0", "--learning_rate", "1e-9", "--checkpoint_every", "2",
-               "--validation_steps", "1", "--verbose", "2", "--model_dir", str(model_dir)]
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400)
-    assert result.returncode == 0, result.stderr[-3000:]
-    backbone = BertBackbone.from_preset(str(model_dir / "export"))
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(backbone.position_embedding.position_embeddings),
-                               sinusoidal_position_table(64, 16), atol=1e-6)

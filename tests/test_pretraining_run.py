@@ -291,6 +291,19 @@ def test_bad_start_is_one_line_before_any_write(case, tmp_path, vocab, capsys):
         assert model_dir.read_bytes() == before
 
 
+def test_a_run_from_scratch_starts_from_the_sinusoidal_position_table(tmp_path, vocab):
+    from keras_bert_impl.models import BertBackbone
+    from keras_bert_impl.training.position_init import sinusoidal_position_table
+
+    model_dir = tmp_path / "run"
+    # A learning rate of 1e-9 moves no weight by more than about 1e-8 in 2 AdamW steps.
+    result = _run(_command(model_dir, vocab, tmp_path, "--num_steps", "2", "--warmup_steps", "0",
+                           "--learning_rate", "1e-9"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = BertBackbone.from_preset(str(model_dir / "export")).position_embedding.position_embeddings
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(table), sinusoidal_position_table(64, 16), atol=1e-6)
+
+
 def test_read_only_model_dir_is_refused_before_any_work(tmp_path, vocab, capsys, monkeypatch):
     from keras_bert_impl.training import pretraining_checks
 
