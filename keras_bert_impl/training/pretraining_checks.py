@@ -15,8 +15,8 @@ import os
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import check_attention_padding
-from keras_bert_impl.training.steps_per_execution import check_steps_per_execution
 from keras_bert_impl.training.position_init import POSITION_INITS
+from keras_bert_impl.training.steps_per_execution import check_steps_per_execution
 from keras_bert_impl.training.weight_init import WEIGHT_INITS
 
 # Settings recorded in `<model_dir>/run_config.json` (after the first checkpoint) and compared on resume.

@@ -287,10 +287,11 @@ def run_pretraining(config, dataset_fn=None):
                 backbone.hidden_dim), seed=config.seed)
         model = BertPretrainer(backbone, nsp=config.nsp,
                                vocabulary_padding_multiple=config.vocabulary_padding_multiple)
-        if config.weight_init == "normal" and not config.init_checkpoint:
-            redraw_plain_normal(model, seed=config.seed + 1000)  # the QKV kernels keep the init above
-        if config.position_init == "sinusoidal" and not config.init_checkpoint:
-            initialize_positions_sinusoidal(backbone)
+        if not config.init_checkpoint:  # from scratch: the starting values docs/pretraining.md measured
+            if config.weight_init == "normal":
+                redraw_plain_normal(model, seed=config.seed + 1000)  # the QKV kernels keep the init above
+            if config.position_init == "sinusoidal":  # after the redraw, which draws the position table too
+                initialize_positions_sinusoidal(backbone)
         optimizer = create_optimizer(
             config.learning_rate, config.num_steps, config.warmup_steps,
             optimizer=config.optimizer, beta_2=config.adam_beta2, weight_decay=config.weight_decay,
