@@ -11,6 +11,7 @@ error is one line `error: ...` and exit status 2 (--debug shows the traceback).
         --train_files 'gs://bucket/shards/*.txt' --vocab gs://bucket/vocab.txt \\
         --global_batch_size 256 --num_steps 900000 --optimizer lamb \\
         --mixed_precision bf16 --steps_per_execution 200 --model_dir gs://bucket/run
+    KERAS_BACKEND=torch torchrun --nproc_per_node 8 recipes/pretrain.py --strategy multiworker ...
 """
 
 import argparse
@@ -32,9 +33,11 @@ def parse_args(argv=None):
     p.add_argument("--strategy", default=d.strategy, choices=["auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"])
     p.add_argument("--tpu", default=None, help="TPU name or grpc:// address (default: local TPU VM)")
     p.add_argument("--coordinator_address", default=None,
-                   help="--strategy multiworker on JAX: host:port of process 0 (with --num_processes and "
-                        "--process_id; none of the three: JAX reads the cluster from Cloud TPU / SLURM)")
-    p.add_argument("--num_processes", type=int, default=None, help="JAX processes of the job (multiworker)")
+                   help="--strategy multiworker on JAX or PyTorch: host:port of process 0 (with --num_processes "
+                        "and --process_id; none of the three: the cluster comes from Cloud TPU / SLURM on JAX, "
+                        "from torchrun on PyTorch)")
+    p.add_argument("--num_processes", type=int, default=None,
+                   help="JAX or PyTorch processes of the job (multiworker)")
     p.add_argument("--process_id", type=int, default=None, help="this process's index, 0..num_processes-1")
     p.add_argument("--config", "--preset", dest="config", default=d.config,
                    help="tiny|mini|small|medium|base|large, a preset name, or a JSON file of BertBackbone args")

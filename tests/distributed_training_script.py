@@ -8,11 +8,12 @@ MODE `multiworker`: one worker of a MultiWorkerMirroredStrategy (TF_CONFIG set
 by the caller); 10 steps -> sha of weights and the weights' sum.
 MODE `jax_data_parallel`: KERAS_BACKEND=jax with 2 host devices; DataParallel;
 a few steps -> losses and the number of replicas.
-MODE `jax_processes`: one of JAX_NUM_PROCESSES JAX processes (JAX_COORDINATOR, JAX_PROCESS_ID),
+MODE `jax_processes`: one of CLUSTER_NUM_PROCESSES JAX processes (CLUSTER_COORDINATOR, CLUSTER_PROCESS_ID),
 `get_strategy("multiworker")`, each feeding its rows of 6 global batches of 8 -> its weights
 (OUTPUT.npz); process 0 also trains one device on the whole global batches (OUTPUT.single.npz).
 MODE `jax_pretrain`: one of 2 such processes: its shard of the bundled held-out text, then
 `run_pretraining(--strategy multiworker)` 4 steps straight and 2 + a resume to 4 (under PRETRAIN_DIRS).
+MODES `torch_processes`, `torch_pretrain`: the same two with KERAS_BACKEND=torch (torch.distributed over gloo).
 """
 
 import json
@@ -125,15 +126,51 @@ elif MODE == "jax_data_parallel":
         "distribution": type(keras.distribution.distribution()).__name__,
         "embedding_sharding_devices": len(kernel.sharding.device_set),
     }
+elif MODE == "torch_processes":
+    # One of CLUSTER_NUM_PROCESSES processes of a `--strategy multiworker` PyTorch job (torch.distributed, gloo).
+    import torch.distributed as dist
+
+    count, index = int(os.environ["CLUSTER_NUM_PROCESSES"]), int(os.environ["CLUSTER_PROCESS_ID"])
+    strategy = get_strategy("multiworker", coordinator_address=os.environ["CLUSTER_COORDINATOR"],
+                            num_processes=count, process_id=index)
+    steps, local = 6, GLOBAL_BATCH // count
+    x, y, w = BertPretrainer.split_features_labels(batches)
+    rows = np.concatenate([np.arange(s * GLOBAL_BATCH + index * local, s * GLOBAL_BATCH + (index + 1) * local)
+                           for s in range(steps)])
+    take = lambda tree: {k: v[rows] for k, v in tree.items()}  # noqa: E731
+    keras.utils.set_random_seed(1 + index)  # different starting weights: the broadcast below must align them
+    with strategy.scope():
+        backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16,
+                                intermediate_dim=32, max_sequence_length=32, dropout=0.0)
+        model = BertPretrainer(backbone)
+        model.compile(optimizer=create_optimizer(1e-3, steps, 1))
+    from keras_bert_impl.training import torch_processes
+
+    torch_processes.broadcast_from_first_process(model.weights)
+    history = model.fit(take(x), take(y), sample_weight=take(w), batch_size=local, epochs=1, shuffle=False,
+                        verbose=0).history
+    weights = [np.asarray(v.numpy()) for v in model.trainable_variables]
+    np.savez(OUTPUT + ".npz", *weights)
+    result = {"processes": dist.get_world_size(), "process": dist.get_rank(), "backend": dist.get_backend(),
+              "replicas": strategy.num_replicas_in_sync, "loss": history["loss"]}
+    if index == 0:
+        # The reference: this process alone, no all-reduce partner, the same 6 global batches of 8.
+        dist.destroy_process_group()
+        single = build(get_strategy("cpu"), steps)
+        n = steps * GLOBAL_BATCH
+        single.fit({k: v[:n] for k, v in x.items()}, {k: v[:n] for k, v in y.items()},
+                   sample_weight={k: v[:n] for k, v in w.items()}, batch_size=GLOBAL_BATCH, epochs=1,
+                   shuffle=False, verbose=0)
+        np.savez(OUTPUT + ".single.npz", *[np.asarray(v.numpy()) for v in single.trainable_variables])
 elif MODE == "jax_processes":
-    # One of JAX_NUM_PROCESSES processes of a `--strategy multiworker` JAX job (jax.distributed over gloo).
+    # One of CLUSTER_NUM_PROCESSES processes of a `--strategy multiworker` JAX job (jax.distributed over gloo).
     import time
 
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    count, index = int(os.environ["JAX_NUM_PROCESSES"]), int(os.environ["JAX_PROCESS_ID"])
-    strategy = get_strategy("multiworker", coordinator_address=os.environ["JAX_COORDINATOR"],
+    count, index = int(os.environ["CLUSTER_NUM_PROCESSES"]), int(os.environ["CLUSTER_PROCESS_ID"])
+    strategy = get_strategy("multiworker", coordinator_address=os.environ["CLUSTER_COORDINATOR"],
                             num_processes=count, process_id=index)
     steps, local = 6, GLOBAL_BATCH // count
     x, y, w = BertPretrainer.split_features_labels(batches)
@@ -162,25 +199,32 @@ elif MODE == "jax_processes":
                    sample_weight={k: v[:n] for k, v in w.items()}, batch_size=GLOBAL_BATCH, epochs=1,
                    shuffle=False, verbose=0)
         np.savez(OUTPUT + ".single.npz", *[np.asarray(v.value) for v in single.trainable_variables])
-elif MODE == "jax_pretrain":
-    # One of 2 JAX processes running the pretraining recipe's `run_pretraining` with --strategy multiworker:
-    # the process's shard of the held-out text (one pass), then 4 steps straight, then 2 steps + a resume to 4.
-    import jax
-
+elif MODE in ("jax_pretrain", "torch_pretrain"):
+    # One of 2 JAX or PyTorch processes running the pretraining recipe's `run_pretraining` with --strategy
+    # multiworker: the process's shard of the held-out text (one pass), then 4 steps straight, then 2 steps + a
+    # resume to 4.
     from keras_bert_impl.data.corpus import bundled_corpus
     from keras_bert_impl.data.pretraining import pretraining_dataset
     from keras_bert_impl.text.tokenizer import BertTokenizer
-    from keras_bert_impl.training import jax_processes
     from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    count, index = int(os.environ["JAX_NUM_PROCESSES"]), int(os.environ["JAX_PROCESS_ID"])
-    cluster = dict(coordinator_address=os.environ["JAX_COORDINATOR"], num_processes=count, process_id=index)
-    jax_processes.initialize_jax_processes(**cluster)
+    count, index = int(os.environ["CLUSTER_NUM_PROCESSES"]), int(os.environ["CLUSTER_PROCESS_ID"])
+    cluster = dict(coordinator_address=os.environ["CLUSTER_COORDINATOR"], num_processes=count, process_id=index)
+    if MODE == "jax_pretrain":
+        import jax
+
+        from keras_bert_impl.training import jax_processes as processes
+
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        processes.initialize_jax_processes(**cluster)
+    else:
+        from keras_bert_impl.training import torch_processes as processes
+
+        processes.initialize_torch_processes(**cluster)
     paths = bundled_corpus()
     shard = pretraining_dataset(paths["valid"], BertTokenizer(paths["vocab"]), sequence_length=64,
                                 max_predictions_per_seq=10, batch_size=1, nsp=False, shuffle=False, repeat=False,
-                                short_seq_prob=0.0, seed=5, input_context=jax_processes.input_context())
+                                short_seq_prob=0.0, seed=5, input_context=processes.input_context())
     examples = []
     for batch in shard.as_numpy_iterator():
         tokens = batch["token_ids"].copy()
@@ -195,8 +239,10 @@ elif MODE == "jax_pretrain":
     first = run_pretraining(PretrainingConfig(model_dir=os.path.join(model_dirs, "resumed"), num_steps=2, **common))
     resumed = run_pretraining(PretrainingConfig(model_dir=os.path.join(model_dirs, "resumed"), num_steps=4, **common))
     for name, run in (("straight", straight), ("resumed", resumed)):
-        np.savez(f"{OUTPUT}.{name}.npz", *[np.asarray(v.value) for v in run["model"].trainable_variables])
-    result = {"process": jax.process_index(), "processes": jax.process_count(), "replicas": jax.device_count(),
+        np.savez(f"{OUTPUT}.{name}.npz", *[keras.ops.convert_to_numpy(v.value)
+                                          for v in run["model"].trainable_variables])
+    result = {"process": processes.process_index(), "processes": processes.process_count(),
+              "replicas": straight["replicas"],
               "shard_examples": examples, "resumed_from_step": resumed["resumed_from_step"],
               "straight_loss": straight["history"]["loss"], "first_loss": first["history"]["loss"],
               "resumed_loss": resumed["history"]["loss"]}

@@ -1,4 +1,5 @@
-"""Real multi-device and multi-worker training: MirroredStrategy, MultiWorkerMirroredStrategy, JAX DataParallel."""
+"""Real multi-device and multi-worker training: MirroredStrategy, MultiWorkerMirroredStrategy, JAX DataParallel,
+several JAX processes and several PyTorch processes."""
 
 import json
 import os
@@ -115,14 +116,14 @@ def test_pretrain_recipe_refuses_eager_steps_over_several_jax_devices(tmp_path, 
     assert not os.path.exists(tmp_path / "run" / "run_config.json")
 
 
-def _run_jax_processes(mode, tmp_path, env, count=2, timeout=240, extra_args=()):
-    """Starts `count` JAX processes of one `jax.distributed` job; returns their (stdout, stderr, out path)."""
+def _run_processes(mode, tmp_path, env, count=2, timeout=240, extra_args=()):
+    """Starts `count` processes of one JAX or PyTorch job; returns their output paths once all succeeded."""
     coordinator = f"127.0.0.1:{_free_ports(1)[0]}"
     procs = []
     for index in range(count):
         out = tmp_path / f"{mode}{index}.json"
-        process_env = dict(env, JAX_COORDINATOR=coordinator, JAX_NUM_PROCESSES=str(count),
-                           JAX_PROCESS_ID=str(index))
+        process_env = dict(env, CLUSTER_COORDINATOR=coordinator, CLUSTER_NUM_PROCESSES=str(count),
+                           CLUSTER_PROCESS_ID=str(index))
         procs.append((out, subprocess.Popen([sys.executable, SCRIPT, mode, str(out), *extra_args],
                                             env=process_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                             text=True)))
@@ -150,7 +151,7 @@ def test_jax_two_processes_end_with_equal_weights_equal_to_one_process(tmp_path,
     pytest.importorskip("jax")
     env = _env(data_slices, minilm_dir, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)  # one CPU device a process
-    outs = _run_jax_processes("jax_processes", tmp_path, env)
+    outs = _run_processes("jax_processes", tmp_path, env)
     results = [json.loads(out.read_text()) for out in outs]
     weights = [np.load(str(out) + ".npz") for out in outs]
     single = np.load(str(outs[0]) + ".single.npz")
@@ -165,22 +166,24 @@ def test_jax_two_processes_end_with_equal_weights_equal_to_one_process(tmp_path,
         np.testing.assert_allclose(weights[0][name], single[name], atol=1e-5, rtol=0)
 
 
-def test_jax_two_processes_shard_the_data_and_resume_the_pretraining_run_exactly(tmp_path, data_slices, minilm_dir):
-    """`run_pretraining(strategy="multiworker")` on 2 JAX processes (the recipe's path).
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_two_processes_shard_the_data_and_resume_the_pretraining_run_exactly(backend, tmp_path, data_slices,
+                                                                             minilm_dir):
+    """`run_pretraining(strategy="multiworker")` on 2 JAX or 2 PyTorch processes (the recipe's path).
 
-    Each process reads a disjoint shard of the held-out text (`jax_processes.input_context()`, the TF
+    Each process reads a disjoint shard of the held-out text (`{jax,torch}_processes.input_context()`, the TF
     `InputContext` sharding) and the two shards cover it once; process 0 alone writes the checkpoints
     and a run of 2 steps resumed to 4 ends with the weights of 4 steps straight, in both processes.
     """
-    pytest.importorskip("jax")
+    pytest.importorskip(backend)
     from test_pretraining_data import TokenIndex, document_tokens
 
     from keras_bert_impl.data.corpus import bundled_corpus
     from keras_bert_impl.text.tokenizer import BertTokenizer
 
-    env = _env(data_slices, minilm_dir, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PRETRAIN_DIRS=str(tmp_path))
+    env = _env(data_slices, minilm_dir, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", PRETRAIN_DIRS=str(tmp_path))
     env.pop("XLA_FLAGS", None)
-    outs = _run_jax_processes("jax_pretrain", tmp_path, env, timeout=400)
+    outs = _run_processes(f"{backend}_pretrain", tmp_path, env, timeout=400)
     results = [json.loads(out.read_text()) for out in outs]
 
     paths = bundled_corpus()
@@ -205,7 +208,8 @@ def test_jax_two_processes_shard_the_data_and_resume_the_pretraining_run_exactly
     assert results[0]["resumed_from_step"] == results[1]["resumed_from_step"] == 2
     assert sorted(os.listdir(tmp_path / "resumed" / "checkpoints")) == ["ckpt-000000002", "ckpt-000000004"]
     assert os.path.isdir(tmp_path / "straight" / "logs" / "non_chief_workers")  # process 1 writes only its logs
-    assert results[0]["straight_loss"] == results[1]["straight_loss"]
+    if backend == "jax":  # one global loss; PyTorch's processes each report the loss of their own rows
+        assert results[0]["straight_loss"] == results[1]["straight_loss"]
     np.testing.assert_allclose(results[0]["first_loss"] + results[0]["resumed_loss"], results[0]["straight_loss"],
                                atol=1e-5, rtol=0)
     weights = {(p, name): np.load(f"{out}.{name}.npz") for p, out in enumerate(outs) for name in ("straight", "resumed")}
@@ -257,3 +261,26 @@ def test_tf_multiworker_pretrain_recipe_has_one_writer(tmp_path, minilm_dir):
     assert sorted(os.listdir(model_dir / "checkpoints")) == ["ckpt-000000002", "ckpt-000000004"]
     assert os.path.exists(model_dir / "export" / "config.json")
     assert os.path.isdir(model_dir / "logs" / "non_chief_workers")  # worker 1's own logs, apart from the chief's
+
+
+def test_torch_two_processes_end_with_equal_weights_equal_to_one_process(tmp_path, data_slices, minilm_dir):
+    """`--strategy multiworker` on PyTorch: 2 processes (torch.distributed over gloo, the optimizer's all-reduce).
+
+    The two start from different weights (seeds 1 and 2) and process 0's are broadcast; each feeds its 4 rows of
+    every global batch of 8. After 6 steps both hold the same weights, equal (<= 1e-5) to one process training on
+    the whole global batches from seed 1.
+    """
+    pytest.importorskip("torch")
+    env = _env(data_slices, minilm_dir, KERAS_BACKEND="torch")
+    outs = _run_processes("torch_processes", tmp_path, env)
+    results = [json.loads(out.read_text()) for out in outs]
+    weights = [np.load(str(out) + ".npz") for out in outs]
+    single = np.load(str(outs[0]) + ".single.npz")
+    for index, result in enumerate(results):
+        assert result["process"] == index and result["processes"] == 2 == result["replicas"]
+        assert result["backend"] == "gloo"
+    assert results[0]["loss"] != results[1]["loss"]  # each process's loss is the mean over its own rows
+    assert len(weights[0].files) == len(weights[1].files) == len(single.files) > 20
+    for name in weights[0].files:
+        np.testing.assert_allclose(weights[0][name], weights[1][name], atol=1e-6, rtol=0)
+        np.testing.assert_allclose(weights[0][name], single[name], atol=1e-5, rtol=0)

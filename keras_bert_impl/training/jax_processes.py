@@ -18,7 +18,7 @@ steps over several devices can deadlock XLA's CPU collectives.
     strategy = get_strategy("multiworker")  # DataParallel over every process's devices
 """
 
-CLUSTER_FLAGS = ("coordinator_address", "num_processes", "process_id")
+from keras_bert_impl.training.cluster_flags import check_cluster_flags
 
 
 def initialize_jax_processes(coordinator_address=None, num_processes=None, process_id=None,
@@ -39,22 +39,7 @@ def initialize_jax_processes(coordinator_address=None, num_processes=None, proce
     """
     import jax
 
-    given = {name: value for name, value in zip(CLUSTER_FLAGS, (coordinator_address, num_processes, process_id))
-             if value is not None}
-    if given and len(given) != len(CLUSTER_FLAGS):
-        missing = [f"--{name}" for name in CLUSTER_FLAGS if name not in given]
-        raise ValueError(
-            f"--strategy multiworker on JAX: {', '.join('--' + k for k in given)} given without "
-            f"{', '.join(missing)}; pass all of --coordinator_address host:port, --num_processes and "
-            "--process_id, or none of them to read the cluster from the environment (Cloud TPU, SLURM)"
-        )
-    if given:
-        if isinstance(num_processes, bool) or not isinstance(num_processes, int) or num_processes < 1:
-            raise ValueError(f"--num_processes must be a positive integer, got {num_processes!r}")
-        if isinstance(process_id, bool) or not isinstance(process_id, int) or not 0 <= process_id < num_processes:
-            raise ValueError(f"--process_id must be in [0, --num_processes={num_processes}), got {process_id!r}")
-        if ":" not in str(coordinator_address):
-            raise ValueError(f"--coordinator_address must be host:port (process 0's), got {coordinator_address!r}")
+    given = check_cluster_flags("JAX", "Cloud TPU, SLURM", coordinator_address, num_processes, process_id)
 
     if jax.distributed.is_initialized():
         if given and (jax.process_count(), jax.process_index()) != (num_processes, process_id):

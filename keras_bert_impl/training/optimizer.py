@@ -18,10 +18,19 @@ class _ClipAfterAllReduce:
     N replicas the clipped update differs from the one-device update. This
     mixin all-reduces first, clips the full gradient, and skips the second
     all-reduce: one-device and multi-device training take identical steps.
+
+    Several PyTorch processes (`--strategy multiworker` on torch, `torch_processes`)
+    have no all-reduce of their own in Keras's step: here each process's gradient
+    (the mean over its rows) becomes the mean over every process before clipping,
+    the gradient of the global batch, so every process takes the same step.
     """
 
     def _clip_gradients(self, grads):
         self._reduced_before_clipping = False
+        if keras.backend.backend() == "torch":
+            from keras_bert_impl.training import torch_processes
+
+            grads = torch_processes.all_reduce_mean(grads)
         if self.global_clipnorm and keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 

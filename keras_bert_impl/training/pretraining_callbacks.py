@@ -80,7 +80,7 @@ class IteratorAdapter(DataAdapter):
 
 
 def is_chief(strategy=None):
-    """False on the non-chief workers of a MultiWorkerMirroredStrategy and on JAX processes > 0 (they write no files).
+    """False on the non-chief workers of a MultiWorkerMirroredStrategy and on JAX or PyTorch processes > 0 (no files).
 
     Pass the run's `strategy`: Keras calls callbacks outside `strategy.scope()`, where
     `tf.distribute.get_strategy()` is the default strategy and every worker would look like the chief.
@@ -90,6 +90,11 @@ def is_chief(strategy=None):
         import jax
 
         if jax.distributed.is_initialized() and jax.process_index() != 0:
+            return False
+    if keras.backend.backend() == "torch":
+        from keras_bert_impl.training import torch_processes
+
+        if torch_processes.process_index() != 0:
             return False
     if strategy is None:
         if not tf.distribute.has_strategy():

@@ -12,6 +12,8 @@ import json
 import math
 import os
 
+import keras
+
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import check_attention_padding
@@ -115,6 +117,13 @@ def _positive(name, value):
 def check_flags(config):
     """Checks every numeric flag of `config` and their relations; raises `ValueError` naming the flag."""
     check_attention_padding(config.attention_padding)
+    if config.strategy == "multiworker" and config.mixed_precision == "fp16" and keras.backend.backend() == "torch":
+        # Keras's loss scaling skips a step whose local gradient overflowed before the optimizer averages the
+        # gradients: that process would skip the all-reduce the others wait in.
+        raise ValueError(
+            "--mixed_precision fp16 with --strategy multiworker on PyTorch: loss scaling decides each process's "
+            "step before the gradients are averaged; use --mixed_precision bf16 or none"
+        )
     for name, choices in (("recompute_activation", RECOMPUTE_ACTIVATION_CHOICES),
                           ("layer_norm_backward", LAYER_NORM_BACKWARDS)):
         if getattr(config, name) not in choices:

@@ -23,7 +23,6 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.training.optimizer import create_optimizer
 from keras_bert_impl.training.precision import mixed_precision_policy, resolve_mixed_precision
-from keras_bert_impl.training import jax_processes
 from keras_bert_impl.training.attention_init import initialize_attention_qkv, width_scaled_attention_stddev
 from keras_bert_impl.training.attention_padding import resolve_attention_padding
 from keras_bert_impl.training.position_init import initialize_positions_sinusoidal
@@ -43,7 +42,14 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
 from keras_bert_impl.training.steps_per_execution import on_accelerator, resolve_steps_per_execution
-from keras_bert_impl.training.strategy import check_global_batch_size, get_strategy, resolve_jit_compile
+from keras_bert_impl.training import torch_processes
+from keras_bert_impl.training.strategy import (
+    TorchProcessesStrategy,
+    check_global_batch_size,
+    get_strategy,
+    process_group,
+    resolve_jit_compile,
+)
 from keras_bert_impl.training.unigram_floor import unigram_floor
 
 PRESET_ALIASES = {
@@ -73,7 +79,7 @@ class PretrainingConfig:
 
     strategy: str = "auto"
     tpu: str = None
-    coordinator_address: str = None  # --strategy multiworker on JAX: host:port of process 0 (else from the env)
+    coordinator_address: str = None  # --strategy multiworker on JAX or PyTorch: host:port of process 0 (else the env)
     num_processes: int = None
     process_id: int = None
     config: str = "tiny"
@@ -194,10 +200,11 @@ def run_pretraining(config, dataset_fn=None):
     check_flags(config)
     check_model_dir(config.model_dir)
     strategy = None
-    if config.strategy == "multiworker" and keras.backend.backend() in ("tensorflow", "jax"):
+    if config.strategy == "multiworker" and keras.backend.backend() in ("tensorflow", "jax", "torch"):
         # MultiWorkerMirroredStrategy configures TensorFlow's collective ops, which must happen before TensorFlow
         # runs any op ("Collective ops must be configured at program startup"); the checks below run some. On JAX,
         # jax.distributed.initialize must come before the first JAX call (`--mixed_precision auto` lists devices).
+        # PyTorch's processes join here too, so that a missing process fails the run before any work.
         strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
                                 num_processes=config.num_processes, process_id=config.process_id)
     # `auto` becomes bf16 or None (float32) here, before the run's settings are recorded or compared.
@@ -238,9 +245,10 @@ def run_pretraining(config, dataset_fn=None):
     if strategy is None:
         strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
                                 num_processes=config.num_processes, process_id=config.process_id)
-    if getattr(strategy, "num_processes", 1) > 1:  # JAX processes: all must resume from the same step
-        jax_processes.check_same_on_every_process("the checkpoint step to resume from", start_step,
-                                                  f"--model_dir {config.model_dir} (a filesystem all processes see)")
+    processes = process_group(strategy)  # several JAX or PyTorch processes, else None
+    if processes:  # all must resume from the same step
+        processes.check_same_on_every_process("the checkpoint step to resume from", start_step,
+                                              f"--model_dir {config.model_dir} (a filesystem all processes see)")
     replicas = strategy.num_replicas_in_sync
     check_global_batch_size(config.global_batch_size, replicas)
     if config.jit_compile is False and replicas > 1 and keras.backend.backend() == "jax":
@@ -321,8 +329,8 @@ def run_pretraining(config, dataset_fn=None):
     if config.validation_files:
         validation_data = build_dataset(config.validation_files, tokenizer, config.global_batch_size,
                                         config.seed + 1, True, False, None).map(split)
-        # Several JAX processes: each feeds its rows of the same global held-out batches.
-        validation_feed = jax_processes.local_rows(validation_data, strategy)
+        # Several processes: JAX's feed their rows of the same global held-out batches, PyTorch's the whole batches.
+        validation_feed = processes.local_rows(validation_data, strategy) if processes else validation_data
 
     if not single_pipeline and keras.backend.backend() == "tensorflow":
         from keras_bert_impl.training.multiworker_patches import (
@@ -336,6 +344,8 @@ def run_pretraining(config, dataset_fn=None):
     if latest:
         manager.restore(latest, model, optimizer, iterator=train_iterator)
         print(f"Resumed from {latest} at step {start_step}.", flush=True)
+    if isinstance(strategy, TorchProcessesStrategy):  # PyTorch processes start from process 0's weights
+        torch_processes.broadcast_from_first_process(model.weights)
 
     logs_dir = os.path.join(config.model_dir, "logs")
     export_dir = os.path.join(config.model_dir, "export")
@@ -386,8 +396,8 @@ def run_pretraining(config, dataset_fn=None):
                 _log_final_validation(logs_dir, config.num_steps, validation, floor)
     if chief:
         _export(backbone, export_dir, config)
-    if getattr(strategy, "num_processes", 1) > 1:  # JAX processes return once process 0's files are written
-        jax_processes.barrier("run_pretraining: checkpoint and export written")
+    if processes:  # every process returns once process 0's files are written
+        processes.barrier("run_pretraining: checkpoint and export written")
     return {
         "step": config.num_steps,
         "resumed_from_step": start_step,
@@ -401,6 +411,7 @@ def run_pretraining(config, dataset_fn=None):
         "recompute_activation": config.recompute_activation,
         "layer_norm_backward": config.layer_norm_backward,
         "steps_per_execution": steps_per_execution,
+        "replicas": replicas,
         "is_chief": chief,
         "model_dir": config.model_dir,
         "logs_dir": logs_dir,
@@ -444,17 +455,19 @@ def _distributed_dataset(strategy, build_dataset, config, tokenizer, split, star
     (`distribute_datasets_from_function` with its `InputContext`), each making
     that worker's share of the global batch; several JAX processes alike (the
     `InputContext` of `jax_processes.input_context()`, `global_batch_size /
-    processes` rows each, joined by Keras into the global batch).
+    processes` rows each, joined by Keras into the global batch) and several
+    PyTorch processes (each trains on its rows; the optimizer averages the gradients).
     """
 
     def global_batches():
         return (build_dataset(config.train_files, tokenizer, config.global_batch_size,
                               config.seed, True, True, None).skip(start_step).map(split))
 
-    if getattr(strategy, "num_processes", 1) > 1:  # JAX processes: each reads its shard, makes its rows
+    processes = process_group(strategy)
+    if processes:  # several processes: each reads its shard, makes its rows
         return (build_dataset(config.train_files, tokenizer,
-                              jax_processes.per_process_batch_size(config.global_batch_size), config.seed,
-                              True, True, jax_processes.input_context()).skip(start_step).map(split))
+                              processes.per_process_batch_size(config.global_batch_size), config.seed,
+                              True, True, processes.input_context()).skip(start_step).map(split))
     if keras.backend.backend() != "tensorflow":
         return global_batches()
     import tensorflow as tf

@@ -2,8 +2,9 @@
 
 On the TensorFlow backend this returns a `tf.distribute` strategy; on JAX a
 `keras.distribution.DataParallel` wrapped to look like one (`.scope()`,
-`.num_replicas_in_sync`); on PyTorch one device. TensorFlow is imported only
-when the TensorFlow backend asks for a strategy.
+`.num_replicas_in_sync`); on PyTorch one device, or several processes
+(`TorchProcessesStrategy`). TensorFlow is imported only when the TensorFlow
+backend asks for a strategy.
 """
 
 import contextlib
@@ -64,6 +65,51 @@ class JaxDataParallelStrategy:
         return f"JaxDataParallelStrategy(devices={self.devices!r})"
 
 
+class TorchProcessesStrategy:
+    """Several PyTorch processes (`torch.distributed`), each training a full copy of the model on its rows.
+
+    Each process feeds `global_batch_size / num_processes` rows of every global batch
+    from its own shard of the data; the optimizer averages the gradients over the
+    processes before it clips and applies them (`training/optimizer.py`), so the
+    processes take identical steps, the step one device would take on the global
+    batch. Made by `get_strategy("multiworker")` under `KERAS_BACKEND=torch`.
+    """
+
+    def __init__(self, num_processes):
+        self.num_processes = num_processes
+
+    @property
+    def num_replicas_in_sync(self):
+        return self.num_processes
+
+    def scope(self):
+        return contextlib.nullcontext()
+
+    def __repr__(self):
+        return f"TorchProcessesStrategy(num_processes={self.num_processes})"
+
+
+def process_group(strategy):
+    """The module of the job's processes (`jax_processes` or `torch_processes`), or None in one process.
+
+    Both have the same functions: `per_process_batch_size`, `input_context`,
+    `local_rows`, `check_same_on_every_process`, `barrier`.
+
+    Example:
+    >>> process_group(SingleDeviceStrategy("cpu")) is None
+    True
+    """
+    if getattr(strategy, "num_processes", 1) <= 1:
+        return None
+    if isinstance(strategy, TorchProcessesStrategy):
+        from keras_bert_impl.training import torch_processes
+
+        return torch_processes
+    from keras_bert_impl.training import jax_processes
+
+    return jax_processes
+
+
 def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coordinator_address=None,
                  num_processes=None, process_id=None):
     """Returns the distribution strategy called `name` for the current Keras backend.
@@ -82,7 +128,11 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coor
               `coordinator_address`, `num_processes`, `process_id`, or with
               none of them from the cluster's environment: Cloud TPU, SLURM),
               then `keras.distribution.DataParallel` over the devices of all
-              processes (`keras_bert_impl.training.jax_processes`).
+              processes (`keras_bert_impl.training.jax_processes`). PyTorch:
+              `torch.distributed.init_process_group` (from the same three
+              arguments, or from `torchrun`'s environment), then one process
+              per device, gradients averaged by the optimizer
+              (`TorchProcessesStrategy`, `training.torch_processes`).
             - `"cpu"`, `"gpu"`: one device. `"auto"`: one device (the first
               GPU if there is one, else the CPU); under JAX, DataParallel
               when more than one local device is visible.
@@ -90,7 +140,7 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coor
             TPU attached to this VM, `"local"`).
         devices: explicit device list for `"mirrored"` (e.g. logical CPUs).
         connect_timeout: seconds to wait for a TPU worker's port to answer.
-        coordinator_address, num_processes, process_id: the JAX cluster of
+        coordinator_address, num_processes, process_id: the JAX or PyTorch cluster of
             `"multiworker"` (`host:port` of process 0, the number of processes,
             this one's index); all three or none.
 
@@ -110,10 +160,10 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coor
     cluster = [f"--{flag}" for flag, value in (("coordinator_address", coordinator_address),
                                                 ("num_processes", num_processes), ("process_id", process_id))
                if value is not None]
-    if cluster and (backend != "jax" or name != "multiworker"):
+    if cluster and (backend not in ("jax", "torch") or name != "multiworker"):
         raise ValueError(
-            f"{', '.join(cluster)}: the JAX cluster flags go with --strategy multiworker under KERAS_BACKEND=jax "
-            f"(here --strategy {name}, backend {backend!r}; TensorFlow's workers come from TF_CONFIG)."
+            f"{', '.join(cluster)}: the cluster flags go with --strategy multiworker under KERAS_BACKEND=jax or "
+            f"torch (here --strategy {name}, backend {backend!r}; TensorFlow's workers come from TF_CONFIG)."
         )
     if backend == "tensorflow":
         return _tensorflow_strategy(name, tpu, devices, connect_timeout)
@@ -122,6 +172,11 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coor
 
         _, count = initialize_jax_processes(coordinator_address, num_processes, process_id)
         return JaxDataParallelStrategy(keras.distribution.list_devices(), num_processes=count)
+    if backend == "torch" and name == "multiworker":
+        from keras_bert_impl.training.torch_processes import initialize_torch_processes
+
+        _, count = initialize_torch_processes(coordinator_address, num_processes, process_id)
+        return TorchProcessesStrategy(count)
     if name == "tpu" and backend == "jax":
         raise ValueError(
             "--strategy tpu is TensorFlow's TPUStrategy (KERAS_BACKEND=tensorflow); on JAX use --strategy auto "
@@ -129,7 +184,7 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coor
         )
     if name in ("tpu", "multiworker"):
         raise ValueError(
-            f"--strategy {name} needs KERAS_BACKEND=tensorflow (tf.distribute) or, for multiworker, jax; "
+            f"--strategy {name} needs KERAS_BACKEND=tensorflow (tf.distribute) or, for multiworker, jax or torch; "
             f"the current backend is {backend!r}."
         )
     if backend == "jax":
@@ -153,7 +208,8 @@ def check_finetuning_strategy(name, backend=None):
     The fine-tuning recipes (GLUE, CoNLL, SQuAD) take every `STRATEGY_NAMES` value on
     TensorFlow. On JAX they run in one process: `multiworker` (several JAX processes) is
     for `recipes/pretrain.py` only, and `tpu` is TensorFlow's TPUStrategy (on a TPU VM,
-    `auto` gives DataParallel over its TPU cores). On PyTorch: one device (`auto`, `cpu`, `gpu`).
+    `auto` gives DataParallel over its TPU cores). On PyTorch: one device (`auto`, `cpu`, `gpu`);
+    several PyTorch processes are for `recipes/pretrain.py` only, as on JAX.
 
     Example:
     >>> check_finetuning_strategy("mirrored", backend="jax")
@@ -166,7 +222,8 @@ def check_finetuning_strategy(name, backend=None):
     if name in refused:
         runs = {"jax": "auto, cpu, gpu, mirrored (every device of this machine, keras DataParallel)",
                 "torch": "auto, cpu, gpu (one device)"}[backend]
-        where = ("several JAX processes are for recipes/pretrain.py only" if name == "multiworker" and backend == "jax"
+        runtime = {"jax": "JAX", "torch": "PyTorch"}[backend]
+        where = (f"several {runtime} processes are for recipes/pretrain.py only" if name == "multiworker"
                  else "it is a tf.distribute strategy")
         raise ValueError(
             f"--strategy {name} is not available for fine-tuning on KERAS_BACKEND={backend} ({where}); "

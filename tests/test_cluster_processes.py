@@ -1,4 +1,4 @@
-"""The JAX multi-process plumbing without a cluster: flags, batch split, fine-tuning --strategy (issue 19).
+"""The JAX and PyTorch multi-process plumbing without a cluster: flags, batch split, fine-tuning --strategy.
 
 The real two-process runs are in tests/test_distributed_training.py.
 """
@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from keras_bert_impl.training import torch_processes
 from keras_bert_impl.training.jax_processes import initialize_jax_processes, per_process_batch_size
 from keras_bert_impl.training.strategy import STRATEGY_NAMES, check_finetuning_strategy, get_strategy
 
@@ -75,7 +76,60 @@ def test_pretrain_recipe_names_the_missing_cluster_flags_on_jax(tmp_path):
     assert not os.path.exists(tmp_path / "run" / "checkpoints")
 
 
-def test_cluster_flags_without_jax_multiworker_are_refused():
-    with pytest.raises(ValueError, match=r"--num_processes, --process_id: the JAX cluster flags go with --strategy "
-                                         r"multiworker under KERAS_BACKEND=jax \(here --strategy cpu"):
+def test_cluster_flags_without_jax_or_torch_multiworker_are_refused():
+    with pytest.raises(ValueError) as info:
         get_strategy("cpu", num_processes=2, process_id=0)
+    assert str(info.value) == (
+        "--num_processes, --process_id: the cluster flags go with --strategy multiworker under KERAS_BACKEND=jax "
+        "or torch (here --strategy cpu, backend 'tensorflow'; TensorFlow's workers come from TF_CONFIG).")
+
+
+def test_torch_cluster_flags_are_checked_before_torch_is_touched():
+    with pytest.raises(ValueError) as info:
+        torch_processes.initialize_torch_processes(coordinator_address="127.0.0.1:1", process_id=0)
+    assert str(info.value) == (
+        "--strategy multiworker on PyTorch: --coordinator_address, --process_id given without --num_processes; "
+        "pass all of --coordinator_address host:port, --num_processes and --process_id, or none of them to read "
+        "the cluster from the environment (torchrun)")
+    with pytest.raises(ValueError, match=r"^--process_id must be in \[0, --num_processes=2\), got 5$"):
+        torch_processes.initialize_torch_processes("127.0.0.1:1", num_processes=2, process_id=5)
+
+
+def test_torch_without_flags_or_torchrun_names_what_is_missing(monkeypatch):
+    pytest.importorskip("torch")
+    for name in torch_processes.TORCHRUN_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError) as info:
+        torch_processes.initialize_torch_processes()
+    assert str(info.value) == (
+        "--strategy multiworker on PyTorch found no cluster in the environment (MASTER_ADDR, MASTER_PORT, RANK, "
+        "WORLD_SIZE not set); launch with torchrun, or pass --coordinator_address host:port --num_processes N "
+        "--process_id I on every process")
+
+
+def test_torch_processes_split_the_global_batch_and_average_nothing_alone():
+    torch = pytest.importorskip("torch")
+    assert torch_processes.per_process_batch_size(256, num_processes=8) == 32
+    with pytest.raises(ValueError, match=r"^--global_batch_size=10 is not divisible by the 4 PyTorch processes: "):
+        torch_processes.per_process_batch_size(10, num_processes=4)
+    grads = [torch.ones(3), None]
+    assert torch_processes.all_reduce_mean(grads)[0] is grads[0]  # one process: the gradients as they are
+
+
+def test_pretrain_recipe_refuses_fp16_across_torch_processes_before_any_work(tmp_path):
+    proc = _recipe(["recipes/pretrain.py", "--strategy", "multiworker", "--mixed_precision", "fp16",
+                    "--model_dir", str(tmp_path / "run")], KERAS_BACKEND="torch")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: --mixed_precision fp16 with --strategy multiworker on PyTorch: loss scaling decides each process's "
+        "step before the gradients are averaged; use --mixed_precision bf16 or none")
+    assert not os.path.exists(tmp_path / "run")
+
+
+def test_finetune_recipe_refuses_multiworker_on_torch_in_one_line():
+    with pytest.raises(ValueError) as info:
+        check_finetuning_strategy("multiworker", backend="torch")
+    assert str(info.value) == (
+        "--strategy multiworker is not available for fine-tuning on KERAS_BACKEND=torch (several PyTorch processes "
+        "are for recipes/pretrain.py only); use auto, cpu, gpu (one device), or KERAS_BACKEND=tensorflow for "
+        "--strategy multiworker")

@@ -1,0 +1,41 @@
+"""The three flags that name a cluster of processes (`--strategy multiworker` on JAX and PyTorch).
+
+`--coordinator_address host:port` (process 0's), `--num_processes N` and
+`--process_id I`: all three, or none (the cluster then comes from the environment:
+Cloud TPU or SLURM for JAX, `torchrun` for PyTorch).
+"""
+
+CLUSTER_FLAGS = ("coordinator_address", "num_processes", "process_id")
+
+
+def check_cluster_flags(runtime, environment, coordinator_address=None, num_processes=None, process_id=None):
+    """Checks the three cluster flags; returns the dict of those given (empty: read the environment).
+
+    `runtime` ("JAX", "PyTorch") and `environment` (where the cluster is found
+    without flags) only shape the message.
+
+    Example:
+    >>> check_cluster_flags("JAX", "Cloud TPU, SLURM", "10.0.0.1:1234", 2, 1)
+    {'coordinator_address': '10.0.0.1:1234', 'num_processes': 2, 'process_id': 1}
+    >>> check_cluster_flags("JAX", "Cloud TPU, SLURM", "10.0.0.1:1234", 2, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: --process_id must be in [0, --num_processes=2), got 2
+    """
+    given = {name: value for name, value in zip(CLUSTER_FLAGS, (coordinator_address, num_processes, process_id))
+             if value is not None}
+    if given and len(given) != len(CLUSTER_FLAGS):
+        missing = [f"--{name}" for name in CLUSTER_FLAGS if name not in given]
+        raise ValueError(
+            f"--strategy multiworker on {runtime}: {', '.join('--' + k for k in given)} given without "
+            f"{', '.join(missing)}; pass all of --coordinator_address host:port, --num_processes and "
+            f"--process_id, or none of them to read the cluster from the environment ({environment})"
+        )
+    if given:
+        if isinstance(num_processes, bool) or not isinstance(num_processes, int) or num_processes < 1:
+            raise ValueError(f"--num_processes must be a positive integer, got {num_processes!r}")
+        if isinstance(process_id, bool) or not isinstance(process_id, int) or not 0 <= process_id < num_processes:
+            raise ValueError(f"--process_id must be in [0, --num_processes={num_processes}), got {process_id!r}")
+        if ":" not in str(coordinator_address):
+            raise ValueError(f"--coordinator_address must be host:port (process 0's), got {coordinator_address!r}")
+    return given

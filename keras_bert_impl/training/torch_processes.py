@@ -1,0 +1,219 @@
+"""Several PyTorch processes as one data-parallel job: GPU nodes, or processes of one host.
+
+PyTorch's own distributed runtime does the work: `torch.distributed.init_process_group`
+connects the processes (every process runs the same program; NCCL between GPUs,
+gloo between CPUs), each process trains a full copy of the model on its own part
+of the global batch, and the optimizer averages the gradients of all processes
+with one all-reduce per step before it clips and applies them
+(`training/optimizer.py`), so every process takes the same step. Each process
+reads its own disjoint shard of the data (`input_context`, the same
+`tf.distribute.InputContext` sharding as TensorFlow's multi-worker pipelines and
+the JAX processes'), and `global_batch_size / processes` rows of each batch.
+
+`torchrun` sets the cluster in the environment (`MASTER_ADDR`, `MASTER_PORT`,
+`RANK`, `WORLD_SIZE`, `LOCAL_RANK`); without it, pass all three of
+`coordinator_address`, `num_processes` and `process_id`, as for JAX:
+
+    initialize_torch_processes("10.0.0.1:1234", num_processes=2, process_id=0)  # or () under torchrun
+    strategy = get_strategy("multiworker")  # a TorchProcessesStrategy
+
+This module imports no TensorFlow until `input_context` or `local_rows` is called.
+"""
+
+import os
+
+from keras_bert_impl.training.cluster_flags import check_cluster_flags
+
+TORCHRUN_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
+
+
+def initialize_torch_processes(coordinator_address=None, num_processes=None, process_id=None,
+                               initialization_timeout=300):
+    """Joins this process to the others with `torch.distributed.init_process_group`; returns `(index, count)`.
+
+    Pass all three of `coordinator_address` (`host:port` of process 0, which listens
+    there), `num_processes` and `process_id`, or none of them: the cluster is then read
+    from the environment `torchrun` sets. On a machine with GPUs the processes talk
+    over NCCL and process `LOCAL_RANK` (else `process_id` modulo the GPUs) uses GPU
+    `LOCAL_RANK`; without GPUs over gloo. Calling it again returns the existing group
+    (it must then name the same cluster).
+
+    Raises:
+        ValueError: some but not all of the three given, out-of-range values, or no
+            cluster in the environment when none is given (one line naming the flags).
+        RuntimeError: the other processes did not join within `initialization_timeout` seconds.
+
+    Example:
+    >>> initialize_torch_processes(num_processes=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: --strategy multiworker on PyTorch: --num_processes given without --coordinator_address, --process_id; pass all of --coordinator_address host:port, --num_processes and --process_id, or none of them to read the cluster from the environment (torchrun)
+    """
+    given = check_cluster_flags("PyTorch", "torchrun", coordinator_address, num_processes, process_id)
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        if given and (dist.get_world_size(), dist.get_rank()) != (num_processes, process_id):
+            raise RuntimeError(
+                f"PyTorch is already connected as process {dist.get_rank()} of {dist.get_world_size()}, "
+                f"not {process_id} of {num_processes}"
+            )
+        return dist.get_rank(), dist.get_world_size()
+    if given:
+        init_method, rank, world_size = f"tcp://{coordinator_address}", process_id, num_processes
+    else:
+        missing = [name for name in TORCHRUN_VARIABLES if not os.environ.get(name)]
+        if missing:
+            raise ValueError(
+                f"--strategy multiworker on PyTorch found no cluster in the environment ({', '.join(missing)} not "
+                "set); launch with torchrun, or pass --coordinator_address host:port --num_processes N "
+                "--process_id I on every process"
+            )
+        init_method, rank, world_size = "env://", int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpus:
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank % gpus)))
+    try:
+        dist.init_process_group("nccl" if gpus else "gloo", init_method=init_method, rank=rank,
+                                world_size=world_size, timeout=datetime.timedelta(seconds=initialization_timeout))
+    except (RuntimeError, ValueError) as error:
+        text = " ".join(str(error).split())
+        raise RuntimeError(
+            f"--strategy multiworker on PyTorch: could not join the cluster at "
+            f"{coordinator_address or 'the torchrun environment'} as process {rank} of {world_size} ({text[:300]})"
+        ) from None
+    return dist.get_rank(), dist.get_world_size()
+
+
+def is_multiprocess():
+    """True in a PyTorch job of several processes (`torch.distributed` up with more than one process)."""
+    import keras
+
+    if keras.backend.backend() != "torch":
+        return False
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def process_index():
+    """This process's rank (0 without `torch.distributed`)."""
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def process_count():
+    """The number of PyTorch processes (1 without `torch.distributed`)."""
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def per_process_batch_size(global_batch_size, num_processes=None):
+    """Examples each process contributes to a global batch: `global_batch_size / processes`.
+
+    Example:
+    >>> per_process_batch_size(64, num_processes=4)
+    16
+    """
+    num_processes = process_count() if num_processes is None else num_processes
+    if global_batch_size % num_processes:
+        raise ValueError(
+            f"--global_batch_size={global_batch_size} is not divisible by the {num_processes} PyTorch processes: "
+            "each process must contribute the same number of examples"
+        )
+    return global_batch_size // num_processes
+
+
+def input_context():
+    """The `tf.distribute.InputContext` of this process: pipeline `process_index()` of `process_count()`."""
+    import tensorflow as tf
+
+    count = process_count()
+    return tf.distribute.InputContext(num_input_pipelines=count, input_pipeline_id=process_index(),
+                                      num_replicas_in_sync=count)
+
+
+def local_rows(dataset, strategy):
+    """The held-out feed of one process: the whole global batches (returned as they are).
+
+    Every process holds the same weights, so each evaluating the same global batches
+    gives every process the one-process metrics, with no gather of metric states.
+    """
+    return dataset
+
+
+def all_reduce_mean(grads):
+    """The mean of `grads` (a list of tensors, `None` kept) over every process: one all-reduce of one buffer.
+
+    Example:
+    >>> import torch
+    >>> all_reduce_mean([torch.ones(2), None])  # one process: unchanged
+    [tensor([1., 1.]), None]
+    """
+    if not is_multiprocess():
+        return list(grads)
+    import torch
+    import torch.distributed as dist
+
+    present = [g for g in grads if g is not None]
+    if not present:
+        return list(grads)
+    dtype = torch.float32 if any(g.dtype == torch.float32 for g in present) else present[0].dtype
+    flat = torch.cat([g.reshape(-1).to(dtype) for g in present])
+    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+    flat /= dist.get_world_size()
+    reduced, offset = [], 0
+    for g in grads:
+        if g is None:
+            reduced.append(None)
+            continue
+        reduced.append(flat[offset:offset + g.numel()].view(g.shape).to(g.dtype))
+        offset += g.numel()
+    return reduced
+
+
+def broadcast_from_first_process(variables):
+    """Sets every Keras variable in `variables` to process 0's value (after building or restoring a model)."""
+    if not is_multiprocess():
+        return
+    import torch
+    import torch.distributed as dist
+
+    with torch.no_grad():
+        for variable in variables:
+            value = variable.value
+            dist.broadcast(value.data, src=0)
+
+
+def check_same_on_every_process(what, value, hint):
+    """Raises `RuntimeError` on every process unless all PyTorch processes hold the same int `value`."""
+    import torch
+    import torch.distributed as dist
+
+    device = _collective_device()
+    values = [torch.zeros((), dtype=torch.int64, device=device) for _ in range(dist.get_world_size())]
+    dist.all_gather(values, torch.tensor(int(value), dtype=torch.int64, device=device))
+    values = [int(v) for v in values]
+    if len(set(values)) > 1:
+        raise RuntimeError(
+            f"The {len(values)} PyTorch processes disagree on {what}: {values} (process 0, 1, ...); check {hint}"
+        )
+
+
+def barrier(name):
+    """Waits until every PyTorch process reaches this point (`name` says which, for the reader)."""
+    import torch.distributed as dist
+
+    dist.barrier()
+
+
+def _collective_device():
+    import torch
+    import torch.distributed as dist
+
+    return torch.device("cuda") if dist.get_backend() == "nccl" else torch.device("cpu")
