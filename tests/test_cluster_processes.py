@@ -133,3 +133,13 @@ def test_finetune_recipe_refuses_multiworker_on_torch_in_one_line():
         "--strategy multiworker is not available for fine-tuning on KERAS_BACKEND=torch (several PyTorch processes "
         "are for recipes/pretrain.py only); use auto, cpu, gpu (one device), or KERAS_BACKEND=tensorflow for "
         "--strategy multiworker")
+
+
+def test_mirrored_on_torch_points_to_one_process_per_gpu(monkeypatch):
+    monkeypatch.setattr("keras.backend.backend", lambda: "torch")
+    with pytest.raises(ValueError) as info:
+        get_strategy("mirrored")
+    assert str(info.value) == (
+        "--strategy mirrored is not supported on the torch backend (one process drives one device); for several "
+        "GPUs start one process per GPU: torchrun --nproc_per_node N recipes/pretrain.py --strategy multiworker, "
+        "or use KERAS_BACKEND=tensorflow (MirroredStrategy) or jax (DataParallel).")

@@ -196,8 +196,9 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coor
         return SingleDeviceStrategy(name)
     if name == "mirrored":
         raise ValueError(
-            "--strategy mirrored is not supported on the torch backend; use "
-            "KERAS_BACKEND=tensorflow (MirroredStrategy) or jax (DataParallel)."
+            "--strategy mirrored is not supported on the torch backend (one process drives one device); for "
+            "several GPUs start one process per GPU: torchrun --nproc_per_node N recipes/pretrain.py --strategy "
+            "multiworker, or use KERAS_BACKEND=tensorflow (MirroredStrategy) or jax (DataParallel)."
         )
     return SingleDeviceStrategy(name)
 
