@@ -48,8 +48,8 @@ TOKENIZER_JSON = os.environ["MINILM_TOKENIZER_JSON"]
 GLOBAL_BATCH = 8
 
 
-def build(strategy, steps, jit_compile=False):
-    keras.utils.set_random_seed(1)
+def build(strategy, steps, jit_compile=False, seed=1):
+    keras.utils.set_random_seed(seed)
     with strategy.scope():
         backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16,
                                 intermediate_dim=32, max_sequence_length=32, dropout=0.0)
@@ -64,6 +64,22 @@ def per_step_losses(model, data, steps):
 
 
 batches = make_batches(SHARED, TOKENIZER_JSON, num_examples=GLOBAL_BATCH * 10)
+
+
+def join_cluster_and_take_rows(steps):
+    """`get_strategy("multiworker")` from CLUSTER_* and this process's rows of `steps` global batches.
+
+    Process p of n contributes rows [p * 8 / n, (p + 1) * 8 / n) of every global batch of 8; returns
+    (strategy, index, local rows per batch, x, y, w, take) with `take` selecting this process's rows.
+    """
+    count, index = int(os.environ["CLUSTER_NUM_PROCESSES"]), int(os.environ["CLUSTER_PROCESS_ID"])
+    strategy = get_strategy("multiworker", coordinator_address=os.environ["CLUSTER_COORDINATOR"],
+                            num_processes=count, process_id=index)
+    local = GLOBAL_BATCH // count
+    x, y, w = BertPretrainer.split_features_labels(batches)
+    rows = np.concatenate([np.arange(s * GLOBAL_BATCH + index * local, s * GLOBAL_BATCH + (index + 1) * local)
+                           for s in range(steps)])
+    return strategy, index, local, x, y, w, lambda tree: {k: v[rows] for k, v in tree.items()}
 
 if MODE == "mirrored":
     import tensorflow as tf
@@ -130,20 +146,9 @@ elif MODE == "torch_processes":
     # One of CLUSTER_NUM_PROCESSES processes of a `--strategy multiworker` PyTorch job (torch.distributed, gloo).
     import torch.distributed as dist
 
-    count, index = int(os.environ["CLUSTER_NUM_PROCESSES"]), int(os.environ["CLUSTER_PROCESS_ID"])
-    strategy = get_strategy("multiworker", coordinator_address=os.environ["CLUSTER_COORDINATOR"],
-                            num_processes=count, process_id=index)
-    steps, local = 6, GLOBAL_BATCH // count
-    x, y, w = BertPretrainer.split_features_labels(batches)
-    rows = np.concatenate([np.arange(s * GLOBAL_BATCH + index * local, s * GLOBAL_BATCH + (index + 1) * local)
-                           for s in range(steps)])
-    take = lambda tree: {k: v[rows] for k, v in tree.items()}  # noqa: E731
-    keras.utils.set_random_seed(1 + index)  # different starting weights: the broadcast below must align them
-    with strategy.scope():
-        backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16,
-                                intermediate_dim=32, max_sequence_length=32, dropout=0.0)
-        model = BertPretrainer(backbone)
-        model.compile(optimizer=create_optimizer(1e-3, steps, 1))
+    steps = 6
+    strategy, index, local, x, y, w, take = join_cluster_and_take_rows(steps)
+    model = build(strategy, steps, seed=1 + index)  # different starting weights: the broadcast must align them
     from keras_bert_impl.training import torch_processes
 
     torch_processes.broadcast_from_first_process(model.weights)
@@ -169,15 +174,8 @@ elif MODE == "jax_processes":
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    count, index = int(os.environ["CLUSTER_NUM_PROCESSES"]), int(os.environ["CLUSTER_PROCESS_ID"])
-    strategy = get_strategy("multiworker", coordinator_address=os.environ["CLUSTER_COORDINATOR"],
-                            num_processes=count, process_id=index)
-    steps, local = 6, GLOBAL_BATCH // count
-    x, y, w = BertPretrainer.split_features_labels(batches)
-    # Process p contributes rows [p * local, (p + 1) * local) of every global batch of 8.
-    rows = np.concatenate([np.arange(s * GLOBAL_BATCH + index * local, s * GLOBAL_BATCH + (index + 1) * local)
-                           for s in range(steps)])
-    take = lambda tree: {k: v[rows] for k, v in tree.items()}  # noqa: E731
+    steps = 6
+    strategy, index, local, x, y, w, take = join_cluster_and_take_rows(steps)
     model = build(strategy, steps, jit_compile=True)
     start = time.perf_counter()
     history = model.fit(take(x), take(y), sample_weight=take(w), batch_size=local, epochs=1, shuffle=False,

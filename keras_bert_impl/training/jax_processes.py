@@ -18,7 +18,7 @@ steps over several devices can deadlock XLA's CPU collectives.
     strategy = get_strategy("multiworker")  # DataParallel over every process's devices
 """
 
-from keras_bert_impl.training.cluster_flags import check_cluster_flags
+from keras_bert_impl.training.process_cluster import check_cluster_flags, split_global_batch
 
 
 def initialize_jax_processes(coordinator_address=None, num_processes=None, process_id=None,
@@ -110,12 +110,7 @@ def per_process_batch_size(global_batch_size, num_processes=None):
     16
     """
     num_processes = process_count() if num_processes is None else num_processes
-    if global_batch_size % num_processes:
-        raise ValueError(
-            f"--global_batch_size={global_batch_size} is not divisible by the {num_processes} JAX processes: "
-            "each process must contribute the same number of examples"
-        )
-    return global_batch_size // num_processes
+    return split_global_batch(global_batch_size, num_processes, "JAX")
 
 
 def input_context(num_replicas=None):

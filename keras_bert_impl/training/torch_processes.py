@@ -22,7 +22,7 @@ This module imports no TensorFlow until `input_context` or `local_rows` is calle
 
 import os
 
-from keras_bert_impl.training.cluster_flags import check_cluster_flags
+from keras_bert_impl.training.process_cluster import check_cluster_flags, split_global_batch
 
 TORCHRUN_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
 
@@ -121,12 +121,7 @@ def per_process_batch_size(global_batch_size, num_processes=None):
     16
     """
     num_processes = process_count() if num_processes is None else num_processes
-    if global_batch_size % num_processes:
-        raise ValueError(
-            f"--global_batch_size={global_batch_size} is not divisible by the {num_processes} PyTorch processes: "
-            "each process must contribute the same number of examples"
-        )
-    return global_batch_size // num_processes
+    return split_global_batch(global_batch_size, num_processes, "PyTorch")
 
 
 def input_context():

@@ -1,8 +1,9 @@
-"""The three flags that name a cluster of processes (`--strategy multiworker` on JAX and PyTorch).
+"""What several JAX or PyTorch processes share (`--strategy multiworker`): the cluster flags and the batch split.
 
 `--coordinator_address host:port` (process 0's), `--num_processes N` and
 `--process_id I`: all three, or none (the cluster then comes from the environment:
-Cloud TPU or SLURM for JAX, `torchrun` for PyTorch).
+Cloud TPU or SLURM for JAX, `torchrun` for PyTorch). Each process then makes an equal
+part of every global batch.
 """
 
 CLUSTER_FLAGS = ("coordinator_address", "num_processes", "process_id")
@@ -39,3 +40,18 @@ def check_cluster_flags(runtime, environment, coordinator_address=None, num_proc
         if ":" not in str(coordinator_address):
             raise ValueError(f"--coordinator_address must be host:port (process 0's), got {coordinator_address!r}")
     return given
+
+
+def split_global_batch(global_batch_size, num_processes, runtime):
+    """Examples each of `num_processes` processes contributes to a global batch; refuses an uneven split.
+
+    Example:
+    >>> split_global_batch(64, 4, "JAX")
+    16
+    """
+    if global_batch_size % num_processes:
+        raise ValueError(
+            f"--global_batch_size={global_batch_size} is not divisible by the {num_processes} {runtime} processes: "
+            "each process must contribute the same number of examples"
+        )
+    return global_batch_size // num_processes
