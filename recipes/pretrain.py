@@ -15,13 +15,17 @@ error is one line `error: ...` and exit status 2 (--debug shows the traceback).
 """
 
 import argparse
+import os
 import sys
+
+import keras
 
 from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES
 from keras_bert_impl.training.compilation_cache import enable_compilation_cache
+from keras_bert_impl.training.jax_processes import initialize_jax_processes
 from keras_bert_impl.training.pretraining_checks import RECOMPUTE_ACTIVATION_CHOICES
-from keras_bert_impl.training.pretraining_errors import NaNLossError
+from keras_bert_impl.training.pretraining_errors import LostProcessError, NaNLossError
 from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 from keras_bert_impl.training.run_checkpoints import CheckpointWriteError
 from keras_bert_impl.training.steps_per_execution import parse_steps_per_execution
@@ -125,10 +129,21 @@ def parse_args(argv=None):
 def main(argv=None):
     config, debug, compilation_cache = parse_args(argv)
     try:
+        if config.strategy == "multiworker" and keras.backend.backend() == "jax":
+            # jax.distributed.initialize must precede every JAX call, the compilation cache's device query included.
+            initialize_jax_processes(config.coordinator_address, config.num_processes, config.process_id)
         directory = enable_compilation_cache(compilation_cache)  # before anything compiles
         if directory:
             print(f"XLA compilation cache: {directory} (--compilation_cache none turns it off)", file=sys.stderr)
         result = run_pretraining(config)
+    except LostProcessError as error:
+        # Another process of the job stopped: the distributed runtime cannot go on (JAX's aborts at exit once its
+        # heartbeats time out), so this process leaves at once, with one line that says how to resume.
+        if debug:
+            raise
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(2)
     except (OSError, ValueError, RuntimeError, NaNLossError, CheckpointWriteError) as error:
         # A bad flag, a bad or missing file, a model_dir that cannot be used, a non-finite loss,
         # a full disk: one line, no traceback (--debug shows it).

@@ -3,9 +3,11 @@ several JAX processes and several PyTorch processes."""
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -284,3 +286,73 @@ def test_torch_two_processes_end_with_equal_weights_equal_to_one_process(tmp_pat
     for name in weights[0].files:
         np.testing.assert_allclose(weights[0][name], weights[1][name], atol=1e-6, rtol=0)
         np.testing.assert_allclose(weights[0][name], single[name], atol=1e-5, rtol=0)
+
+
+def _recipe_processes(backend, model_dir, num_steps, port, log_dir):
+    """Starts `recipes/pretrain.py --strategy multiworker` as 2 processes of one job (the cluster flags)."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
+               CUDA_VISIBLE_DEVICES="")
+    env.pop("XLA_FLAGS", None)
+    procs = []
+    for index in range(2):
+        log = open(log_dir / f"{backend}_{num_steps}_{index}.log", "w+")
+        procs.append((subprocess.Popen(
+            [sys.executable, os.path.join(repo, "recipes", "pretrain.py"), "--strategy", "multiworker",
+             "--coordinator_address", f"127.0.0.1:{port}", "--num_processes", "2", "--process_id", str(index),
+             "--global_batch_size", "16", "--num_steps", str(num_steps), "--warmup_steps", "2",
+             "--checkpoint_every", "5", "--log_every", "5", "--validation_steps", "1", "--verbose", "0",
+             "--model_dir", str(model_dir)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, text=True), log))
+    return procs
+
+
+def _finish(procs, timeout):
+    try:
+        codes = [proc.wait(timeout=timeout) for proc, _ in procs]
+    finally:
+        for proc, _ in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    logs = []
+    for _, log in procs:
+        log.seek(0)
+        logs.append(log.read())
+        log.close()
+    return codes, logs
+
+
+@pytest.mark.parametrize("backend, runtime", [("jax", "JAX"), ("torch", "PyTorch")])
+def test_a_killed_process_stops_the_others_in_one_line_and_the_restart_resumes(backend, runtime, tmp_path):
+    """`recipes/pretrain.py --strategy multiworker`, 2 processes; process 1 is killed (SIGKILL) after step 10.
+
+    Process 0 leaves within seconds with one line that names the checkpoint to resume from (not a traceback,
+    not a hang in the all-reduce, not JAX's abort at exit), and the same command on both processes resumes
+    there and finishes the run.
+    """
+    pytest.importorskip(backend)
+    model_dir = tmp_path / "run"
+    procs = _recipe_processes(backend, model_dir, 200, _free_ports(1)[0], tmp_path)
+    try:
+        deadline = time.time() + 300
+        while not (model_dir / "checkpoints" / "ckpt-000000010").is_dir():
+            assert time.time() < deadline and procs[0][0].poll() is None, "the run did not reach step 10"
+            time.sleep(0.5)
+        procs[1][0].kill()
+    finally:
+        codes, logs = _finish(procs, timeout=120)
+    assert codes[0] == 2, logs[0][-3000:]
+    last = logs[0].strip().splitlines()[-1]
+    assert re.fullmatch(
+        rf"error: --strategy multiworker on {runtime}: process 0 of 2 lost the others during training \(.*"
+        rf"(Connection reset by peer|Connection closed by peer).*\); restart the same command on every process: the "
+        rf"run resumes from {re.escape(str(model_dir))}/checkpoints/ckpt-0000000[0-9]0", last), last
+    resumed_from = int(last[-9:])
+
+    codes, logs = _finish(_recipe_processes(backend, model_dir, resumed_from + 5, _free_ports(1)[0], tmp_path),
+                          timeout=300)
+    assert codes == [0, 0], logs[0][-3000:] + logs[1][-3000:]
+    assert f"Resumed from {model_dir}/checkpoints/ckpt-{resumed_from:09d} at step {resumed_from}." in logs[0]
+    assert (model_dir / "checkpoints" / f"ckpt-{resumed_from + 5:09d}").is_dir()
+    assert "Exported backbone:" in logs[0] and "the chief writes" in logs[1]

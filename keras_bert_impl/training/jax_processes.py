@@ -18,7 +18,13 @@ steps over several devices can deadlock XLA's CPU collectives.
     strategy = get_strategy("multiworker")  # DataParallel over every process's devices
 """
 
-from keras_bert_impl.training.process_cluster import check_cluster_flags, split_global_batch
+from keras_bert_impl.training.pretraining_errors import LostProcessError
+from keras_bert_impl.training.process_cluster import (
+    check_cluster_flags,
+    lost_process_message,
+    names_a_lost_peer,
+    split_global_batch,
+)
 
 
 def initialize_jax_processes(coordinator_address=None, num_processes=None, process_id=None,
@@ -174,3 +180,23 @@ def barrier(name):
     from jax.experimental import multihost_utils
 
     multihost_utils.sync_global_devices(name)
+
+
+def lost_process_error(error, latest_checkpoint):
+    """A one-line `LostProcessError` for a collective that failed because another process stopped, else None.
+
+    Example:
+    >>> import jax
+    >>> print(lost_process_error(jax.errors.JaxRuntimeError(
+    ...     "UNKNOWN: Gloo all-reduce failed: [pair.cc:538] Read error [10.0.0.2]:19142: Connection reset by peer"),
+    ...     "/runs/a/checkpoints/ckpt-000000020"))  # doctest: +NORMALIZE_WHITESPACE
+    --strategy multiworker on JAX: process 0 of 1 lost the others during training (UNKNOWN: Gloo all-reduce
+    failed: [pair.cc:538] Read error [10.0.0.2]:19142: Connection reset by peer); restart the same command on
+    every process: the run resumes from /runs/a/checkpoints/ckpt-000000020
+    """
+    import jax
+
+    if not isinstance(error, jax.errors.JaxRuntimeError) or not names_a_lost_peer(error):
+        return None
+    return LostProcessError(lost_process_message("JAX", jax.process_index(), jax.process_count(), error,
+                                                 latest_checkpoint))

@@ -370,16 +370,22 @@ def run_pretraining(config, dataset_fn=None):
     start_time = time.time()
     history = {}
     if initial_epoch < epochs:
-        history = model.fit(
-            train_data,
-            epochs=epochs,
-            initial_epoch=initial_epoch,
-            steps_per_epoch=config.checkpoint_every,
-            validation_data=validation_feed,
-            validation_steps=config.validation_steps if validation_data is not None else None,
-            callbacks=run_callbacks,
-            verbose=config.verbose,
-        ).history
+        try:
+            history = model.fit(
+                train_data,
+                epochs=epochs,
+                initial_epoch=initial_epoch,
+                steps_per_epoch=config.checkpoint_every,
+                validation_data=validation_feed,
+                validation_steps=config.validation_steps if validation_data is not None else None,
+                callbacks=run_callbacks,
+                verbose=config.verbose,
+            ).history
+        except Exception as error:  # several processes: a lost peer becomes one line that says how to resume
+            lost = processes.lost_process_error(error, manager.latest()) if processes else None
+            if lost is None:
+                raise
+            raise lost from error
     elapsed = time.time() - start_time
     trained_steps = config.num_steps - start_step
 

@@ -1,4 +1,5 @@
-"""What several JAX or PyTorch processes share (`--strategy multiworker`): the cluster flags and the batch split.
+"""What several JAX or PyTorch processes share (`--strategy multiworker`): the cluster flags, the batch split,
+and the line a process prints when it loses the others.
 
 `--coordinator_address host:port` (process 0's), `--num_processes N` and
 `--process_id I`: all three, or none (the cluster then comes from the environment:
@@ -55,3 +56,35 @@ def split_global_batch(global_batch_size, num_processes, runtime):
             "each process must contribute the same number of examples"
         )
     return global_batch_size // num_processes
+
+
+def lost_process_message(runtime, index, count, error, latest_checkpoint):
+    """The one line a process left behind prints: who it is, the runtime's first sentence, how to resume.
+
+    Example:
+    >>> lost_process_message("JAX", 0, 2, RuntimeError("Connection reset by peer. More text."), None)
+    '--strategy multiworker on JAX: process 0 of 2 lost the others during training (Connection reset by peer); restart the same command on every process: the run starts again from step 0 (no checkpoint yet)'
+    """
+    cause = " ".join(str(error).split()).split(". ")[0][:200]
+    where = f"resumes from {latest_checkpoint}" if latest_checkpoint else "starts again from step 0 (no checkpoint yet)"
+    return (f"--strategy multiworker on {runtime}: process {index} of {count} lost the others during training "
+            f"({cause}); restart the same command on every process: the run {where}")
+
+
+# What the collectives say in the processes left behind when a peer process is gone (gloo between CPUs, NCCL
+# between GPUs; under JAX and PyTorch alike), and what JAX's coordination service says once its heartbeats stop.
+LOST_PEER_SIGNS = ("Connection reset by peer", "Connection closed by peer", "Gloo all-reduce failed",
+                   "NCCL operation", "NCCL communicator was aborted", "heartbeat timeout", "tasks are unhealthy",
+                   "remote worker")
+
+
+def names_a_lost_peer(error):
+    """Whether `error`'s text is a collective's report of a peer process that has gone.
+
+    Example:
+    >>> names_a_lost_peer(RuntimeError("[pair.cc:537] Read error [127.0.0.1]:4010: Connection reset by peer."))
+    True
+    >>> names_a_lost_peer(RuntimeError("CUDA out of memory"))
+    False
+    """
+    return any(sign in str(error) for sign in LOST_PEER_SIGNS)

@@ -22,7 +22,13 @@ This module imports no TensorFlow until `input_context` or `local_rows` is calle
 
 import os
 
-from keras_bert_impl.training.process_cluster import check_cluster_flags, split_global_batch
+from keras_bert_impl.training.pretraining_errors import LostProcessError
+from keras_bert_impl.training.process_cluster import (
+    check_cluster_flags,
+    lost_process_message,
+    names_a_lost_peer,
+    split_global_batch,
+)
 
 TORCHRUN_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
 
@@ -212,3 +218,28 @@ def _collective_device():
     import torch.distributed as dist
 
     return torch.device("cuda") if dist.get_backend() == "nccl" else torch.device("cpu")
+
+
+def lost_process_error(error, latest_checkpoint):
+    """A one-line `LostProcessError` for a collective that failed because another process stopped, else None.
+
+    gloo and NCCL raise a `RuntimeError` ("Connection reset by peer", "Connection closed
+    by peer"; a `torch.distributed.DistError` in some versions) in the processes left
+    behind when one crashes or is killed; the run can only go on by restarting every
+    process, which resumes from `latest_checkpoint`.
+
+    Example:
+    >>> import torch.distributed as dist
+    >>> print(lost_process_error(dist.DistBackendError("[pair.cc:553] Connection closed by peer [10.0.0.2]:52142. "
+    ...                                                "This is typically caused by a remote worker crashing."),
+    ...                          "/runs/a/checkpoints/ckpt-000000020"))
+    --strategy multiworker on PyTorch: process 0 of 1 lost the others during training ([pair.cc:553] Connection closed by peer [10.0.0.2]:52142); restart the same command on every process: the run resumes from /runs/a/checkpoints/ckpt-000000020
+    >>> lost_process_error(ValueError("a bad value"), None) is None
+    True
+    """
+    import torch.distributed as dist
+
+    if not isinstance(error, dist.DistError) and not (isinstance(error, RuntimeError) and names_a_lost_peer(error)):
+        return None
+    return LostProcessError(lost_process_message("PyTorch", process_index(), process_count(), error,
+                                                 latest_checkpoint))
