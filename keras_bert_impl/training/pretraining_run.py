@@ -346,6 +346,7 @@ def run_pretraining(config, dataset_fn=None):
         print(f"Resumed from {latest} at step {start_step}.", flush=True)
     if isinstance(strategy, TorchProcessesStrategy):  # PyTorch processes start from process 0's weights
         torch_processes.broadcast_from_first_process(model.weights)
+        torch_processes.draw_own_dropout(model)  # and draw dropout masks of their own
 
     logs_dir = os.path.join(config.model_dir, "logs")
     export_dir = os.path.join(config.model_dir, "export")

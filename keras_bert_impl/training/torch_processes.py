@@ -191,6 +191,35 @@ def broadcast_from_first_process(variables):
             dist.broadcast(value.data, src=0)
 
 
+def draw_own_dropout(model, index=None):
+    """Offsets the model's dropout seeds by this process's index, so that each process draws its own masks.
+
+    Every process seeds Keras alike (`--seed`), so without this, row i of every
+    process would get the same dropout mask; one device on the global batch draws
+    a mask per row. Process 0 keeps its seeds, so its checkpoints hold the one-process
+    streams; after a resume each process offsets the restored seeds again.
+
+    Example:
+    >>> import keras
+    >>> layer = keras.layers.Dropout(0.1, seed=7)
+    >>> before = keras.ops.convert_to_numpy(layer.seed_generator.state.value)
+    >>> draw_own_dropout(layer, index=2)
+    1
+    >>> (keras.ops.convert_to_numpy(layer.seed_generator.state.value) - before).tolist()
+    [2, 0]
+    """
+    import keras
+    import numpy as np
+
+    index = process_index() if index is None else index
+    states = [v for v in model.non_trainable_variables if v.path.endswith("seed_generator_state")]
+    for state in states:
+        value = keras.ops.convert_to_numpy(state.value).astype(np.int64)
+        value[0] = (value[0] + index + 2 ** 31) % 2 ** 32 - 2 ** 31  # the seed word; int32 wraps around
+        state.assign(value.astype(state.dtype))
+    return len(states)
+
+
 def check_same_on_every_process(what, value, hint):
     """Raises `RuntimeError` on every process unless all PyTorch processes hold the same int `value`."""
     import torch
