@@ -24,7 +24,7 @@ from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES
 from keras_bert_impl.training.compilation_cache import enable_compilation_cache
 from keras_bert_impl.training.jax_processes import initialize_jax_processes
-from keras_bert_impl.training.pretraining_checks import RECOMPUTE_ACTIVATION_CHOICES
+from keras_bert_impl.training.pretraining_checks import RECOMPUTE_ACTIVATION_CHOICES, check_flags
 from keras_bert_impl.training.pretraining_errors import LostProcessError, NaNLossError
 from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 from keras_bert_impl.training.run_checkpoints import CheckpointWriteError
@@ -130,7 +130,9 @@ def main(argv=None):
     config, debug, compilation_cache = parse_args(argv)
     try:
         if config.strategy == "multiworker" and keras.backend.backend() == "jax":
-            # jax.distributed.initialize must precede every JAX call, the compilation cache's device query included.
+            # jax.distributed.initialize must precede every JAX call, the compilation cache's device query included;
+            # the flags are checked first, so that a bad one fails at once instead of after the others have joined.
+            check_flags(config.resolved())
             initialize_jax_processes(config.coordinator_address, config.num_processes, config.process_id)
         directory = enable_compilation_cache(compilation_cache)  # before anything compiles
         if directory:

@@ -143,3 +143,14 @@ def test_mirrored_on_torch_points_to_one_process_per_gpu(monkeypatch):
         "--strategy mirrored is not supported on the torch backend (one process drives one device); for several "
         "GPUs start one process per GPU: torchrun --nproc_per_node N recipes/pretrain.py --strategy multiworker, "
         "or use KERAS_BACKEND=tensorflow (MirroredStrategy) or jax (DataParallel).")
+
+
+def test_jax_recipe_checks_its_flags_before_waiting_for_the_other_processes(tmp_path):
+    """The recipe joins the JAX cluster before anything touches JAX; a bad flag still fails at once, alone."""
+    pytest.importorskip("jax")
+    proc = _recipe(["recipes/pretrain.py", "--strategy", "multiworker", "--coordinator_address", "127.0.0.1:1",
+                    "--num_processes", "2", "--process_id", "0", "--num_steps", "0",
+                    "--model_dir", str(tmp_path / "run")], KERAS_BACKEND="jax")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == "error: --num_steps=0: must be an integer >= 1"
+    assert not os.path.exists(tmp_path / "run")
