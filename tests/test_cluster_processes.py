@@ -154,3 +154,29 @@ def test_jax_recipe_checks_its_flags_before_waiting_for_the_other_processes(tmp_
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == "error: --num_steps=0: must be an integer >= 1"
     assert not os.path.exists(tmp_path / "run")
+
+
+def test_a_torch_process_that_finds_no_coordinator_says_where_it_looked():
+    pytest.importorskip("torch")
+    script = (
+        "from keras_bert_impl.training.torch_processes import initialize_torch_processes\n"
+        "try:\n"
+        "    initialize_torch_processes('127.0.0.1:PORT', num_processes=2, process_id=1, initialization_timeout=3)\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
+    )
+    port = socket_port()
+    proc = subprocess.run([sys.executable, "-c", script.replace("PORT", str(port))], capture_output=True, text=True,
+                          timeout=120, cwd=REPO, env=dict(os.environ, KERAS_BACKEND="torch"))
+    line = proc.stdout.strip().splitlines()[-1]
+    assert line.startswith(f"--strategy multiworker on PyTorch: could not join the cluster at 127.0.0.1:{port} as "
+                           "process 1 of 2 ("), line
+    assert "timed out" in line
+
+
+def socket_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
