@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from test_distributed_training import _free_ports
+
 from keras_bert_impl.training import torch_processes
 from keras_bert_impl.training.jax_processes import initialize_jax_processes, per_process_batch_size
 from keras_bert_impl.training.strategy import STRATEGY_NAMES, check_finetuning_strategy, get_strategy
@@ -165,18 +167,10 @@ def test_a_torch_process_that_finds_no_coordinator_says_where_it_looked():
         "except RuntimeError as error:\n"
         "    print(error)\n"
     )
-    port = socket_port()
+    port = _free_ports(1)[0]
     proc = subprocess.run([sys.executable, "-c", script.replace("PORT", str(port))], capture_output=True, text=True,
                           timeout=120, cwd=REPO, env=dict(os.environ, KERAS_BACKEND="torch"))
     line = proc.stdout.strip().splitlines()[-1]
     assert line.startswith(f"--strategy multiworker on PyTorch: could not join the cluster at 127.0.0.1:{port} as "
                            "process 1 of 2 ("), line
     assert "timed out" in line
-
-
-def socket_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
