@@ -12,9 +12,12 @@ TensorFlow is imported.
     >>> args = parser.parse_args(["--model_dir", "/tmp/run"])
     >>> args.strategy, args.mixed_precision, args.seed, args.compilation_cache, args.debug
     ('auto', 'auto', 42, 'auto', False)
+    >>> args.coordinator_address, args.num_processes, args.process_id
+    (None, None, None)
 """
 
 import argparse
+import os
 import sys
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu")
@@ -28,11 +31,17 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def add_run_arguments(parser, seed):
-    """The flags of where and how a fine-tuning job runs: --strategy, --mixed_precision, --seed, --model_dir,
-    --debug."""
+    """The flags of where and how a fine-tuning job runs: --strategy (and the JAX / PyTorch cluster flags of
+    multiworker), --mixed_precision, --seed, --compilation_cache, --model_dir, --debug."""
     parser.add_argument("--strategy", default="auto", choices=STRATEGIES,
-                        help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored; PyTorch: auto, cpu, gpu "
-                             "(docs/finetuning.md)")
+                        help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored, multiworker; PyTorch: auto, cpu, gpu, "
+                             "multiworker (torchrun) (docs/finetuning.md)")
+    parser.add_argument("--coordinator_address", default=None,
+                        help="--strategy multiworker on JAX or PyTorch: host:port of process 0 (with --num_processes "
+                             "and --process_id; none of the three: the cluster comes from torchrun, SLURM or the "
+                             "Cloud TPU environment)")
+    parser.add_argument("--num_processes", type=int, default=None, help="the number of processes (multiworker)")
+    parser.add_argument("--process_id", type=int, default=None, help="this process's index (multiworker)")
     parser.add_argument("--mixed_precision", default="auto",
                         help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
                              "float32 elsewhere; none, bf16 or fp16")
@@ -46,11 +55,19 @@ def add_run_arguments(parser, seed):
 
 def start_job(args):
     """What every fine-tuning job does first, before it compiles anything: refuses a --strategy this backend does
-    not run, and turns on JAX's compilation cache (--compilation_cache)."""
+    not run, joins the other processes of a JAX or PyTorch `--strategy multiworker` job (before JAX's first
+    computation), and turns on JAX's compilation cache (--compilation_cache)."""
+    import keras
+
     from keras_bert_impl.training.compilation_cache import enable_compilation_cache
-    from keras_bert_impl.training.strategy import check_finetuning_strategy
+    from keras_bert_impl.training.strategy import check_finetuning_strategy, get_strategy
 
     check_finetuning_strategy(args.strategy)
+    cluster = {name: getattr(args, name, None) for name in ("coordinator_address", "num_processes", "process_id")}
+    if args.strategy == "multiworker" and keras.backend.backend() in ("jax", "torch"):
+        get_strategy("multiworker", **cluster)  # the task's own get_strategy then finds the processes joined
+    elif any(value is not None for value in cluster.values()):
+        get_strategy(args.strategy, **cluster)  # refuses the cluster flags in one line
     directory = enable_compilation_cache(args.compilation_cache)
     if directory:
         print(f"XLA compilation cache: {directory} (--compilation_cache none turns it off)", file=sys.stderr)
@@ -87,9 +104,19 @@ def run_recipe(args, run, config):
 
 def exit_on_user_error(job, debug=False):
     """Returns `job()`; a missing or bad file or a bad flag value (`OSError`, `ValueError`) becomes one line
-    `error: ...` on stderr and exit status 2 (with `debug`, the exception and its traceback)."""
+    `error: ...` on stderr and exit status 2 (with `debug`, the exception and its traceback). So does the loss of
+    another process of a multiworker job (`LostProcessError`), after which this process leaves at once."""
+    from keras_bert_impl.training.pretraining_errors import LostProcessError
+
     try:
         return job()
+    except LostProcessError as error:
+        if debug:
+            raise
+        # JAX's runtime would abort at exit once its heartbeats time out: leave now, with the one line.
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(2)
     except (OSError, ValueError) as error:
         if debug:
             raise

@@ -14,6 +14,9 @@ MODE `jax_processes`: one of CLUSTER_NUM_PROCESSES JAX processes (CLUSTER_COORDI
 MODE `jax_pretrain`: one of 2 such processes: its shard of the bundled held-out text, then
 `run_pretraining(--strategy multiworker)` 4 steps straight and 2 + a resume to 4 (under PRETRAIN_DIRS).
 MODES `torch_processes`, `torch_pretrain`: the same two with KERAS_BACKEND=torch (torch.distributed over gloo).
+MODE `finetune_processes`: one of 2 JAX or PyTorch processes (KERAS_BACKEND) running `finetune` on its rows of 5
+global batches of 8 for 2 epochs (model_dir FINETUNE_DIR) -> its weights and history; process 0 also fine-tunes
+alone (OUTPUT.single.npz).
 """
 
 import json
@@ -244,6 +247,61 @@ elif MODE in ("jax_pretrain", "torch_pretrain"):
               "shard_examples": examples, "resumed_from_step": resumed["resumed_from_step"],
               "straight_loss": straight["history"]["loss"], "first_loss": first["history"]["loss"],
               "resumed_loss": resumed["history"]["loss"]}
+elif MODE == "finetune_processes":
+    # One of 2 JAX or PyTorch processes (KERAS_BACKEND) running `finetune` with --strategy multiworker: a
+    # classifier of sentence pairs (does the second sentence follow the first?) on real text, 2 epochs of 5 global
+    # batches of 8, the dev accuracy after each epoch from `model.predict`; process 0 then runs one process alone.
+    import shutil
+    import tempfile
+
+    import tensorflow as tf
+
+    from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.training.finetuning import finetune
+
+    def classifier(strategy):
+        keras.utils.set_random_seed(3)
+        with strategy.scope():
+            backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16,
+                                    intermediate_dim=32, max_sequence_length=32, dropout=0.0)
+            return BertClassifier(backbone, num_classes=2, dropout=0.0)
+
+    features = {k: batches[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    labels = batches["next_sentence_labels"].reshape(-1)
+    train = tf.data.Dataset.from_tensor_slices(({k: v[:40] for k, v in features.items()}, labels[:40])).batch(8)
+    dev = {k: v[40:] for k, v in features.items()}
+
+    def accuracy(model):
+        return {"accuracy": float((model.predict(dev, batch_size=16, verbose=0).argmax(-1) == labels[40:]).mean())}
+
+    def fine_tune(strategy, model_dir):
+        model = classifier(strategy)
+        result = finetune(model, train, epochs=2, learning_rate=1e-3, eval_fn=accuracy, model_dir=model_dir,
+                          strategy=strategy, verbose=0, tensorboard=False)
+        return model, result
+
+    count, index = int(os.environ["CLUSTER_NUM_PROCESSES"]), int(os.environ["CLUSTER_PROCESS_ID"])
+    strategy = get_strategy("multiworker", coordinator_address=os.environ["CLUSTER_COORDINATOR"],
+                            num_processes=count, process_id=index)
+    model_dir = os.environ["FINETUNE_DIR"]
+    model, result = fine_tune(strategy, model_dir)
+    np.savez(OUTPUT + ".npz", *[keras.ops.convert_to_numpy(v.value) for v in model.trainable_variables])
+    out = {"process": index, "history": result.history, "best_epoch": result.best_epoch,
+           "best_weights_path": result.best_weights_path, "train_steps": result.train_steps}
+    if index == 0:
+        # The reference: this process alone, one device, the same 5 global batches of 8.
+        if keras.backend.backend() == "jax":
+            keras.distribution.set_distribution(None)
+        else:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+        alone = tempfile.mkdtemp()
+        single, single_result = fine_tune(get_strategy("cpu"), alone)
+        shutil.rmtree(alone)
+        np.savez(OUTPUT + ".single.npz", *[keras.ops.convert_to_numpy(v.value) for v in single.trainable_variables])
+        out["single_history"] = single_result.history
+    result = out
 else:
     raise SystemExit(f"unknown mode {MODE}")
 

@@ -356,3 +356,74 @@ def test_a_killed_process_stops_the_others_in_one_line_and_the_restart_resumes(b
     assert f"Resumed from {model_dir}/checkpoints/ckpt-{resumed_from:09d} at step {resumed_from}." in logs[0]
     assert (model_dir / "checkpoints" / f"ckpt-{resumed_from + 5:09d}").is_dir()
     assert "Exported backbone:" in logs[0] and "the chief writes" in logs[1]
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_two_processes_fine_tune_like_one_process_with_one_writer(backend, tmp_path, data_slices, minilm_dir):
+    """`finetune` with `--strategy multiworker` on JAX and PyTorch: 2 processes, a pair classifier on real text.
+
+    Each feeds its 4 rows of every global batch of 8 and scores the whole dev set after each epoch. Both end with
+    the weights (<= 1e-5) and the dev accuracies of one process trained alone on the same global batches, and
+    only process 0 writes `best.weights.h5` into the shared model_dir.
+    """
+    pytest.importorskip(backend)
+    model_dir = tmp_path / "finetuned"
+    env = _env(data_slices, minilm_dir, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", FINETUNE_DIR=str(model_dir))
+    outs = _run_processes("finetune_processes", tmp_path, env)
+    results = [json.loads(out.read_text()) for out in outs]
+    weights = [np.load(str(out) + ".npz") for out in outs]
+    single = np.load(str(outs[0]) + ".single.npz")
+    assert results[0]["train_steps"] == results[1]["train_steps"] == 5
+    assert results[0]["history"]["accuracy"] == results[1]["history"]["accuracy"]  # the same dev scores
+    np.testing.assert_allclose(results[0]["history"]["accuracy"], results[0]["single_history"]["accuracy"])
+    # JAX's progress shows the global batch's loss, PyTorch's each process's own rows': their mean is the global one.
+    if backend == "torch":  # each process's loss is the mean over its own 4 rows of each batch
+        assert results[0]["history"]["loss"] != results[1]["history"]["loss"]
+    mean_loss = np.mean([r["history"]["loss"] for r in results], axis=0)
+    np.testing.assert_allclose(mean_loss, results[0]["single_history"]["loss"], atol=1e-5)
+    assert len(weights[0].files) == len(single.files) > 10
+    for name in weights[0].files:
+        np.testing.assert_allclose(weights[0][name], weights[1][name], atol=1e-6, rtol=0)
+        np.testing.assert_allclose(weights[0][name], single[name], atol=1e-5, rtol=0)
+    assert results[0]["best_weights_path"] == str(model_dir / "best.weights.h5")
+    assert not results[1]["best_weights_path"].startswith(str(model_dir))  # process 1: its private folder
+    assert sorted(os.listdir(model_dir)) == ["best.weights.h5"]
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tmp_path, shared_data):
+    """`recipes/finetune_glue.py --strategy multiworker`, 2 processes (the cluster flags), the real RTE files' first
+    40 examples of each split.
+
+    Both print the same dev accuracy; process 0 alone writes the model_dir (results, best weights, model, logs,
+    the submission file), and process 1's private folder is gone when it exits.
+    """
+    pytest.importorskip(backend)
+    from test_finetune_glue_recipe import _slice_task
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    data_dir = _slice_task(shared_data / "glue", tmp_path, "RTE", 41)
+    model_dir = tmp_path / "rte"
+    env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
+               CUDA_VISIBLE_DEVICES="")
+    port = _free_ports(1)[0]
+    procs = []
+    for index in range(2):
+        log = open(tmp_path / f"{index}.log", "w+")
+        procs.append((subprocess.Popen(
+            [sys.executable, os.path.join(repo, "recipes", "finetune_glue.py"), "--task", "rte", "--data_dir",
+             str(data_dir), "--model_dir", str(model_dir), "--strategy", "multiworker",
+             "--coordinator_address", f"127.0.0.1:{port}", "--num_processes", "2", "--process_id", str(index),
+             "--train_limit", "24", "--batch_size", "8", "--sequence_length", "32", "--epochs", "1"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, text=True), log))
+    codes, logs = _finish(procs, timeout=400)
+    assert codes == [0, 0], logs[0][-3000:] + logs[1][-3000:]
+    lines = [json.loads(log.strip().splitlines()[-1]) for log in logs]
+    assert lines[0]["accuracy"] == lines[1]["accuracy"] and lines[0]["best_epoch"] == 1
+    assert lines[0]["submission_files"] == [str(model_dir / "submission" / "RTE.tsv")]
+    private = os.path.dirname(os.path.dirname(lines[1]["submission_files"][0]))
+    assert not private.startswith(str(model_dir)) and not os.path.exists(private)
+    assert sorted(os.listdir(model_dir)) == ["best.weights.h5", "dev_results.json", "logs", "model.keras",
+                                            "submission"]
+    results = json.loads((model_dir / "dev_results.json").read_text())
+    assert results["best"]["accuracy"] == lines[0]["accuracy"] and results["config"]["strategy"] == "multiworker"

@@ -26,6 +26,15 @@ NumPy twin). `finetune` takes either.
 Strategies: build the model under `strategy.scope()` and pass the same
 `strategy` to `finetune` (the optimizer is created under its scope).
 
+Several JAX or PyTorch processes (`get_strategy("multiworker")`): every process
+builds the same global batches (same data, same seed) and `finetune` feeds each
+its rows of every batch (`process_cluster.take_rows_of_each_batch`); the
+gradients are averaged over the processes at every step, so together they take
+the step one device takes on the global batch. Every process evaluates the whole
+dev set (`strategy.predicting_everywhere`), so all see the same metrics and keep
+the same best epoch; only process 0 writes files (`config_of_this_process` gives
+the others a private temporary `model_dir`).
+
 Example:
 >>> import numpy as np, keras, tensorflow as tf
 >>> from keras_bert_impl.training.finetuning import finetune, setup_finetuning
@@ -41,15 +50,20 @@ Example:
 (True, ['accuracy', 'loss'])
 """
 
+import atexit
+import contextlib
 import dataclasses
 import logging
 import math
 import os
+import shutil
+import tempfile
 import time
 
 import keras
 
 from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
+from keras_bert_impl.training.process_cluster import take_rows_of_each_batch
 
 logger = logging.getLogger(__name__)
 
@@ -205,6 +219,19 @@ def finetune(
     if seed is not None:
         keras.utils.set_random_seed(seed)
 
+    group = _process_group(strategy)  # several JAX or PyTorch processes, else None
+    writes = group is None or group.process_index() == 0  # one writer
+    if group is not None:
+        if not type(train_ds).__module__.startswith("tensorflow"):
+            raise ValueError(
+                f"finetune with {group.process_count()} {group.RUNTIME} processes takes a tf.data.Dataset of global "
+                f"batches (each process feeds its rows of each), got {type(train_ds).__name__}"
+            )
+        train_ds = take_rows_of_each_batch(train_ds, group.process_index(), group.process_count())
+        validation_ds = group.local_rows(validation_ds, strategy)
+        if eval_fn is not None:
+            eval_fn = _predicting_everywhere(eval_fn, group)
+
     if steps_per_epoch is None:
         steps_per_epoch = _count_batches(train_ds)
     num_train_steps = max(1, steps_per_epoch * epochs)
@@ -248,23 +275,35 @@ def finetune(
         eval_fn=eval_fn,
         monitor=monitor,
         mode=mode,
-        weights_path=os.path.join(model_dir, BEST_WEIGHTS_NAME) if model_dir else None,
+        # Processes > 0 write to a private folder: every process runs the same saving code (JAX's saving
+        # creates variables, which all processes of a distribution create together).
+        weights_path=os.path.join(model_dir if writes else _private_directory(group), BEST_WEIGHTS_NAME)
+        if model_dir else None,
         early_stopping_patience=early_stopping_patience,
     )
     timer = EpochTimer()
     all_callbacks = [timer, best_tracker]
-    if model_dir and tensorboard:
+    if model_dir and tensorboard and writes:
         all_callbacks.append(keras.callbacks.TensorBoard(log_dir=os.path.join(model_dir, "logs"), update_freq="epoch"))
     all_callbacks.extend(callbacks)
 
-    fit_history = model.fit(
-        train_ds,
-        epochs=epochs,
-        steps_per_epoch=None,
-        validation_data=validation_ds,
-        callbacks=all_callbacks,
-        verbose=verbose,
-    )
+    if group is not None:
+        group.start_from_process_zero(model)  # PyTorch: process 0's weights, dropout masks of each process's own
+    with strategy.scope() if group is not None else contextlib.nullcontext():  # JAX: each process's rows
+        try:
+            fit_history = model.fit(
+                train_ds,
+                epochs=epochs,
+                steps_per_epoch=None,
+                validation_data=validation_ds,
+                callbacks=all_callbacks,
+                verbose=verbose,
+            )
+        except Exception as error:  # another process stopped: one line (a LostProcessError), not the runtime's text
+            lost = group.lost_process_error(error, None) if group is not None else None
+            if lost is None:
+                raise
+            raise lost from error
     if restore_best_weights and best_tracker.best_weights is not None:
         model.set_weights(best_tracker.best_weights)
     return FinetuneResult(
@@ -276,6 +315,61 @@ def finetune(
         train_steps=steps_per_epoch,
         stopped_early=best_tracker.stopped_early,
     )
+
+
+def config_of_this_process(config, strategy):
+    """`config` (a task's run config, with `model_dir` and `batch_size`) as this process of the job runs it.
+
+    In one process: `config` itself. With several JAX or PyTorch processes
+    (`--strategy multiworker`), process 0 writes the run's files to `model_dir`, and
+    every other process gets a private temporary `model_dir`, removed when it exits,
+    so that no two processes write the same file while all run the same code (on
+    JAX, saving a model creates variables, which every process of a distribution
+    must do together); and the batch size must split evenly over the processes, as
+    each feeds an equal part of every batch.
+
+    Example:
+    >>> import types
+    >>> from keras_bert_impl.training.strategy import SingleDeviceStrategy
+    >>> config = types.SimpleNamespace(model_dir="/runs/rte", batch_size=32)
+    >>> config_of_this_process(config, SingleDeviceStrategy("cpu")) is config
+    True
+    """
+    group = _process_group(strategy)
+    if group is None:
+        return config
+    count, index = group.process_count(), group.process_index()
+    if config.batch_size % count:
+        raise ValueError(
+            f"--batch_size={config.batch_size} is not divisible by the {count} {group.RUNTIME} processes: each "
+            f"process feeds an equal part of every batch (try {max(count, config.batch_size - config.batch_size % count)})"
+        )
+    if index == 0:
+        return config
+    return dataclasses.replace(config, model_dir=_private_directory(group))
+
+
+def _private_directory(group):
+    """A new temporary folder for the files of process `group.process_index()` > 0, removed when it exits."""
+    private = tempfile.mkdtemp(prefix=f"keras_bert_impl_process{group.process_index()}_")
+    atexit.register(shutil.rmtree, private, ignore_errors=True)
+    return private
+
+
+def _process_group(strategy):
+    if strategy is None:
+        return None
+    from keras_bert_impl.training.strategy import process_group
+
+    return process_group(strategy)
+
+
+def _predicting_everywhere(eval_fn, group):
+    def evaluate(model):
+        with group.predicting_everywhere():
+            return eval_fn(model)
+
+    return evaluate
 
 
 def _count_batches(dataset):

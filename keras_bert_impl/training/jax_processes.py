@@ -18,13 +18,18 @@ steps over several devices can deadlock XLA's CPU collectives.
     strategy = get_strategy("multiworker")  # DataParallel over every process's devices
 """
 
+import contextlib
+
 from keras_bert_impl.training.pretraining_errors import LostProcessError
 from keras_bert_impl.training.process_cluster import (
     check_cluster_flags,
     lost_process_message,
     names_a_lost_peer,
     split_global_batch,
+    take_rows_of_each_batch,
 )
+
+RUNTIME = "JAX"
 
 
 def initialize_jax_processes(coordinator_address=None, num_processes=None, process_id=None,
@@ -147,18 +152,47 @@ def local_rows(dataset, strategy):
     count = getattr(strategy, "num_processes", 1)
     if dataset is None or count == 1:
         return dataset
-    import tensorflow as tf
+    return take_rows_of_each_batch(dataset, process_index(), count)
 
-    index = process_index()
 
-    def rows(*batch):
-        def take(tensor):
-            n = tf.shape(tensor)[0] // count
-            return tensor[index * n:(index + 1) * n]
+def start_from_process_zero(model):
+    """Nothing to do on JAX: the weights are global arrays, one value on every device of every process.
 
-        return tf.nest.map_structure(take, batch)
+    (PyTorch's twin broadcasts process 0's weights.) Dropout draws its masks for the
+    global batch inside the compiled step, so every row gets its own mask.
+    """
+    return model
 
-    return dataset.map(rows)
+
+class _ReplicatedBatches:
+    """Makes `keras.distribution.DataParallel` treat each process's batch as the whole batch, on every device."""
+
+    def __new__(cls, devices):
+        import keras
+        from keras.distribution import TensorLayout
+
+        class ReplicatedBatches(keras.distribution.DataParallel):
+            def get_data_layout(self, data_shape):
+                return TensorLayout([None] * len(data_shape), self.device_mesh)
+
+        return ReplicatedBatches(devices=devices, auto_shard_dataset=False)
+
+
+@contextlib.contextmanager
+def predicting_everywhere():
+    """Within it, `model.predict` (and `evaluate`) in every process reads whole batches and returns every output.
+
+    Training feeds each process's rows of a global batch (`DataParallel`), and so
+    would prediction: each process would hold a part of the outputs, and Keras's
+    `predict` cannot turn a global array into NumPy. Here each process feeds the
+    whole batch, replicated on every device, so its outputs are whole: every
+    process scores the whole dev set with the same weights and gets the same
+    metrics, as one process would (the compute is repeated, not split).
+    """
+    import keras
+
+    with _ReplicatedBatches(keras.distribution.list_devices()).scope():
+        yield
 
 
 def check_same_on_every_process(what, value, hint):

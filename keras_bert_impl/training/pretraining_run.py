@@ -42,9 +42,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
 from keras_bert_impl.training.steps_per_execution import on_accelerator, resolve_steps_per_execution
-from keras_bert_impl.training import torch_processes
 from keras_bert_impl.training.strategy import (
-    TorchProcessesStrategy,
     check_global_batch_size,
     get_strategy,
     process_group,
@@ -344,9 +342,8 @@ def run_pretraining(config, dataset_fn=None):
     if latest:
         manager.restore(latest, model, optimizer, iterator=train_iterator)
         print(f"Resumed from {latest} at step {start_step}.", flush=True)
-    if isinstance(strategy, TorchProcessesStrategy):  # PyTorch processes start from process 0's weights
-        torch_processes.broadcast_from_first_process(model.weights)
-        torch_processes.draw_own_dropout(model)  # and draw dropout masks of their own
+    if processes:  # PyTorch processes start from process 0's weights and draw dropout masks of their own
+        processes.start_from_process_zero(model)
 
     logs_dir = os.path.join(config.model_dir, "logs")
     export_dir = os.path.join(config.model_dir, "export")

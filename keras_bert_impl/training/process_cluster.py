@@ -88,3 +88,40 @@ def names_a_lost_peer(error):
     False
     """
     return any(sign in str(error) for sign in LOST_PEER_SIGNS)
+
+
+def take_rows_of_each_batch(dataset, index, count):
+    """This process's rows of every global batch of `dataset` (a `tf.data.Dataset` of `(x, y, sample_weight)`).
+
+    Every process builds the same global batches (same files, same seed) and feeds rows
+    `[index * n, (index + 1) * n)` of each, `n = rows // count`; a global batch of fewer
+    than `count` rows is skipped, and the last `rows % count` rows of a batch that does not
+    split evenly are left out (at most `count - 1` examples, reshuffled every epoch), so that
+    every process feeds the same number of equal batches and the processes together feed
+    the global batch. Needs TensorFlow (tf.data).
+
+    Example:
+    >>> import tensorflow as tf
+    >>> batches = tf.data.Dataset.from_tensor_slices(tf.range(11)).batch(4)   # [0..3] [4..7] [8, 9, 10]
+    >>> [b.numpy().tolist() for b in take_rows_of_each_batch(batches, index=1, count=2)]
+    [[2, 3], [6, 7], [9]]
+    >>> [b.numpy().tolist() for b in take_rows_of_each_batch(batches, index=0, count=4)]
+    [[0], [4]]
+    """
+    if count == 1:
+        return dataset
+    import tensorflow as tf
+
+    def rows_of(batch):
+        return tf.shape(tf.nest.flatten(batch)[0])[0]
+
+    def take(*batch):
+        n = rows_of(batch) // count
+
+        def cut(tensor):
+            return tensor[index * n:(index + 1) * n]
+
+        rows = tf.nest.map_structure(cut, batch)
+        return rows if len(rows) > 1 else rows[0]
+
+    return dataset.filter(lambda *batch: rows_of(batch) >= count).map(take)

@@ -92,8 +92,9 @@ class TorchProcessesStrategy:
 def process_group(strategy):
     """The module of the job's processes (`jax_processes` or `torch_processes`), or None in one process.
 
-    Both have the same functions: `per_process_batch_size`, `input_context`,
-    `local_rows`, `check_same_on_every_process`, `barrier`.
+    Both have the same functions: `process_index`, `process_count`,
+    `per_process_batch_size`, `input_context`, `local_rows`, `start_from_process_zero`,
+    `predicting_everywhere`, `check_same_on_every_process`, `barrier`, `lost_process_error`.
 
     Example:
     >>> process_group(SingleDeviceStrategy("cpu")) is None
@@ -108,6 +109,21 @@ def process_group(strategy):
     from keras_bert_impl.training import jax_processes
 
     return jax_processes
+
+
+def predicting_everywhere(strategy):
+    """A context in which `model.predict` gives every process all the outputs (a no-op in one process).
+
+    Several JAX processes train on their rows of each global batch; within it each
+    feeds the whole batch instead (`jax_processes.predicting_everywhere`), so every
+    process scores the whole dev set alike. PyTorch processes hold whole models: nothing changes.
+
+    Example:
+    >>> with predicting_everywhere(SingleDeviceStrategy("cpu")):
+    ...     pass
+    """
+    group = process_group(strategy)
+    return group.predicting_everywhere() if group else contextlib.nullcontext()
 
 
 def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coordinator_address=None,
@@ -207,24 +223,30 @@ def check_finetuning_strategy(name, backend=None):
     """Refuses, in one line, a `--strategy` the fine-tuning recipes do not run on this backend; returns `name`.
 
     The fine-tuning recipes (GLUE, CoNLL, SQuAD) take every `STRATEGY_NAMES` value on
-    TensorFlow. On JAX they run in one process: `multiworker` (several JAX processes) is
-    for `recipes/pretrain.py` only, and `tpu` is TensorFlow's TPUStrategy (on a TPU VM,
-    `auto` gives DataParallel over its TPU cores). On PyTorch: one device (`auto`, `cpu`, `gpu`);
-    several PyTorch processes are for `recipes/pretrain.py` only, as on JAX.
+    TensorFlow. On JAX: `auto`, `cpu`, `gpu`, `mirrored` (every device of this machine)
+    and `multiworker` (several JAX processes); `tpu` is TensorFlow's TPUStrategy (on a TPU
+    VM, `auto` gives DataParallel over its TPU cores). On PyTorch: one device (`auto`,
+    `cpu`, `gpu`) or several processes (`multiworker`, under `torchrun`); `mirrored`
+    has no PyTorch twin in one process.
 
     Example:
-    >>> check_finetuning_strategy("mirrored", backend="jax")
-    'mirrored'
+    >>> check_finetuning_strategy("multiworker", backend="torch")
+    'multiworker'
+    >>> check_finetuning_strategy("mirrored", backend="torch")
+    Traceback (most recent call last):
+    ...
+    ValueError: --strategy mirrored is not available for fine-tuning on KERAS_BACKEND=torch (one PyTorch process drives one device); use auto, cpu, gpu (one device), multiworker (one process per device: torchrun --nproc_per_node N), or KERAS_BACKEND=tensorflow for --strategy mirrored
     """
     backend = backend or keras.backend.backend()
     if name not in STRATEGY_NAMES:
         raise ValueError(f"Unknown --strategy {name!r}: expected one of {', '.join(STRATEGY_NAMES)}.")
-    refused = {"jax": ("multiworker", "tpu"), "torch": ("mirrored", "multiworker", "tpu")}.get(backend, ())
+    refused = {"jax": ("tpu",), "torch": ("mirrored", "tpu")}.get(backend, ())
     if name in refused:
-        runs = {"jax": "auto, cpu, gpu, mirrored (every device of this machine, keras DataParallel)",
-                "torch": "auto, cpu, gpu (one device)"}[backend]
-        runtime = {"jax": "JAX", "torch": "PyTorch"}[backend]
-        where = (f"several {runtime} processes are for recipes/pretrain.py only" if name == "multiworker"
+        runs = {"jax": "auto, cpu, gpu, mirrored (every device of this machine, keras DataParallel), multiworker "
+                       "(several JAX processes)",
+                "torch": "auto, cpu, gpu (one device), multiworker (one process per device: torchrun "
+                         "--nproc_per_node N)"}[backend]
+        where = ("one PyTorch process drives one device" if name == "mirrored"
                  else "it is a tf.distribute strategy")
         raise ValueError(
             f"--strategy {name} is not available for fine-tuning on KERAS_BACKEND={backend} ({where}); "

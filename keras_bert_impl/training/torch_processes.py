@@ -20,6 +20,7 @@ the JAX processes'), and `global_batch_size / processes` rows of each batch.
 This module imports no TensorFlow until `input_context` or `local_rows` is called.
 """
 
+import contextlib
 import os
 
 from keras_bert_impl.training.pretraining_errors import LostProcessError
@@ -30,6 +31,7 @@ from keras_bert_impl.training.process_cluster import (
     split_global_batch,
 )
 
+RUNTIME = "PyTorch"
 TORCHRUN_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
 
 
@@ -146,6 +148,27 @@ def local_rows(dataset, strategy):
     gives every process the one-process metrics, with no gather of metric states.
     """
     return dataset
+
+
+def start_from_process_zero(model):
+    """Sets `model`'s weights to process 0's in every process and gives each process dropout masks of its own.
+
+    Call after building (or restoring) the model and before training: the processes
+    then take identical steps (`broadcast_from_first_process`, `draw_own_dropout`).
+    Returns `model`.
+    """
+    broadcast_from_first_process(model.weights)
+    draw_own_dropout(model)
+    return model
+
+
+def predicting_everywhere():
+    """Nothing to switch on PyTorch: each process holds the whole model, so its `predict` returns every output.
+
+    (JAX's twin makes its global `DataParallel` read whole batches.) Every process
+    scores the whole dev set with the same weights and gets the same metrics.
+    """
+    return contextlib.nullcontext()
 
 
 def all_reduce_mean(grads):

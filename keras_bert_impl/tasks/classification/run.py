@@ -29,8 +29,8 @@ from keras_bert_impl.tasks.classification.reading import get_task, read_split
 from keras_bert_impl.tasks.flags import check_numbers, check_vocabulary
 from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
-from keras_bert_impl.training.finetuning import finetune, setup_finetuning
-from keras_bert_impl.training.strategy import get_strategy
+from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
+from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
 @dataclasses.dataclass
@@ -154,6 +154,7 @@ def run(config):
 
     mixed_precision = setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     distribution = get_strategy(c.strategy)
+    c = config_of_this_process(c, distribution)  # several processes: one writer, an even split of each batch
     tokenizer_source = c.init_checkpoint if c.init_checkpoint and _has_vocabulary(c.init_checkpoint) else c.preset
     tokenizer = BertTokenizer.from_preset(tokenizer_source)
     preprocessor = ClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length, truncate=c.truncate)
@@ -213,7 +214,8 @@ def run(config):
     submission_files = []
     for split in test_splits:
         test_ds = make_dataset(split, preprocessor, c.eval_batch_size)
-        predictions = predict_split(model, test_ds, len(split.ids))
+        with predicting_everywhere(distribution):
+            predictions = predict_split(model, test_ds, len(split.ids))
         path = write_submission(task, split.split, split.ids, predictions, os.path.join(c.model_dir, "submission"))
         submission_files.append(path)
 

@@ -30,8 +30,8 @@ from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocab
 from keras_bert_impl.tasks.span_qa.reading import load_squad_json, read_squad_examples, squad_version
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
-from keras_bert_impl.training.finetuning import finetune, setup_finetuning
-from keras_bert_impl.training.strategy import get_strategy
+from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
+from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
 @dataclasses.dataclass
@@ -156,6 +156,7 @@ def run(config):
         train_examples, train_stats = read_squad_examples(c.train_file, is_training=True)
 
     strategy = get_strategy(c.strategy)
+    c = config_of_this_process(c, strategy)  # several processes: one writer, an even split of each batch
     with strategy.scope():
         if fine_tuned:
             model = keras.models.load_model(c.init_checkpoint)
@@ -212,17 +213,18 @@ def run(config):
     features = convert_examples_to_features(examples, tokenizer, **window)
     # Packed rows need the attention padding as a mask; a model saved with it as lengths predicts in buckets.
     packing = c.predict_packing and is_packable(model.backbone)
-    result = predict_squad(
-        model,
-        features,
-        gold=gold,
-        version=c.version,
-        batch_size=c.predict_batch_size,
-        packing=packing,
-        n_best_size=c.n_best_size,
-        max_answer_length=c.max_answer_length,
-        null_score_diff_threshold=c.null_score_diff_threshold,
-    )
+    with predicting_everywhere(strategy):  # several processes: each predicts every window
+        result = predict_squad(
+            model,
+            features,
+            gold=gold,
+            version=c.version,
+            batch_size=c.predict_batch_size,
+            packing=packing,
+            n_best_size=c.n_best_size,
+            max_answer_length=c.max_answer_length,
+            null_score_diff_threshold=c.null_score_diff_threshold,
+        )
     summary.update(predict_questions=len(examples), predict_windows=len(features), predict_seconds=result.predict_seconds,
                    predict_packing=packing, predict_token_slots=result.predict_token_slots,
                    predict_real_tokens=result.predict_real_tokens)

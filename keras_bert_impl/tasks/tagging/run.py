@@ -39,8 +39,8 @@ from keras_bert_impl.tasks.tagging.reading import (
 )
 from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
-from keras_bert_impl.training.finetuning import finetune, setup_finetuning
-from keras_bert_impl.training.strategy import get_strategy
+from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
+from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
 @dataclasses.dataclass
@@ -194,6 +194,7 @@ def run(config):
     fine_tuned = is_fine_tuned_model(c.init_checkpoint)
     boundaries = None if c.static_shapes else default_boundaries(c.sequence_length, **TAGGING_BUCKETS)
     strategy = get_strategy(c.strategy)
+    c = config_of_this_process(c, strategy)  # several processes: one writer, an even split of each batch
 
     if fine_tuned:
         with strategy.scope():
@@ -268,7 +269,9 @@ def run(config):
     best = evaluator.evaluations[fit.best_epoch - 1] if c.epochs > 0 else {}
     for name, split in splits.items():
         # The best epoch's weights are restored: reuse its predictions where it made them.
-        evaluation = best.get(name) or evaluate_conll(model, split, label_names, c.predict_batch_size, boundaries)
+        with predicting_everywhere(strategy):  # several processes: each predicts every sentence
+            evaluation = best.get(name) or evaluate_conll(model, split, label_names, c.predict_batch_size,
+                                                          boundaries)
         write_conll_outputs(c.model_dir, name, split, evaluation)
         summary[f"{name}_f1"] = evaluation.scores["f1"]
         summary[f"{name}_precision"] = evaluation.scores["precision"]
@@ -278,5 +281,6 @@ def run(config):
         if model.preprocessor is None or model.label_names is None:  # a model saved before they were kept
             model.preprocessor = model.preprocessor or BertTokenClassifierPreprocessor(tokenizer, c.sequence_length)
             model.label_names = model.label_names or list(label_names)
-        summary["entities"] = model.predict_entities(c.predict_text)
+        with predicting_everywhere(strategy):
+            summary["entities"] = model.predict_entities(c.predict_text)
     return summary
