@@ -1,4 +1,4 @@
-"""The JAX and PyTorch multi-process plumbing without a cluster: flags, batch split, fine-tuning --strategy.
+"""The JAX and PyTorch multi-process plumbing without a cluster: flags, batch split, fine-tuning's checks.
 
 The real two-process runs are in tests/test_distributed_training.py.
 """
@@ -7,13 +7,23 @@ import os
 import subprocess
 import sys
 
+import keras
+import numpy as np
 import pytest
 
 from test_distributed_training import _free_ports
 
+from keras_bert_impl.tasks.classification.run import ClassificationConfig
 from keras_bert_impl.training import torch_processes
+from keras_bert_impl.training.finetuning import config_of_this_process, finetune
 from keras_bert_impl.training.jax_processes import initialize_jax_processes, per_process_batch_size
-from keras_bert_impl.training.strategy import STRATEGY_NAMES, check_finetuning_strategy, get_strategy
+from keras_bert_impl.training.pretraining_errors import LostProcessError
+from keras_bert_impl.training.strategy import (
+    STRATEGY_NAMES,
+    TorchProcessesStrategy,
+    check_finetuning_strategy,
+    get_strategy,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -39,8 +49,8 @@ def test_each_process_feeds_an_equal_part_of_the_global_batch():
 
 @pytest.mark.parametrize("backend, runs", [
     ("tensorflow", STRATEGY_NAMES),
-    ("jax", ("auto", "cpu", "gpu", "mirrored")),
-    ("torch", ("auto", "cpu", "gpu")),
+    ("jax", ("auto", "cpu", "gpu", "mirrored", "multiworker")),
+    ("torch", ("auto", "cpu", "gpu", "multiworker")),
 ])
 def test_fine_tuning_strategies_per_backend(backend, runs):
     for name in STRATEGY_NAMES:
@@ -57,15 +67,66 @@ def _recipe(args, **env):
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", JAX_PLATFORMS="cpu", **env))
 
 
-def test_finetune_recipe_refuses_multiworker_on_jax_in_one_line(tmp_path):
+def test_finetune_recipe_names_the_missing_cluster_flags_before_any_work(tmp_path):
     proc = _recipe(["recipes/finetune_glue.py", "--task", "sst2", "--data_dir", str(tmp_path),
-                    "--model_dir", str(tmp_path / "out"), "--strategy", "multiworker"], KERAS_BACKEND="jax")
+                    "--model_dir", str(tmp_path / "out"), "--strategy", "multiworker", "--num_processes", "2"],
+                   KERAS_BACKEND="jax")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (
-        "error: --strategy multiworker is not available for fine-tuning on KERAS_BACKEND=jax (several JAX "
-        "processes are for recipes/pretrain.py only); use auto, cpu, gpu, mirrored (every device of this machine, "
-        "keras DataParallel), or KERAS_BACKEND=tensorflow for --strategy multiworker")
+        "error: --strategy multiworker on JAX: --num_processes given without --coordinator_address, --process_id; "
+        "pass all of --coordinator_address host:port, --num_processes and --process_id, or none of them to read the "
+        "cluster from the environment (Cloud TPU, SLURM)")
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_finetune_recipe_refuses_cluster_flags_without_multiworker(tmp_path):
+    proc = _recipe(["recipes/finetune_conll.py", "--data_dir", str(tmp_path), "--model_dir", str(tmp_path / "out"),
+                    "--preset", "bert_tiny_en_uncased",
+                    "--coordinator_address", "127.0.0.1:1234", "--num_processes", "2", "--process_id", "0"],
+                   KERAS_BACKEND="torch")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: --coordinator_address, --num_processes, --process_id: the cluster flags go with --strategy "
+        "multiworker under KERAS_BACKEND=jax or torch (here --strategy auto, backend 'torch'; TensorFlow's workers "
+        "come from TF_CONFIG).")
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_fine_tuning_refuses_a_batch_that_does_not_split_over_the_processes():
+    config = ClassificationConfig(task="rte", data_dir="glue", model_dir="runs/rte", batch_size=8)
+    with pytest.raises(ValueError) as info:
+        config_of_this_process(config, TorchProcessesStrategy(3))
+    assert str(info.value) == ("--batch_size=8 is not divisible by the 3 PyTorch processes: each process feeds an "
+                               "equal part of every batch (try 6)")
+
+
+def test_finetune_with_several_processes_takes_global_tf_data_batches():
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    with pytest.raises(ValueError) as info:
+        finetune(model, [np.zeros((8, 4))], epochs=1, learning_rate=1e-3, strategy=TorchProcessesStrategy(2),
+                 loss="mse")
+    assert str(info.value) == ("finetune with 2 PyTorch processes takes a tf.data.Dataset of global batches (each "
+                               "process feeds its rows of each), got list")
+
+
+def test_fine_tuning_turns_a_lost_process_into_one_line():
+    """A collective that fails because another process is gone becomes a `LostProcessError` naming the restart."""
+    pytest.importorskip("torch")
+    import tensorflow as tf
+
+    class PeerGone(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            raise RuntimeError("[pair.cc:538] Read error [127.0.0.1]:4010: Connection reset by peer. More text")
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    data = tf.data.Dataset.from_tensor_slices((np.zeros((8, 4)), np.zeros((8, 2)))).batch(4)
+    with pytest.raises(LostProcessError) as info:
+        finetune(model, data, epochs=1, learning_rate=1e-3, strategy=TorchProcessesStrategy(2), loss="mse",
+                 callbacks=[PeerGone()], verbose=0)
+    assert str(info.value) == (
+        "--strategy multiworker on PyTorch: process 0 of 1 lost the others during training ([pair.cc:538] Read "
+        "error [127.0.0.1]:4010: Connection reset by peer); restart the same command on every process: the run "
+        "starts again from step 0 (no checkpoint yet)")
 
 
 def test_pretrain_recipe_names_the_missing_cluster_flags_on_jax(tmp_path):
@@ -128,13 +189,15 @@ def test_pretrain_recipe_refuses_fp16_across_torch_processes_before_any_work(tmp
     assert not os.path.exists(tmp_path / "run")
 
 
-def test_finetune_recipe_refuses_multiworker_on_torch_in_one_line():
+def test_fine_tuning_refuses_mirrored_on_torch_and_points_to_torchrun():
     with pytest.raises(ValueError) as info:
-        check_finetuning_strategy("multiworker", backend="torch")
+        check_finetuning_strategy("mirrored", backend="torch")
     assert str(info.value) == (
-        "--strategy multiworker is not available for fine-tuning on KERAS_BACKEND=torch (several PyTorch processes "
-        "are for recipes/pretrain.py only); use auto, cpu, gpu (one device), or KERAS_BACKEND=tensorflow for "
-        "--strategy multiworker")
+        "--strategy mirrored is not available for fine-tuning on KERAS_BACKEND=torch (one PyTorch process drives one "
+        "device); use auto, cpu, gpu (one device), multiworker (one process per device: torchrun --nproc_per_node N), "
+        "or KERAS_BACKEND=tensorflow for --strategy mirrored")
+    assert check_finetuning_strategy("multiworker", backend="torch") == "multiworker"
+    assert check_finetuning_strategy("multiworker", backend="jax") == "multiworker"
 
 
 def test_mirrored_on_torch_points_to_one_process_per_gpu(monkeypatch):

@@ -224,10 +224,10 @@ def finetune(
     if group is not None:
         if not type(train_ds).__module__.startswith("tensorflow"):
             raise ValueError(
-                f"finetune with {group.process_count()} {group.RUNTIME} processes takes a tf.data.Dataset of global "
+                f"finetune with {strategy.num_processes} {group.RUNTIME} processes takes a tf.data.Dataset of global "
                 f"batches (each process feeds its rows of each), got {type(train_ds).__name__}"
             )
-        train_ds = take_rows_of_each_batch(train_ds, group.process_index(), group.process_count())
+        train_ds = take_rows_of_each_batch(train_ds, group.process_index(), strategy.num_processes)
         validation_ds = group.local_rows(validation_ds, strategy)
         if eval_fn is not None:
             eval_fn = _predicting_everywhere(eval_fn, group)
@@ -338,7 +338,7 @@ def config_of_this_process(config, strategy):
     group = _process_group(strategy)
     if group is None:
         return config
-    count, index = group.process_count(), group.process_index()
+    count, index = strategy.num_processes, group.process_index()
     if config.batch_size % count:
         raise ValueError(
             f"--batch_size={config.batch_size} is not divisible by the {count} {group.RUNTIME} processes: each "
