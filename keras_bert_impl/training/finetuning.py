@@ -220,7 +220,8 @@ def finetune(
         keras.utils.set_random_seed(seed)
 
     group = _process_group(strategy)  # several JAX or PyTorch processes, else None
-    writes = group is None or group.process_index() == 0  # one writer
+    this = _this_process(strategy)  # (index, count, runtime) of a job of several processes, else None
+    writes = this is None or this[0] == 0  # one writer
     if group is not None:
         if not type(train_ds).__module__.startswith("tensorflow"):
             raise ValueError(
@@ -231,6 +232,12 @@ def finetune(
         validation_ds = group.local_rows(validation_ds, strategy)
         if eval_fn is not None:
             eval_fn = _predicting_everywhere(eval_fn, group)
+
+    workers = _tensorflow_workers(strategy)  # MultiWorkerMirroredStrategy over several workers, else 1
+    if workers > 1:
+        train_ds, worker_rows = _rows_of_each_worker(model, train_ds, strategy, workers)
+        if steps_per_epoch is None:
+            steps_per_epoch = _count_batches(worker_rows)
 
     if steps_per_epoch is None:
         steps_per_epoch = _count_batches(train_ds)
@@ -277,7 +284,7 @@ def finetune(
         mode=mode,
         # Processes > 0 write to a private folder: every process runs the same saving code (JAX's saving
         # creates variables, which all processes of a distribution create together).
-        weights_path=os.path.join(model_dir if writes else _private_directory(group), BEST_WEIGHTS_NAME)
+        weights_path=os.path.join(model_dir if writes else _private_directory(this[0]), BEST_WEIGHTS_NAME)
         if model_dir else None,
         early_stopping_patience=early_stopping_patience,
     )
@@ -335,25 +342,36 @@ def config_of_this_process(config, strategy):
     >>> config_of_this_process(config, SingleDeviceStrategy("cpu")) is config
     True
     """
-    group = _process_group(strategy)
-    if group is None:
+    this = _this_process(strategy)
+    if this is None:
         return config
-    count, index = strategy.num_processes, group.process_index()
+    index, count, runtime = this
     if config.batch_size % count:
         raise ValueError(
-            f"--batch_size={config.batch_size} is not divisible by the {count} {group.RUNTIME} processes: each "
+            f"--batch_size={config.batch_size} is not divisible by the {count} {runtime} processes: each "
             f"process feeds an equal part of every batch (try {max(count, config.batch_size - config.batch_size % count)})"
         )
     if index == 0:
         return config
-    return dataclasses.replace(config, model_dir=_private_directory(group))
+    return dataclasses.replace(config, model_dir=_private_directory(index))
 
 
-def _private_directory(group):
-    """A new temporary folder for the files of process `group.process_index()` > 0, removed when it exits."""
-    private = tempfile.mkdtemp(prefix=f"keras_bert_impl_process{group.process_index()}_")
+def _private_directory(index):
+    """A new temporary folder for the files of process `index` > 0, removed when it exits."""
+    private = tempfile.mkdtemp(prefix=f"keras_bert_impl_process{index}_")
     atexit.register(shutil.rmtree, private, ignore_errors=True)
     return private
+
+
+def _this_process(strategy):
+    """`(index, count, runtime)` of this process in a job of several (JAX, PyTorch, TensorFlow workers), else None."""
+    group = _process_group(strategy)
+    if group is not None:
+        return group.process_index(), strategy.num_processes, group.RUNTIME
+    workers = _tensorflow_workers(strategy)
+    if workers > 1:
+        return _tensorflow_worker_index(strategy), workers, "TensorFlow"
+    return None
 
 
 def _process_group(strategy):
@@ -362,6 +380,40 @@ def _process_group(strategy):
     from keras_bert_impl.training.strategy import process_group
 
     return process_group(strategy)
+
+
+def _tensorflow_workers(strategy):
+    """The number of workers (the chief included) of a TensorFlow `MultiWorkerMirroredStrategy`, else 1."""
+    if strategy is None or keras.backend.backend() != "tensorflow":
+        return 1
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not getattr(resolver, "task_type", None):
+        return 1
+    cluster = resolver.cluster_spec().as_dict()
+    return len(cluster.get("chief", [])) + len(cluster.get("worker", []))
+
+
+def _tensorflow_worker_index(strategy):
+    """This worker's place among all (the chief first): its input pipeline id, 0 for the writer."""
+    resolver = strategy.cluster_resolver
+    has_chief = bool(resolver.cluster_spec().as_dict().get("chief"))
+    return resolver.task_id + (1 if has_chief and resolver.task_type == "worker" else 0)
+
+
+def _rows_of_each_worker(model, train_ds, strategy, workers):
+    """TensorFlow workers: each feeds its rows of the same global batches (as JAX and PyTorch processes do)."""
+    from keras_bert_impl.training.multiworker_patches import (
+        build_before_distributed_fit,
+        patch_multiworker_metric_reduction,
+    )
+
+    rows = take_rows_of_each_batch(train_ds, _tensorflow_worker_index(strategy), workers)
+    patch_multiworker_metric_reduction()
+    first = next(iter(rows))
+    build_before_distributed_fit(model, strategy, keras.tree.map_structure(lambda t: t.numpy(), first))
+    distributed = strategy.distribute_datasets_from_function(
+        lambda context: take_rows_of_each_batch(train_ds, context.input_pipeline_id, context.num_input_pipelines))
+    return distributed, rows
 
 
 def _predicting_everywhere(eval_fn, group):
