@@ -237,3 +237,20 @@ def test_a_torch_process_that_finds_no_coordinator_says_where_it_looked():
     assert line.startswith(f"--strategy multiworker on PyTorch: could not join the cluster at 127.0.0.1:{port} as "
                            "process 1 of 2 ("), line
     assert "timed out" in line
+
+
+def test_a_recipe_leaves_with_one_line_when_it_loses_the_other_processes():
+    code = ("import sys; sys.path.insert(0, 'recipes')\n"
+            "from command_line import exit_on_user_error\n"
+            "from keras_bert_impl.training.pretraining_errors import LostProcessError\n"
+            "def job():\n"
+            "    raise LostProcessError('--strategy multiworker on PyTorch: process 0 of 2 lost the others during "
+            "training (Connection reset by peer); restart the same command on every process: the run starts again "
+            "from step 0 (no checkpoint yet)')\n"
+            "exit_on_user_error(job)\n"
+            "print('not reached')\n")
+    proc = _recipe(["-c", code], KERAS_BACKEND="torch")
+    assert proc.returncode == 2 and "not reached" not in proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: --strategy multiworker on PyTorch: process 0 of 2 lost the others during training (Connection reset "
+        "by peer); restart the same command on every process: the run starts again from step 0 (no checkpoint yet)")
