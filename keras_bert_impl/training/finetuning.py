@@ -26,14 +26,15 @@ NumPy twin). `finetune` takes either.
 Strategies: build the model under `strategy.scope()` and pass the same
 `strategy` to `finetune` (the optimizer is created under its scope).
 
-Several JAX or PyTorch processes (`get_strategy("multiworker")`): every process
-builds the same global batches (same data, same seed) and `finetune` feeds each
-its rows of every batch (`process_cluster.take_rows_of_each_batch`); the
-gradients are averaged over the processes at every step, so together they take
-the step one device takes on the global batch. Every process evaluates the whole
-dev set (`strategy.predicting_everywhere`), so all see the same metrics and keep
-the same best epoch; only process 0 writes files (`config_of_this_process` gives
-the others a private temporary `model_dir`).
+Several processes (`get_strategy("multiworker")`: TensorFlow workers, JAX or
+PyTorch processes): every process builds the same global batches (same data,
+same seed) and `finetune` feeds each its rows of every batch
+(`process_cluster.take_rows_of_each_batch`); the gradients are averaged over the
+processes at every step, so together they take the step one device takes on the
+global batch. Every process evaluates the whole dev set
+(`strategy.predicting_everywhere`), so all see the same metrics and keep the
+same best epoch; only process 0 writes files (`config_of_this_process` gives the
+others a private temporary `model_dir`).
 
 Example:
 >>> import numpy as np, keras, tensorflow as tf
@@ -234,10 +235,9 @@ def finetune(
             eval_fn = _predicting_everywhere(eval_fn, group)
 
     workers = _tensorflow_workers(strategy)  # MultiWorkerMirroredStrategy over several workers, else 1
-    if workers > 1:
-        train_ds, worker_rows = _rows_of_each_worker(model, train_ds, strategy, workers)
-        if steps_per_epoch is None:
-            steps_per_epoch = _count_batches(worker_rows)
+    global_batches = train_ds
+    if workers > 1:  # each worker's rows; distributed after compiling, below
+        train_ds = take_rows_of_each_batch(global_batches, _tensorflow_worker_index(strategy), workers)
 
     if steps_per_epoch is None:
         steps_per_epoch = _count_batches(train_ds)
@@ -275,6 +275,8 @@ def finetune(
             _compile()
     else:
         _compile()
+    if workers > 1:
+        train_ds = _distribute_to_workers(model, train_ds, global_batches, strategy)
 
     if monitor is None and eval_fn is None and validation_ds is not None:
         monitor = "val_loss"
@@ -327,8 +329,8 @@ def finetune(
 def config_of_this_process(config, strategy):
     """`config` (a task's run config, with `model_dir` and `batch_size`) as this process of the job runs it.
 
-    In one process: `config` itself. With several JAX or PyTorch processes
-    (`--strategy multiworker`), process 0 writes the run's files to `model_dir`, and
+    In one process: `config` itself. With several processes (`--strategy multiworker`:
+    TensorFlow workers, JAX or PyTorch processes), process 0 writes the run's files to `model_dir`, and
     every other process gets a private temporary `model_dir`, removed when it exits,
     so that no two processes write the same file while all run the same code (on
     JAX, saving a model creates variables, which every process of a distribution
@@ -400,20 +402,24 @@ def _tensorflow_worker_index(strategy):
     return resolver.task_id + (1 if has_chief and resolver.task_type == "worker" else 0)
 
 
-def _rows_of_each_worker(model, train_ds, strategy, workers):
-    """TensorFlow workers: each feeds its rows of the same global batches (as JAX and PyTorch processes do)."""
+def _distribute_to_workers(model, rows, global_batches, strategy):
+    """TensorFlow workers: each feeds its rows of the same global batches (as JAX and PyTorch processes do).
+
+    Builds the compiled `model`'s metrics from this worker's first rows (Keras's own build
+    cannot reduce a dict of per-worker tensors, `multiworker_patches`) and returns the
+    per-worker pipelines as one distributed dataset.
+    """
     from keras_bert_impl.training.multiworker_patches import (
         build_before_distributed_fit,
         patch_multiworker_metric_reduction,
     )
 
-    rows = take_rows_of_each_batch(train_ds, _tensorflow_worker_index(strategy), workers)
     patch_multiworker_metric_reduction()
     first = next(iter(rows))
     build_before_distributed_fit(model, strategy, keras.tree.map_structure(lambda t: t.numpy(), first))
-    distributed = strategy.distribute_datasets_from_function(
-        lambda context: take_rows_of_each_batch(train_ds, context.input_pipeline_id, context.num_input_pipelines))
-    return distributed, rows
+    return strategy.distribute_datasets_from_function(
+        lambda context: take_rows_of_each_batch(global_batches, context.input_pipeline_id,
+                                                context.num_input_pipelines))
 
 
 def _predicting_everywhere(eval_fn, group):
