@@ -113,12 +113,21 @@ def exit_on_user_error(job, debug=False):
     except LostProcessError as error:
         if debug:
             raise
-        # JAX's runtime would abort at exit once its heartbeats time out: leave now, with the one line.
-        print(f"error: {' '.join(str(error).split())}", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(2)
+        leave_after_losing_the_others(error)
     except (OSError, ValueError) as error:
         if debug:
             raise
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def leave_after_losing_the_others(error):
+    """Prints `error: <the LostProcessError's line>` and ends this process at once with status 2.
+
+    Another process of the job stopped: the distributed runtime cannot go on, and JAX's
+    would abort at exit once its heartbeats time out, so the process leaves now
+    (`os._exit`), with the one line that says how to restart.
+    """
+    print(f"error: {' '.join(str(error).split())}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(2)

@@ -19,6 +19,7 @@ import os
 import sys
 
 import keras
+from command_line import leave_after_losing_the_others
 
 from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES
@@ -138,14 +139,10 @@ def main(argv=None):
         if directory:
             print(f"XLA compilation cache: {directory} (--compilation_cache none turns it off)", file=sys.stderr)
         result = run_pretraining(config)
-    except LostProcessError as error:
-        # Another process of the job stopped: the distributed runtime cannot go on (JAX's aborts at exit once its
-        # heartbeats time out), so this process leaves at once, with one line that says how to resume.
+    except LostProcessError as error:  # another process of the job stopped: one line, then leave at once
         if debug:
             raise
-        print(f"error: {' '.join(str(error).split())}", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(2)
+        leave_after_losing_the_others(error)
     except (OSError, ValueError, RuntimeError, NaNLossError, CheckpointWriteError) as error:
         # A bad flag, a bad or missing file, a model_dir that cannot be used, a non-finite loss,
         # a full disk: one line, no traceback (--debug shows it).

@@ -129,10 +129,15 @@ def _run_processes(mode, tmp_path, env, count=2, timeout=240, extra_args=()):
         procs.append((out, subprocess.Popen([sys.executable, SCRIPT, mode, str(out), *extra_args],
                                             env=process_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                             text=True)))
+    return _all_succeeded(procs, timeout)
+
+
+def _all_succeeded(procs, timeout):
+    """Waits for every `(output path, process)`; returns the paths once all exited 0 (kills the rest on failure)."""
     finished = []
     try:
         for out, proc in procs:
-            stdout, stderr = proc.communicate(timeout=timeout)
+            _, stderr = proc.communicate(timeout=timeout)
             finished.append((out, proc.returncode, stderr))
     finally:
         for _, proc in procs:  # one process failing leaves the other waiting for its collectives: end it
@@ -368,19 +373,7 @@ def _tensorflow_workers(mode, tmp_path, env, timeout=240):
         procs.append((out, subprocess.Popen([sys.executable, SCRIPT, mode, str(out)],
                                             env=dict(env, TF_CONFIG=json.dumps(config)), stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, text=True)))
-    finished = []
-    try:
-        for out, proc in procs:
-            _, stderr = proc.communicate(timeout=timeout)
-            finished.append((out, proc.returncode, stderr))
-    finally:
-        for _, proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-    for out, returncode, stderr in finished:
-        assert returncode == 0, stderr[-3000:]
-    return [out for out, _, _ in finished]
+    return _all_succeeded(procs, timeout)
 
 
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
