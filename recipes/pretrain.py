@@ -15,7 +15,6 @@ error is one line `error: ...` and exit status 2 (--debug shows the traceback).
 """
 
 import argparse
-import os
 import sys
 
 import keras
