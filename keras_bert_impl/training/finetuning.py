@@ -65,6 +65,7 @@ import keras
 
 from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
 from keras_bert_impl.training.process_cluster import take_rows_of_each_batch
+from keras_bert_impl.training.strategy import process_group
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +221,7 @@ def finetune(
     if seed is not None:
         keras.utils.set_random_seed(seed)
 
-    group = _process_group(strategy)  # several JAX or PyTorch processes, else None
+    group = process_group(strategy)  # several JAX or PyTorch processes, else None
     this = _this_process(strategy)  # (index, count, runtime) of a job of several processes, else None
     writes = this is None or this[0] == 0  # one writer
     if group is not None:
@@ -367,21 +368,13 @@ def _private_directory(index):
 
 def _this_process(strategy):
     """`(index, count, runtime)` of this process in a job of several (JAX, PyTorch, TensorFlow workers), else None."""
-    group = _process_group(strategy)
+    group = process_group(strategy)
     if group is not None:
         return group.process_index(), strategy.num_processes, group.RUNTIME
     workers = _tensorflow_workers(strategy)
     if workers > 1:
         return _tensorflow_worker_index(strategy), workers, "TensorFlow"
     return None
-
-
-def _process_group(strategy):
-    if strategy is None:
-        return None
-    from keras_bert_impl.training.strategy import process_group
-
-    return process_group(strategy)
 
 
 def _tensorflow_workers(strategy):

@@ -164,18 +164,16 @@ def start_from_process_zero(model):
     return model
 
 
-class _ReplicatedBatches:
-    """Makes `keras.distribution.DataParallel` treat each process's batch as the whole batch, on every device."""
+def _replicated_batches(devices):
+    """A `keras.distribution.DataParallel` that treats each process's batch as the whole batch, on every device."""
+    import keras
+    from keras.distribution import TensorLayout
 
-    def __new__(cls, devices):
-        import keras
-        from keras.distribution import TensorLayout
+    class ReplicatedBatches(keras.distribution.DataParallel):
+        def get_data_layout(self, data_shape):
+            return TensorLayout([None] * len(data_shape), self.device_mesh)
 
-        class ReplicatedBatches(keras.distribution.DataParallel):
-            def get_data_layout(self, data_shape):
-                return TensorLayout([None] * len(data_shape), self.device_mesh)
-
-        return ReplicatedBatches(devices=devices, auto_shard_dataset=False)
+    return ReplicatedBatches(devices=devices, auto_shard_dataset=False)
 
 
 @contextlib.contextmanager
@@ -191,7 +189,7 @@ def predicting_everywhere():
     """
     import keras
 
-    with _ReplicatedBatches(keras.distribution.list_devices()).scope():
+    with _replicated_batches(keras.distribution.list_devices()).scope():
         yield
 
 
