@@ -15,7 +15,8 @@ MODE `jax_pretrain`: one of 2 such processes: its shard of the bundled held-out 
 `run_pretraining(--strategy multiworker)` 4 steps straight and 2 + a resume to 4 (under PRETRAIN_DIRS).
 MODES `torch_processes`, `torch_pretrain`: the same two with KERAS_BACKEND=torch (torch.distributed over gloo).
 MODE `finetune_processes`: one of 2 JAX or PyTorch processes, or TensorFlow workers (TF_CONFIG), running `finetune`
-on its rows of 5 global batches of 8 for 2 epochs (model_dir FINETUNE_DIR) -> its weights, dev logits and history;
+on its rows of 5 global batches of 8 for 2 epochs (model_dir FINETUNE_DIR) -> its last weights, dev logits, history
+and optimizer steps;
 process 0 also fine-tunes alone (OUTPUT.single.npz, OUTPUT.single.dev.npy).
 """
 
@@ -286,8 +287,9 @@ elif MODE == "finetune_processes":
 
     def fine_tune(strategy, model_dir):
         model = classifier(strategy)
+        # The last epoch's weights (not the best epoch's), so that every step is compared.
         result = finetune(model, train, epochs=2, learning_rate=1e-3, eval_fn=accuracy, model_dir=model_dir,
-                          strategy=strategy, verbose=0, tensorboard=False)
+                          strategy=strategy, verbose=0, tensorboard=False, restore_best_weights=False)
         return model, result
 
     model_dir = os.environ["FINETUNE_DIR"]
@@ -296,7 +298,8 @@ elif MODE == "finetune_processes":
     with predicting_everywhere(strategy):
         np.save(OUTPUT + ".dev.npy", model.predict(dev, batch_size=16, verbose=0))
     out = {"process": index, "history": result.history, "best_epoch": result.best_epoch,
-           "best_weights_path": result.best_weights_path, "train_steps": result.train_steps}
+           "best_weights_path": result.best_weights_path, "train_steps": result.train_steps,
+           "optimizer_steps": int(keras.ops.convert_to_numpy(model.optimizer.iterations))}
     if index == 0:
         # The reference: this process alone, one device, the same 5 global batches of 8.
         if keras.backend.backend() == "jax":

@@ -206,6 +206,27 @@ def test_finetune_jit_compile_choice_reaches_the_model(sst2_dev):
     np.testing.assert_allclose(losses["auto"], losses[True], rtol=1e-2)  # the same training, XLA or not
 
 
+def test_finetune_runs_the_steps_per_epoch_it_is_given(sst2_dev):
+    """`steps_per_epoch` sets both the schedule's length and each epoch's: 3 epochs of 2 steps (of 8 batches) take
+    6 optimizer steps, and the learning rate ends at 0."""
+    setup_finetuning(seed=0)
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:256])
+    train = pad_to_boundaries(_examples(ids, labels[:256]), [64], 32)  # 8 batches
+    seen = []
+
+    class Batches(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append(int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)))
+
+    model = _bag_of_words_model()
+    result = finetune(model, train, epochs=3, learning_rate=1e-2, steps_per_epoch=2, seed=0, verbose=0,
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), callbacks=[Batches()])
+    assert result.train_steps == 2 and len(result.history["loss"]) == 3
+    assert seen == [1, 2, 3, 4, 5, 6]
+    assert float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)) == 0.0  # the decay's end: step 6
+
+
 def test_early_stopping_and_monitor_errors(sst2_dev):
     setup_finetuning(seed=0)
     sentences, labels = sst2_dev

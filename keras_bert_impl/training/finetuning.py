@@ -179,8 +179,10 @@ def finetune(
         mode: `"max"`, `"min"` or `"auto"` (min if "loss" or "error" in the name).
         warmup_proportion: fraction of all steps used for linear warm-up.
         weight_decay, clipnorm, optimizer: passed to `create_optimizer`.
-        steps_per_epoch: optimizer steps per epoch. Default: the dataset's
-            cardinality, or (for bucketed datasets of unknown cardinality)
+        steps_per_epoch: optimizer steps per epoch: each epoch runs this
+            many, the data running on across epochs (a tf.data input
+            repeats when it ends). Default: one pass over `train_ds`, its
+            cardinality or (for bucketed datasets of unknown cardinality)
             counted by iterating `train_ds` once.
         model_dir: optional directory for `best.weights.h5` and TensorBoard
             `logs/`.
@@ -240,8 +242,15 @@ def finetune(
     if workers > 1:  # each worker's rows; distributed after compiling, below
         train_ds = take_rows_of_each_batch(global_batches, _tensorflow_worker_index(strategy), workers)
 
+    # Keras runs an epoch until the data ends, unless told its length: a length the user gave, or a TensorFlow
+    # worker's (whose distributed iterator would otherwise run one more, empty, step at each epoch's end, which
+    # counts an optimizer iteration and shifts the learning-rate schedule).
+    fit_steps_per_epoch = steps_per_epoch
     if steps_per_epoch is None:
         steps_per_epoch = _count_batches(train_ds)
+        fit_steps_per_epoch = steps_per_epoch if workers > 1 else None
+    if fit_steps_per_epoch is not None and type(train_ds).__module__.startswith("tensorflow"):
+        train_ds = train_ds.repeat()  # Keras keeps one iterator across epochs of a given length
     num_train_steps = max(1, steps_per_epoch * epochs)
     warmup_steps = int(round(num_train_steps * warmup_proportion))
 
@@ -304,7 +313,7 @@ def finetune(
             fit_history = model.fit(
                 train_ds,
                 epochs=epochs,
-                steps_per_epoch=None,
+                steps_per_epoch=fit_steps_per_epoch,
                 validation_data=validation_ds,
                 callbacks=all_callbacks,
                 verbose=verbose,
@@ -412,7 +421,7 @@ def _distribute_to_workers(model, rows, global_batches, strategy):
     build_before_distributed_fit(model, strategy, keras.tree.map_structure(lambda t: t.numpy(), first))
     return strategy.distribute_datasets_from_function(
         lambda context: take_rows_of_each_batch(global_batches, context.input_pipeline_id,
-                                                context.num_input_pipelines))
+                                                context.num_input_pipelines).repeat())
 
 
 def _predicting_everywhere(eval_fn, group):
