@@ -30,9 +30,10 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
-def add_run_arguments(parser, seed):
+def add_run_arguments(parser, seed, model_dir_aliases=()):
     """The flags of where and how a fine-tuning job runs: --strategy (and the JAX / PyTorch cluster flags of
-    multiworker), --mixed_precision, --seed, --compilation_cache, --model_dir, --debug."""
+    multiworker), --mixed_precision, --seed, --compilation_cache, --model_dir (and its `model_dir_aliases`, e.g.
+    Hugging Face's --output_dir), --debug."""
     parser.add_argument("--strategy", default="auto", choices=STRATEGIES,
                         help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored, multiworker; PyTorch: auto, cpu, gpu, "
                              "multiworker (torchrun) (docs/finetuning.md)")
@@ -49,7 +50,9 @@ def add_run_arguments(parser, seed):
     parser.add_argument("--compilation_cache", default="auto",
                         help="JAX's persistent XLA compilation cache: auto (default: ~/.cache/keras_bert_impl/"
                              "jax_compilation_cache on a GPU or TPU, off on a CPU), none, or a folder")
-    parser.add_argument("--model_dir", required=True, help="where the results, predictions and model go")
+    aliases = f" (alias: {', '.join(model_dir_aliases)})" if model_dir_aliases else ""
+    parser.add_argument("--model_dir", *model_dir_aliases, dest="model_dir", required=True,
+                        help=f"where the results, predictions and model go{aliases}")
     parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
 
 

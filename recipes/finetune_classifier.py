@@ -4,24 +4,30 @@ Reads and checks every input file first (a bad row stops the run with one
 line, `error: <file>, line <n>, column <c>: <problem>`, and exit code 2),
 takes the label names from the training file (the story is
 `keras_bert_impl.tasks.classification.table_run`), fine-tunes
-`BertClassifier.from_preset` with `fit` on the raw strings (AdamW, 10%
-warm-up, linear decay), scores the validation file and writes to
-`--model_dir` (alias `--output_dir`): `dev_results.json` (accuracy and macro F1, or Pearson and
-Spearman), `model.keras` (inference model with its preprocessor and label
-names: `keras.saving.load_model(...).predict_labels(texts)`), and with
-`--test_file`, `test_predictions.tsv` (`index<TAB>prediction`).
+`BertClassifier.from_preset` on the raw strings (batched by length by its
+preprocessor; AdamW, 10% warm-up, linear decay), scores the validation file
+and writes to `--model_dir` (alias `--output_dir`): `dev_results.json`
+(accuracy and macro F1, or Pearson and Spearman), `model.keras` (inference
+model with its preprocessor and label names:
+`keras.saving.load_model(...).predict_labels(texts)`), `logs/` (TensorBoard)
+and, with `--test_file`, `test_predictions.tsv` (`index<TAB>prediction`).
 
 Example:
 
     python recipes/finetune_classifier.py --train_file train.csv --validation_file dev.csv \
         --text_column text --label_column label --model_dir /tmp/my_classifier
+
+On the GPUs of one machine (PyTorch; JAX and TensorFlow workers take the
+same `--strategy multiworker`, docs/finetuning.md):
+
+    KERAS_BACKEND=torch torchrun --nproc_per_node 8 recipes/finetune_classifier.py ... --strategy multiworker
 """
 
 import argparse
 import json
 import sys
 
-from command_line import OneLineParser, exit_on_user_error
+from command_line import OneLineParser, add_run_arguments, config_from_args, run_recipe
 
 
 def _positive(kind):
@@ -32,7 +38,8 @@ def _positive(kind):
     return parse
 
 
-def parse_args(argv=None):
+def parse_flags(argv=None):
+    """The command line as parsed flags; a bad flag fails here, before TensorFlow is imported."""
     p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--train_file", required=True, help=".csv, .tsv or .jsonl file with a header / keys")
     p.add_argument("--validation_file", required=True, help="same columns as --train_file; scored after training")
@@ -42,34 +49,30 @@ def parse_args(argv=None):
     p.add_argument("--label_column", required=True)
     p.add_argument("--regression", action="store_true", help="labels are numbers: one output, mean squared error")
     p.add_argument("--preset", default="all_minilm_l6_v2_en", help="preset name or checkpoint directory")
-    p.add_argument("--model_dir", "--output_dir", dest="model_dir", required=True,
-                   help="where the outputs go (alias: --output_dir, Hugging Face's name)")
     p.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length",
                    type=_positive(int), default=128, help="packed length (aliases: --max_seq_length, --seq_length)")
-    p.add_argument("--batch_size", type=_positive(int), default=32)
+    p.add_argument("--batch_size", type=_positive(int), default=32,
+                   help="global batch: with --strategy multiworker, each process trains on its equal part")
     p.add_argument("--epochs", type=_positive(int), default=3)
     p.add_argument("--learning_rate", type=_positive(float), default=2e-5)
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train_limit", type=_positive(int), default=None, help="train on the first N rows only")
-    p.add_argument("--mixed_precision", default="auto",
-                   help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
-                        "float32 elsewhere; none, bf16 or fp16")
-    args = p.parse_args(argv)  # a bad flag fails here, before TensorFlow is imported
+    add_run_arguments(p, seed=0, model_dir_aliases=("--output_dir",))  # --strategy, --seed, --model_dir, ...
+    return p.parse_args(argv)
+
+
+def parse_args(argv=None):
+    """The command line as a `TableClassificationConfig`."""
     from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig
 
-    return TableClassificationConfig(**vars(args))
+    return config_from_args(parse_flags(argv), TableClassificationConfig)
 
 
 def main(argv=None):
-    config = parse_args(argv)
-    from keras_bert_impl.tasks.classification.table_run import build_classifier, read_inputs, run
+    args = parse_flags(argv)
+    from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig, run
 
-    def check_and_build():  # all input files are read and checked before the model is built
-        inputs = read_inputs(config)
-        return inputs, build_classifier(config, inputs[3])
-
-    inputs, classifier = exit_on_user_error(check_and_build)
-    results = run(config, inputs, classifier)
+    # Every input file is read and checked before the model is built; a user error is one line and exit status 2.
+    results = run_recipe(args, run, TableClassificationConfig)
     print(json.dumps({k: results[k] for k in ("accuracy", "macro_f1", "pearson", "spearman") if k in results}))
     return 0
 

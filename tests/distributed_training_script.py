@@ -18,6 +18,8 @@ MODE `finetune_processes`: one of 2 JAX or PyTorch processes, or TensorFlow work
 on its rows of 5 global batches of 8 for 2 epochs (model_dir FINETUNE_DIR) -> its last weights, dev logits, history
 and optimizer steps;
 process 0 also fine-tunes alone (OUTPUT.single.npz, OUTPUT.single.dev.npy).
+MODE `raw_fit_processes`: one of 2 JAX or PyTorch processes calling `BertClassifier.fit` on raw strings -> the
+error it raises (type and message).
 """
 
 import json
@@ -315,6 +317,20 @@ elif MODE == "finetune_processes":
         np.save(OUTPUT + ".single.dev.npy", single.predict(dev, batch_size=16, verbose=0))
         out["single_history"] = single_result.history
     result = out
+elif MODE == "raw_fit_processes":
+    # `fit` on raw strings in a job of 2 processes: refused in one line (each would train on all the data).
+    from keras_bert_impl.models.classifier import BertClassifier
+
+    strategy = get_strategy("multiworker", coordinator_address=os.environ["CLUSTER_COORDINATOR"],
+                            num_processes=int(os.environ["CLUSTER_NUM_PROCESSES"]),
+                            process_id=int(os.environ["CLUSTER_PROCESS_ID"]))
+    with strategy.scope():
+        model = BertClassifier.from_preset(os.environ["MINILM_PRESET_DIR"], num_classes=2, sequence_length=16)
+    try:
+        model.fit(["a fine film", "a dull film"], [1, 0], batch_size=2, verbose=0)
+        result = {"error": None}
+    except Exception as error:  # noqa: BLE001 - the test reads its type and message
+        result = {"error": type(error).__name__, "message": str(error)}
 else:
     raise SystemExit(f"unknown mode {MODE}")
 

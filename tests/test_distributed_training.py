@@ -418,20 +418,14 @@ def test_two_processes_fine_tune_like_one_process_with_one_writer(backend, tmp_p
     assert sorted(os.listdir(model_dir)) == ["best.weights.h5"]
 
 
-@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
-def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tmp_path, shared_data):
-    """`recipes/finetune_glue.py --strategy multiworker`, 2 processes (TF_CONFIG on TensorFlow, the cluster flags on
-    JAX and PyTorch), the real RTE files' first 40 examples of each split.
+def _recipe_on_two_processes(recipe, args, backend, tmp_path, timeout=400):
+    """Runs `recipes/<recipe> <args> --strategy multiworker` as 2 processes (TF_CONFIG on TensorFlow, the cluster
+    flags on JAX and PyTorch); returns each one's result, the JSON of the last line of its stdout, once both exit 0.
 
-    Both print the same dev accuracy; process 0 alone writes the model_dir (results, best weights, model, logs,
-    the submission file), and process 1's private folder is gone when it exits.
+    (Not the last line of a log merging stderr: the runtimes log there also after the result, e.g. a TensorFlow
+    worker whose chief has already exited logs the failed heartbeat.)
     """
-    pytest.importorskip(backend)
-    from test_finetune_glue_recipe import _slice_task
-
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    data_dir = _slice_task(shared_data / "glue", tmp_path, "RTE", 41)
-    model_dir = tmp_path / "rte"
     env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
                CUDA_VISIBLE_DEVICES="")
     ports = _free_ports(2)
@@ -447,15 +441,29 @@ def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tm
             cluster = ["--coordinator_address", f"127.0.0.1:{ports[0]}", "--num_processes", "2", "--process_id",
                        str(index)]
         procs.append((subprocess.Popen(
-            [sys.executable, os.path.join(repo, "recipes", "finetune_glue.py"), "--task", "rte", "--data_dir",
-             str(data_dir), "--model_dir", str(model_dir), "--strategy", "multiworker", *cluster,
-             "--train_limit", "24", "--batch_size", "8", "--sequence_length", "32", "--epochs", "1"],
-            env=env, stdout=stdout, stderr=log, text=True), log))
-    codes, logs = _finish(procs, timeout=400)
+            [sys.executable, os.path.join(repo, "recipes", recipe), *map(str, args), "--strategy", "multiworker",
+             *cluster], env=env, stdout=stdout, stderr=log, text=True), log))
+    codes, logs = _finish(procs, timeout=timeout)
     assert codes == [0, 0], logs[0][-3000:] + logs[1][-3000:]
-    # The result line is the last line of stdout. (The runtimes log to stderr, also after it: a TensorFlow worker
-    # whose chief has already exited logs the failed heartbeat.)
-    lines = [json.loads((tmp_path / f"{index}.out").read_text().strip().splitlines()[-1]) for index in range(2)]
+    return [json.loads((tmp_path / f"{index}.out").read_text().strip().splitlines()[-1]) for index in range(2)]
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tmp_path, shared_data):
+    """`recipes/finetune_glue.py --strategy multiworker`, 2 processes, the real RTE files' first 40 examples of each
+    split.
+
+    Both print the same dev accuracy; process 0 alone writes the model_dir (results, best weights, model, logs,
+    the submission file), and process 1's private folder is gone when it exits.
+    """
+    pytest.importorskip(backend)
+    from test_finetune_glue_recipe import _slice_task
+
+    data_dir = _slice_task(shared_data / "glue", tmp_path, "RTE", 41)
+    model_dir = tmp_path / "rte"
+    lines = _recipe_on_two_processes(
+        "finetune_glue.py", ["--task", "rte", "--data_dir", data_dir, "--model_dir", model_dir, "--train_limit", 24,
+                             "--batch_size", 8, "--sequence_length", 32, "--epochs", 1], backend, tmp_path)
     assert lines[0]["accuracy"] == lines[1]["accuracy"] and lines[0]["best_epoch"] == 1
     assert lines[0]["submission_files"] == [str(model_dir / "submission" / "RTE.tsv")]
     private = os.path.dirname(os.path.dirname(lines[1]["submission_files"][0]))
@@ -464,3 +472,50 @@ def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tm
                                             "submission"]
     results = json.loads((model_dir / "dev_results.json").read_text())
     assert results["best"]["accuracy"] == lines[0]["accuracy"] and results["config"]["strategy"] == "multiworker"
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_classifier_recipe_fine_tunes_your_table_across_two_processes_with_one_writer(backend, tmp_path,
+                                                                                      shared_data):
+    """`recipes/finetune_classifier.py --strategy multiworker` (your own CSV, raw strings), 2 processes, on CSV files
+    of the real SST-2 rows: both print the same dev scores, and process 0 alone writes the model_dir."""
+    pytest.importorskip(backend)
+    from test_finetune_classifier_recipe import _glue_rows, _write_csv
+
+    glue = shared_data / "glue" / "SST-2"
+    train = _write_csv(tmp_path / "train.csv", _glue_rows(glue / "train.tsv", 40))
+    dev = _write_csv(tmp_path / "dev.csv", _glue_rows(glue / "dev.tsv", 24))
+    model_dir = tmp_path / "sst2"
+    lines = _recipe_on_two_processes(
+        "finetune_classifier.py", ["--train_file", train, "--validation_file", dev, "--test_file", dev,
+                                   "--text_column", "text", "--label_column", "label", "--output_dir", model_dir,
+                                   "--batch_size", 8, "--sequence_length", 32, "--epochs", 1], backend, tmp_path)
+    assert lines[0] == lines[1] and set(lines[0]) == {"accuracy", "macro_f1"}
+    if backend == "torch":  # each process's progress line shows its own rows' loss and accuracy: a real split
+        progress = [(tmp_path / f"{index}.out").read_text().splitlines()[0] for index in range(2)]
+        assert "loss: " in progress[0] and progress[0] != progress[1]
+    assert sorted(os.listdir(model_dir)) == ["dev_results.json", "logs", "model.keras", "test_predictions.tsv"]
+    results = json.loads((model_dir / "dev_results.json").read_text())
+    assert results["accuracy"] == lines[0]["accuracy"] and results["strategy"] == "multiworker"
+    assert results["train_examples"] == 40 and results["validation_examples"] == results["test_examples"] == 24
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_fit_on_raw_strings_in_a_job_of_two_processes_is_refused_in_one_line(backend, tmp_path, data_slices,
+                                                                             minilm_dir):
+    """`BertClassifier.fit(texts, labels)` in each of 2 joined JAX or PyTorch processes would train every process on
+    all the data (PyTorch: two different models): both refuse, naming `finetune` and the recipe.
+
+    The script sets no seed before building the model: on JAX, joining the processes seeds them alike (an unseeded
+    dropout generator used to differ between processes and failed JAX's equal-variables check).
+    """
+    pytest.importorskip(backend)
+    env = _env(data_slices, minilm_dir, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", MINILM_PRESET_DIR=str(minilm_dir))
+    runtime = {"jax": "JAX", "torch": "PyTorch"}[backend]
+    for out in _run_processes("raw_fit_processes", tmp_path, env):
+        result = json.loads(out.read_text())
+        assert result["error"] == "RuntimeError" and "\n" not in result["message"]
+        assert result["message"].startswith(f"BertClassifier.fit on raw strings trains one process, but this is one "
+                                            f"of 2 {runtime} processes, each of which would train on all the data")
+        assert "finetune(model, model.preprocessor.make_dataset(" in result["message"]
+        assert "recipes/finetune_classifier.py --strategy multiworker" in result["message"]

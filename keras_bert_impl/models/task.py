@@ -143,6 +143,7 @@ class Task(FunctionalModel):
         self._compile_if_needed()
         validation_data = self._raw_validation(validation_data, batch_size)
         if self._is_raw(x):
+            self._check_one_process()
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
             y = sample_weight = batch_size = None
         if _is_dataset(x):
@@ -174,6 +175,19 @@ class Task(FunctionalModel):
             x = self._raw_dataset(x, batch_size=batch_size)
             batch_size = None
         return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+
+    def _check_one_process(self):
+        """Refuses `fit` on raw strings in a job of several PyTorch or JAX processes: each process would train
+        alone on all the data (PyTorch: N different models) or feed every row N times (JAX)."""
+        count, runtime = joined_processes()
+        if count > 1:
+            raise RuntimeError(
+                f"{type(self).__name__}.fit on raw strings trains one process, but this is one of {count} {runtime} "
+                "processes, each of which would train on all the data: use keras_bert_impl.training.finetuning."
+                "finetune(model, model.preprocessor.make_dataset(texts, labels, batch_size=..., shuffle=True), "
+                "strategy=get_strategy('multiworker'), ...), which gives each process its rows of every batch and "
+                "averages the gradients, or recipes/finetune_classifier.py --strategy multiworker (docs/finetuning.md)"
+            )
 
     def _count_examples(self, x):
         return self.preprocessor.count_examples(x)
@@ -338,6 +352,28 @@ def check_packable(backbone, what):
             f"the block-diagonal mask, and this backbone has attention_padding={backbone.attention_padding!r} "
             "(one length per row, for unpacked rows)."
         )
+
+
+def joined_processes():
+    """`(count, runtime)` of the processes this one has joined through its backend: torch.distributed's world, or
+    JAX's `jax.distributed` processes; `(1, None)` alone (and on TensorFlow, whose workers share a strategy).
+
+    Example:
+    >>> joined_processes()
+    (1, None)
+    """
+    backend = keras.backend.backend()
+    if backend == "torch":
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            return dist.get_world_size(), "PyTorch"
+    elif backend == "jax":
+        import jax
+
+        if jax.process_count() > 1:
+            return jax.process_count(), "JAX"
+    return 1, None
 
 
 def _is_dataset(x):

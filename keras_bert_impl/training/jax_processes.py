@@ -85,7 +85,29 @@ def initialize_jax_processes(coordinator_address=None, num_processes=None, proce
             f"--strategy multiworker on JAX: could not join the cluster at {coordinator_address or 'the environment'} "
             f"as process {process_id} of {num_processes} ({text[:300]})"
         ) from None
+    seed_every_process_alike()
     return jax.process_index(), jax.process_count()
+
+
+def seed_every_process_alike():
+    """Seeds Keras (Python, NumPy, the backend) with one seed drawn by process 0, on every process; returns it.
+
+    Every variable of a multi-process distribution, the state of each dropout
+    layer's seed generator included, must start equal on all processes (JAX
+    checks it: "passed to device_put is not the same on each process"), and an
+    unseeded generator draws its own seed in each process. Process 0 draws from
+    Python's `random`, so a seed set before joining still makes the run
+    repeatable, and `keras.utils.set_random_seed` afterwards still rules.
+    """
+    import random
+
+    import keras
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    seed = int(multihost_utils.broadcast_one_to_all(np.int32(random.randrange(2**31 - 1))))
+    keras.utils.set_random_seed(seed)
+    return seed
 
 
 def process_index():

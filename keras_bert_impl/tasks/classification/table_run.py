@@ -4,10 +4,17 @@
 1. read: `read_inputs` reads and checks every file (`table_files.read_table`:
    file, line and column in each error) and takes the label names from the
    training file, before any model is built;
-2. model: `build_classifier` (`BertClassifier.from_preset` with a new head);
-3. `run`: `fit` on the raw strings (AdamW, 10% warm-up, linear decay), score
-   the validation file (accuracy and macro F1, or Pearson and Spearman), write
+2. model: `build_classifier` (`BertClassifier.from_preset` with a new head,
+   under the run's `--strategy`);
+3. `run`: `finetune` on the raw strings, tokenized and batched by the model's
+   preprocessor (AdamW, 10% warm-up, linear decay over the counted steps,
+   TensorBoard logs in `model_dir/logs`), score the validation file
+   (accuracy and macro F1, or Pearson and Spearman), write
    `dev_results.json`, `model.keras` and `test_predictions.tsv`.
+
+With `--strategy multiworker` (TensorFlow workers, `torchrun`, JAX processes)
+every process builds the same batches and trains on its rows of each, and
+process 0 alone writes `model_dir` (`finetuning.config_of_this_process`).
 
 Example:
 >>> from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig
@@ -16,7 +23,6 @@ Example:
 """
 
 import dataclasses
-import math
 import os
 import time
 from typing import Optional
@@ -42,6 +48,7 @@ class TableClassificationConfig:
     seed: int = 0
     train_limit: Optional[int] = None
     mixed_precision: Optional[str] = "auto"
+    strategy: str = "auto"
 
 
 def read_inputs(config):
@@ -60,42 +67,50 @@ def read_inputs(config):
     return train.head(config.train_limit), validation, test, label_names
 
 
-def build_classifier(config, label_names):
-    """`BertClassifier.from_preset` with a new head: one output for regression, else one per label name."""
+def build_classifier(config, label_names, strategy=None):
+    """`BertClassifier.from_preset` with a new head (one output for regression, else one per label name), built
+    under `strategy` (a `training.strategy.get_strategy` result; None: `config.strategy`'s)."""
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.training.finetuning import setup_finetuning
+    from keras_bert_impl.training.strategy import get_strategy
 
-    setup_finetuning(seed=config.seed, mixed_precision=config.mixed_precision)  # before the model is built
-    return BertClassifier.from_preset(
-        config.preset, num_classes=1 if config.regression else len(label_names),
-        label_names=label_names, sequence_length=config.sequence_length)
+    # Before the model is built: the seed and the dtype policy.
+    setup_finetuning(seed=config.seed, mixed_precision=config.mixed_precision, strategy_name=config.strategy)
+    strategy = strategy or get_strategy(config.strategy)
+    with strategy.scope():
+        return BertClassifier.from_preset(
+            config.preset, num_classes=1 if config.regression else len(label_names),
+            label_names=label_names, sequence_length=config.sequence_length)
 
 
-def run(config, inputs=None, classifier=None):
-    """Fine-tunes, scores and writes the outputs (reading the files and building the model if not given)."""
-    train, validation, test, label_names = inputs or read_inputs(config)
-    classifier = classifier or build_classifier(config, label_names)
+def run(config, inputs=None):
+    """Reads the files (unless `inputs` are given), fine-tunes, scores and writes the outputs; returns the results."""
     from keras_bert_impl.checkpoints.atomic_files import atomic_save, atomic_write_json, atomic_write_text
     from keras_bert_impl.tasks.classification.table_files import label_targets, score_outputs
-    from keras_bert_impl.training.optimizer import create_optimizer
+    from keras_bert_impl.training.finetuning import config_of_this_process, finetune
+    from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
-    # Length buckets add up to one partial batch per bucket: an upper bound on the steps keeps the rate above 0.
-    buckets = len(classifier.preprocessor.default_boundaries())
-    steps = config.epochs * (math.ceil(len(train) / config.batch_size) + buckets)
-    classifier.compile(optimizer=create_optimizer(config.learning_rate, steps, int(0.1 * steps)))
+    train, validation, test, label_names = inputs or read_inputs(config)  # every file, before any model
+    strategy = get_strategy(config.strategy)
+    config = config_of_this_process(config, strategy)  # several processes: one writer, an even split of each batch
+    classifier = build_classifier(config, label_names, strategy)
+    train_ds = classifier.preprocessor.make_dataset(train.inputs, label_targets(train, label_names),
+                                                    batch_size=config.batch_size, shuffle=True, seed=config.seed)
+    result = finetune(classifier, train_ds, epochs=config.epochs, learning_rate=config.learning_rate,
+                      warmup_proportion=0.1, model_dir=config.model_dir, strategy=strategy, seed=config.seed,
+                      verbose=2)
+    train_seconds = float(sum(result.epoch_seconds))
     start = time.perf_counter()
-    history = classifier.fit(train.inputs, label_targets(train, label_names), batch_size=config.batch_size,
-                             epochs=config.epochs, seed=config.seed, verbose=2)
-    train_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    outputs = classifier.predict(validation.inputs, batch_size=config.batch_size, verbose=0)
+    with predicting_everywhere(strategy):  # every process scores the whole file
+        outputs = classifier.predict(validation.inputs, batch_size=config.batch_size, verbose=0)
     results = {
         **score_outputs(validation, outputs, label_names),
         "validation_examples": len(validation), "train_examples": len(train), "label_names": label_names,
         "regression": config.regression, "epochs": config.epochs,
-        "final_train_loss": float(history.history["loss"][-1]),
+        "final_train_loss": result.history["loss"][-1], "train_steps_per_epoch": result.train_steps,
         "train_seconds": round(train_seconds, 2), "eval_seconds": round(time.perf_counter() - start, 2),
-        **{k: getattr(config, k) for k in ("preset", "sequence_length", "batch_size", "learning_rate", "seed")},
+        **{k: getattr(config, k) for k in ("preset", "sequence_length", "batch_size", "learning_rate", "seed",
+                                           "strategy")},
         # What the model computes in (set by `setup_finetuning` when it was built): None for float32.
         "mixed_precision": None if classifier.dtype_policy.name == "float32" else classifier.dtype_policy.name,
         "train_file": os.path.abspath(config.train_file), "validation_file": os.path.abspath(config.validation_file),
@@ -103,7 +118,8 @@ def run(config, inputs=None, classifier=None):
     os.makedirs(config.model_dir, exist_ok=True)
     atomic_save(os.path.join(config.model_dir, "model.keras"), classifier.save)
     if test is not None:
-        predictions = classifier.predict_labels(test.inputs, batch_size=config.batch_size)
+        with predicting_everywhere(strategy):
+            predictions = classifier.predict_labels(test.inputs, batch_size=config.batch_size)
         lines = [f"{i}\t{p:.6g}" if config.regression else f"{i}\t{p}" for i, p in enumerate(predictions)]
         atomic_write_text(os.path.join(config.model_dir, "test_predictions.tsv"),
                           "\n".join(["index\tprediction", *lines]) + "\n")
