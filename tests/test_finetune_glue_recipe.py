@@ -142,3 +142,41 @@ def test_packed_batches_refuse_a_split_without_labels(data_slices, tmp_path, min
     with pytest.raises(ValueError) as error:
         glue.make_packed_dataset(test, preprocessor, 8)
     assert str(error.value) == f"{test.path}: no labels (a test split): packed batches are for training"
+
+
+def test_a_killed_run_resumes_to_the_scores_of_an_uninterrupted_one(shared_data, tmp_path):
+    """`finetune_glue.py` on the first 32 RTE examples, 3 epochs: killed (SIGKILL) once its first epoch's checkpoint
+    exists, then the same command again. It resumes from that checkpoint and ends with the history, best epoch and
+    dev accuracy of the run that was never interrupted, and leaves no checkpoint behind."""
+    import signal
+    import time
+
+    data_dir = _slice_task(shared_data / "glue", tmp_path, "RTE", 33)
+    flags = ["--task", "rte", "--data_dir", str(data_dir), "--sequence_length", "32", "--batch_size", "8",
+             "--epochs", "3", "--learning_rate", "5e-5", "--seed", "1", "--no_predict_test"]
+    straight = _run(*flags, "--model_dir", str(tmp_path / "straight"))
+    assert straight.returncode == 0, straight.stderr[-3000:]
+
+    model_dir = tmp_path / "killed"
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    job = subprocess.Popen([sys.executable, RECIPE, *flags, "--model_dir", str(model_dir)], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoints = model_dir / "checkpoints"
+    deadline = time.time() + 300
+    while not (checkpoints.is_dir() and any(p.name.startswith("ckpt-") for p in checkpoints.iterdir())):
+        assert job.poll() is None and time.time() < deadline, "the run ended before its first checkpoint"
+        time.sleep(0.05)
+    job.send_signal(signal.SIGKILL)
+    job.wait()
+    done = sorted(p.name for p in checkpoints.iterdir() if p.name.startswith("ckpt-"))
+    assert done and done[-1] in ("ckpt-000000001", "ckpt-000000002")  # killed before the end
+
+    resumed = _run(*flags, "--model_dir", str(model_dir))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Resuming from {checkpoints / done[-1]}: {int(done[-1][5:])} epoch(s) done" in resumed.stderr
+    expected = json.load(open(tmp_path / "straight" / "dev_results.json"))
+    results = json.load(open(model_dir / "dev_results.json"))
+    assert results["best_epoch"] == expected["best_epoch"] and results["best"] == pytest.approx(expected["best"])
+    for key, values in expected["history"].items():
+        np.testing.assert_allclose(results["history"][key], values, rtol=1e-4, err_msg=key)
+    assert not checkpoints.exists()

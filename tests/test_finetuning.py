@@ -247,3 +247,71 @@ def test_early_stopping_and_monitor_errors(sst2_dev):
         finetune(_bag_of_words_model(), train.repeat(), epochs=1, learning_rate=1e-3, loss=loss, verbose=0)
     with pytest.raises(ValueError, match="weights.h5"):
         BestEpochCheckpoint(weights_path="best.h5")
+
+
+class _StopAfterEpoch(keras.callbacks.Callback):
+    """Interrupts a run at the end of epoch `stop` (1-based), after its checkpoint: as a killed job would."""
+
+    def __init__(self, stop):
+        super().__init__()
+        self.stop = stop
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch + 1 == self.stop:
+            raise KeyboardInterrupt(f"stopped after epoch {self.stop}")
+
+
+def test_an_interrupted_finetune_resumes_to_the_uninterrupted_weights(sst2_dev, tmp_path):
+    """3 epochs straight, and 3 epochs interrupted after the 2nd then run again with the same model_dir: the same
+    history, best epoch and final weights (the third epoch sees the same shuffled batches), and no checkpoint left."""
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:320])
+    dev_labels = labels[256:320]
+
+    def run(model_dir, callbacks=()):
+        setup_finetuning(seed=0)
+        train = bucket_by_length(_examples(ids[:256], labels[:256]).shuffle(256, seed=0), [16, 32, 64], 32)
+        dev = pad_to_boundaries(_examples(ids[256:], dev_labels), [16, 32, 64], 64)
+        model = _bag_of_words_model()
+        model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+        accuracy = lambda m: {"dev_accuracy": float((m.predict(dev, verbose=0).argmax(-1) == dev_labels).mean())}
+        result = finetune(model, train, epochs=3, learning_rate=5e-2, eval_fn=accuracy, model_dir=str(model_dir),
+                          seed=0, verbose=0, callbacks=list(callbacks), restore_best_weights=False)
+        return model, result
+
+    straight, straight_result = run(tmp_path / "straight")
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "resumed", [_StopAfterEpoch(2)])
+    assert os.listdir(tmp_path / "resumed" / "checkpoints") == ["ckpt-000000002"]
+    resumed, resumed_result = run(tmp_path / "resumed")
+    assert resumed_result.history.keys() == straight_result.history.keys()
+    for key, values in straight_result.history.items():
+        np.testing.assert_allclose(resumed_result.history[key], values, rtol=1e-5, err_msg=key)
+    assert resumed_result.best_epoch == straight_result.best_epoch and len(resumed_result.epoch_seconds) == 3
+    for a, b in zip(straight.get_weights(), resumed.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+    assert not os.path.exists(tmp_path / "resumed" / "checkpoints")  # finished: removed
+    assert not os.path.exists(tmp_path / "straight" / "checkpoints")
+
+
+def test_a_checkpoint_of_other_settings_is_refused_in_one_line(sst2_dev, tmp_path):
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:128])
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def run(learning_rate, callbacks=()):
+        setup_finetuning(seed=0)
+        train = pad_to_boundaries(_examples(ids, labels[:128]), [64], 32)
+        return finetune(_bag_of_words_model(), train, epochs=2, learning_rate=learning_rate, loss=loss,
+                        model_dir=str(tmp_path), verbose=0, callbacks=list(callbacks))
+
+    with pytest.raises(KeyboardInterrupt):
+        run(1e-2, [_StopAfterEpoch(1)])
+    with pytest.raises(ValueError) as error:
+        run(3e-2)
+    message = str(error.value)
+    assert "\n" not in message and message == (
+        f"{tmp_path / 'checkpoints' / 'ckpt-000000001'} was written by a fine-tuning run with learning_rate=0.01, "
+        f"and this run has learning_rate=0.03: run the same command as before to resume it, or remove "
+        f"{tmp_path / 'checkpoints'} (or pass another model_dir) to start again")
+    assert run(1e-2).history["loss"] and not os.path.exists(tmp_path / "checkpoints")  # the same settings: resumed

@@ -16,7 +16,8 @@ The pieces, all usable on their own:
   dev), logs everything to TensorBoard under `model_dir/logs`, saves the best
   epoch's weights atomically to `model_dir/best.weights.h5`, optionally stops
   early, and at the end restores the best weights. Returns a
-  `FinetuneResult`.
+  `FinetuneResult`. An interrupted run resumes: the same call with the same
+  `model_dir` goes on from the last finished epoch (`finetuning_resume`).
 - `EpochTimer`, `BestEpochCheckpoint`: the callbacks `finetune` uses.
 
 Batches come from the tasks (`keras_bert_impl.tasks.<task>.batches`), which
@@ -64,6 +65,13 @@ import time
 import keras
 
 from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
+from keras_bert_impl.training.finetuning_resume import (
+    EpochCheckpoint,
+    checkpoint_manager,
+    remove_checkpoints,
+    resume_from_latest,
+    run_settings,
+)
 from keras_bert_impl.training.process_cluster import take_rows_of_each_batch
 from keras_bert_impl.training.strategy import process_group
 
@@ -151,6 +159,7 @@ def finetune(
     seed=None,
     early_stopping_patience=None,
     restore_best_weights=True,
+    resume=True,
     tensorboard=True,
     loss=None,
     metrics=None,
@@ -192,6 +201,11 @@ def finetune(
         early_stopping_patience: None or int: stop after this many epochs
             without improvement of `monitor`.
         restore_best_weights: load the best epoch's weights at the end.
+        resume: with `model_dir`, write a checkpoint after every epoch and, when
+            `model_dir/checkpoints` holds one from an interrupted run with the
+            same settings, go on from it (`finetuning_resume`; a tf.data input
+            resumes exactly). The checkpoints are removed when the run
+            finishes. One process only: a job of several starts again.
         tensorboard: write TensorBoard logs when `model_dir` is set.
         loss, metrics: compile arguments for an uncompiled model (or to override).
         callbacks: extra Keras callbacks.
@@ -242,15 +256,17 @@ def finetune(
     if workers > 1:  # each worker's rows; distributed after compiling, below
         train_ds = take_rows_of_each_batch(global_batches, _tensorflow_worker_index(strategy), workers)
 
-    # Keras runs an epoch until the data ends, unless told its length: a length the user gave, or a TensorFlow
-    # worker's (whose distributed iterator would otherwise run one more, empty, step at each epoch's end, which
-    # counts an optimizer iteration and shifts the learning-rate schedule).
+    # A tf.data input is one stream of batches across the epochs, each epoch `steps_per_epoch` of them (a pass of
+    # the data unless given). Run to its end instead, Keras's TensorFlow trainer counts one more optimizer iteration
+    # at each epoch's end on an input of unknown length (a bucketed one) or on TensorFlow workers, which moves the
+    # learning-rate schedule a step ahead every epoch; and the stream is what an interrupted run resumes exactly.
     fit_steps_per_epoch = steps_per_epoch
     if steps_per_epoch is None:
         steps_per_epoch = _count_batches(train_ds)
-        fit_steps_per_epoch = steps_per_epoch if workers > 1 else None
-    if fit_steps_per_epoch is not None and type(train_ds).__module__.startswith("tensorflow"):
+    is_tf_data = type(train_ds).__module__.startswith("tensorflow")
+    if is_tf_data:
         train_ds = train_ds.repeat()  # Keras keeps one iterator across epochs of a given length
+        fit_steps_per_epoch = steps_per_epoch
     num_train_steps = max(1, steps_per_epoch * epochs)
     warmup_steps = int(round(num_train_steps * warmup_proportion))
 
@@ -302,6 +318,18 @@ def finetune(
     )
     timer = EpochTimer()
     all_callbacks = [timer, best_tracker]
+    epochs_done, earlier_history, stopped_early = 0, {}, False
+    checkpoints = checkpoint_manager(model_dir) if model_dir and resume and this is None else None
+    if checkpoints is not None:  # after the evaluation: a resumed run knows its best epoch
+        settings = run_settings(
+            epochs=epochs, steps_per_epoch=steps_per_epoch, learning_rate=learning_rate,
+            warmup_proportion=warmup_proportion, weight_decay=weight_decay, clipnorm=clipnorm,
+            optimizer=optimizer if isinstance(optimizer, str) else type(optimizer).__name__, monitor=monitor,
+            early_stopping_patience=early_stopping_patience)
+        epochs_done, earlier_history, stopped_early = resume_from_latest(checkpoints, model, settings, best_tracker, timer)
+        all_callbacks.append(EpochCheckpoint(checkpoints, settings, best_tracker, timer, earlier_history))
+        if epochs_done and is_tf_data:  # the stream goes on after the finished epochs' batches
+            train_ds = train_ds.skip(epochs_done * steps_per_epoch)
     if model_dir and tensorboard and writes:
         all_callbacks.append(keras.callbacks.TensorBoard(log_dir=os.path.join(model_dir, "logs"), update_freq="epoch"))
     all_callbacks.extend(callbacks)
@@ -310,23 +338,28 @@ def finetune(
         group.start_from_process_zero(model)  # PyTorch: process 0's weights, dropout masks of each process's own
     with strategy.scope() if group is not None else contextlib.nullcontext():  # JAX: each process's rows
         try:
-            fit_history = model.fit(
+            new_history = {} if epochs_done >= epochs or stopped_early else model.fit(
                 train_ds,
                 epochs=epochs,
+                initial_epoch=epochs_done,
                 steps_per_epoch=fit_steps_per_epoch,
                 validation_data=validation_ds,
                 callbacks=all_callbacks,
                 verbose=verbose,
-            )
+            ).history
         except Exception as error:  # another process stopped: one line (a LostProcessError), not the runtime's text
             lost = group.lost_process_error(error, None) if group is not None else None
             if lost is None:
                 raise
             raise lost from error
+    if checkpoints is not None:
+        remove_checkpoints(checkpoints)  # finished: nothing left to resume
+    history = {key: list(earlier_history.get(key, [])) + [float(v) for v in new_history.get(key, [])]
+               for key in list(earlier_history) + [k for k in new_history if k not in earlier_history]}
     if restore_best_weights and best_tracker.best_weights is not None:
         model.set_weights(best_tracker.best_weights)
     return FinetuneResult(
-        history={k: [float(v) for v in vals] for k, vals in fit_history.history.items()},
+        history=history,
         best_epoch=best_tracker.best_epoch,
         best_metrics=dict(best_tracker.best_metrics),
         best_weights_path=best_tracker.weights_path if best_tracker.best_epoch is not None else None,
@@ -499,7 +532,7 @@ class BestEpochCheckpoint(keras.callbacks.Callback):
         self.best_metrics = {}
         self.best_weights = None
         self.stopped_early = False
-        self._epochs_without_improvement = 0
+        self.epochs_without_improvement = 0
         if weights_path is not None and not str(weights_path).endswith(".weights.h5"):
             raise ValueError(f"`weights_path` must end in '.weights.h5', got {weights_path!r}.")
 
@@ -531,11 +564,11 @@ class BestEpochCheckpoint(keras.callbacks.Callback):
             self.best_epoch = epoch + 1
             self.best_metrics = {k: float(v) for k, v in logs.items()}
             self.best_weights = self.model.get_weights()
-            self._epochs_without_improvement = 0
+            self.epochs_without_improvement = 0
             if self.weights_path is not None:
                 save_weights_atomically(self.model, self.weights_path)
         else:
-            self._epochs_without_improvement += 1
-            if self.early_stopping_patience is not None and self._epochs_without_improvement >= self.early_stopping_patience:
+            self.epochs_without_improvement += 1
+            if self.early_stopping_patience is not None and self.epochs_without_improvement >= self.early_stopping_patience:
                 self.model.stop_training = True
                 self.stopped_early = True

@@ -1,0 +1,129 @@
+"""An interrupted fine-tuning run resumes at its last finished epoch: `finetune(..., model_dir=...)` run again.
+
+After every epoch (its evaluation included) `EpochCheckpoint` writes
+`<model_dir>/checkpoints/ckpt-<epoch>` with the atomic, verified
+`run_checkpoints.CheckpointManager` that pretraining uses: every model and
+optimizer variable (weights, dropout seed states, AdamW moments, the step
+count that drives the learning-rate schedule) and, in `state.json`, the
+history so far, the best epoch's value and metrics, and the run's settings
+(`run_settings`). Only the newest is kept, and a finished run removes them
+(its outputs are `best.weights.h5` and the task's files).
+
+`resume_from_latest(...)` finds the newest intact checkpoint, refuses one written by a
+run with other settings (one line naming the setting, the two values and the
+folder to remove), and restores it; `finetune` then trains the remaining
+epochs. A `tf.data` input continues exactly where the interrupted run was:
+`finetune` feeds it as one repeated stream, and the resumed run skips the
+finished epochs' batches of it, so epoch k sees the batches and shuffle order
+it would have seen, and the resumed run ends with the uninterrupted run's
+weights. (Other inputs, e.g. a `PyDataset`, resume at the right epoch, with
+the order their own shuffling gives.)
+
+Example:
+>>> run_settings(epochs=3, steps_per_epoch=10, learning_rate=2e-5, warmup_proportion=0.1, weight_decay=0.01,
+...              clipnorm=1.0, optimizer="adamw", monitor="accuracy")["steps_per_epoch"]
+10
+"""
+
+import json
+import os
+import shutil
+import sys
+
+import keras
+
+from keras_bert_impl.training.run_checkpoints import CheckpointManager
+
+CHECKPOINTS = "checkpoints"
+
+
+def run_settings(**settings):
+    """What a checkpoint must share with the run that resumes it (the step count, the schedule, the optimizer)."""
+    return {key: value if isinstance(value, (int, float, str, type(None))) else repr(value)
+            for key, value in settings.items()}
+
+
+def checkpoint_manager(model_dir):
+    """The `CheckpointManager` of `model_dir/checkpoints`, keeping the newest checkpoint only."""
+    return CheckpointManager(os.path.join(model_dir, CHECKPOINTS), keep=1)
+
+
+class EpochCheckpoint(keras.callbacks.Callback):
+    """Writes a resumable checkpoint after every epoch (after the callbacks before it, e.g. the evaluation).
+
+    Args:
+        manager: a `CheckpointManager` (`checkpoint_manager(model_dir)`).
+        settings: `run_settings(...)` of this run.
+        tracker: the run's `BestEpochCheckpoint`, whose best epoch is saved too.
+        timer: the run's `EpochTimer`.
+        history: the epochs before this run's first (a resumed run's), `{name: [value, ...]}`.
+    """
+
+    def __init__(self, manager, settings, tracker, timer, history=None):
+        super().__init__()
+        self.manager = manager
+        self.settings = settings
+        self.tracker = tracker
+        self.timer = timer
+        self.history = {key: list(values) for key, values in (history or {}).items()}
+
+    def on_epoch_end(self, epoch, logs=None):
+        for key, value in (logs or {}).items():
+            self.history.setdefault(key, []).append(float(value))
+        state = {
+            "finetune": self.settings,
+            "history": self.history,
+            "epoch_seconds": list(self.timer.epoch_seconds),
+            "best": {"value": self.tracker.best_value, "epoch": self.tracker.best_epoch,
+                     "metrics": self.tracker.best_metrics, "monitor": self.tracker.monitor,
+                     "epochs_without_improvement": self.tracker.epochs_without_improvement,
+                     "stopped_early": self.tracker.stopped_early},
+        }
+        self.manager.save(epoch + 1, self.model, self.model.optimizer, state=state)
+
+
+def resume_from_latest(manager, model, settings, tracker, timer):
+    """Restores the newest intact checkpoint of `manager` into `model` (compiled), `tracker` and `timer`.
+
+    Returns:
+        `(epochs_done, history, stopped_early)`: 0, {} and False when there is none.
+
+    Raises:
+        ValueError: the checkpoint was written by a run with other `settings` (one line).
+    """
+    path = manager.latest()
+    if path is None:
+        return 0, {}, False
+    state = _read_state(path)
+    saved = state.get("finetune", {})
+    for key, value in settings.items():
+        if saved.get(key) != value:
+            raise ValueError(
+                f"{path} was written by a fine-tuning run with {key}={saved.get(key)!r}, and this run has "
+                f"{key}={value!r}: run the same command as before to resume it, or remove "
+                f"{os.path.dirname(path)} (or pass another model_dir) to start again"
+            )
+    model.optimizer.build(model.trainable_variables)
+    best = state["best"]
+    if best["epoch"] is not None and tracker.weights_path and os.path.exists(tracker.weights_path):
+        # First: a `.weights.h5` holds the optimizer's state of its epoch too, which the checkpoint then replaces.
+        model.load_weights(tracker.weights_path)
+        tracker.best_weights = model.get_weights()
+    state = manager.restore(path, model, model.optimizer)
+    tracker.best_value, tracker.best_epoch, tracker.best_metrics = best["value"], best["epoch"], best["metrics"]
+    tracker.monitor = best["monitor"] if tracker.monitor is None else tracker.monitor
+    tracker.epochs_without_improvement = best["epochs_without_improvement"]
+    tracker.stopped_early = bool(best["stopped_early"])
+    timer.epoch_seconds = list(state["epoch_seconds"])
+    print(f"Resuming from {path}: {state['step']} epoch(s) done", file=sys.stderr)
+    return state["step"], state["history"], bool(best["stopped_early"])
+
+
+def remove_checkpoints(manager):
+    """A finished run's checkpoints are removed: its outputs are the best weights and the task's files."""
+    shutil.rmtree(manager.directory, ignore_errors=True)
+
+
+def _read_state(path):
+    with open(os.path.join(path, "state.json")) as f:
+        return json.load(f)
