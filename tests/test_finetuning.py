@@ -315,3 +315,13 @@ def test_a_checkpoint_of_other_settings_is_refused_in_one_line(sst2_dev, tmp_pat
         f"and this run has learning_rate=0.03: run the same command as before to resume it, or remove "
         f"{tmp_path / 'checkpoints'} (or pass another model_dir) to start again")
     assert run(1e-2).history["loss"] and not os.path.exists(tmp_path / "checkpoints")  # the same settings: resumed
+    # A pretraining run's checkpoint in the same folder is not taken for one.
+    from keras_bert_impl.training.run_checkpoints import CheckpointManager
+
+    model = _bag_of_words_model()
+    model.compile(optimizer="adam", loss=loss)
+    model.optimizer.build(model.trainable_variables)
+    CheckpointManager(str(tmp_path / "checkpoints")).save(40, model, model.optimizer, state={"run": "pretraining"})
+    with pytest.raises(ValueError, match=r"ckpt-000000040 is not a fine-tuning checkpoint \(a pretraining run's\?\): "
+                                         "fine-tune into another model_dir$"):
+        run(1e-2)

@@ -95,7 +95,10 @@ def resume_from_latest(manager, model, settings, tracker, timer):
     if path is None:
         return 0, {}, False
     state = _read_state(path)
-    saved = state.get("finetune", {})
+    if "finetune" not in state:
+        raise ValueError(f"{path} is not a fine-tuning checkpoint (a pretraining run's?): fine-tune into another "
+                         "model_dir")
+    saved = state["finetune"]
     for key, value in settings.items():
         if saved.get(key) != value:
             raise ValueError(
