@@ -170,6 +170,9 @@ def test_finetune_trains_saves_best_and_stops_early(sst2_dev, tmp_path):
         seed=0, verbose=0,
     )
     assert result.train_steps == sum(1 for _ in train)
+    # One optimizer step a batch: Keras counted one more at each end of an unknown-length input before finetune
+    # fed it as one stream (the learning-rate schedule ran ahead a step every epoch).
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 6 * result.train_steps
     assert len(result.epoch_seconds) == len(result.history["loss"])
     assert result.history["loss"][-1] < result.history["loss"][0]
     assert "dev_accuracy" in result.history and "accuracy" in result.history
