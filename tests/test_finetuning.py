@@ -328,3 +328,40 @@ def test_a_checkpoint_of_other_settings_is_refused_in_one_line(sst2_dev, tmp_pat
     with pytest.raises(ValueError, match=r"ckpt-000000040 is not a fine-tuning checkpoint \(a pretraining run's\?\): "
                                          "fine-tune into another model_dir$"):
         run(1e-2)
+
+
+def test_a_run_stopped_before_its_best_weights_file_resumes_with_the_best_weights(sst2_dev, tmp_path):
+    """The best epoch's weights file is written after its checkpoint. A run stopped between the two (here: the best
+    epoch 2's file replaced by epoch 1's, as if never rewritten) resumes with epoch 2's weights from the checkpoint:
+    it ends on the uninterrupted run's best weights, and rewrites the file with them."""
+    import shutil
+
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:128])
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def run(model_dir, scores, callbacks=()):
+        setup_finetuning(seed=0)
+        train = pad_to_boundaries(_examples(ids, labels[:128]), [64], 32)
+        model = _bag_of_words_model()
+        result = finetune(model, train, epochs=3, learning_rate=1e-2, loss=loss, eval_fn=lambda m: {"score": scores.pop(0)},
+                          model_dir=str(model_dir), verbose=0, callbacks=list(callbacks))
+        return model, result
+
+    class KeepEpochOneFile(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 0:
+                shutil.copy(tmp_path / "resumed" / "best.weights.h5", tmp_path / "epoch1.weights.h5")
+
+    straight, straight_result = run(tmp_path / "straight", [0.1, 0.9, 0.5])
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "resumed", [0.1, 0.9], [KeepEpochOneFile(), _StopAfterEpoch(2)])
+    shutil.copy(tmp_path / "epoch1.weights.h5", tmp_path / "resumed" / "best.weights.h5")  # the stale file
+    resumed, resumed_result = run(tmp_path / "resumed", [0.5])
+    assert resumed_result.best_epoch == straight_result.best_epoch == 2
+    for a, b in zip(straight.get_weights(), resumed.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+    from_file = _bag_of_words_model()
+    from_file.load_weights(str(tmp_path / "resumed" / "best.weights.h5"))
+    for a, b in zip(straight.get_weights(), from_file.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)

@@ -326,7 +326,9 @@ def finetune(
             warmup_proportion=warmup_proportion, weight_decay=weight_decay, clipnorm=clipnorm,
             optimizer=optimizer if isinstance(optimizer, str) else type(optimizer).__name__, monitor=monitor,
             early_stopping_patience=early_stopping_patience)
-        epochs_done, earlier_history, stopped_early = resume_from_latest(checkpoints, model, settings, best_tracker, timer)
+        best_tracker.save_after_checkpoint = True  # a killed run never holds a best file newer than its checkpoint
+        epochs_done, earlier_history, stopped_early = resume_from_latest(checkpoints, model, settings, best_tracker,
+                                                                         timer)
         all_callbacks.append(EpochCheckpoint(checkpoints, settings, best_tracker, timer, earlier_history))
         if epochs_done and is_tf_data:  # the stream goes on after the finished epochs' batches
             train_ds = train_ds.skip(epochs_done * steps_per_epoch)
@@ -533,6 +535,9 @@ class BestEpochCheckpoint(keras.callbacks.Callback):
         self.best_weights = None
         self.stopped_early = False
         self.epochs_without_improvement = 0
+        # With resumable checkpoints, `EpochCheckpoint` writes the weights file after the epoch's checkpoint.
+        self.save_after_checkpoint = False
+        self.unsaved = False
         if weights_path is not None and not str(weights_path).endswith(".weights.h5"):
             raise ValueError(f"`weights_path` must end in '.weights.h5', got {weights_path!r}.")
 
@@ -565,10 +570,17 @@ class BestEpochCheckpoint(keras.callbacks.Callback):
             self.best_metrics = {k: float(v) for k, v in logs.items()}
             self.best_weights = self.model.get_weights()
             self.epochs_without_improvement = 0
-            if self.weights_path is not None:
-                save_weights_atomically(self.model, self.weights_path)
+            self.unsaved = True
+            if not self.save_after_checkpoint:
+                self.save_best_weights()
         else:
             self.epochs_without_improvement += 1
             if self.early_stopping_patience is not None and self.epochs_without_improvement >= self.early_stopping_patience:
                 self.model.stop_training = True
                 self.stopped_early = True
+
+    def save_best_weights(self):
+        """Writes the best epoch's weights (the model's, after an improvement) to `weights_path`, atomically."""
+        if self.unsaved and self.weights_path is not None:
+            save_weights_atomically(self.model, self.weights_path)
+        self.unsaved = False

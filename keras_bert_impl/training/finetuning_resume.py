@@ -7,7 +7,10 @@ optimizer variable (weights, dropout seed states, AdamW moments, the step
 count that drives the learning-rate schedule) and, in `state.json`, the
 history so far, the best epoch's value and metrics, and the run's settings
 (`run_settings`). Only the newest is kept, and a finished run removes them
-(its outputs are `best.weights.h5` and the task's files).
+(its outputs are `best.weights.h5` and the task's files). The best epoch's
+weights file is written after the epoch's checkpoint, so it is never newer
+than the checkpoint a run resumes from; a run stopped between the two
+resumes from a checkpoint of the best epoch itself, whose weights it takes.
 
 `resume_from_latest(...)` finds the newest intact checkpoint, refuses one written by a
 run with other settings (one line naming the setting, the two values and the
@@ -32,6 +35,7 @@ import sys
 
 import keras
 
+from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
 
 CHECKPOINTS = "checkpoints"
@@ -80,6 +84,9 @@ class EpochCheckpoint(keras.callbacks.Callback):
                      "stopped_early": self.tracker.stopped_early},
         }
         self.manager.save(epoch + 1, self.model, self.model.optimizer, state=state)
+        # Then the best weights file: a run killed in between resumes from a checkpoint whose epoch is the best one
+        # and holds its weights (`resume_from_latest`); never from one older than the file.
+        self.tracker.save_best_weights()
 
 
 def resume_from_latest(manager, model, settings, tracker, timer):
@@ -108,12 +115,17 @@ def resume_from_latest(manager, model, settings, tracker, timer):
             )
     model.optimizer.build(model.trainable_variables)
     best = state["best"]
-    if best["epoch"] is not None and tracker.weights_path and os.path.exists(tracker.weights_path):
+    best_is_last = best["epoch"] == state["step"]  # the checkpoint holds the best weights themselves
+    if best["epoch"] is not None and not best_is_last and tracker.weights_path and os.path.exists(tracker.weights_path):
         # First: a `.weights.h5` holds the optimizer's state of its epoch too, which the checkpoint then replaces.
         model.load_weights(tracker.weights_path)
         tracker.best_weights = model.get_weights()
     state = manager.restore(path, model, model.optimizer)
     tracker.best_value, tracker.best_epoch, tracker.best_metrics = best["value"], best["epoch"], best["metrics"]
+    if best_is_last:  # (its weights file may not have been written before the run stopped)
+        tracker.best_weights = model.get_weights()
+        if tracker.weights_path:
+            save_weights_atomically(model, tracker.weights_path)
     tracker.monitor = best["monitor"] if tracker.monitor is None else tracker.monitor
     tracker.epochs_without_improvement = best["epochs_without_improvement"]
     tracker.stopped_early = bool(best["stopped_early"])
