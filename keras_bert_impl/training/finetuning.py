@@ -318,7 +318,7 @@ def finetune(
     )
     timer = EpochTimer()
     all_callbacks = [timer, best_tracker]
-    epochs_done, earlier_history, stopped_early = 0, {}, False
+    epochs_done, earlier_history = 0, {}
     checkpoints = checkpoint_manager(model_dir) if model_dir and resume and this is None else None
     if checkpoints is not None:  # after the evaluation: a resumed run knows its best epoch
         settings = run_settings(
@@ -327,8 +327,7 @@ def finetune(
             optimizer=optimizer if isinstance(optimizer, str) else type(optimizer).__name__, monitor=monitor,
             early_stopping_patience=early_stopping_patience)
         best_tracker.save_after_checkpoint = True  # a killed run never holds a best file newer than its checkpoint
-        epochs_done, earlier_history, stopped_early = resume_from_latest(checkpoints, model, settings, best_tracker,
-                                                                         timer)
+        epochs_done, earlier_history = resume_from_latest(checkpoints, model, settings, best_tracker, timer)
         all_callbacks.append(EpochCheckpoint(checkpoints, settings, best_tracker, timer, earlier_history))
         if epochs_done and is_tf_data:  # the stream goes on after the finished epochs' batches
             train_ds = train_ds.skip(epochs_done * steps_per_epoch)
@@ -340,7 +339,7 @@ def finetune(
         group.start_from_process_zero(model)  # PyTorch: process 0's weights, dropout masks of each process's own
     with strategy.scope() if group is not None else contextlib.nullcontext():  # JAX: each process's rows
         try:
-            new_history = {} if epochs_done >= epochs or stopped_early else model.fit(
+            new_history = {} if epochs_done >= epochs or best_tracker.stopped_early else model.fit(
                 train_ds,
                 epochs=epochs,
                 initial_epoch=epochs_done,
@@ -356,8 +355,8 @@ def finetune(
             raise lost from error
     if checkpoints is not None:
         remove_checkpoints(checkpoints)  # finished: nothing left to resume
-    history = {key: list(earlier_history.get(key, [])) + [float(v) for v in new_history.get(key, [])]
-               for key in list(earlier_history) + [k for k in new_history if k not in earlier_history]}
+    history = {key: earlier_history.get(key, []) + [float(v) for v in new_history.get(key, [])]
+               for key in dict.fromkeys([*earlier_history, *new_history])}
     if restore_best_weights and best_tracker.best_weights is not None:
         model.set_weights(best_tracker.best_weights)
     return FinetuneResult(

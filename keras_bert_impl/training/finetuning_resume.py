@@ -93,14 +93,15 @@ def resume_from_latest(manager, model, settings, tracker, timer):
     """Restores the newest intact checkpoint of `manager` into `model` (compiled), `tracker` and `timer`.
 
     Returns:
-        `(epochs_done, history, stopped_early)`: 0, {} and False when there is none.
+        `(epochs_done, history)`: 0 and {} when there is none (whether early stopping ended it is
+        `tracker.stopped_early`).
 
     Raises:
         ValueError: the checkpoint was written by a run with other `settings` (one line).
     """
     path = manager.latest()
     if path is None:
-        return 0, {}, False
+        return 0, {}
     state = _read_state(path)
     if "finetune" not in state:
         raise ValueError(f"{path} is not a fine-tuning checkpoint (a pretraining run's?): fine-tune into another "
@@ -131,7 +132,7 @@ def resume_from_latest(manager, model, settings, tracker, timer):
     tracker.stopped_early = bool(best["stopped_early"])
     timer.epoch_seconds = list(state["epoch_seconds"])
     print(f"Resuming from {path}: {state['step']} epoch(s) done", file=sys.stderr)
-    return state["step"], state["history"], bool(best["stopped_early"])
+    return state["step"], state["history"]
 
 
 def remove_checkpoints(manager):
