@@ -69,8 +69,11 @@ class BertSpanExtractor(Task):
     cross-entropies, labels `{"start_logits": start_position,
     "end_logits": end_position}`). It round-trips through `.keras` files.
     `BertSpanExtractor.from_preset(preset)` adds a
-    `BertSpanExtractorPreprocessor`, and `answer(question, context)` reads
-    raw text of any length (sliding windows). The pooler is unused and frozen.
+    `BertSpanExtractorPreprocessor`: then `fit(x=(questions, contexts),
+    y=answers)` and `evaluate` train and score on raw text (answers as text,
+    `{"text", "start"}` or SQuAD's `{"text": [...], "answer_start": [...]}`;
+    see the preprocessor), and `answer(question, context)` reads raw text of
+    any length (sliding windows). The pooler is unused and frozen.
 
     Args:
         backbone: a `BertBackbone`.
@@ -180,11 +183,23 @@ class BertSpanExtractor(Task):
         model.compile(optimizer=keras.optimizers.AdamW(5e-5), loss=self.default_loss())
         return model
 
-    def _raw_dataset(self, *args, **kwargs):
-        raise ValueError(
-            "BertSpanExtractor trains on SQuAD features (keras_bert_impl.tasks.span_qa); "
-            "for raw text use answer(question, context)."
-        )
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """`keras.Model.predict` on window features; raw `(questions, contexts)` give one row per window.
+
+        A question whose context is longer than one window has several rows, so
+        on raw text the result is `{"start_logits", "end_logits"}` for every
+        window of `preprocessor.windows(questions, contexts)`, in order.
+        `answer(questions, contexts)` turns them into answer strings.
+        """
+        if self._is_raw(x):
+            self._check_preprocessor()
+            questions, contexts = x
+            if isinstance(questions, str):
+                questions, contexts = [questions], [contexts]
+            windows = self.preprocessor.windows(list(questions), list(contexts))
+            return super().predict(windows.features, batch_size=batch_size or 32, verbose=verbose, steps=steps,
+                                   callbacks=callbacks)
+        return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
 
     def answer(self, question, context, batch_size=32, null_score_diff_threshold=None):
         """The answer span of `question` in `context`: `{"text", "start", "end", "score"}`.

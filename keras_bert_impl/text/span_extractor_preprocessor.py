@@ -1,4 +1,4 @@
-"""BertSpanExtractorPreprocessor: (question, context) -> sliding windows for BertSpanExtractor, with character offsets."""
+"""BertSpanExtractorPreprocessor: (question, context[, answer]) -> sliding windows for BertSpanExtractor, and batches."""
 
 import dataclasses
 
@@ -6,7 +6,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_impl.batching.boundaries import SPAN_QA_BUCKETS, count_batches_from_lengths, default_boundaries
+from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
+from keras_bert_impl.text.span_windows import (
+    byte_to_char_offsets,
+    max_context_windows,
+    token_span_of_chars,
+    window_labels,
+    window_spans,
+)
 from keras_bert_impl.text.tokenizer import BertTokenizer
 
 
@@ -25,6 +34,11 @@ class SpanWindows:
             context on both sides), as in google-research/bert.
         char_starts, char_ends: list (per pair) of int arrays: character
             offsets of each context token in the context string.
+        lengths: int array `(windows,)`: each window's tokens, padding excluded.
+        labels: with answers, `{"start_logits", "end_logits"}`: int32 `(windows,)`
+            positions of the answer's first and last token in each window, 0
+            ([CLS]) where the window does not hold the whole answer or there is
+            none; None without answers.
     """
 
     features: dict
@@ -34,6 +48,8 @@ class SpanWindows:
     max_context: list
     char_starts: list
     char_ends: list
+    lengths: np.ndarray = None
+    labels: dict = None
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -45,7 +61,17 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
     (google-research/bert's `run_squad.py` and Hugging Face's QA pipeline do
     the same). Every context token keeps its character offsets in the
     original string (exact for any Unicode), so an answer span maps back to
-    the text. `BertSpanExtractor.answer` uses it.
+    the text. `BertSpanExtractor.answer` uses it, and `fit` / `evaluate` on
+    raw `(questions, contexts)` with answers train through `make_dataset`:
+    each window is labelled with the answer's first and last token, or with
+    [CLS] where it does not hold the whole answer (google-research/bert).
+
+    Answers, one per question, in any of these forms: the answer text
+    (`"Denver Broncos"`: its first occurrence in the context), a dict
+    `{"text": ..., "start": character offset}`, SQuAD's and Hugging Face
+    `datasets`' `{"text": [...], "answer_start": [...]}` (the first answer),
+    a `(text, start)` pair, or `""` / `None` for "no answer" (SQuAD v2.0:
+    every window is labelled [CLS]).
 
     Args:
         tokenizer: a `BertTokenizer`.
@@ -61,6 +87,11 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
     >>> s, e = windows.char_starts[0][1], windows.char_ends[0][1]  # the second context token
     >>> "Ada Lovelace wrote"[s:e]
     'Love'
+    >>> batches = preprocessor.make_dataset((["Who?"], ["Ada Lovelace wrote the first program."]), ["Ada Lovelace"],
+    ...                                     batch_size=2)
+    >>> features, labels, weights = next(iter(batches))
+    >>> labels["start_logits"].numpy().tolist(), labels["end_logits"].numpy().tolist()  # [CLS] Who ? [SEP] ada love ##lace
+    ([4, -1], [6, -1])
     """
 
     def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_question_length=64, **kwargs):
@@ -97,30 +128,40 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
             and all(isinstance(v, str) or (isinstance(v, (list, tuple)) and v and isinstance(v[0], str)) for v in x)
         )
 
-    def windows(self, questions, contexts):
-        """Windows of every (question, context) pair: a `SpanWindows`."""
+    @staticmethod
+    def count_examples(x):
+        """The number of questions in raw `(questions, contexts)`."""
+        return 1 if isinstance(x[0], str) else len(x[0])
+
+    def windows(self, questions, contexts, answers=None):
+        """Windows of every (question, context) pair: a `SpanWindows`; with `answers` (one per question), labelled."""
         if len(questions) != len(contexts):
             raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts.")
         for name, values in (("question", questions), ("context", contexts)):
             for index, value in enumerate(values):
                 if not isinstance(value, str) or not value.strip():
                     raise ValueError(f"{name} {index} must be a non-empty string, got {value!r}.")
+        answer_chars = None if answers is None else answer_character_spans(answers, contexts)
         question_ids = self.tokenizer(tf.constant(list(questions), tf.string)).to_list()
         ids, byte_starts, byte_ends = self.tokenizer.tokenize_with_offsets(tf.constant(list(contexts), tf.string))
         ids, byte_starts, byte_ends = ids.to_list(), byte_starts.to_list(), byte_ends.to_list()
         cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
         rows, segments, example, context_start, token_index, max_context = [], [], [], [], [], []
-        char_starts, char_ends = [], []
+        char_starts, char_ends, start_labels, end_labels = [], [], [], []
         for i, (question, context) in enumerate(zip(question_ids, contexts)):
             # Keep at least one context token per window.
             question = question[: min(self.max_question_length, self.sequence_length - 4)]
-            byte_to_char = _byte_to_char(context)
-            char_starts.append(byte_to_char[np.asarray(byte_starts[i], "int64")] if ids[i] else np.zeros(0, "int64"))
-            char_ends.append(byte_to_char[np.asarray(byte_ends[i], "int64")] if ids[i] else np.zeros(0, "int64"))
-            room = self.sequence_length - len(question) - 3
-            spans = _window_spans(len(ids[i]), room, self.doc_stride)
-            best = _max_context_windows(spans, len(ids[i]))
+            starts, ends = byte_to_char_offsets(context, byte_starts[i], byte_ends[i])
+            char_starts.append(starts)
+            char_ends.append(ends)
+            spans = window_spans(len(ids[i]), self.sequence_length - len(question) - 3, self.doc_stride)
+            best = max_context_windows(spans, len(ids[i]))
             prefix = [cls_id, *question, sep_id]
+            if answer_chars is not None:
+                token_span = _answer_token_span(answer_chars[i], starts, ends, i, context)
+                window_starts, window_ends = window_labels(spans, token_span, len(prefix))
+                start_labels += window_starts
+                end_labels += window_ends
             for window, (start, length) in enumerate(spans):
                 rows.append(prefix + ids[i][start : start + length] + [sep_id])
                 segments.append([0] * len(prefix) + [1] * (length + 1))
@@ -136,16 +177,102 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
             segment_ids[r, : len(row)] = segment
             padding_mask[r, : len(row)] = 1
         features = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+        labels = None
+        if answer_chars is not None:
+            labels = {"start_logits": np.asarray(start_labels, "int32"), "end_logits": np.asarray(end_labels, "int32")}
         return SpanWindows(features, np.asarray(example), np.asarray(context_start), token_index, max_context,
-                           char_starts, char_ends)
+                           char_starts, char_ends, np.asarray([len(row) for row in rows], "int32"), labels)
 
     def call(self, x):
         """`(questions, contexts)` -> the padded features of their windows (several rows for a long context)."""
-        questions, contexts = x
-        if isinstance(questions, str):
-            questions, contexts = [questions], [contexts]
-        features = self.windows(list(questions), list(contexts)).features
+        questions, contexts = _as_lists(x)
+        features = self.windows(questions, contexts).features
         return {key: tf.constant(value) for key, value in features.items()}
+
+    def default_boundaries(self):
+        """Length buckets for this `sequence_length`: 32, 64, 128, 256, ... and `sequence_length` (SQuAD's)."""
+        return default_boundaries(self.sequence_length, **SPAN_QA_BUCKETS)
+
+    # === Batches ===
+
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None, boundaries=None):
+        """Raw `(questions, contexts)` (and answers) -> a `tf.data.Dataset` of length-bucketed window batches.
+
+        Every question gives one window or more (`windows`); a batch holds
+        `batch_size` windows. With `shuffle`, the windows are shuffled each
+        epoch and grouped by length bucket (32/64/128/256/384 tokens by
+        default), as the SQuAD recipe trains; without it their order is kept
+        and each batch is padded to the smallest boundary that holds its
+        longest window. Every batch has exactly `batch_size` rows, so an
+        XLA-compiled step sees one shape per boundary: the missing rows are
+        copies labelled -1, which `SpanLoss` ignores (the loss stays the mean
+        over the real windows).
+
+        Args:
+            x: `(questions, contexts)`: two lists of strings (or two strings).
+            y: answers, one per question (the forms in the class docstring), or None.
+            sample_weight: one weight per question (each of its windows gets it), or None.
+            batch_size: int, windows per batch.
+            shuffle: shuffle and bucket by length (training), or keep the order.
+            seed: shuffle seed.
+            boundaries: bucket boundaries; default `default_boundaries()`.
+
+        Returns:
+            Batches of `(features, labels, weights)` with `labels = {"start_logits", "end_logits"}`,
+            or `features` alone without `y`.
+        """
+        if isinstance(x, tf.data.Dataset):
+            raise ValueError(
+                "BertSpanExtractor reads raw text as a tuple (questions, contexts) of two lists of strings, with the "
+                "answers as `y`; a tf.data.Dataset must already hold its windows' features (token_ids, segment_ids, "
+                "padding_mask) and labels (start_logits, end_logits)."
+            )
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        boundaries = list(boundaries) if boundaries is not None else self.default_boundaries()
+        if boundaries[-1] < self.sequence_length:
+            boundaries.append(self.sequence_length)
+        questions, contexts = _as_lists(x)
+        if not questions:
+            raise ValueError("No examples: the list of questions is empty.")
+        if y is not None:
+            y = [y] if isinstance(x[0], str) and not isinstance(y, list) else list(y)
+            if len(y) != len(questions):
+                raise ValueError(f"{len(questions)} questions but {len(y)} answers: give one answer per question.")
+        windows = self.windows(questions, contexts, y)
+        lengths = windows.lengths
+        elements = {key: value for key, value in windows.features.items()}
+        if y is not None:
+            if sample_weight is None:
+                weights = np.ones(len(lengths), "float32")
+            else:
+                weights = np.asarray(sample_weight, "float32").reshape(-1)
+                if len(weights) != len(questions):
+                    raise ValueError(
+                        f"`sample_weight` must hold one value per question ({len(questions)}), got {len(weights)}."
+                    )
+                weights = weights[windows.example]
+            elements = (elements, windows.labels, weights)
+        elif sample_weight is not None:
+            raise ValueError("`sample_weight` needs answers (`y`).")
+
+        def trim(element, *rest):
+            length = tf.reduce_sum(element["padding_mask"])
+            return ({key: value[:length] for key, value in element.items()}, *rest) if rest else {
+                key: value[:length] for key, value in element.items()}
+
+        dataset = tf.data.Dataset.from_tensor_slices(elements)
+        if shuffle:
+            dataset = dataset.shuffle(len(lengths), seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE)
+        if shuffle:
+            dataset = bucket_by_length(dataset, boundaries, batch_size)
+        else:
+            dataset = pad_to_boundaries(dataset, boundaries, batch_size)
+        dataset = fill_batches(dataset, batch_size, label_fill_value=-1)
+        num_batches = count_batches_from_lengths(lengths, batch_size, boundaries, grouped=bool(shuffle))
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+        return dataset.prefetch(tf.data.AUTOTUNE)
 
     def get_config(self):
         return {
@@ -157,31 +284,88 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
         }
 
 
-def _byte_to_char(text):
-    """Array mapping each UTF-8 byte offset of `text` (and its end) to a character offset."""
-    lengths = [len(c.encode("utf-8")) for c in text]
-    return np.repeat(np.arange(len(text) + 1), lengths + [1])
+def _as_lists(x):
+    """`(question, context)` strings or `(questions, contexts)` lists -> two lists."""
+    if not isinstance(x, (tuple, list)) or len(x) != 2:
+        raise ValueError(
+            f"Span extraction reads (questions, contexts): a tuple of two lists of strings, got {type(x).__name__}."
+        )
+    questions, contexts = x
+    if isinstance(questions, str):
+        return [questions], [contexts]
+    return list(questions), list(contexts)
 
 
-def _window_spans(num_tokens, room, stride):
-    """`(start, length)` of each window over `num_tokens` context tokens (at least one window)."""
-    spans, start = [], 0
-    while True:
-        length = min(room, num_tokens - start)
-        spans.append((start, length))
-        if start + length >= num_tokens:
-            return spans
-        start += min(length, stride)
+def answer_character_spans(answers, contexts):
+    """Each answer as `(start, end)` characters in its context, or None for "no answer"; one clear error otherwise.
+
+    The forms: the answer text (found at its first occurrence), `{"text", "start"}`,
+    `{"text": [...], "answer_start": [...]}` (SQuAD / Hugging Face `datasets`, first answer),
+    `(text, start)`, and `""` / `None` / `{"text": []}` for no answer.
+
+    Example:
+    >>> answer_character_spans(["Paris", {"text": "1889", "start": 21}, None],
+    ...                        ["It is in Paris.", "It was finished in   1889.", "No date."])
+    [(9, 14), (21, 25), None]
+    """
+    if len(answers) != len(contexts):
+        raise ValueError(f"{len(contexts)} questions but {len(answers)} answers: give one answer per question.")
+    spans = []
+    for index, (answer, context) in enumerate(zip(answers, contexts)):
+        text, start = _answer_text_and_start(answer, index)
+        if not text:
+            spans.append(None)
+            continue
+        if start is None:
+            start = context.find(text)
+            if start < 0:
+                raise ValueError(f"answer {index} {_shown(text)} is not in its context {_shown(context)}.")
+        elif isinstance(start, bool) or not isinstance(start, (int, np.integer)):
+            raise ValueError(f"answer {index}: its start must be a character offset (int), got {start!r}.")
+        elif context[start : start + len(text)] != text:
+            raise ValueError(
+                f"answer {index}: characters {start}-{start + len(text)} of its context are "
+                f"{_shown(context[start : start + len(text)])}, not the answer {_shown(text)}."
+            )
+        spans.append((int(start), int(start) + len(text)))
+    return spans
 
 
-def _max_context_windows(spans, num_tokens):
-    """For each token, the window where it has the most context (min of left and right, plus 0.01 x length)."""
-    best = np.zeros(num_tokens, "int64")
-    best_score = np.full(num_tokens, -1.0)
-    for window, (start, length) in enumerate(spans):
-        positions = np.arange(start, start + length)
-        score = np.minimum(positions - start, start + length - 1 - positions) + 0.01 * length
-        better = score > best_score[positions]
-        best[positions[better]] = window
-        best_score[positions[better]] = score[better]
-    return best
+def _answer_text_and_start(answer, index):
+    if answer is None:
+        return "", None
+    if isinstance(answer, str):
+        return answer, None
+    if isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], str):
+        return answer
+    if isinstance(answer, dict) and "text" in answer:
+        text = answer["text"]
+        start = answer.get("start", answer.get("answer_start"))
+        if isinstance(text, (list, tuple, np.ndarray)):  # SQuAD / Hugging Face datasets: every reference answer
+            if len(text) == 0:
+                return "", None
+            text = text[0]
+            start = start[0] if isinstance(start, (list, tuple, np.ndarray)) and len(start) else start
+        if isinstance(text, str):
+            return text, start
+    raise ValueError(
+        f"answer {index} is {_shown(answer)}: give the answer text, {{'text': ..., 'start': character offset}}, "
+        "{'text': [...], 'answer_start': [...]} (SQuAD), a (text, start) pair, or '' / None for no answer."
+    )
+
+
+def _answer_token_span(chars, token_starts, token_ends, index, context):
+    if chars is None:
+        return None
+    span = token_span_of_chars(token_starts, token_ends, *chars)
+    if span is None:
+        raise ValueError(
+            f"answer {index} {_shown(context[chars[0] : chars[1]])} (characters {chars[0]}-{chars[1]}) covers no "
+            "token of its context: it is only white space or characters the tokenizer drops."
+        )
+    return span
+
+
+def _shown(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

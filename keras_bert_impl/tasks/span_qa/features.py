@@ -23,6 +23,14 @@ import logging
 
 import numpy as np
 
+from keras_bert_impl.text.span_windows import (
+    byte_to_char_offsets,
+    max_context_windows,
+    token_span_of_chars,
+    window_labels,
+    window_spans,
+)
+
 logger = logging.getLogger(__name__)
 
 
@@ -48,17 +56,6 @@ def _to_numpy_rows(ragged):
     return [row for row in array]
 
 
-def _byte_to_char_offsets(text, byte_starts, byte_ends):
-    encoded_lengths = np.fromiter((len(ch.encode("utf-8")) for ch in text), dtype=np.int64, count=len(text))
-    if int(encoded_lengths.sum()) == len(text):  # ASCII: bytes are characters
-        return byte_starts.astype(np.int64), byte_ends.astype(np.int64)
-    char_of_byte = np.repeat(np.arange(len(text), dtype=np.int64), encoded_lengths)
-    char_of_byte = np.append(char_of_byte, len(text))
-    starts = char_of_byte[byte_starts]
-    ends = char_of_byte[np.maximum(byte_ends - 1, 0)] + 1
-    return starts, np.maximum(ends, starts)
-
-
 def tokenize_texts(tokenizer, texts, batch_size=2048):
     """Tokenizes `texts` in batches; offsets are converted from UTF-8 bytes to characters.
 
@@ -79,7 +76,7 @@ def tokenize_texts(tokenizer, texts, batch_size=2048):
         for text, row_ids, row_starts, row_ends in zip(
             chunk, _to_numpy_rows(ids), _to_numpy_rows(starts), _to_numpy_rows(ends)
         ):
-            char_starts, char_ends = _byte_to_char_offsets(text, row_starts, row_ends)
+            char_starts, char_ends = byte_to_char_offsets(text, row_starts, row_ends)
             results.append(TokenizedText(row_ids.astype(np.int32), char_starts, char_ends))
     return results
 
@@ -94,11 +91,7 @@ def char_span_to_token_span(tokens, start_char, end_char):
     >>> char_span_to_token_span(t, 4, 11)
     (1, 2)
     """
-    first = int(np.searchsorted(tokens.char_ends, start_char, side="right"))
-    last = int(np.searchsorted(tokens.char_starts, end_char, side="left")) - 1
-    if first >= len(tokens.ids) or last < first:
-        return None
-    return first, last
+    return token_span_of_chars(tokens.char_starts, tokens.char_ends, start_char, end_char)
 
 
 # === Windows (features) ===
@@ -159,28 +152,6 @@ class SquadFeatures:
 
         return make_array_batches(self, batch_size, training, seed, **options)
 
-
-
-def _window_starts(num_tokens, max_window, doc_stride):
-    spans = []
-    start = 0
-    while True:
-        length = min(num_tokens - start, max_window)
-        spans.append((start, length))
-        if start + length >= num_tokens:
-            return spans
-        start += min(length, doc_stride)
-
-
-def _max_context_windows(spans, num_tokens):
-    """For each context token, the index of the window where it has maximal context (run_squad.py)."""
-    scores = np.full((len(spans), num_tokens), -np.inf)
-    for w, (start, length) in enumerate(spans):
-        positions = np.arange(start, start + length)
-        left = positions - start
-        right = start + length - 1 - positions
-        scores[w, start : start + length] = np.minimum(left, right) + 0.01 * length
-    return np.argmax(scores, axis=0)
 
 
 def convert_examples_to_features(
@@ -254,9 +225,10 @@ def convert_examples_to_features(
             if answer_span is None:
                 unmappable += 1
                 continue
-        spans = _window_starts(len(context.ids), max_window, doc_stride)
-        best_window = _max_context_windows(spans, len(context.ids))
+        spans = window_spans(len(context.ids), max_window, doc_stride)
+        best_window = max_context_windows(spans, len(context.ids))
         prefix = len(query_ids) + 2
+        label_starts, label_ends = window_labels(spans, answer_span, prefix)
         for w, (start, length) in enumerate(spans):
             ids = np.concatenate([[cls_id], query_ids, [sep_id], context.ids[start : start + length], [sep_id]])
             segments = np.concatenate([np.zeros(prefix, np.int32), np.ones(length + 1, np.int32)])
@@ -266,18 +238,14 @@ def convert_examples_to_features(
             char_ends[prefix : prefix + length] = context.char_ends[start : start + length]
             max_ctx = np.zeros(len(ids), bool)
             max_ctx[prefix : prefix + length] = best_window[start : start + length] == w
-            start_pos = end_pos = 0
-            if answer_span is not None and start <= answer_span[0] and answer_span[1] < start + length:
-                start_pos = answer_span[0] - start + prefix
-                end_pos = answer_span[1] - start + prefix
             for key, value in (
                 ("ids", ids),
                 ("segments", segments),
                 ("starts", char_starts),
                 ("ends", char_ends),
                 ("max_ctx", max_ctx),
-                ("start_pos", start_pos),
-                ("end_pos", end_pos),
+                ("start_pos", label_starts[w]),
+                ("end_pos", label_ends[w]),
                 ("example", example_index),
             ):
                 rows[key].append(value)
