@@ -81,7 +81,7 @@ def test_every_answer_form_gives_the_same_labels():
 @pytest.mark.parametrize(
     "answers, message",
     [
-        (["Paris"], "answer 0 'Paris' is not in its context 'It opened in Tōkyō in 2019.'."),
+        (["Paris"], "answer 0 'Paris' is not in its context: 'It opened in Tōkyō in 2019.'"),
         ([{"text": "Tōkyō", "start": 3}], "answer 0: characters 3-8 of its context are 'opene', not the answer 'Tōkyō'."),
         ([{"text": "Tōkyō", "start": "13"}], "answer 0: its start must be a character offset (int), got '13'."),
         ([7], "answer 0 is 7: give the answer text, {'text': ..., 'start': character offset}, {'text': [...], "

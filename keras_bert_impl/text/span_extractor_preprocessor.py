@@ -319,7 +319,7 @@ def answer_character_spans(answers, contexts):
         if start is None:
             start = context.find(text)
             if start < 0:
-                raise ValueError(f"answer {index} {_shown(text)} is not in its context {_shown(context)}.")
+                raise ValueError(f"answer {index} {_shown(text)} is not in its context: {_shown(context)}")
         elif isinstance(start, bool) or not isinstance(start, (int, np.integer)):
             raise ValueError(f"answer {index}: its start must be a character offset (int), got {start!r}.")
         elif context[start : start + len(text)] != text:
