@@ -109,6 +109,54 @@ def test_raw_strings_errors_name_the_problem():
         classifier.fit(["a", "b"], [1], verbose=0)
 
 
+def test_labels_by_name_train_exactly_like_class_ids(shared_data):
+    texts, labels = _sst2(shared_data, "train", 12)
+    names = ["negative", "positive"]
+    weights = []
+    for y in (labels, [names[i] for i in labels]):
+        keras.utils.set_random_seed(0)
+        classifier = BertClassifier(_tiny_backbone(), num_classes=2, label_names=names, preprocessor=_preprocessor())
+        classifier.fit(texts, y, batch_size=4, epochs=2, seed=0, verbose=0,
+                       validation_data=(texts[:4], y[:4]))
+        weights.append([keras.ops.convert_to_numpy(w) for w in classifier.trainable_weights])
+        assert classifier.evaluate(texts, y, batch_size=4, verbose=0, return_dict=True)["accuracy"] >= 0.0
+    for by_id, by_name in zip(*weights):
+        np.testing.assert_array_equal(by_id, by_name)
+
+
+@pytest.mark.parametrize(
+    "num_classes, label_names, labels, message",
+    [
+        (2, ["negative", "positive"], ["positive", "good"],
+         "Example 1: label 'good' is not one of the label_names ['negative', 'positive']."),
+        (3, None, ["x", "y"], "Example 0: label 'x' is a name, but this classifier has no label_names: give class "
+                              "ids 0..2, or build it with label_names=[...]."),
+        # Before: JAX trained on these silently, loss 0.0.
+        (2, None, [1, 5], "Example 1: label 5 is not a class of this 2-class classifier (ids 0..1); 1 label(s) in "
+                          "all are outside."),
+        (2, None, [0, -1], "Example 1: label -1 is not a class of this 2-class classifier (ids 0..1); 1 label(s) "
+                           "in all are outside."),
+        (2, None, [0, 0.5], "Example 1: label 0.5 is not a class id (int) or a label name (str)."),
+        (1, None, [0.5, "high"], "Example 1: label 'high' is not a number (num_classes=1 is regression)."),
+    ],
+)
+def test_a_label_that_is_not_a_class_is_one_line_naming_it(num_classes, label_names, labels, message):
+    classifier = BertClassifier(_tiny_backbone(), num_classes=num_classes, label_names=label_names,
+                                preprocessor=_preprocessor())
+    with pytest.raises(ValueError) as error:
+        classifier.fit(["a fine film", "dull"], labels, verbose=0)
+    assert str(error.value) == message
+
+
+def test_a_tag_id_outside_the_tags_is_one_line_naming_it():
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=["O", "B-LOC", "I-LOC"],
+                                 preprocessor=keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(
+                                     PRESET, sequence_length=16))
+    with pytest.raises(ValueError) as error:
+        tagger.fit([["I", "love", "Paris"]], [[0, 0, 3]], verbose=0)
+    assert str(error.value) == "Example 0: tag 3 is not a tag of this 3-tag model (ids 0..2)."
+
+
 # === Saving ===
 
 _LOAD_AND_PREDICT = """

@@ -27,7 +27,8 @@ class BertClassifier(Task):
     backbone and its `BertClassifierPreprocessor`; `fit`, `evaluate` and
     `predict` then also take raw strings: a string, a list of strings (one
     segment), or a tuple of two lists / a list of pairs (two segments), with
-    labels as `y`. `predict_labels` returns label names (from `label_names`)
+    labels as `y`: class ids, or names from `label_names` (`label_ids`
+    checks them). `predict_labels` returns label names (from `label_names`)
     or scores.
 
     Args:
@@ -43,7 +44,8 @@ class BertClassifier(Task):
             attends to one or two tokens (docs/pretraining.md).
         preprocessor: a `BertClassifierPreprocessor` (raw strings in `fit`,
             `evaluate`, `predict`), saved with the model; or None.
-        label_names: optional list of `num_classes` strings for `predict_labels`.
+        label_names: optional list of `num_classes` strings: `predict_labels` returns them, and `fit` /
+            `evaluate` take them as labels.
         compile_defaults: compile now with the default loss/metrics (AdamW
             5e-5); `compile` again to change them. An uncompiled classifier
             compiles with the defaults on its first `fit`/`evaluate`.
@@ -219,6 +221,71 @@ class BertClassifier(Task):
         model.compile(optimizer=keras.optimizers.AdamW(5e-5), loss=self.default_loss(), weighted_metrics=metrics)
         return model
 
+    # === Raw text ===
+
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+        if y is not None:
+            y = self.label_ids(y)
+        return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
+
+    def label_ids(self, labels):
+        """Labels as class ids: names from `label_names` become their index; ids are checked against `num_classes`.
+
+        Regression labels are returned as float32. A label that is not a class
+        of this classifier raises one line naming the example.
+
+        Example:
+        >>> classifier.label_ids(["positive", "negative", 1]).tolist()  # doctest: +SKIP
+        [1, 0, 1]
+        """
+        if hasattr(labels, "tolist") and not isinstance(labels, np.ndarray):  # a pandas Series, a tensor
+            labels = labels.tolist()
+        values = labels if isinstance(labels, np.ndarray) else np.asarray(labels, dtype=object)
+        values = values.reshape(1) if values.ndim == 0 else values
+        if values.ndim != 1:
+            raise ValueError(f"`y` must hold one label per example, got shape {values.shape}.")
+        if self.is_regression:
+            try:
+                return values.astype("float32")
+            except (TypeError, ValueError):
+                index = next(i for i, v in enumerate(values) if not _is_number(v))
+                raise ValueError(
+                    f"Example {index}: label {values[index]!r} is not a number (num_classes=1 is regression)."
+                ) from None
+        if values.dtype.kind in "iu":
+            ids = values.astype("int64")
+        else:
+            names = {name: i for i, name in enumerate(self.label_names or ())}
+            ids = np.empty(len(values), "int64")
+            for index, value in enumerate(values):
+                if isinstance(value, (str, bytes, np.str_)):
+                    value = value.decode("utf-8") if isinstance(value, bytes) else str(value)
+                    if not self.label_names:
+                        raise ValueError(
+                            f"Example {index}: label {value!r} is a name, but this classifier has no label_names: "
+                            f"give class ids 0..{self.num_classes - 1}, or build it with label_names=[...]."
+                        )
+                    if value not in names:
+                        raise ValueError(
+                            f"Example {index}: label {value!r} is not one of the label_names {self.label_names}."
+                        )
+                    ids[index] = names[value]
+                elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) or (
+                        isinstance(value, (float, np.floating)) and float(value).is_integer()):
+                    ids[index] = int(value)
+                else:
+                    raise ValueError(
+                        f"Example {index}: label {value!r} is not a class id (int) or a label name (str)."
+                    )
+        outside = np.nonzero((ids < 0) | (ids >= self.num_classes))[0]
+        if len(outside):
+            index = int(outside[0])
+            raise ValueError(
+                f"Example {index}: label {int(ids[index])} is not a class of this {self.num_classes}-class classifier "
+                f"(ids 0..{self.num_classes - 1}); {len(outside)} label(s) in all are outside."
+            )
+        return ids
+
     # === Pipelines ===
 
     def predict_labels(self, texts, batch_size=32):
@@ -239,3 +306,11 @@ class BertClassifier(Task):
         if self.label_names is None:
             return [int(i) for i in ids]
         return [self.label_names[i] for i in ids]
+
+
+def _is_number(value):
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, (str, bytes))

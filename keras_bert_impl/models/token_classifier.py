@@ -149,7 +149,12 @@ class BertTokenClassifier(Task):
     def _tag_ids(self, tags, index):
         ids = []
         for tag in tags:
-            if isinstance(tag, (int, np.integer)):
+            if isinstance(tag, (int, np.integer)) and not isinstance(tag, bool):
+                if not 0 <= tag < self.num_classes:
+                    raise ValueError(
+                        f"Example {index}: tag {int(tag)} is not a tag of this {self.num_classes}-tag model "
+                        f"(ids 0..{self.num_classes - 1})."
+                    )
                 ids.append(int(tag))
                 continue
             if self.label_names is None:
