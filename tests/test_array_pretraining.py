@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_impl.data import array_masking, array_sentence_pairs, corpus, masking, sentence_pairs
+from keras_bert_impl.data import array_masking, array_sentence_pairs, corpus, sentence_pairs
+from keras_bert_impl.text import masking
 from keras_bert_impl.data.array_pretraining import (ArrayPretrainingBatches, read_document_arrays,
                                                     write_document_arrays)
 from keras_bert_impl.data.document_records import tokenize_documents

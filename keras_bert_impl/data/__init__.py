@@ -1,4 +1,4 @@
-"""Task-independent pretraining input: corpus preparation, documents, sentence pairs, masking.
+"""Task-independent pretraining input: corpus preparation, documents, sentence pairs (masking: `text.masking`).
 
 tf.data and tensorflow-text build the recipes' pipeline (`pretraining`); the `array_*` modules are its NumPy
 twins (`array_pretraining.ArrayPretrainingBatches`), for hosts without TensorFlow.
@@ -10,7 +10,7 @@ Submodules are imported on first attribute access.
 
 import importlib
 
-_SUBMODULES = ("array_masking", "array_pretraining", "array_sentence_pairs", "corpus", "document_records", "masking", "pipeline_arguments", "pretraining", "sentence_pairs", "text_documents")
+_SUBMODULES = ("array_masking", "array_pretraining", "array_sentence_pairs", "corpus", "document_records", "pipeline_arguments", "pretraining", "sentence_pairs", "text_documents")
 _NAMES = {"pretraining_dataset": "pretraining"}
 
 

@@ -1,6 +1,6 @@
 """Dynamic masked-LM masking of a batch, in NumPy (no TensorFlow).
 
-The NumPy twin of `keras_bert_impl.data.masking.mask_batch`, the same steps:
+The NumPy twin of `keras_bert_impl.text.masking.mask_batch`, the same steps:
 
 - each row's selectable pieces (not `[CLS]`, `[SEP]` or padding) get random
   keys; the row selects `floor(n * masking_rate + u)` of its `n` selectable

@@ -37,9 +37,10 @@ print({name: tuple(t.shape) for name, t in batch.items()})
 
 import tensorflow as tf
 
-from keras_bert_impl.data import document_records, masking, sentence_pairs
+from keras_bert_impl.data import document_records, sentence_pairs
 from keras_bert_impl.data.pipeline_arguments import check_pipeline_arguments
 from keras_bert_impl.data.text_documents import check_text_file, expand_files, read_documents
+from keras_bert_impl.text import masking
 
 OUTPUT_KEYS = (
     "token_ids",

@@ -23,6 +23,11 @@ class BertPretrainer(Task):
     Outputs: dict `{"mlm": (batch, max_predictions, vocabulary_size),
     "nsp": (batch, 2)}` (no `"nsp"` when `nsp=False`).
 
+    Continued pretraining on your own text (keras-hub's `BertMaskedLM`
+    habit): `BertPretrainer.from_preset(preset, nsp=False)` builds a
+    `BertPretrainerPreprocessor`, and `fit(texts)` / `evaluate(texts)` then
+    train and score masked LM on raw strings, masked anew every epoch.
+
     Training: `compile()` with no arguments sets the paper's losses (sparse
     cross-entropy on both heads; the MLM term is averaged over the real masked
     positions through `sample_weight`) and the metrics `mlm_accuracy`,
@@ -106,12 +111,29 @@ class BertPretrainer(Task):
     def head_config(self):
         return {"nsp": self.nsp, "vocabulary_padding_multiple": self.vocabulary_padding_multiple}
 
-    def compile(self, optimizer="adamw", loss=None, metrics=None, weighted_metrics=None, **kwargs):
+    @classmethod
+    def preprocessor_class(cls):
+        from keras_bert_impl.text.pretrainer_preprocessor import BertPretrainerPreprocessor
+
+        return BertPretrainerPreprocessor
+
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+        if self.nsp:
+            raise ValueError(
+                "BertPretrainer(nsp=True) trains next-sentence prediction, which needs sentence pairs cut from "
+                "documents, not a list of texts: build it with BertPretrainer.from_preset(preset, nsp=False) for "
+                "masked-LM training on raw strings (continued pretraining, as RoBERTa and keras-hub's BertMaskedLM), "
+                "or run recipes/pretrain.py --train_files ... for MLM + NSP on document files"
+            )
+        return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
+
+    def compile(self, optimizer="auto", loss=None, metrics=None, weighted_metrics=None, **kwargs):
         """Compiles with BERT's losses and metrics unless given others.
 
         Args:
-            optimizer: a Keras optimizer or name; for the paper's set-up pass
-                `keras_bert_impl.training.create_optimizer(...)`.
+            optimizer: a Keras optimizer or name; `"auto"`: AdamW(5e-5), as
+                every task (continued pretraining of a preset); for the paper's
+                set-up from scratch pass `keras_bert_impl.training.create_optimizer(...)`.
             loss, metrics, weighted_metrics: None for the defaults (sparse
                 cross-entropy from logits on `mlm` and `nsp`; accuracy on both,
                 weighted by `sample_weight` so that padding slots of the MLM
@@ -119,6 +141,8 @@ class BertPretrainer(Task):
             **kwargs: `keras.Model.compile` arguments (`jit_compile`,
                 `steps_per_execution`, ...).
         """
+        if optimizer == "auto":
+            optimizer = keras.optimizers.AdamW(5e-5)
         heads = ("mlm", "nsp") if self.nsp else ("mlm",)
         if loss is None:
             loss = {

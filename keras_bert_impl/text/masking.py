@@ -22,7 +22,7 @@ Example:
 
 ```python
 import tensorflow as tf
-from keras_bert_impl.data.masking import mask_batch
+from keras_bert_impl.text.masking import mask_batch
 
 token_ids = tf.constant([[101, 7592, 2088, 102, 0, 0]])
 outputs = mask_batch(
@@ -169,6 +169,8 @@ def mask_batch(token_ids, lengths, seed, *, max_predictions_per_seq, masking_rat
         max_predictions_per_seq]` (unused slots are 0 everywhere).
     """
     sequence_length = token_ids.shape[1]
+    if sequence_length is None:  # a batch padded to its length bucket, inside tf.data
+        sequence_length = tf.shape(token_ids)[1]
     ragged = tf.RaggedTensor.from_tensor(token_ids, lengths=lengths)
     items = ragged
     if word_starts is not None:
