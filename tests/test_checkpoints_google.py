@@ -57,9 +57,13 @@ def write_google_checkpoint(minilm_dir, directory, hidden_act="gelu"):
     rng = np.random.default_rng(0)
     variables.update(
         {
-            "cls/predictions/output_bias": np.zeros(vocab, "float32"),
+            "cls/predictions/output_bias": rng.normal(0, 0.02, vocab).astype("float32"),
             "cls/predictions/transform/dense/kernel": rng.normal(0, 0.02, (hidden, hidden)).astype("float32"),
+            "cls/predictions/transform/dense/bias": rng.normal(0, 0.02, hidden).astype("float32"),
+            "cls/predictions/transform/LayerNorm/gamma": rng.normal(1, 0.02, hidden).astype("float32"),
+            "cls/predictions/transform/LayerNorm/beta": rng.normal(0, 0.02, hidden).astype("float32"),
             "cls/seq_relationship/output_weights": rng.normal(0, 0.02, (2, hidden)).astype("float32"),
+            "cls/seq_relationship/output_bias": rng.normal(0, 0.02, 2).astype("float32"),
             "global_step": np.array(1000000, "int64"),
             "bert/pooler/dense/kernel/adam_m": np.zeros((hidden, hidden), "float32"),
             "bert/pooler/dense/kernel/adam_v": np.zeros((hidden, hidden), "float32"),
@@ -201,3 +205,27 @@ def test_google_release_zip_downloads_from_local_server(google_dir, batch, expec
         # Second use comes from the cache: no request.
         assert resolve_tokenizer_assets("test_minilm_google_zip")["vocabulary"] == str(cached / "vocab.txt")
         assert len(requests) == 2
+
+
+def test_the_pretraining_heads_of_a_release_checkpoint_load_into_the_pretrainer(google_dir):
+    import tensorflow as tf
+    from keras import ops
+
+    from keras_bert_impl import BertPretrainer
+
+    reader = tf.train.load_checkpoint(str(google_dir / "bert_model.ckpt"))
+    model = BertPretrainer.from_preset(str(google_dir), preprocessor=None)
+    assert model.heads_loaded == ["masked LM", "next sentence"]
+    head, nsp = model.masked_lm_head, model.next_sentence_head
+    pairs = [
+        (head.transform_dense.kernel, "cls/predictions/transform/dense/kernel", False),
+        (head.transform_dense.bias, "cls/predictions/transform/dense/bias", False),
+        (head.layer_norm.gamma, "cls/predictions/transform/LayerNorm/gamma", False),
+        (head.layer_norm.beta, "cls/predictions/transform/LayerNorm/beta", False),
+        (head.output_bias, "cls/predictions/output_bias", False),
+        (nsp.dense.kernel, "cls/seq_relationship/output_weights", True),  # (2, hidden) in the checkpoint
+        (nsp.dense.bias, "cls/seq_relationship/output_bias", False),
+    ]
+    for variable, name, transposed in pairs:
+        value = reader.get_tensor(name)
+        np.testing.assert_array_equal(ops.convert_to_numpy(variable), value.T if transposed else value, err_msg=name)

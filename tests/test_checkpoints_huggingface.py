@@ -163,3 +163,50 @@ def test_sharded_safetensors_checkpoint_loads(tmp_path, minilm_dir, tensors, bac
     np.testing.assert_array_equal(
         ops.convert_to_numpy(backbone.token_embedding.embeddings), tensors["embeddings.word_embeddings.weight"]
     )
+
+
+def test_pretraining_heads_of_a_bert_for_pretraining_checkpoint_load_with_equal_outputs(tmp_path, minilm_dir):
+    """A `BertForPreTraining` (the real MiniLM encoder, seeded new heads) saved by `transformers`: our pretrainer's
+    masked-LM logits at the masked positions and next-sentence logits equal the reference's."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer
+
+    from keras_bert_impl import BertPretrainer
+
+    torch.manual_seed(0)
+    reference = transformers.BertForPreTraining.from_pretrained(str(minilm_dir)).eval()
+    with torch.no_grad():  # new heads: make them far from their initial values, so a head left new would show
+        for parameter in reference.cls.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.5)
+    reference.save_pretrained(str(tmp_path / "pretraining"), safe_serialization=True)
+    model = BertPretrainer.from_preset(str(tmp_path / "pretraining"), preprocessor=None)
+    assert model.heads_loaded == ["masked LM", "next sentence"]
+
+    tokenizer = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
+    tokenizer.no_padding()
+    encoding = tokenizer.encode("The note was immediately despatched.", "Its contents were quickly complied with.")
+    ids = np.array([encoding.ids], "int32")
+    positions = np.array([[1, 3, 6, len(encoding.ids) - 3]], "int32")
+    x = {"token_ids": ids, "segment_ids": np.array([encoding.type_ids], "int32"),
+         "padding_mask": np.ones_like(ids), "mask_positions": positions}
+    ours = model(x)
+    with torch.no_grad():
+        expected = reference(input_ids=torch.tensor(ids, dtype=torch.long),
+                             token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long))
+    np.testing.assert_allclose(ops.convert_to_numpy(ours["mlm"])[0],
+                               expected.prediction_logits[0, positions[0]].numpy(), atol=2e-4, rtol=0)
+    np.testing.assert_allclose(ops.convert_to_numpy(ours["nsp"]), expected.seq_relationship_logits.numpy(),
+                               atol=1e-4, rtol=0)
+
+    assert BertPretrainer.from_preset(str(minilm_dir), preprocessor=None).heads_loaded == []  # it has no heads
+
+
+def test_a_pretraining_head_with_a_missing_tensor_is_named(tmp_path, minilm_dir, tensors):
+    from keras_bert_impl import BertPretrainer
+
+    partial = dict(tensors)
+    partial["cls.predictions.transform.dense.weight"] = np.zeros((384, 384), "float32")  # no bias, LayerNorm, ...
+    directory = write_hf_dir(tmp_path / "partial", minilm_dir, partial)
+    with pytest.raises(CheckpointMismatchError, match=r"cls\.predictions\.transform\.dense\.bias"):
+        BertPretrainer.from_preset(str(directory), preprocessor=None, nsp=False)

@@ -14,7 +14,13 @@ import json
 import logging
 import os
 
-from keras_bert_impl.checkpoints.weight_mapping import assign_weights, fused_qkv_target, identity_target
+from keras_bert_impl.checkpoints.weight_mapping import (
+    assign_present_heads,
+    assign_weights,
+    fused_qkv_target,
+    identity_target,
+    transposed_target,
+)
 
 logger = logging.getLogger("keras_bert_impl.checkpoints")
 
@@ -116,6 +122,39 @@ def google_skip_reason(name):
     if name.startswith("cls/"):
         return "pretraining head (masked LM / next sentence), not part of the backbone"
     return None
+
+
+def google_pretraining_head_targets(masked_lm_head, next_sentence_head=None):
+    """`{head: [WeightTarget]}` of google-research/bert's `cls/predictions` (masked LM, tied to the word embedding)
+    and `cls/seq_relationship` (next sentence) variables."""
+    heads = {"masked LM": [
+        identity_target(masked_lm_head.transform_dense.kernel, "cls/predictions/transform/dense/kernel"),
+        identity_target(masked_lm_head.transform_dense.bias, "cls/predictions/transform/dense/bias"),
+        identity_target(masked_lm_head.layer_norm.gamma, "cls/predictions/transform/LayerNorm/gamma"),
+        identity_target(masked_lm_head.layer_norm.beta, "cls/predictions/transform/LayerNorm/beta"),
+        identity_target(masked_lm_head.output_bias, "cls/predictions/output_bias"),
+    ]}
+    if next_sentence_head is not None:
+        heads["next sentence"] = [
+            transposed_target(next_sentence_head.dense.kernel, "cls/seq_relationship/output_weights"),
+            identity_target(next_sentence_head.dense.bias, "cls/seq_relationship/output_bias"),
+        ]
+    return heads
+
+
+def load_pretraining_heads(directory, masked_lm_head, next_sentence_head=None):
+    """Loads the pretraining heads of an original Google checkpoint (`cls/*`) if it has them.
+
+    Returns:
+        `(LoadReport or None, [heads loaded])` (`weight_mapping.assign_present_heads`).
+    """
+    import tensorflow as tf
+
+    prefix = checkpoint_prefix(os.fspath(directory))
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = {name: tuple(shape) for name, shape in reader.get_variable_to_shape_map().items()}
+    return assign_present_heads(google_pretraining_head_targets(masked_lm_head, next_sentence_head), shapes,
+                                reader.get_tensor, prefix)
 
 
 def load_weights(backbone, directory):

@@ -16,6 +16,7 @@ import re
 from keras_bert_impl.checkpoints.atomic_files import atomic_directory, atomic_write_json
 from keras_bert_impl.checkpoints.vocabulary_file import vocabulary_is_lowercase, write_vocabulary_file
 from keras_bert_impl.checkpoints.weight_mapping import (
+    assign_present_heads,
     assign_weights,
     export_tensors,
     fused_qkv_target,
@@ -162,6 +163,37 @@ def hf_weight_targets(backbone):
         identity_target(backbone.pooled_dense.bias, "pooler.dense.bias"),
     ]
     return targets
+
+
+def hf_pretraining_head_targets(masked_lm_head, next_sentence_head=None):
+    """`{head: [WeightTarget]}` of `BertForPreTraining`'s `cls.predictions` (masked LM; its decoder is the tied word
+    embedding) and `cls.seq_relationship` (next sentence) heads."""
+    heads = {"masked LM": [
+        transposed_target(masked_lm_head.transform_dense.kernel, "cls.predictions.transform.dense.weight"),
+        identity_target(masked_lm_head.transform_dense.bias, "cls.predictions.transform.dense.bias"),
+        identity_target(masked_lm_head.layer_norm.gamma, "cls.predictions.transform.LayerNorm.weight"),
+        identity_target(masked_lm_head.layer_norm.beta, "cls.predictions.transform.LayerNorm.bias"),
+        identity_target(masked_lm_head.output_bias, "cls.predictions.bias"),
+    ]}
+    if next_sentence_head is not None:
+        heads["next sentence"] = [
+            transposed_target(next_sentence_head.dense.kernel, "cls.seq_relationship.weight"),
+            identity_target(next_sentence_head.dense.bias, "cls.seq_relationship.bias"),
+        ]
+    return heads
+
+
+def load_pretraining_heads(directory, masked_lm_head, next_sentence_head=None):
+    """Loads the pretraining heads of a Hugging Face `BertForPreTraining` / `BertForMaskedLM` checkpoint if it has them.
+
+    Returns:
+        `(LoadReport or None, [heads loaded])` (`weight_mapping.assign_present_heads`).
+    """
+    reader = _SafetensorsReader(os.fspath(directory))
+    shapes = {_normalise_name(name): shape for name, shape in reader.shapes.items()}
+    original = {_normalise_name(name): name for name in reader.shapes}
+    return assign_present_heads(hf_pretraining_head_targets(masked_lm_head, next_sentence_head), shapes,
+                                lambda name: reader.read(original[name]), reader.description)
 
 
 def hf_skip_reason(name):

@@ -378,6 +378,26 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
     return backbone
 
 
+def load_pretraining_heads(preset, masked_lm_head, next_sentence_head=None):
+    """Loads BERT's pretraining heads from a Hugging Face or Google checkpoint that has them (`cls.*` / `cls/*`).
+
+    Continued pretraining then starts from the checkpoint's own masked-LM transform and output bias (and
+    next-sentence classifier), as `BertForPreTraining.from_pretrained` does, instead of new ones.
+
+    Returns:
+        `(LoadReport or None, [heads loaded])`: None and [] for other formats and for checkpoints without the
+        heads (e.g. sentence-transformers models).
+    """
+    resolved = resolve_preset(preset)
+    if resolved.format == HUGGINGFACE:
+        from keras_bert_impl.checkpoints import huggingface as module
+    elif resolved.format == GOOGLE:
+        from keras_bert_impl.checkpoints import google as module
+    else:
+        return None, []
+    return module.load_pretraining_heads(resolved.location, masked_lm_head, next_sentence_head)
+
+
 def _check_overrides(cls, preset, config, overrides):
     # Not in every saved config: attention dropout (older configs), how the model runs, and Keras's own.
     settings = {"attention_dropout", *getattr(cls, "run_settings", ()), "name", "trainable"}

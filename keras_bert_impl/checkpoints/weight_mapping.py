@@ -188,3 +188,28 @@ def export_tensors(targets):
         for name, array in zip(target.names, target.from_variable(value)):
             tensors[name] = np.ascontiguousarray(array)
     return tensors
+
+
+def assign_present_heads(head_targets, shapes, read_tensor, source):
+    """Assigns the pretraining-head targets whose tensors the checkpoint holds; the rest of it is skipped.
+
+    Args:
+        head_targets: `{head name: [WeightTarget, ...]}`, e.g. `{"masked LM": [...], "next sentence": [...]}`.
+        shapes, read_tensor, source: as `assign_weights`.
+
+    Returns:
+        `(LoadReport or None, [head names loaded])`: None and [] when the checkpoint holds none of the heads (e.g. a
+        sentence-transformers checkpoint, or a `BertModel` without `cls.*`). A head loads whole or not at all: one
+        whose tensors are only partly present, or of other shapes, raises `CheckpointMismatchError`.
+    """
+    present = {head: targets for head, targets in head_targets.items()
+               if any(name in shapes for target in targets for name in target.names)}
+    if not present:
+        return None, []
+    targets = [target for head_list in present.values() for target in head_list]
+    wanted = {name for target in targets for name in target.names}
+    report = assign_weights(
+        targets, shapes, read_tensor, source,
+        skip_reason=lambda name: None if name in wanted else "not a weight of the pretraining heads",
+    )
+    return report, list(present)

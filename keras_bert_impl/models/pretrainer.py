@@ -1,11 +1,13 @@
 """BertPretrainer: the backbone with BERT's masked-LM and next-sentence heads."""
 
+import os
+
 import keras
 
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.task import BACKBONE_INPUTS, Task
+from keras_bert_impl.models.task import BACKBONE_INPUTS, TASK_CONFIG_FILE, Task
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -110,6 +112,29 @@ class BertPretrainer(Task):
 
     def head_config(self):
         return {"nsp": self.nsp, "vocabulary_padding_multiple": self.vocabulary_padding_multiple}
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, preprocessor="auto", dtype=None, **kwargs):
+        """`Task.from_preset`, and the checkpoint's own pretraining heads where it has them.
+
+        A Hugging Face `BertForPreTraining` / `BertForMaskedLM` or an original
+        Google checkpoint holds BERT's trained masked-LM transform and output
+        bias (`cls.predictions`) and next-sentence classifier
+        (`cls.seq_relationship`): they load too, so continued pretraining
+        starts where the checkpoint's pretraining ended. Checkpoints without
+        them (sentence-transformers, a bare `BertModel`) leave the heads new.
+        `heads_loaded` lists what loaded.
+        """
+        model = super().from_preset(preset, load_weights=load_weights, preprocessor=preprocessor, dtype=dtype, **kwargs)
+        model.heads_loaded = []
+        own_task = isinstance(preset, (str, os.PathLike)) and os.path.isfile(
+            os.path.join(os.fspath(preset), TASK_CONFIG_FILE))
+        if load_weights and not own_task:  # a save_to_preset directory loaded the heads with the task already
+            from keras_bert_impl.checkpoints.loading import load_pretraining_heads
+
+            _, model.heads_loaded = load_pretraining_heads(
+                preset, model.masked_lm_head, model.next_sentence_head if model.nsp else None)
+        return model
 
     @classmethod
     def preprocessor_class(cls):
