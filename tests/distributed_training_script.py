@@ -16,7 +16,7 @@ MODE `jax_pretrain`: one of 2 such processes: its shard of the bundled held-out 
 MODES `torch_processes`, `torch_pretrain`: the same two with KERAS_BACKEND=torch (torch.distributed over gloo).
 MODE `finetune_processes`: one of 2 JAX or PyTorch processes, or TensorFlow workers (TF_CONFIG), running `finetune`
 on its rows of 5 global batches of 8 for 2 epochs (model_dir FINETUNE_DIR) -> its last weights, dev logits, history
-and optimizer steps;
+and optimizer steps (with FINETUNE_EXIT_AFTER_EPOCH=k the process exits with status 3 right after epoch k);
 process 0 also fine-tunes alone (OUTPUT.single.npz, OUTPUT.single.dev.npy).
 MODE `raw_fit_processes`: one of 2 JAX or PyTorch processes calling `BertClassifier.fit` on raw strings -> the
 error it raises (type and message).
@@ -287,19 +287,36 @@ elif MODE == "finetune_processes":
     def accuracy(model):
         return {"accuracy": float((model.predict(dev, batch_size=16, verbose=0).argmax(-1) == labels[40:]).mean())}
 
-    def fine_tune(strategy, model_dir):
+    class ExitAfterEpoch(keras.callbacks.Callback):
+        """A hard stop of the process (no cleanup) once epoch `FINETUNE_EXIT_AFTER_EPOCH` and its checkpoint are done."""
+
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch + 1 == int(os.environ["FINETUNE_EXIT_AFTER_EPOCH"]):
+                os._exit(3)
+
+    class EpochsRun(keras.callbacks.Callback):
+        """The epochs this launch trains (a resumed run skips the finished ones)."""
+
+        epochs = []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epochs.append(epoch)
+
+    def fine_tune(strategy, model_dir, callbacks=()):
         model = classifier(strategy)
         # The last epoch's weights (not the best epoch's), so that every step is compared.
         result = finetune(model, train, epochs=2, learning_rate=1e-3, eval_fn=accuracy, model_dir=model_dir,
-                          strategy=strategy, verbose=0, tensorboard=False, restore_best_weights=False)
+                          strategy=strategy, verbose=0, tensorboard=False, restore_best_weights=False,
+                          callbacks=list(callbacks))
         return model, result
 
     model_dir = os.environ["FINETUNE_DIR"]
-    model, result = fine_tune(strategy, model_dir)
+    model, result = fine_tune(strategy, model_dir,
+                              [EpochsRun()] + ([ExitAfterEpoch()] if os.environ.get("FINETUNE_EXIT_AFTER_EPOCH") else []))
     np.savez(OUTPUT + ".npz", *[keras.ops.convert_to_numpy(v.value) for v in model.trainable_variables])
     with predicting_everywhere(strategy):
         np.save(OUTPUT + ".dev.npy", model.predict(dev, batch_size=16, verbose=0))
-    out = {"process": index, "history": result.history, "best_epoch": result.best_epoch,
+    out = {"process": index, "epochs_run": EpochsRun.epochs, "history": result.history, "best_epoch": result.best_epoch,
            "best_weights_path": result.best_weights_path, "train_steps": result.train_steps,
            "optimizer_steps": int(keras.ops.convert_to_numpy(model.optimizer.iterations))}
     if index == 0:

@@ -160,6 +160,7 @@ def test_jax_two_processes_end_with_equal_weights_equal_to_one_process(tmp_path,
     env.pop("XLA_FLAGS", None)  # one CPU device a process
     outs = _run_processes("jax_processes", tmp_path, env)
     results = [json.loads(out.read_text()) for out in outs]
+    assert results[0]["epochs_run"] == results[1]["epochs_run"] == [1]  # epoch 1 was not trained again
     weights = [np.load(str(out) + ".npz") for out in outs]
     single = np.load(str(outs[0]) + ".single.npz")
     for index, result in enumerate(results):
@@ -376,18 +377,46 @@ def _tensorflow_workers(mode, tmp_path, env, timeout=240):
     return _all_succeeded(procs, timeout)
 
 
+def _killed_after_first_epoch(backend, tmp_path, env):
+    """Runs the 2-process `finetune_processes` job until both processes exit hard right after epoch 1."""
+    env = dict(env, FINETUNE_EXIT_AFTER_EPOCH="1")
+    if backend == "tensorflow":
+        workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+        configs = [{"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}} for i in range(2)]
+        envs = [dict(env, TF_CONFIG=json.dumps(config)) for config in configs]
+    else:
+        coordinator = f"127.0.0.1:{_free_ports(1)[0]}"
+        envs = [dict(env, CLUSTER_COORDINATOR=coordinator, CLUSTER_NUM_PROCESSES="2", CLUSTER_PROCESS_ID=str(i))
+                for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, SCRIPT, "finetune_processes", str(tmp_path / f"killed{i}.json")],
+                              env=envs[i], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    try:
+        outputs = [proc.communicate(timeout=240) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert [proc.returncode for proc in procs] == [3, 3], outputs[0][1][-3000:] + outputs[1][1][-3000:]
+
+
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
-def test_two_processes_fine_tune_like_one_process_with_one_writer(backend, tmp_path, data_slices, minilm_dir):
+def test_two_processes_fine_tune_like_one_process_with_one_writer_also_after_a_kill(backend, tmp_path, data_slices,
+                                                                                   minilm_dir):
     """`finetune` with `--strategy multiworker`: 2 TensorFlow workers, JAX or PyTorch processes, a pair classifier.
 
-    Each feeds its 4 rows of every global batch of 8 and scores the whole dev set after each epoch. Both end with
-    the last epoch's weights (<= 1e-5), the dev logits, the losses, the optimizer steps and the dev accuracies of
-    one process trained alone on the same global batches, and only process 0 writes `best.weights.h5` into the
-    shared model_dir.
+    Each feeds its 4 rows of every global batch of 8 and scores the whole dev set after each epoch. Both processes
+    are first killed (a hard exit, no cleanup) right after epoch 1; the same job started again resumes from process
+    0's checkpoint in the shared model_dir. Both then end with the last epoch's weights (<= 1e-5), the dev logits,
+    the losses, the optimizer steps and the dev accuracies of one process trained alone and uninterrupted on the
+    same global batches, and only process 0 wrote `best.weights.h5` into the shared model_dir, whose checkpoints
+    are gone once the run is finished.
     """
     pytest.importorskip(backend)
     model_dir = tmp_path / "finetuned"
     env = _env(data_slices, minilm_dir, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", FINETUNE_DIR=str(model_dir))
+    _killed_after_first_epoch(backend, tmp_path, env)
+    assert sorted(os.listdir(model_dir / "checkpoints")) == ["ckpt-000000001"]  # process 0's, once
     if backend == "tensorflow":
         outs = _tensorflow_workers("finetune_processes", tmp_path, env)
     else:
@@ -402,10 +431,14 @@ def test_two_processes_fine_tune_like_one_process_with_one_writer(backend, tmp_p
     assert results[0]["history"]["accuracy"] == results[1]["history"]["accuracy"]  # the same dev scores
     np.testing.assert_allclose(results[0]["history"]["accuracy"], results[0]["single_history"]["accuracy"])
     # JAX's progress shows the global batch's loss, PyTorch's each process's own rows': their mean is the global one.
+    # Epoch 1's values come from process 0's checkpoint: the same on both (on PyTorch, process 0's own rows' loss).
+    losses, single_losses = [r["history"]["loss"] for r in results], results[0]["single_history"]["loss"]
+    assert losses[0][0] == losses[1][0]
     if backend == "torch":  # each process's loss is the mean over its own 4 rows of each batch
-        assert results[0]["history"]["loss"] != results[1]["history"]["loss"]
-    mean_loss = np.mean([r["history"]["loss"] for r in results], axis=0)
-    np.testing.assert_allclose(mean_loss, results[0]["single_history"]["loss"], atol=1e-5)
+        assert losses[0][1] != losses[1][1]
+    else:
+        np.testing.assert_allclose(losses[0][0], single_losses[0], atol=1e-5)
+    np.testing.assert_allclose(np.mean([loss[1:] for loss in losses], axis=0), single_losses[1:], atol=1e-5)
     single_logits = np.load(str(outs[0]) + ".single.dev.npy")
     for out in outs:
         np.testing.assert_allclose(np.load(str(out) + ".dev.npy"), single_logits, atol=1e-5, rtol=0)
@@ -415,7 +448,8 @@ def test_two_processes_fine_tune_like_one_process_with_one_writer(backend, tmp_p
         np.testing.assert_allclose(weights[0][name], single[name], atol=1e-5, rtol=0)
     assert results[0]["best_weights_path"] == str(model_dir / "best.weights.h5")
     assert not results[1]["best_weights_path"].startswith(str(model_dir))  # process 1: its private folder
-    assert sorted(os.listdir(model_dir)) == ["best.weights.h5"]
+    assert sorted(os.listdir(model_dir)) == ["best.weights.h5"]  # the finished run removed its checkpoints
+    assert results[0]["history"]["accuracy"][:1] == results[0]["single_history"]["accuracy"][:1]  # epoch 1, resumed
 
 
 def _recipe_on_two_processes(recipe, args, backend, tmp_path, timeout=400):

@@ -68,6 +68,7 @@ from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
 from keras_bert_impl.training.finetuning_resume import (
     EpochCheckpoint,
     checkpoint_manager,
+    epochs_done_in,
     remove_checkpoints,
     resume_from_latest,
     run_settings,
@@ -205,7 +206,9 @@ def finetune(
             `model_dir/checkpoints` holds one from an interrupted run with the
             same settings, go on from it (`finetuning_resume`; a tf.data input
             resumes exactly). The checkpoints are removed when the run
-            finishes. One process only: a job of several starts again.
+            finishes. In a job of several processes, `model_dir` is one
+            folder they all see: process 0 writes the checkpoints, and every
+            process resumes from the same one.
         tensorboard: write TensorBoard logs when `model_dir` is set.
         loss, metrics: compile arguments for an uncompiled model (or to override).
         callbacks: extra Keras callbacks.
@@ -270,6 +273,13 @@ def finetune(
     num_train_steps = max(1, steps_per_epoch * epochs)
     warmup_steps = int(round(num_train_steps * warmup_proportion))
 
+    # Resume: every process reads the shared model_dir's newest checkpoint (process 0 alone writes them).
+    checkpoints = checkpoint_manager(model_dir) if model_dir and resume else None
+    epochs_to_skip = epochs_done_in(checkpoints) if checkpoints is not None else 0
+    if group is not None and checkpoints is not None:  # all processes must resume from the same epoch
+        group.check_same_on_every_process("the fine-tuning epoch to resume from", epochs_to_skip,
+                                          f"that model_dir {model_dir} is one folder every process sees")
+
     compile_loss = loss if loss is not None else getattr(model, "loss", None)
     if compile_loss is None:
         raise ValueError(
@@ -302,7 +312,7 @@ def finetune(
     else:
         _compile()
     if workers > 1:
-        train_ds = _distribute_to_workers(model, train_ds, global_batches, strategy)
+        train_ds = _distribute_to_workers(model, train_ds, global_batches, strategy, epochs_to_skip * steps_per_epoch)
 
     if monitor is None and eval_fn is None and validation_ds is not None:
         monitor = "val_loss"
@@ -319,7 +329,6 @@ def finetune(
     timer = EpochTimer()
     all_callbacks = [timer, best_tracker]
     epochs_done, earlier_history = 0, {}
-    checkpoints = checkpoint_manager(model_dir) if model_dir and resume and this is None else None
     if checkpoints is not None:  # after the evaluation: a resumed run knows its best epoch
         settings = run_settings(
             epochs=epochs, steps_per_epoch=steps_per_epoch, learning_rate=learning_rate,
@@ -327,9 +336,14 @@ def finetune(
             optimizer=optimizer if isinstance(optimizer, str) else type(optimizer).__name__, monitor=monitor,
             early_stopping_patience=early_stopping_patience)
         best_tracker.save_after_checkpoint = True  # a killed run never holds a best file newer than its checkpoint
-        epochs_done, earlier_history = resume_from_latest(checkpoints, model, settings, best_tracker, timer)
-        all_callbacks.append(EpochCheckpoint(checkpoints, settings, best_tracker, timer, earlier_history))
-        if epochs_done and is_tf_data:  # the stream goes on after the finished epochs' batches
+        # The best weights file of the run is process 0's, in the shared model_dir.
+        shared_best = os.path.join(model_dir, BEST_WEIGHTS_NAME)
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():  # optimizer variables
+            epochs_done, earlier_history = resume_from_latest(checkpoints, model, settings, best_tracker, timer,
+                                                              best_weights_file=shared_best)
+        all_callbacks.append(EpochCheckpoint(checkpoints, settings, best_tracker, timer, earlier_history,
+                                             writes=writes))
+        if epochs_done and is_tf_data and workers == 1:  # the stream goes on after the finished epochs' batches
             train_ds = train_ds.skip(epochs_done * steps_per_epoch)
     if model_dir and tensorboard and writes:
         all_callbacks.append(keras.callbacks.TensorBoard(log_dir=os.path.join(model_dir, "logs"), update_freq="epoch"))
@@ -354,7 +368,10 @@ def finetune(
                 raise
             raise lost from error
     if checkpoints is not None:
-        remove_checkpoints(checkpoints)  # finished: nothing left to resume
+        if group is not None:  # every process is done with the checkpoints before process 0 removes them
+            group.barrier("finetune: finished")
+        if writes:
+            remove_checkpoints(checkpoints)  # finished: nothing left to resume
     history = {key: earlier_history.get(key, []) + [float(v) for v in new_history.get(key, [])]
                for key in dict.fromkeys([*earlier_history, *new_history])}
     if restore_best_weights and best_tracker.best_weights is not None:
@@ -438,12 +455,13 @@ def _tensorflow_worker_index(strategy):
     return resolver.task_id + (1 if has_chief and resolver.task_type == "worker" else 0)
 
 
-def _distribute_to_workers(model, rows, global_batches, strategy):
+def _distribute_to_workers(model, rows, global_batches, strategy, skip_batches=0):
     """TensorFlow workers: each feeds its rows of the same global batches (as JAX and PyTorch processes do).
 
     Builds the compiled `model`'s metrics from this worker's first rows (Keras's own build
     cannot reduce a dict of per-worker tensors, `multiworker_patches`) and returns the
-    per-worker pipelines as one distributed dataset.
+    per-worker pipelines as one distributed dataset, each starting `skip_batches` into the
+    stream (a resumed run: the finished epochs' batches).
     """
     from keras_bert_impl.training.multiworker_patches import (
         build_before_distributed_fit,
@@ -455,7 +473,7 @@ def _distribute_to_workers(model, rows, global_batches, strategy):
     build_before_distributed_fit(model, strategy, keras.tree.map_structure(lambda t: t.numpy(), first))
     return strategy.distribute_datasets_from_function(
         lambda context: take_rows_of_each_batch(global_batches, context.input_pipeline_id,
-                                                context.num_input_pipelines).repeat())
+                                                context.num_input_pipelines).repeat().skip(skip_batches))
 
 
 def _predicting_everywhere(eval_fn, group):

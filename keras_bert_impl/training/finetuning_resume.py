@@ -61,10 +61,12 @@ class EpochCheckpoint(keras.callbacks.Callback):
         tracker: the run's `BestEpochCheckpoint`, whose best epoch is saved too.
         timer: the run's `EpochTimer`.
         history: the epochs before this run's first (a resumed run's), `{name: [value, ...]}`.
+        writes: False on the processes > 0 of a job of several (they run the same code, process 0 writes).
     """
 
-    def __init__(self, manager, settings, tracker, timer, history=None):
+    def __init__(self, manager, settings, tracker, timer, history=None, writes=True):
         super().__init__()
+        self.writes = writes  # in a job of several processes, process 0 alone writes the checkpoints
         self.manager = manager
         self.settings = settings
         self.tracker = tracker
@@ -83,14 +85,24 @@ class EpochCheckpoint(keras.callbacks.Callback):
                      "epochs_without_improvement": self.tracker.epochs_without_improvement,
                      "stopped_early": self.tracker.stopped_early},
         }
-        self.manager.save(epoch + 1, self.model, self.model.optimizer, state=state)
+        if self.writes:
+            self.manager.save(epoch + 1, self.model, self.model.optimizer, state=state)
         # Then the best weights file: a run killed in between resumes from a checkpoint whose epoch is the best one
         # and holds its weights (`resume_from_latest`); never from one older than the file.
         self.tracker.save_best_weights()
 
 
-def resume_from_latest(manager, model, settings, tracker, timer):
+def epochs_done_in(manager):
+    """The epochs the newest intact checkpoint of `manager` holds (0 without one): what a resumed run skips."""
+    path = manager.latest()
+    return 0 if path is None else int(_read_state(path)["step"])
+
+
+def resume_from_latest(manager, model, settings, tracker, timer, best_weights_file=None):
     """Restores the newest intact checkpoint of `manager` into `model` (compiled), `tracker` and `timer`.
+
+    `best_weights_file` is the run's best weights (default `tracker.weights_path`): in a job of several
+    processes, process 0's file in the shared model_dir, which every process reads.
 
     Returns:
         `(epochs_done, history)`: 0 and {} when there is none (whether early stopping ended it is
@@ -117,9 +129,10 @@ def resume_from_latest(manager, model, settings, tracker, timer):
     model.optimizer.build(model.trainable_variables)
     best = state["best"]
     best_is_last = best["epoch"] == state["step"]  # the checkpoint holds the best weights themselves
-    if best["epoch"] is not None and not best_is_last and tracker.weights_path and os.path.exists(tracker.weights_path):
+    best_weights_file = best_weights_file or tracker.weights_path
+    if best["epoch"] is not None and not best_is_last and best_weights_file and os.path.exists(best_weights_file):
         # First: a `.weights.h5` holds the optimizer's state of its epoch too, which the checkpoint then replaces.
-        model.load_weights(tracker.weights_path)
+        model.load_weights(best_weights_file)
         tracker.best_weights = model.get_weights()
     state = manager.restore(path, model, model.optimizer)
     tracker.best_value, tracker.best_epoch, tracker.best_metrics = best["value"], best["epoch"], best["metrics"]

@@ -154,6 +154,7 @@ def run(config):
 
     mixed_precision = setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     distribution = get_strategy(c.strategy)
+    shared_model_dir = c.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
     c = config_of_this_process(c, distribution)  # several processes: one writer, an even split of each batch
     tokenizer_source = c.init_checkpoint if c.init_checkpoint and _has_vocabulary(c.init_checkpoint) else c.preset
     tokenizer = BertTokenizer.from_preset(tokenizer_source)
@@ -202,7 +203,7 @@ def run(config):
         weight_decay=c.weight_decay,
         eval_fn=eval_fn,
         monitor=monitor,
-        model_dir=c.model_dir,
+        model_dir=shared_model_dir,
         strategy=distribution,
         seed=c.seed,
         early_stopping_patience=c.early_stopping_patience,

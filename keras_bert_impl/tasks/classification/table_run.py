@@ -92,12 +92,13 @@ def run(config, inputs=None):
 
     train, validation, test, label_names = inputs or read_inputs(config)  # every file, before any model
     strategy = get_strategy(config.strategy)
+    shared_model_dir = config.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
     config = config_of_this_process(config, strategy)  # several processes: one writer, an even split of each batch
     classifier = build_classifier(config, label_names, strategy)
     train_ds = classifier.preprocessor.make_dataset(train.inputs, label_targets(train, label_names),
                                                     batch_size=config.batch_size, shuffle=True, seed=config.seed)
     result = finetune(classifier, train_ds, epochs=config.epochs, learning_rate=config.learning_rate,
-                      warmup_proportion=0.1, model_dir=config.model_dir, strategy=strategy, seed=config.seed,
+                      warmup_proportion=0.1, model_dir=shared_model_dir, strategy=strategy, seed=config.seed,
                       verbose=2)
     train_seconds = float(sum(result.epoch_seconds))
     start = time.perf_counter()

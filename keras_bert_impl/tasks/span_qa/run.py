@@ -156,6 +156,7 @@ def run(config):
         train_examples, train_stats = read_squad_examples(c.train_file, is_training=True)
 
     strategy = get_strategy(c.strategy)
+    shared_model_dir = c.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
     c = config_of_this_process(c, strategy)  # several processes: one writer, an even split of each batch
     with strategy.scope():
         if fine_tuned:
@@ -194,7 +195,7 @@ def run(config):
             epochs=c.epochs,
             learning_rate=c.learning_rate,
             warmup_proportion=c.warmup_proportion,
-            model_dir=c.model_dir,
+            model_dir=shared_model_dir,
             strategy=strategy,
             seed=c.seed,
         )

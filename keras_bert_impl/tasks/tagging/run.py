@@ -194,6 +194,7 @@ def run(config):
     fine_tuned = is_fine_tuned_model(c.init_checkpoint)
     boundaries = None if c.static_shapes else default_boundaries(c.sequence_length, **TAGGING_BUCKETS)
     strategy = get_strategy(c.strategy)
+    shared_model_dir = c.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
     c = config_of_this_process(c, strategy)  # several processes: one writer, an even split of each batch
 
     if fine_tuned:
@@ -247,7 +248,7 @@ def run(config):
             warmup_proportion=c.warmup_proportion,
             eval_fn=evaluator,
             monitor="dev_f1",
-            model_dir=c.model_dir,
+            model_dir=shared_model_dir,
             strategy=strategy,
             seed=c.seed,
             verbose=2,
