@@ -459,6 +459,13 @@ def _recipe_on_two_processes(recipe, args, backend, tmp_path, timeout=400):
     (Not the last line of a log merging stderr: the runtimes log there also after the result, e.g. a TensorFlow
     worker whose chief has already exited logs the failed heartbeat.)
     """
+    codes, logs = _finish(_start_recipe_processes(recipe, args, backend, tmp_path), timeout=timeout)
+    assert codes == [0, 0], logs[0][-3000:] + logs[1][-3000:]
+    return [json.loads((tmp_path / f"{index}.out").read_text().strip().splitlines()[-1]) for index in range(2)]
+
+
+def _start_recipe_processes(recipe, args, backend, tmp_path):
+    """Starts the 2 processes of `_recipe_on_two_processes`; returns `[(process, stderr log)]` (stdout: `<i>.out`)."""
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
                CUDA_VISIBLE_DEVICES="")
@@ -477,9 +484,7 @@ def _recipe_on_two_processes(recipe, args, backend, tmp_path, timeout=400):
         procs.append((subprocess.Popen(
             [sys.executable, os.path.join(repo, "recipes", recipe), *map(str, args), "--strategy", "multiworker",
              *cluster], env=env, stdout=stdout, stderr=log, text=True), log))
-    codes, logs = _finish(procs, timeout=timeout)
-    assert codes == [0, 0], logs[0][-3000:] + logs[1][-3000:]
-    return [json.loads((tmp_path / f"{index}.out").read_text().strip().splitlines()[-1]) for index in range(2)]
+    return procs
 
 
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
@@ -553,3 +558,50 @@ def test_fit_on_raw_strings_in_a_job_of_two_processes_is_refused_in_one_line(bac
                                             f"of 2 {runtime} processes, each of which would train on all the data")
         assert "finetune(model, model.preprocessor.make_dataset(" in result["message"]
         assert "recipes/finetune_classifier.py --strategy multiworker" in result["message"]
+
+
+def test_a_glue_recipe_killed_on_two_processes_resumes_to_the_uninterrupted_scores(tmp_path, shared_data):
+    """`recipes/finetune_glue.py --strategy multiworker` on 2 PyTorch processes (torchrun-style cluster flags), the
+    first 24 RTE training examples, 3 epochs: both processes killed (SIGKILL) once process 0 has written its first
+    epoch's checkpoint, then the same two commands again. Both resume from it ("Resuming from ...") and end with the
+    history, best epoch and dev accuracy of the job that was never interrupted; no checkpoint is left behind."""
+    pytest.importorskip("torch")
+    from test_finetune_glue_recipe import _slice_task
+
+    data_dir = _slice_task(shared_data / "glue", tmp_path, "RTE", 41)
+
+    def flags(model_dir):
+        return ["--task", "rte", "--data_dir", data_dir, "--model_dir", model_dir, "--train_limit", 24,
+                "--batch_size", 8, "--sequence_length", 32, "--epochs", 3, "--seed", 1, "--no_predict_test"]
+
+    (tmp_path / "straight").mkdir()
+    straight = _recipe_on_two_processes("finetune_glue.py", flags(tmp_path / "rte_straight"), "torch",
+                                        tmp_path / "straight")
+    model_dir, checkpoints = tmp_path / "rte", tmp_path / "rte" / "checkpoints"
+    (tmp_path / "killed").mkdir()
+    procs = _start_recipe_processes("finetune_glue.py", flags(model_dir), "torch", tmp_path / "killed")
+    try:
+        deadline = time.time() + 300
+        while not (checkpoints.is_dir() and any(p.name.startswith("ckpt-") for p in checkpoints.iterdir())):
+            assert all(p.poll() is None for p, _ in procs) and time.time() < deadline, "no checkpoint was written"
+            time.sleep(0.05)
+        for proc, _ in procs:
+            proc.kill()
+    finally:
+        _finish(procs, timeout=60)
+    done = sorted(p.name for p in checkpoints.iterdir() if p.name.startswith("ckpt-"))
+    assert done and done[-1] in ("ckpt-000000001", "ckpt-000000002")  # killed before the end
+
+    (tmp_path / "resumed").mkdir()
+    resumed = _recipe_on_two_processes("finetune_glue.py", flags(model_dir), "torch", tmp_path / "resumed")
+    for index in range(2):
+        log = (tmp_path / "resumed" / f"{index}.log").read_text()
+        assert f"Resuming from {checkpoints / done[-1]}: {int(done[-1][5:])} epoch(s) done" in log, log[-3000:]
+    results = json.load(open(model_dir / "dev_results.json"))
+    expected = json.load(open(tmp_path / "rte_straight" / "dev_results.json"))
+    for ours, reference in zip(resumed, straight):
+        assert ours["accuracy"] == pytest.approx(reference["accuracy"]), (results["history"], expected["history"])
+        assert ours["best_epoch"] == reference["best_epoch"]
+    for key in ("accuracy", "loss"):
+        np.testing.assert_allclose(results["history"][key], expected["history"][key], rtol=1e-4, err_msg=key)
+    assert not checkpoints.exists()

@@ -313,6 +313,9 @@ def finetune(
         _compile()
     if workers > 1:
         train_ds = _distribute_to_workers(model, train_ds, global_batches, strategy, epochs_to_skip * steps_per_epoch)
+    elif is_tf_data and keras.backend.backend() != "tensorflow":
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            _build_from_element_spec(model, train_ds)
 
     if monitor is None and eval_fn is None and validation_ds is not None:
         monitor = "val_loss"
@@ -476,6 +479,20 @@ def _distribute_to_workers(model, rows, global_batches, strategy, skip_batches=0
                                                 context.num_input_pipelines).repeat().skip(skip_batches))
 
 
+def _build_from_element_spec(model, dataset):
+    """Builds the compiled model's losses and metrics from `dataset`'s element shapes, reading no batch.
+
+    On JAX and PyTorch, Keras's `fit` otherwise builds them from a first batch of a new iterator of the
+    input, then starts another one for training. A shuffled tf.data input then spends one of its
+    reshuffles on that batch, and a resumed run, whose input skips the finished epochs' batches, would
+    spend another one than the uninterrupted run did: its remaining epochs would see other orders.
+    """
+    def symbolic(spec):
+        return keras.KerasTensor(tuple(spec.shape.as_list()), spec.dtype.name)
+
+    model._symbolic_build(data_batch=keras.tree.map_structure(symbolic, dataset.element_spec))  # noqa: SLF001
+
+
 def _predicting_everywhere(eval_fn, group):
     def evaluate(model):
         with group.predicting_everywhere():
@@ -555,6 +572,7 @@ class BestEpochCheckpoint(keras.callbacks.Callback):
         # With resumable checkpoints, `EpochCheckpoint` writes the weights file after the epoch's checkpoint.
         self.save_after_checkpoint = False
         self.unsaved = False
+        self.random_state = None  # a resumed PyTorch run's global generator state (`finetuning_resume`)
         if weights_path is not None and not str(weights_path).endswith(".weights.h5"):
             raise ValueError(f"`weights_path` must end in '.weights.h5', got {weights_path!r}.")
 
