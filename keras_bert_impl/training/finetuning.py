@@ -366,7 +366,8 @@ def finetune(
                 verbose=verbose,
             ).history
         except Exception as error:  # another process stopped: one line (a LostProcessError), not the runtime's text
-            lost = group.lost_process_error(error, None) if group is not None else None
+            latest = checkpoints.latest() if checkpoints is not None else None  # what the restart resumes from
+            lost = group.lost_process_error(error, latest) if group is not None else None
             if lost is None:
                 raise
             raise lost from error
