@@ -488,8 +488,8 @@ def _build_from_element_spec(model, dataset):
     reshuffles on that batch, and a resumed run, whose input skips the finished epochs' batches, would
     spend another one than the uninterrupted run did: its remaining epochs would see other orders.
     """
-    def symbolic(spec):
-        return keras.KerasTensor(tuple(spec.shape.as_list()), spec.dtype.name)
+    def symbolic(spec):  # a length of 1 where the input's is unknown (length buckets): JAX needs whole shapes here
+        return keras.KerasTensor(tuple(1 if d is None else d for d in spec.shape.as_list()), spec.dtype.name)
 
     model._symbolic_build(data_batch=keras.tree.map_structure(symbolic, dataset.element_spec))  # noqa: SLF001
 
