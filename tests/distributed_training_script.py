@@ -238,7 +238,7 @@ elif MODE in ("jax_pretrain", "torch_pretrain"):
     model_dirs = os.environ["PRETRAIN_DIRS"]
     common = dict(strategy="multiworker", train_files=[paths["train"]], vocab=paths["vocab"], global_batch_size=8,
                   sequence_length=32, max_predictions_per_seq=5, warmup_steps=1, checkpoint_every=2,
-                  log_every=1000, verbose=0, **cluster)
+                  log_every=1000, verbose=0, dropout=0.1, **cluster)
     straight = run_pretraining(PretrainingConfig(model_dir=os.path.join(model_dirs, "straight"), num_steps=4, **common))
     first = run_pretraining(PretrainingConfig(model_dir=os.path.join(model_dirs, "resumed"), num_steps=2, **common))
     resumed = run_pretraining(PretrainingConfig(model_dir=os.path.join(model_dirs, "resumed"), num_steps=4, **common))
@@ -250,6 +250,9 @@ elif MODE in ("jax_pretrain", "torch_pretrain"):
               "shard_examples": examples, "resumed_from_step": resumed["resumed_from_step"],
               "straight_loss": straight["history"]["loss"], "first_loss": first["history"]["loss"],
               "resumed_loss": resumed["history"]["loss"]}
+    if MODE == "torch_pretrain":  # the masks unseeded dropout draws now (from torch's global generator)
+        result["dropout_mask"] = (keras.ops.convert_to_numpy(
+            keras.layers.Dropout(0.5)(keras.ops.ones((64,)), training=True)) > 0).tolist()
 elif MODE == "finetune_processes":
     # One of 2 JAX or PyTorch processes (KERAS_BACKEND) running `finetune` with --strategy multiworker: a
     # classifier of sentence pairs (does the second sentence follow the first?) on real text, 2 epochs of 5 global

@@ -180,7 +180,9 @@ def test_two_processes_shard_the_data_and_resume_the_pretraining_run_exactly(bac
 
     Each process reads a disjoint shard of the held-out text (`{jax,torch}_processes.input_context()`, the TF
     `InputContext` sharding) and the two shards cover it once; process 0 alone writes the checkpoints
-    and a run of 2 steps resumed to 4 ends with the weights of 4 steps straight, in both processes.
+    and a run of 2 steps resumed to 4 ends with the weights of 4 steps straight, in both processes, with
+    dropout on. PyTorch's processes draw dropout masks of their own (they drew the same ones, seeded alike), and
+    the checkpoint holds each process's generator, so the resumed masks are the uninterrupted run's.
     """
     pytest.importorskip(backend)
     from test_pretraining_data import TokenIndex, document_tokens
@@ -217,6 +219,8 @@ def test_two_processes_shard_the_data_and_resume_the_pretraining_run_exactly(bac
     assert os.path.isdir(tmp_path / "straight" / "logs" / "non_chief_workers")  # process 1 writes only its logs
     if backend == "jax":  # one global loss; PyTorch's processes each report the loss of their own rows
         assert results[0]["straight_loss"] == results[1]["straight_loss"]
+    else:  # each process's own dropout stream
+        assert results[0]["dropout_mask"] != results[1]["dropout_mask"]
     np.testing.assert_allclose(results[0]["first_loss"] + results[0]["resumed_loss"], results[0]["straight_loss"],
                                atol=1e-5, rtol=0)
     weights = {(p, name): np.load(f"{out}.{name}.npz") for p, out in enumerate(outs) for name in ("straight", "resumed")}

@@ -75,6 +75,7 @@ from keras_bert_impl.training.finetuning_resume import (
 )
 from keras_bert_impl.training.process_cluster import take_rows_of_each_batch
 from keras_bert_impl.training.strategy import process_group
+from keras_bert_impl.training.symbolic_build import build_from_element_spec
 
 logger = logging.getLogger(__name__)
 
@@ -315,7 +316,7 @@ def finetune(
         train_ds = _distribute_to_workers(model, train_ds, global_batches, strategy, epochs_to_skip * steps_per_epoch)
     elif is_tf_data and keras.backend.backend() != "tensorflow":
         with strategy.scope() if strategy is not None else contextlib.nullcontext():
-            _build_from_element_spec(model, train_ds)
+            build_from_element_spec(model, train_ds.element_spec)  # reads no batch of it
 
     if monitor is None and eval_fn is None and validation_ds is not None:
         monitor = "val_loss"
@@ -478,20 +479,6 @@ def _distribute_to_workers(model, rows, global_batches, strategy, skip_batches=0
     return strategy.distribute_datasets_from_function(
         lambda context: take_rows_of_each_batch(global_batches, context.input_pipeline_id,
                                                 context.num_input_pipelines).repeat().skip(skip_batches))
-
-
-def _build_from_element_spec(model, dataset):
-    """Builds the compiled model's losses and metrics from `dataset`'s element shapes, reading no batch.
-
-    On JAX and PyTorch, Keras's `fit` otherwise builds them from a first batch of a new iterator of the
-    input, then starts another one for training. A shuffled tf.data input then spends one of its
-    reshuffles on that batch, and a resumed run, whose input skips the finished epochs' batches, would
-    spend another one than the uninterrupted run did: its remaining epochs would see other orders.
-    """
-    def symbolic(spec):  # a length of 1 where the input's is unknown (length buckets): JAX needs whole shapes here
-        return keras.KerasTensor(tuple(1 if d is None else d for d in spec.shape.as_list()), spec.dtype.name)
-
-    model._symbolic_build(data_batch=keras.tree.map_structure(symbolic, dataset.element_spec))  # noqa: SLF001
 
 
 def _predicting_everywhere(eval_fn, group):

@@ -6,9 +6,9 @@ After every epoch (its evaluation included) `EpochCheckpoint` writes
 optimizer variable (weights, dropout seed states, AdamW moments, the step
 count that drives the learning-rate schedule) and, in `state.json`, the
 history so far, the best epoch's value and metrics, and the run's settings
-(`run_settings`), and on PyTorch the global random generator's state (Keras's
-unseeded dropout draws from it there). Only the newest is kept, and a finished run removes them
-(its outputs are `best.weights.h5` and the task's files). The best epoch's
+(`run_settings`), and on PyTorch every process's global random generators
+(Keras's unseeded dropout draws from them there: `torch_random_state`). Only
+the newest is kept, and a finished run removes them (its outputs are `best.weights.h5` and the task's files). The best epoch's
 weights file is written after the epoch's checkpoint, so it is never newer
 than the checkpoint a run resumes from; a run stopped between the two
 resumes from a checkpoint of the best epoch itself, whose weights it takes.
@@ -38,6 +38,7 @@ import keras
 
 from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
+from keras_bert_impl.training.torch_random_state import checkpoint_entry, restore_from_checkpoint_entry
 
 CHECKPOINTS = "checkpoints"
 
@@ -75,15 +76,11 @@ class EpochCheckpoint(keras.callbacks.Callback):
         self.history = {key: list(values) for key, values in (history or {}).items()}
 
     def on_train_batch_begin(self, batch, logs=None):
-        # A resumed run on PyTorch: the global generator (Keras's unseeded dropout draws from it) goes on from the
-        # checkpoint's state. Set here, after the input's iterator started (a torch DataLoader draws a seed from it
-        # then, which the uninterrupted run did once, before its first epoch); in a job of several processes, seeded
-        # alike, every process's state is process 0's.
-        state = getattr(self.tracker, "random_state", None)
-        if state is not None and keras.backend.backend() == "torch":
-            import torch
-
-            torch.set_rng_state(torch.tensor(state, dtype=torch.uint8))
+        # A resumed run on PyTorch: the global generators (Keras's unseeded dropout draws from them) go on from the
+        # checkpoint's states, each process from its own. Set here, after the input's iterator started
+        # (`torch_random_state.restoring_at_first_batch` says why).
+        if self.tracker.random_state is not None:
+            restore_from_checkpoint_entry(self.tracker.random_state)
         self.tracker.random_state = None
 
     def on_epoch_end(self, epoch, logs=None):
@@ -98,10 +95,7 @@ class EpochCheckpoint(keras.callbacks.Callback):
                      "epochs_without_improvement": self.tracker.epochs_without_improvement,
                      "stopped_early": self.tracker.stopped_early},
         }
-        if keras.backend.backend() == "torch":  # unseeded dropout draws from torch's global generator
-            import torch
-
-            state["torch_rng_state"] = torch.get_rng_state().tolist()
+        state.update(checkpoint_entry())  # PyTorch: every process's generators (gathered: call on all)
         if self.writes:
             self.manager.save(epoch + 1, self.model, self.model.optimizer, state=state)
         # Then the best weights file: a run killed in between resumes from a checkpoint whose epoch is the best one
@@ -161,7 +155,7 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
     tracker.epochs_without_improvement = best["epochs_without_improvement"]
     tracker.stopped_early = bool(best["stopped_early"])
     timer.epoch_seconds = list(state["epoch_seconds"])
-    tracker.random_state = state.get("torch_rng_state")  # `EpochCheckpoint` sets it when training starts
+    tracker.random_state = state  # PyTorch's generators: `EpochCheckpoint` sets them when training starts
     print(f"Resuming from {path}: {state['step']} epoch(s) done", file=sys.stderr)
     return state["step"], state["history"]
 

@@ -21,6 +21,7 @@ import tensorflow as tf
 from keras.src.trainers.data_adapters.data_adapter import DataAdapter
 
 from keras_bert_impl.training.pretraining_errors import NaNLossError
+from keras_bert_impl.training.torch_random_state import checkpoint_entry
 
 
 class _OwnedIteratorDataset(tf.distribute.DistributedDataset):
@@ -112,6 +113,9 @@ def is_chief(strategy=None):
 class CheckpointEveryEpoch(keras.callbacks.Callback):
     """Saves an atomic checkpoint (model, optimizer, step, iterator) after each epoch.
 
+    On PyTorch the checkpoint also holds every process's global random generators, which
+    Keras's unseeded dropout draws from (`torch_random_state`).
+
     `on_saved(path)` is called after each save (the run records its configuration then, so a
     model_dir holds a recorded configuration only once it holds a checkpoint).
     """
@@ -131,10 +135,11 @@ class CheckpointEveryEpoch(keras.callbacks.Callback):
         if getattr(self.model, "_nan_detected", False):
             return
         step = (epoch + 1) * self.steps_per_epoch
+        random_states = checkpoint_entry()  # PyTorch's generators, of every process (gathered: all call it)
         if self.chief if self.chief is not None else is_chief():
             self.last_path = self.manager.save(
                 step, self.model, self.optimizer, iterator=self.iterator,
-                state=dict(self.state, logs={k: float(v) for k, v in (logs or {}).items()}),
+                state=dict(self.state, logs={k: float(v) for k, v in (logs or {}).items()}, **random_states),
             )
             if self.on_saved is not None:
                 self.on_saved(self.last_path)

@@ -49,6 +49,8 @@ from keras_bert_impl.training.strategy import (
     resolve_jit_compile,
 )
 from keras_bert_impl.training.unigram_floor import unigram_floor
+from keras_bert_impl.training.symbolic_build import build_from_element_spec
+from keras_bert_impl.training.torch_random_state import restoring_at_first_batch
 
 PRESET_ALIASES = {
     "tiny": "bert_tiny_en_uncased",
@@ -319,6 +321,9 @@ def run_pretraining(config, dataset_fn=None):
                                       config.seed, True, True, None).map(split)
         train_iterator = iter(train_dataset)
         train_data = callbacks_lib.IteratorAdapter(train_iterator)
+        if keras.backend.backend() != "tensorflow":  # else `fit` would spend a batch of the iterator on building
+            with strategy.scope():
+                build_from_element_spec(model, train_dataset.element_spec)
     else:
         train_iterator = None
         train_data = _distributed_dataset(strategy, build_dataset, config, tokenizer, split, start_step)
@@ -339,11 +344,11 @@ def run_pretraining(config, dataset_fn=None):
         patch_multiworker_metric_reduction()
         build_before_distributed_fit(model, strategy, _placeholder_batch(config, replicas))
 
-    if latest:
-        manager.restore(latest, model, optimizer, iterator=train_iterator)
-        print(f"Resumed from {latest} at step {start_step}.", flush=True)
+    restored = manager.restore(latest, model, optimizer, iterator=train_iterator) if latest else None
     if processes:  # PyTorch processes start from process 0's weights and draw dropout masks of their own
         processes.start_from_process_zero(model)
+    if restored:
+        print(f"Resumed from {latest} at step {start_step}.", flush=True)
 
     logs_dir = os.path.join(config.model_dir, "logs")
     export_dir = os.path.join(config.model_dir, "export")
@@ -351,6 +356,7 @@ def run_pretraining(config, dataset_fn=None):
                                           config.sequence_length)
     chief = callbacks_lib.is_chief(strategy)  # the one writer: the TF chief, JAX process 0
     run_callbacks = [
+        restoring_at_first_batch(restored),  # PyTorch: each process's dropout stream goes on where it was
         callbacks_lib.NaNGuard(start_step, manager),
         callbacks_lib.PretrainingTensorBoard(
             logs_dir, model, tokenizer, probe, config=config, start_step=start_step,

@@ -30,6 +30,7 @@ from keras_bert_impl.training.process_cluster import (
     names_a_lost_peer,
     split_global_batch,
 )
+from keras_bert_impl.training.torch_random_state import draw_own_stream
 
 RUNTIME = "PyTorch"
 TORCHRUN_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
@@ -215,12 +216,21 @@ def broadcast_from_first_process(variables):
 
 
 def draw_own_dropout(model, index=None):
-    """Offsets the model's dropout seeds by this process's index, so that each process draws its own masks.
+    """Gives this process dropout masks of its own; returns the number of seeded dropout states offset.
 
-    Every process seeds Keras alike (`--seed`), so without this, row i of every
-    process would get the same dropout mask; one device on the global batch draws
-    a mask per row. Process 0 keeps its seeds, so its checkpoints hold the one-process
-    streams; after a resume each process offsets the restored seeds again.
+    Every process seeds alike (`--seed`), so without this, row i of every process
+    would get the same dropout mask, where one device on the global batch draws a
+    mask per row. Two sources of masks are made this process's own:
+
+    - PyTorch's global generators, which Keras's unseeded dropout (all of BERT's)
+      draws from on PyTorch: reseeded on processes > 0 (`torch_random_state.draw_own_stream`);
+    - the model's seeded dropout states (`seed_generator_state` variables): offset
+      by the process index.
+
+    Process 0 keeps its seeds, so its streams are the one-process run's. A resumed run
+    restores each process's generators from the checkpoint after this
+    (`torch_random_state.restore_from_checkpoint_entry`), and offsets the restored
+    (process 0's) seed states again.
 
     Example:
     >>> import keras
@@ -235,6 +245,7 @@ def draw_own_dropout(model, index=None):
     import numpy as np
 
     index = process_index() if index is None else index
+    draw_own_stream(index)
     states = [v for v in model.non_trainable_variables if v.path.endswith("seed_generator_state")]
     for state in states:
         value = keras.ops.convert_to_numpy(state.value).astype(np.int64)
