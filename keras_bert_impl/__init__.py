@@ -35,6 +35,7 @@ _PREPROCESSING = {
     "ClassifierPreprocessor": "keras_bert_impl.text.classifier_preprocessor",
     "BertTokenClassifierPreprocessor": "keras_bert_impl.text.token_classifier_preprocessor",
     "BertSpanExtractorPreprocessor": "keras_bert_impl.text.span_extractor_preprocessor",
+    "BertPretrainerPreprocessor": "keras_bert_impl.text.pretrainer_preprocessor",
 }
 
 

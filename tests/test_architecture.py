@@ -187,3 +187,27 @@ def test_layers_and_models_import_without_tensorflow():
     proc = subprocess.run([sys.executable, "-c", _IMPORT_WITHOUT_TENSORFLOW, *names], env=env,
                           capture_output=True, text=True, timeout=300, cwd=ROOT.parent)
     assert proc.returncode == 0, f"modules that need TensorFlow to import:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+
+
+def test_every_serialisable_class_outside_the_models_is_known_to_the_package_on_import():
+    """`keras.saving.load_model` after `import keras_bert_impl` finds every class a `.keras` file may name.
+
+    Classes in `layers/` and `models/` are imported by the package itself; the ones in the TensorFlow rooms
+    (preprocessors, tokenizer) and the optimizers are registered by name on import (`_PREPROCESSING`,
+    `_TRAINING_OBJECTS`) and imported on first use. A class missing there (`BertPretrainerPreprocessor` was)
+    saves, but does not load in a fresh process.
+    """
+    import keras_bert_impl
+
+    known = {**keras_bert_impl._PREPROCESSING, **keras_bert_impl._TRAINING_OBJECTS}  # noqa: SLF001
+    missing = []
+    for name, path in MODULES.items():
+        if name.split(".")[1:2] in (["layers"], ["models"]):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                    "register_keras_serializable" in ast.unparse(d) for d in node.decorator_list):
+                if known.get(node.name) != name:
+                    missing.append(f"{name}.{node.name}")
+    assert not missing, f"add to keras_bert_impl/__init__.py's _PREPROCESSING or _TRAINING_OBJECTS: {missing}"

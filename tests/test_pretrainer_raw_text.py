@@ -144,3 +144,33 @@ def test_next_sentence_prediction_on_raw_strings_names_the_two_ways():
     assert str(error.value).startswith(
         "BertPretrainer(nsp=True) trains next-sentence prediction, which needs sentence pairs cut from documents, "
         "not a list of texts: build it with BertPretrainer.from_preset(preset, nsp=False)")
+
+
+_LOAD_AND_EVALUATE = """
+import json, sys, keras
+import keras_bert_impl  # no other import: the package registers the preprocessor's class for Keras
+model = keras.saving.load_model(sys.argv[1])
+texts = json.loads(sys.argv[2])
+print(json.dumps([type(model.preprocessor).__name__, model.evaluate(texts, batch_size=8, verbose=0, return_dict=True)]))
+"""
+
+
+def test_an_uncompiled_pretrainer_saves_and_loads_in_a_fresh_process(lines, tmp_path):
+    """`BertPretrainer.from_preset(...)` straight away (not compiled): `save` used to raise AttributeError
+    ('optimizer'), and `load_model` after `import keras_bert_impl` could not find `BertPretrainerPreprocessor`."""
+    import json
+    import subprocess
+    import sys
+
+    model = BertPretrainer.from_preset(PRESET, nsp=False, sequence_length=32)
+    path = str(tmp_path / "mlm.keras")
+    model.save(path)
+    texts = lines[:16]
+    result = subprocess.run([sys.executable, "-c", _LOAD_AND_EVALUATE, path, json.dumps(texts)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    name, scores = json.loads(result.stdout.strip().splitlines()[-1])
+    assert name == "BertPretrainerPreprocessor"
+    model.compile()  # the defaults ("auto")
+    expected = model.evaluate(texts, batch_size=8, verbose=0, return_dict=True)
+    assert scores["mlm_loss"] == pytest.approx(expected["mlm_loss"], rel=1e-5)

@@ -201,7 +201,7 @@ class Task(FunctionalModel):
         size: AdamW keeps two slots per weight); run checkpoints, which resume
         training, keep the optimizer state.
         """
-        if include_optimizer or self.optimizer is None:
+        if include_optimizer or getattr(self, "optimizer", None) is None:  # (an uncompiled model has none)
             return super().save(filepath, overwrite=overwrite, **kwargs)
         config = dict(self.get_config(), compile_defaults=False)
         inference_model = type(self).from_config(config)
