@@ -566,9 +566,10 @@ def test_fit_on_raw_strings_in_a_job_of_two_processes_is_refused_in_one_line(bac
 
 def test_a_glue_recipe_killed_on_two_processes_resumes_to_the_uninterrupted_scores(tmp_path, shared_data):
     """`recipes/finetune_glue.py --strategy multiworker` on 2 PyTorch processes (torchrun-style cluster flags), the
-    first 24 RTE training examples, 3 epochs: both processes killed (SIGKILL) once process 0 has written its first
-    epoch's checkpoint, then the same two commands again. Both resume from it ("Resuming from ...") and end with the
-    history, best epoch and dev accuracy of the job that was never interrupted; no checkpoint is left behind."""
+    first 24 RTE training examples, 3 epochs: process 1 killed (SIGKILL) once process 0 has written its first
+    epoch's checkpoint; process 0 then stops with status 2 and one line naming that checkpoint. The same two commands
+    again both resume from it ("Resuming from ...") and end with the history, best epoch and dev accuracy of the job
+    that was never interrupted; no checkpoint is left behind."""
     pytest.importorskip("torch")
     from test_finetune_glue_recipe import _slice_task
 
@@ -589,12 +590,19 @@ def test_a_glue_recipe_killed_on_two_processes_resumes_to_the_uninterrupted_scor
         while not (checkpoints.is_dir() and any(p.name.startswith("ckpt-") for p in checkpoints.iterdir())):
             assert all(p.poll() is None for p, _ in procs) and time.time() < deadline, "no checkpoint was written"
             time.sleep(0.05)
-        for proc, _ in procs:
-            proc.kill()
+        procs[1][0].kill()
+        code = procs[0][0].wait(timeout=120)  # process 0 is left behind: it must stop by itself
     finally:
         _finish(procs, timeout=60)
     done = sorted(p.name for p in checkpoints.iterdir() if p.name.startswith("ckpt-"))
     assert done and done[-1] in ("ckpt-000000001", "ckpt-000000002")  # killed before the end
+    log = (tmp_path / "killed" / "0.log").read_text()
+    lines = [line for line in log.splitlines() if "lost the others" in line]
+    assert code == 2 and len(lines) == 1, log[-3000:]
+    assert re.fullmatch(r"error: --strategy multiworker on PyTorch: process 0 of 2 lost the others during training "
+                        r"\([^)]*\); restart the same command on every process: the run resumes from "
+                        + re.escape(str(checkpoints / done[-1])), lines[0]), lines[0]
+    assert "Traceback" not in log, log[-3000:]
 
     (tmp_path / "resumed").mkdir()
     resumed = _recipe_on_two_processes("finetune_glue.py", flags(model_dir), "torch", tmp_path / "resumed")
