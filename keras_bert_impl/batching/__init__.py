@@ -6,7 +6,8 @@
   bucket choice and batch count from example lengths (`bucket_indices`,
   `count_batches_from_lengths`). NumPy, no TensorFlow.
 - `tf_batches`: the tf.data pipeline pieces (`bucket_by_length`,
-  `pad_to_boundaries`, `fill_batches`, `count_batches`). Needs TensorFlow.
+  `pad_to_boundaries`, `fill_batches`, `count_batches`) and the tail of every
+  task's `make_dataset`, `batches_by_length`. Needs TensorFlow.
 - `array_batches`: the NumPy twin (`LengthBucketedBatches`, a
   `keras.utils.PyDataset`) for JAX- or PyTorch-only hosts. No TensorFlow.
 

@@ -8,6 +8,9 @@
 - `pad_to_boundaries(dataset, boundaries, batch_size)`: the same padding for
   evaluation and prediction, keeping the input order.
 - `fill_batches(dataset, batch_size)`: every batch exactly `batch_size` rows.
+- `batches_by_length(dataset, lengths, batch_size, boundaries, grouped)`: what
+  every `make_dataset` ends with: one of the two batchings, filled batches,
+  the exact cardinality (counted from the lengths) and prefetching.
 - `count_batches(dataset)`: the number of batches of a `tf.data.Dataset`.
 
 Boundaries come from `keras_bert_impl.batching.boundaries.default_boundaries`.
@@ -24,7 +27,7 @@ per-token tensors of the same length (padded with `label_padding_value`).
 
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import check_boundaries
+from keras_bert_impl.batching.boundaries import check_boundaries, count_batches_from_lengths
 
 
 def count_batches(dataset):
@@ -249,6 +252,53 @@ def _padding_values(element_spec, label_padding_value, feature_padding_value):
         labels = (tf.nest.map_structure(lambda s: value(s, label_padding_value), e) for e in element_spec[1:])
         return (features, *labels)
     return {k: value(s, feature_padding_value) for k, s in element_spec.items()}
+
+
+def batches_by_length(dataset, lengths, batch_size, boundaries, grouped, fill=True, label_fill_value=-1,
+                      label_padding_value=0, feature_padding_value=0, drop_remainder=False):
+    """Batches examples whose lengths are known, ready for `fit`: what every task's `make_dataset` ends with.
+
+    Args:
+        dataset: unbatched examples, as `bucket_by_length` takes them (shuffle first when `grouped`).
+        lengths: each example's length (token count), in input order: the batches are counted from them.
+        batch_size: examples per batch.
+        boundaries: the length buckets (`default_boundaries`); None: plain `batch` (one shape per length).
+        grouped: `bucket_by_length` (training: batches of one bucket each); else `pad_to_boundaries`
+            (evaluation, prediction: the input order).
+        fill: every batch `batch_size` rows (`fill_batches`, labels `label_fill_value`), so a compiled step sees
+            one shape per bucket; not with `boundaries=None`.
+        label_padding_value, feature_padding_value: as `bucket_by_length`.
+        drop_remainder: drop partial batches (grouped, or with `boundaries=None`).
+
+    Returns:
+        The batched, prefetched dataset, whose cardinality is its exact number of batches
+        (`count_batches_from_lengths`), so Keras shows the steps of an epoch without a pass over it.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> lengths = [3, 40, 5, 50, 7]
+    >>> ds = tf.data.Dataset.from_generator(
+    ...     lambda: (({"token_ids": [1] * n}, 1) for n in lengths),
+    ...     output_signature=({"token_ids": tf.TensorSpec([None], tf.int32)}, tf.TensorSpec([], tf.int32)))
+    >>> batches = batches_by_length(ds, lengths, 2, [32, 64], grouped=True)
+    >>> len(batches), [(tuple(f["token_ids"].shape), y.numpy().tolist()) for f, y in batches]
+    (3, [((2, 32), [1, 1]), ((2, 64), [1, 1]), ((2, 32), [1, -1])])
+    """
+    if boundaries is None:
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    elif grouped:
+        dataset = bucket_by_length(dataset, boundaries, batch_size, drop_remainder=drop_remainder,
+                                   label_padding_value=label_padding_value, feature_padding_value=feature_padding_value)
+    else:
+        dataset = pad_to_boundaries(dataset, boundaries, batch_size, label_padding_value=label_padding_value,
+                                    feature_padding_value=feature_padding_value)
+    if fill and boundaries is not None:
+        dataset = fill_batches(dataset, batch_size, label_fill_value=label_fill_value)
+    grouped = bool(grouped and boundaries is not None)
+    num_batches = count_batches_from_lengths(lengths, batch_size, boundaries, grouped=grouped,
+                                             drop_remainder=drop_remainder and (grouped or boundaries is None))
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def packed_row_batches(elements, num_rows, rows_in_batch, training=False, seed=None, fixed_batch_size=True,

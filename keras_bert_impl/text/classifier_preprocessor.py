@@ -4,8 +4,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, count_batches_from_lengths, default_boundaries
-from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
+from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
+from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.text.packer import SegmentPacker
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_impl.text.tokenizer import BertTokenizer
@@ -167,14 +167,8 @@ class BertClassifierPreprocessor(PreprocessingLayer):
             dataset = tf.data.Dataset.from_tensor_slices((features, labels, weights))
         if shuffle:
             dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-            dataset = bucket_by_length(dataset, boundaries, batch_size)
-        else:
-            dataset = pad_to_boundaries(dataset, boundaries, batch_size)
-        num_batches = count_batches_from_lengths(lengths, batch_size, boundaries, grouped=bool(shuffle))
         # Filler rows repeat the batch's first features, with label 0 and weight 0.
-        dataset = fill_batches(dataset, batch_size, label_fill_value=0)
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return batches_by_length(dataset, lengths, batch_size, boundaries, grouped=bool(shuffle), label_fill_value=0)
 
     def _tokenize_all(self, segments):
         parts = []

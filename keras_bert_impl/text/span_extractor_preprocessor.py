@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import SPAN_QA_BUCKETS, count_batches_from_lengths, default_boundaries
-from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
+from keras_bert_impl.batching.boundaries import SPAN_QA_BUCKETS, default_boundaries
+from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_impl.text.span_windows import (
     byte_to_char_offsets,
@@ -265,14 +265,7 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
         if shuffle:
             dataset = dataset.shuffle(len(lengths), seed=seed, reshuffle_each_iteration=True)
         dataset = dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE)
-        if shuffle:
-            dataset = bucket_by_length(dataset, boundaries, batch_size)
-        else:
-            dataset = pad_to_boundaries(dataset, boundaries, batch_size)
-        dataset = fill_batches(dataset, batch_size, label_fill_value=-1)
-        num_batches = count_batches_from_lengths(lengths, batch_size, boundaries, grouped=bool(shuffle))
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return batches_by_length(dataset, lengths, batch_size, boundaries, grouped=bool(shuffle), label_fill_value=-1)
 
     def get_config(self):
         return {

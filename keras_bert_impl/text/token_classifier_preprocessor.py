@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, count_batches_from_lengths, default_boundaries
-from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
+from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
+from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_impl.text.tokenizer import BertTokenizer
 
@@ -236,18 +236,13 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
             dataset = tf.data.Dataset.from_tensor_slices(element)
         else:
             dataset = tf.data.Dataset.from_tensor_slices((element, tf.ragged.constant(labels, dtype=tf.int32)))
-        count = len(rows)
         if shuffle:
             boundaries = list(boundaries) if boundaries is not None else self.default_boundaries()
-            dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-            dataset = bucket_by_length(dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL)
+            dataset = dataset.shuffle(len(rows), seed=seed, reshuffle_each_iteration=True)
         else:
             boundaries = list(boundaries) if boundaries is not None else [self.sequence_length]
-            dataset = pad_to_boundaries(dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL)
-        num_batches = count_batches_from_lengths([len(r) for r in rows], batch_size, boundaries, grouped=bool(shuffle))
-        dataset = fill_batches(dataset, batch_size, label_fill_value=IGNORE_LABEL)
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return batches_by_length(dataset, [len(r) for r in rows], batch_size, boundaries, grouped=bool(shuffle),
+                                 label_fill_value=IGNORE_LABEL, label_padding_value=IGNORE_LABEL)
 
     def get_config(self):
         return {

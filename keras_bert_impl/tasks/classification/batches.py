@@ -18,7 +18,7 @@ Both use `CLASSIFICATION_BUCKETS` (16, 32, 48, 64, 96, 128 for 128 tokens):
 
 import numpy as np
 
-from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, count_batches_from_lengths, default_boundaries
+from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
 from keras_bert_impl.batching.packing import first_token_targets, pack_rows, packed_arrays, rows_per_batch
 from keras_bert_impl.tasks.classification.features import encode_texts, split_texts
 from keras_bert_impl.tasks.old_keywords import check_training, renamed
@@ -93,7 +93,7 @@ def make_dataset(
     """
     import tensorflow as tf
 
-    from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
+    from keras_bert_impl.batching.tf_batches import batches_by_length
 
     seed = renamed("make_dataset", "shuffle_seed", shuffle_seed, "seed", seed, None)
     if boundaries is None:
@@ -117,21 +117,13 @@ def make_dataset(
         dataset = dataset.cache()
     if training:
         dataset = dataset.shuffle(shuffle_buffer or max(1, len(split)), seed=seed, reshuffle_each_iteration=True)
-        dataset = bucket_by_length(dataset, boundaries, batch_size, drop_remainder=drop_remainder)
-    else:
-        dataset = pad_to_boundaries(dataset, boundaries, batch_size)
     if split.labels is None:
         dataset = dataset.map(lambda features: features)
-        if fixed_batch_size:
-            dataset = fill_batches(dataset, batch_size)
-    elif fixed_batch_size:
-        dataset = dataset.map(lambda features, label: (features, label, tf.ones(tf.shape(label)[:1], tf.float32)))
-        dataset = fill_batches(dataset, batch_size, label_fill_value=0)
+    elif fixed_batch_size:  # every example weighs 1, the filler rows of a filled batch (label 0) 0
+        dataset = dataset.map(lambda features, label: (features, label, tf.constant(1.0, tf.float32)))
     lengths = example_lengths(split, preprocessor) if training else np.zeros(len(split_texts(split)[0]))
-    num_batches = count_batches_from_lengths(lengths, batch_size, boundaries, grouped=training,
-                                             drop_remainder=drop_remainder and training)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return batches_by_length(dataset, lengths, batch_size, boundaries, grouped=training, fill=fixed_batch_size,
+                             label_fill_value=0, drop_remainder=drop_remainder and training)
 
 
 def tokenized_examples(split, preprocessor):

@@ -20,7 +20,6 @@ from keras_bert_impl.batching.boundaries import (
     SPAN_QA_BUCKETS,
     bucket_indices,
     check_boundaries,
-    count_batches_from_lengths,
     default_boundaries,
 )
 from keras_bert_impl.batching.packing import pack_rows, packed_arrays, rows_per_batch
@@ -49,7 +48,7 @@ def make_dataset(features, batch_size, training=False, seed=None, *, boundaries=
     """
     import tensorflow as tf
 
-    from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
+    from keras_bert_impl.batching.tf_batches import batches_by_length
 
     seed = renamed("make_dataset", "shuffle_seed", shuffle_seed, "seed", seed, None)
     sequence_length = features.token_ids.shape[1]
@@ -69,15 +68,9 @@ def make_dataset(features, batch_size, training=False, seed=None, *, boundaries=
         return features
 
     dataset = dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE)
-    if training:
-        dataset = bucket_by_length(dataset, boundaries, batch_size)
-    else:
-        dataset = pad_to_boundaries(dataset, boundaries, batch_size)
-    if fixed_batch_size:  # prediction batches have no labels: only features are filled
-        dataset = fill_batches(dataset, batch_size, label_fill_value=-1)
-    num_batches = count_batches_from_lengths(features.lengths, batch_size, boundaries, grouped=training)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    # (prediction batches have no labels: only their features are filled)
+    return batches_by_length(dataset, features.lengths, batch_size, boundaries, grouped=training,
+                             fill=fixed_batch_size, label_fill_value=-1)
 
 
 def packed_training_rows(features, seed=None):

@@ -17,7 +17,7 @@
 
 import numpy as np
 
-from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, count_batches_from_lengths, default_boundaries
+from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
 from keras_bert_impl.batching.packing import pack_rows, packed_arrays, rows_per_batch
 from keras_bert_impl.tasks.old_keywords import check_training, renamed
 from keras_bert_impl.tasks.tagging.reading import IGNORE_LABEL
@@ -107,24 +107,11 @@ def make_dataset(
         dataset = tf.data.Dataset.zip((dataset, lengths)).map(trim)
     if training:
         dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True)
-    if boundaries is None:
-        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    elif training and group_by_length:
-        dataset = tf_batches.bucket_by_length(
-            dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL
-        )
-    else:
-        dataset = tf_batches.pad_to_boundaries(
-            dataset, boundaries, batch_size, label_padding_value=IGNORE_LABEL
-        )
-    if boundaries is not None and fixed_batch_size:
-        dataset = tf_batches.fill_batches(dataset, batch_size, label_fill_value=IGNORE_LABEL)
-    num_batches = count_batches_from_lengths(
-        features.lengths, batch_size, boundaries, grouped=bool(training and group_by_length and boundaries is not None),
-        drop_remainder=drop_remainder and boundaries is None,
+    return tf_batches.batches_by_length(
+        dataset, features.lengths, batch_size, boundaries, grouped=training and group_by_length,
+        fill=fixed_batch_size, label_fill_value=IGNORE_LABEL, label_padding_value=IGNORE_LABEL,
+        drop_remainder=drop_remainder and boundaries is None,  # (fixed-shape mode only)
     )
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
-    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def _packed_dataset(features, batch_size, training, seed, with_labels, fixed_batch_size):
