@@ -101,6 +101,18 @@ if MODE == "mirrored":
     mirrored_model = build(mirrored, 5)
     mirrored_losses = per_step_losses(mirrored_model, mirrored.experimental_distribute_dataset(dataset), 5)
     result = {"replicas": mirrored.num_replicas_in_sync, "single": single_losses, "mirrored": mirrored_losses}
+
+    # The dropout masks of each replica (in a replica context, as in a training step), and of one device seeded
+    # alike.
+    keras.utils.set_random_seed(0)
+    with mirrored.scope():
+        layer = keras.layers.Dropout(0.5)
+        layer.build((64,))
+    masks = tf.function(lambda: mirrored.run(lambda: layer(tf.ones((64,)), training=True)))()
+    result["replica_masks"] = [(v.numpy() > 0).tolist() for v in mirrored.experimental_local_results(masks)]
+    keras.utils.set_random_seed(0)
+    result["one_device_mask"] = (keras.ops.convert_to_numpy(
+        keras.layers.Dropout(0.5)(tf.ones((64,)), training=True)) > 0).tolist()
 elif MODE == "multiworker":
     import tensorflow as tf
 

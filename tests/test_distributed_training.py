@@ -48,10 +48,15 @@ def _run(mode, tmp_path, env, timeout=300, retries=0):
 
 
 def test_mirrored_two_logical_cpus_matches_one_device(tmp_path, data_slices, minilm_dir):
+    """`MirroredStrategy` over 2 logical CPUs: the losses of one device; and each replica draws dropout masks of its
+    own (Keras 3 gave every replica the same ones: `training/replica_dropout.py`), replica 0 those of one device."""
     result = _run("mirrored", tmp_path, _env(data_slices, minilm_dir))
     assert result["replicas"] == 2
     np.testing.assert_allclose(result["mirrored"], result["single"], atol=1e-5, rtol=0)
     assert len(result["single"]) == 5 and np.all(np.isfinite(result["single"]))
+    first, second = result["replica_masks"]
+    assert first != second and first == result["one_device_mask"]
+    assert 16 < sum(second) < 48  # a rate of 0.5 over 64 values
 
 
 def _free_ports(n):

@@ -74,6 +74,7 @@ from keras_bert_impl.training.finetuning_resume import (
     run_settings,
 )
 from keras_bert_impl.training.process_cluster import take_rows_of_each_batch
+from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
 from keras_bert_impl.training.strategy import process_group
 from keras_bert_impl.training.symbolic_build import build_from_element_spec
 
@@ -242,6 +243,8 @@ def finetune(
         keras.utils.set_random_seed(seed)
 
     group = process_group(strategy)  # several JAX or PyTorch processes, else None
+    if strategy is not None:  # a tf.distribute strategy built by the caller: each replica its own dropout masks
+        draw_own_masks_on_every_replica()
     this = _this_process(strategy)  # (index, count, runtime) of a job of several processes, else None
     writes = this is None or this[0] == 0  # one writer
     if group is not None:

@@ -40,6 +40,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
     run_settings,
 )
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
+from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
 from keras_bert_impl.training.steps_per_execution import on_accelerator, resolve_steps_per_execution
 from keras_bert_impl.training.strategy import (
@@ -246,6 +247,7 @@ def run_pretraining(config, dataset_fn=None):
         strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
                                 num_processes=config.num_processes, process_id=config.process_id)
     processes = process_group(strategy)  # several JAX or PyTorch processes, else None
+    draw_own_masks_on_every_replica()  # a strategy built by the caller too: each replica its own dropout masks
     if processes:  # all must resume from the same step
         processes.check_same_on_every_process("the checkpoint step to resume from", start_step,
                                               f"--model_dir {config.model_dir} (a filesystem all processes see)")

@@ -15,6 +15,8 @@ import urllib.parse
 
 import keras
 
+from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
+
 STRATEGY_NAMES = ("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu")
 
 
@@ -310,6 +312,7 @@ def resolve_jit_compile(jit_compile, strategy, backend=None):
 def _tensorflow_strategy(name, tpu, devices, connect_timeout):
     import tensorflow as tf
 
+    draw_own_masks_on_every_replica()  # else every replica draws the same dropout masks (Keras 3 on tf.distribute)
     if name == "tpu":
         return _tpu_strategy(tf, tpu, connect_timeout)
     if name == "multiworker":
