@@ -8,10 +8,11 @@ count that drives the learning-rate schedule) and, in `state.json`, the
 history so far, the best epoch's value and metrics, and the run's settings
 (`run_settings`), and on PyTorch every process's global random generators
 (Keras's unseeded dropout draws from them there: `torch_random_state`). Only
-the newest is kept, and a finished run removes them (its outputs are `best.weights.h5` and the task's files). The best epoch's
-weights file is written after the epoch's checkpoint, so it is never newer
-than the checkpoint a run resumes from; a run stopped between the two
-resumes from a checkpoint of the best epoch itself, whose weights it takes.
+the newest is kept, and a finished run removes them (its outputs are
+`best.weights.h5` and the task's files). The best epoch's weights file is
+written after the epoch's checkpoint, so it is never newer than the
+checkpoint a run resumes from; a run stopped between the two resumes from a
+checkpoint of the best epoch itself, whose weights it takes.
 
 `resume_from_latest(...)` finds the newest intact checkpoint, refuses one written by a
 run with other settings (one line naming the setting, the two values and the
