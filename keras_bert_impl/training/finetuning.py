@@ -77,6 +77,7 @@ from keras_bert_impl.training.process_cluster import take_rows_of_each_batch
 from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
 from keras_bert_impl.training.strategy import process_group
 from keras_bert_impl.training.symbolic_build import build_from_element_spec
+from keras_bert_impl.training.torch_random_state import restoring_at_first_batch
 
 logger = logging.getLogger(__name__)
 
@@ -346,10 +347,11 @@ def finetune(
         # The best weights file of the run is process 0's, in the shared model_dir.
         shared_best = os.path.join(model_dir, BEST_WEIGHTS_NAME)
         with strategy.scope() if strategy is not None else contextlib.nullcontext():  # optimizer variables
-            epochs_done, earlier_history = resume_from_latest(checkpoints, model, settings, best_tracker, timer,
-                                                              best_weights_file=shared_best)
+            epochs_done, earlier_history, saved = resume_from_latest(checkpoints, model, settings, best_tracker,
+                                                                     timer, best_weights_file=shared_best)
         all_callbacks.append(EpochCheckpoint(checkpoints, settings, best_tracker, timer, earlier_history,
                                              writes=writes))
+        all_callbacks.append(restoring_at_first_batch(saved))  # PyTorch: each process's dropout stream goes on
         if epochs_done and is_tf_data and workers == 1:  # the stream goes on after the finished epochs' batches
             train_ds = train_ds.skip(epochs_done * steps_per_epoch)
     if model_dir and tensorboard and writes:
@@ -563,7 +565,6 @@ class BestEpochCheckpoint(keras.callbacks.Callback):
         # With resumable checkpoints, `EpochCheckpoint` writes the weights file after the epoch's checkpoint.
         self.save_after_checkpoint = False
         self.unsaved = False
-        self.random_state = None  # a resumed PyTorch run's global generator state (`finetuning_resume`)
         if weights_path is not None and not str(weights_path).endswith(".weights.h5"):
             raise ValueError(f"`weights_path` must end in '.weights.h5', got {weights_path!r}.")
 

@@ -39,7 +39,7 @@ import keras
 
 from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
-from keras_bert_impl.training.torch_random_state import checkpoint_entry, restore_from_checkpoint_entry
+from keras_bert_impl.training.torch_random_state import checkpoint_entry
 
 CHECKPOINTS = "checkpoints"
 
@@ -76,14 +76,6 @@ class EpochCheckpoint(keras.callbacks.Callback):
         self.timer = timer
         self.history = {key: list(values) for key, values in (history or {}).items()}
 
-    def on_train_batch_begin(self, batch, logs=None):
-        # A resumed run on PyTorch: the global generators (Keras's unseeded dropout draws from them) go on from the
-        # checkpoint's states, each process from its own. Set here, after the input's iterator started
-        # (`torch_random_state.restoring_at_first_batch` says why).
-        if self.tracker.random_state is not None:
-            restore_from_checkpoint_entry(self.tracker.random_state)
-        self.tracker.random_state = None
-
     def on_epoch_end(self, epoch, logs=None):
         for key, value in (logs or {}).items():
             self.history.setdefault(key, []).append(float(value))
@@ -117,15 +109,16 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
     processes, process 0's file in the shared model_dir, which every process reads.
 
     Returns:
-        `(epochs_done, history)`: 0 and {} when there is none (whether early stopping ended it is
-        `tracker.stopped_early`).
+        `(epochs_done, history, saved)`: 0, {} and None when there is none (whether early stopping ended it
+        is `tracker.stopped_early`); `saved` is the checkpoint's state, whose PyTorch generators the run
+        restores at its first batch (`torch_random_state.restoring_at_first_batch`).
 
     Raises:
         ValueError: the checkpoint was written by a run with other `settings` (one line).
     """
     path = manager.latest()
     if path is None:
-        return 0, {}
+        return 0, {}, None
     state = _read_state(path)
     if "finetune" not in state:
         raise ValueError(f"{path} is not a fine-tuning checkpoint (a pretraining run's?): fine-tune into another "
@@ -156,9 +149,8 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
     tracker.epochs_without_improvement = best["epochs_without_improvement"]
     tracker.stopped_early = bool(best["stopped_early"])
     timer.epoch_seconds = list(state["epoch_seconds"])
-    tracker.random_state = state  # PyTorch's generators: `EpochCheckpoint` sets them when training starts
     print(f"Resuming from {path}: {state['step']} epoch(s) done", file=sys.stderr)
-    return state["step"], state["history"]
+    return state["step"], state["history"], state
 
 
 def remove_checkpoints(manager):
