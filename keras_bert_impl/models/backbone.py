@@ -8,6 +8,7 @@ from keras_bert_impl.layers.layer_norm_backward import check_layer_norm_backward
 from keras_bert_impl.layers.one_hot_embedding import OneHotEmbedding
 from keras_bert_impl.layers.position_embedding import PositionEmbedding
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder, get_activation
+from keras_bert_impl.models import lora
 from keras_bert_impl.models.functional_model import FunctionalModel
 
 
@@ -252,6 +253,36 @@ class BertBackbone(FunctionalModel):
     @property
     def token_embedding_matrix(self):
         return self.token_embedding.embeddings
+
+    # === LoRA (models/lora.py) ===
+
+    def default_lora_layer_names(self):
+        """The layers `enable_lora` targets by default: every block's fused query/key/value projection."""
+        return list(lora.DEFAULT_LORA_LAYER_NAMES)
+
+    def enable_lora(self, rank, target_layer_names=None, lora_alpha=None):
+        """Freezes the backbone and trains rank-`rank` LoRA factors on `target_layer_names` (keras-hub's call).
+
+        Targets are names among `"qkv"`, `"attention_output"`, `"intermediate"`, `"output"`, `"pooled_dense"`;
+        default `["qkv"]`. A task model's head stays trainable. Saved `.keras` files and presets hold the merged
+        kernels (they load as plain models); `save_lora_weights` writes the factors alone.
+
+        Example:
+        >>> backbone = BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
+        ...                         intermediate_dim=16, max_sequence_length=8)
+        >>> backbone.enable_lora(rank=2)
+        >>> [v.path for v in backbone.trainable_variables if "lora" in v.path]
+        ['transformer_layer_0/qkv/lora_kernel_a', 'transformer_layer_0/qkv/lora_kernel_b']
+        """
+        lora.enable_lora(self, rank, target_layer_names, lora_alpha=lora_alpha)
+
+    def save_lora_weights(self, filepath):
+        """Writes the LoRA factors to `filepath` (`*.lora.h5`, atomically); `load_lora_weights` reads them."""
+        lora.save_lora_weights(self, filepath)
+
+    def load_lora_weights(self, filepath):
+        """Loads `save_lora_weights`'s factors, enabling LoRA with the file's rank and targets if not yet on."""
+        lora.load_lora_weights(self, filepath)
 
     # === Presets ===
     @classmethod

@@ -228,6 +228,23 @@ class BertClassifier(Task):
             y = self.label_ids(y)
         return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
 
+    def _class_weight_as_sample_weight(self, y, class_weight, sample_weight):
+        """`{class id or label name: weight}` -> one weight per example (times `sample_weight`); classes not
+        named weigh 1, as in Keras."""
+        if self.is_regression:
+            raise ValueError("`class_weight` needs classes, but this classifier is a regression (num_classes=1).")
+        if not isinstance(class_weight, dict):
+            raise ValueError(f"`class_weight` must be a dict {{class id or label name: weight}}, got {class_weight!r}.")
+        table = np.ones(self.num_classes, "float32")
+        for key, weight in class_weight.items():
+            try:
+                (index,) = self.label_ids([key])
+            except ValueError as error:
+                raise ValueError(f"class_weight key {key!r}: {str(error).split(': ', 1)[1]}") from None
+            table[index] = weight
+        weights = table[self.label_ids(y)]
+        return weights if sample_weight is None else weights * np.asarray(sample_weight, "float32")
+
     def label_ids(self, labels):
         """Labels as class ids: names from `label_names` become their index; ids are checked against `num_classes`.
 

@@ -157,7 +157,8 @@ class BertPretrainer(Task):
 
         Args:
             optimizer: a Keras optimizer or name; `"auto"`: AdamW(5e-5), as
-                every task (continued pretraining of a preset); for the paper's
+                every task (continued pretraining of a preset; 5e-4 with LoRA,
+                `Task.compile`); for the paper's
                 set-up from scratch pass `keras_bert_impl.training.create_optimizer(...)`.
             loss, metrics, weighted_metrics: None for the defaults (sparse
                 cross-entropy from logits on `mlm` and `nsp`; accuracy on both,
@@ -166,8 +167,6 @@ class BertPretrainer(Task):
             **kwargs: `keras.Model.compile` arguments (`jit_compile`,
                 `steps_per_execution`, ...).
         """
-        if optimizer == "auto":
-            optimizer = keras.optimizers.AdamW(5e-5)
         heads = ("mlm", "nsp") if self.nsp else ("mlm",)
         if loss is None:
             loss = {

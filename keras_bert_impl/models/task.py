@@ -1,5 +1,6 @@
 """Task: the shared base of BertClassifier, BertTokenClassifier, BertSpanExtractor and BertPretrainer."""
 
+import inspect
 import json
 import os
 
@@ -8,6 +9,7 @@ import numpy as np
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.functional_model import FunctionalModel
+from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
 
 TASK_CONFIG_FILE = "task.json"
 TASK_WEIGHTS_FILE = "task.weights.h5"
@@ -77,9 +79,18 @@ class Task(FunctionalModel):
     # === Compile ===
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto", **kwargs):
-        """`keras.Model.compile` with the task's defaults for every `"auto"` argument (optimizer: AdamW(5e-5))."""
+        """`keras.Model.compile` with the task's defaults for every `"auto"` argument.
+
+        The `"auto"` optimizer is AdamW(5e-5), or AdamW(5e-4) when the backbone
+        trains LoRA factors (`backbone.enable_lora`; Hu et al.'s GLUE rate),
+        and `fit` picks it again if LoRA was enabled after `compile`.
+        """
+        self._compile_arguments = dict(
+            optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs
+        )
+        self._compiled_with_lora = lora_rank(self.backbone) is not None
         if optimizer == "auto":
-            optimizer = keras.optimizers.AdamW(5e-5)
+            optimizer = keras.optimizers.AdamW(LORA_LEARNING_RATE if self._compiled_with_lora else 5e-5)
         if loss == "auto":
             loss = self.default_loss()
         if metrics == "auto":
@@ -98,6 +109,18 @@ class Task(FunctionalModel):
     def _compile_if_needed(self):
         if not self.compiled:
             self.compile()
+        elif self._auto_optimizer_predates_lora():
+            self.compile(**self._compile_arguments)
+
+    def _auto_optimizer_predates_lora(self):
+        """Whether the `"auto"` optimizer was chosen before `enable_lora` and has not taken a step yet."""
+        arguments = getattr(self, "_compile_arguments", None)
+        return (
+            arguments is not None
+            and arguments["optimizer"] == "auto"
+            and self._compiled_with_lora != (lora_rank(self.backbone) is not None)
+            and int(self.optimizer.iterations.numpy()) == 0
+        )
 
     # === Raw strings ===
 
@@ -105,7 +128,9 @@ class Task(FunctionalModel):
         if isinstance(x, dict) or x is None:
             return False
         if self.preprocessor is not None:
-            return self.preprocessor.is_raw_text(x)
+            # A Python list or tuple is never a model input here (those are dicts): the preprocessor reads it, and
+            # names the item that is not text, or says that it is empty.
+            return self.preprocessor.is_raw_text(x) or isinstance(x, (list, tuple))
         return _looks_like_text(x)
 
     def _check_preprocessor(self):
@@ -128,29 +153,63 @@ class Task(FunctionalModel):
         if isinstance(validation_data, tuple) and 2 <= len(validation_data) <= 3 and self._is_raw(validation_data[0]):
             x, y, *weight = validation_data
             return self._raw_dataset(x, y, weight[0] if weight else None, batch_size=batch_size)
-        if self._is_raw(validation_data):  # a tf.data.Dataset of strings
+        if _is_dataset(validation_data) and self._is_raw(validation_data):  # a tf.data.Dataset of strings
             return self._raw_dataset(validation_data, batch_size=batch_size)
         return validation_data
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
-            shuffle=True, seed=None, **kwargs):
+            shuffle=True, seed=None, validation_split=0.0, class_weight=None, **kwargs):
         """`keras.Model.fit`; `x` may also be raw strings (then `y` are the labels), or a dataset of strings.
 
         Raw strings are tokenized once and batched by length bucket (see the
         preprocessor's `make_dataset`), reshuffled every epoch (`seed` fixes
-        the order). `validation_data` may be `(texts, labels)`.
+        the order). `validation_data` may be `(texts, labels)`; with raw
+        strings, `validation_split` keeps the last fraction of the examples
+        for validation (as Keras does with arrays), and `class_weight`
+        (classifiers: `{class id or label name: weight}`) weighs the training
+        examples.
         """
         self._compile_if_needed()
+        if self._is_raw(x) and not _is_dataset(x):
+            self._check_one_process()
+            if validation_split and validation_data is None:
+                x, y, sample_weight, validation_data = self._split_off_validation(x, y, sample_weight, validation_split)
+            validation_split = 0.0
+            if class_weight is not None:
+                sample_weight = self._class_weight_as_sample_weight(y, class_weight, sample_weight)
+                class_weight = None
         validation_data = self._raw_validation(validation_data, batch_size)
         if self._is_raw(x):
-            self._check_one_process()
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
             y = sample_weight = batch_size = None
         if _is_dataset(x):
             shuffle = False  # a dataset shuffles itself; Keras would only warn
         return super().fit(
             x=x, y=y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
-            sample_weight=sample_weight, shuffle=shuffle, **kwargs
+            sample_weight=sample_weight, shuffle=shuffle, validation_split=validation_split,
+            class_weight=class_weight, **kwargs
+        )
+
+    def _split_off_validation(self, x, y, sample_weight, validation_split):
+        """Raw examples (and their labels and weights) -> `(x, y, sample_weight, validation_data)`."""
+        self._check_preprocessor()
+        from keras_bert_impl.text.preprocessing_layer import as_list  # (a preprocessor means TensorFlow is here)
+
+        x, validation_x, at = self.preprocessor.split_examples(x, validation_split)
+        (y, validation_y), (sample_weight, validation_weight) = (
+            (None, None) if values is None else (as_list(values)[:at], as_list(values)[at:])
+            for values in (y, sample_weight)
+        )
+        validation_data = (validation_x, validation_y) if validation_weight is None else (
+            validation_x, validation_y, validation_weight)
+        return x, y, sample_weight, validation_data
+
+    def _class_weight_as_sample_weight(self, y, class_weight, sample_weight):
+        """`class_weight` folded into per-example weights (Keras refuses both together, and raw strings already
+        come with weights). Tasks with one class per example override it."""
+        raise ValueError(
+            f"`class_weight` weighs one class per example, which {type(self).__name__} does not have: give "
+            "`sample_weight` (one weight per example) instead."
         )
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
@@ -203,10 +262,17 @@ class Task(FunctionalModel):
         """
         if include_optimizer or getattr(self, "optimizer", None) is None:  # (an uncompiled model has none)
             return super().save(filepath, overwrite=overwrite, **kwargs)
-        config = dict(self.get_config(), compile_defaults=False)
-        inference_model = type(self).from_config(config)
-        inference_model.set_weights(self.get_weights())
-        return keras.Model.save(inference_model, filepath, overwrite=overwrite, **kwargs)
+        return keras.Model.save(self._inference_copy(), filepath, overwrite=overwrite, **kwargs)
+
+    def _inference_copy(self):
+        """The same model, uncompiled (no optimizer state), its LoRA factors merged into the kernels."""
+        inference_model = type(self).from_config(dict(self.get_config(), compile_defaults=False))
+        # Layer by layer through Keras's own stores, so a LoRA layer hands over its merged kernel.
+        for source, target in zip(self._flatten_layers(), inference_model._flatten_layers()):
+            store = {}
+            source.save_own_variables(store)
+            target.load_own_variables(store)
+        return inference_model
 
     def save_to_preset(self, preset_dir):
         """Writes a preset directory: the backbone (`config.json`, `model.weights.h5`, `vocab.txt`) plus the head.
@@ -229,7 +295,8 @@ class Task(FunctionalModel):
             preprocessor_config = {
                 k: v for k, v in self.preprocessor.get_config().items() if k not in ("tokenizer", "name", "trainable", "dtype")
             }
-        save_weights_atomically(self, os.path.join(os.fspath(preset_dir), TASK_WEIGHTS_FILE))
+        # Without the optimizer state, which a preset does not need (it would triple the file).
+        save_weights_atomically(self._inference_copy(), os.path.join(os.fspath(preset_dir), TASK_WEIGHTS_FILE))
         atomic_write_json(
             os.path.join(os.fspath(preset_dir), TASK_CONFIG_FILE),
             {"class_name": type(self).__name__, "config": self.head_config(), "preprocessor": preprocessor_config},
@@ -271,9 +338,16 @@ class Task(FunctionalModel):
         elif preprocessor_kwargs:
             raise ValueError(f"{sorted(preprocessor_kwargs)} set the preprocessor that from_preset builds; "
                              "with preprocessor=None or your own, set them on that one.")
-        model = cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
+        compile_defaults = kwargs.pop(
+            "compile_defaults", inspect.signature(cls.__init__).parameters["compile_defaults"].default
+        )
+        model = cls(backbone=backbone, preprocessor=preprocessor, compile_defaults=False, **kwargs)
         if saved is not None and load_weights and not changed & set(_SHAPE_ARGUMENTS):
+            # Before `compile`: the file holds no optimizer state, and Keras warns when a compiled model's has none.
             model.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
+        model.compile_defaults = compile_defaults
+        if compile_defaults:
+            model.compile()
         return model
 
     # === Serialisation ===

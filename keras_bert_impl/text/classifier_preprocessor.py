@@ -61,13 +61,24 @@ class BertClassifierPreprocessor(PreprocessingLayer):
             )
         if not isinstance(tokenizer, BertTokenizer):
             raise ValueError(f"`tokenizer` must be a BertTokenizer, got {type(tokenizer).__name__}.")
+        self.tokenizer = tokenizer
+        self.truncate = truncate
+        self.sequence_length = sequence_length
+
+    @property
+    def sequence_length(self):
+        """The packed length; set it to pack (and bucket) every later call and `make_dataset` to another length."""
+        return self._sequence_length
+
+    @sequence_length.setter
+    def sequence_length(self, sequence_length):
         if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or sequence_length < 3:
             raise ValueError(f"`sequence_length` must be an int >= 3 ([CLS] text [SEP]), got {sequence_length!r}.")
-        self.tokenizer = tokenizer
-        self.sequence_length = sequence_length
-        self.truncate = truncate
-        self.packer = SegmentPacker.from_tokenizer(tokenizer, sequence_length, truncate=truncate, pad=True)
-        self.unpadded_packer = SegmentPacker.from_tokenizer(tokenizer, sequence_length, truncate=truncate, pad=False)
+        self._sequence_length = sequence_length
+        self.packer = SegmentPacker.from_tokenizer(self.tokenizer, sequence_length, truncate=self.truncate, pad=True)
+        self.unpadded_packer = SegmentPacker.from_tokenizer(
+            self.tokenizer, sequence_length, truncate=self.truncate, pad=False
+        )
 
     @classmethod
     def from_preset(cls, preset, sequence_length=128, truncate="longest_first", **kwargs):
@@ -85,6 +96,11 @@ class BertClassifierPreprocessor(PreprocessingLayer):
     def count_examples(x):
         """The number of examples in raw text `x`."""
         return len(as_segments(x)[0])
+
+    def _example_columns(self, x):
+        if isinstance(x, tuple) and len(x) == 2 and not _is_text(x[0]):
+            return x  # (texts_a, texts_b)
+        return None
 
     def _segments(self, texts):
         if isinstance(texts, (tf.Tensor, tf.RaggedTensor, str, bytes)):

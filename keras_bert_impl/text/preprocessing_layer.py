@@ -49,6 +49,58 @@ class PreprocessingLayer(keras.layers.Layer):
     def get_build_config(self):
         return None
 
+    def split_examples(self, x, validation_split):
+        """Raw examples cut as Keras's `fit(validation_split=...)` cuts arrays: the last fraction is validation.
+
+        Returns `(training_x, validation_x, at)`, both in `x`'s own form, and
+        the index `at` where labels and weights are cut alike. Examples are
+        rows here (a list, array or Series); preprocessors whose raw form is a
+        tuple of columns override `_example_columns`.
+
+        Example:
+        >>> PreprocessingLayer().split_examples(["a", "b", "c", "d"], 0.25)
+        (['a', 'b', 'c'], ['d'], 3)
+        """
+        columns = self._example_columns(x)
+        if columns is None:
+            rows = as_list(x)
+            at = _split_index(len(rows), validation_split)
+            return rows[:at], rows[at:], at
+        columns = [as_list(column) for column in columns]
+        at = _split_index(len(columns[0]), validation_split)
+        return tuple(c[:at] for c in columns), tuple(c[at:] for c in columns), at
+
+    def _example_columns(self, x):
+        """The parallel columns of `x` when its raw form is a tuple of them (e.g. `(questions, contexts)`), else None."""
+        return None
+
+
+def as_list(values):
+    """A list, tuple, NumPy array or pandas Series as a Python list (a string is one example).
+
+    Example:
+    >>> import numpy as np
+    >>> as_list(np.array(["a", "b"])), as_list("c")
+    (['a', 'b'], ['c'])
+    """
+    if isinstance(values, (str, bytes)):
+        return [values]
+    if hasattr(values, "tolist") and not isinstance(values, (list, tuple)):
+        return values.tolist()
+    return list(values)
+
+
+def _split_index(count, validation_split):
+    if isinstance(validation_split, bool) or not isinstance(validation_split, (int, float)) or not 0 < validation_split < 1:
+        raise ValueError(f"`validation_split` must be a float between 0 and 1, got {validation_split!r}.")
+    at = int(np.ceil(count * (1.0 - validation_split)))
+    if at == 0 or at == count:
+        raise ValueError(
+            f"validation_split={validation_split} of {count} example(s) leaves "
+            f"{'no training' if at == 0 else 'no validation'} example: give more examples or another fraction."
+        )
+    return at
+
 
 def as_string_tensor(texts, name="texts"):
     """Python / NumPy strings (or a string tensor) -> a `tf.string` tensor, with a clear error for anything else.

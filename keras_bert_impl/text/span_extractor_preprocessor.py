@@ -133,10 +133,15 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
         """The number of questions in raw `(questions, contexts)`."""
         return 1 if isinstance(x[0], str) else len(x[0])
 
+    def _example_columns(self, x):
+        return x  # (questions, contexts)
+
     def windows(self, questions, contexts, answers=None):
         """Windows of every (question, context) pair: a `SpanWindows`; with `answers` (one per question), labelled."""
         if len(questions) != len(contexts):
             raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts.")
+        if not questions:
+            raise ValueError("No examples: the lists of questions and contexts are empty.")
         for name, values in (("question", questions), ("context", contexts)):
             for index, value in enumerate(values):
                 if not isinstance(value, str) or not value.strip():

@@ -1,0 +1,136 @@
+"""LoRA on every backend: `backbone.enable_lora(rank)` -> `fit` on raw strings -> the `.lora.h5` file or a plain model.
+
+Real data: SST-2 rows from ../shared/data (skip without it), the real all-MiniLM-L6-v2 checkpoint.
+"""
+
+import csv
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl import BertBackbone, BertClassifier, BertPretrainer
+from keras_bert_impl.models.lora import lora_rank
+
+pytestmark = pytest.mark.multibackend
+PRESET = "all_minilm_l6_v2_en"
+
+
+def _sst2(shared_data, count):
+    with open(shared_data / "glue" / "SST-2" / "train.tsv", encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1 : 1 + count]
+    return [row[0] for row in rows], np.array([int(row[1]) for row in rows])
+
+
+def _values(variables):
+    return {v.path: np.array(keras.ops.convert_to_numpy(v)) for v in variables}
+
+
+def _tuned_classifier(shared_data, rank=4):
+    texts, labels = _sst2(shared_data, 32)
+    classifier = BertClassifier.from_preset(PRESET, num_classes=2, sequence_length=64)
+    classifier.backbone.enable_lora(rank)
+    classifier.fit(texts, labels, batch_size=8, epochs=1, seed=0, verbose=0)
+    return classifier, texts
+
+
+def test_enable_lora_trains_only_the_factors_and_the_head(shared_data):
+    texts, labels = _sst2(shared_data, 32)
+    classifier = BertClassifier.from_preset(PRESET, num_classes=2, sequence_length=64)
+    before = classifier.predict(texts, verbose=0)
+    base = _values(classifier.backbone.weights)
+    head = _values(classifier.get_layer("logits").weights)
+
+    classifier.backbone.enable_lora(4)
+
+    np.testing.assert_allclose(classifier.predict(texts, verbose=0), before, atol=1e-6)  # B starts at zero
+    trainable = [v.path for v in classifier.backbone.trainable_variables]
+    assert trainable and all(path.endswith(("lora_kernel_a", "lora_kernel_b")) for path in trainable), trainable
+    assert len(trainable) == 2 * classifier.backbone.num_layers  # the qkv projection of every block
+    assert lora_rank(classifier.backbone) == 4
+
+    classifier.fit(texts, labels, batch_size=8, epochs=1, seed=0, verbose=0)
+
+    # The "auto" optimizer was chosen at construction, before LoRA: fit picked LoRA's rate instead.
+    assert float(keras.ops.convert_to_numpy(classifier.optimizer.learning_rate)) == pytest.approx(5e-4)
+    after = _values(classifier.backbone.weights)
+    for path, value in base.items():
+        np.testing.assert_array_equal(after[path], value, err_msg=path)  # the pretrained weights stay frozen
+    assert any(np.abs(v).max() > 0 for p, v in after.items() if p.endswith("lora_kernel_b"))
+    assert any(not np.array_equal(v, head[p]) for p, v in _values(classifier.get_layer("logits").weights).items())
+
+
+def test_the_lora_file_holds_the_whole_update(shared_data, tmp_path):
+    classifier, texts = _tuned_classifier(shared_data)
+    expected = classifier.predict(texts, verbose=0)
+    path = tmp_path / "sst2.lora.h5"
+    classifier.backbone.save_lora_weights(path)
+
+    fresh = BertClassifier.from_preset(PRESET, num_classes=2, sequence_length=64)
+    fresh.backbone.load_lora_weights(path)  # enables LoRA with the file's rank and targets
+    fresh.get_layer("logits").set_weights(classifier.get_layer("logits").get_weights())
+
+    assert lora_rank(fresh.backbone) == 4
+    np.testing.assert_allclose(fresh.predict(texts, verbose=0), expected, atol=1e-5)
+
+
+def test_lora_file_errors_name_the_file_and_the_mismatch(shared_data, tmp_path):
+    classifier, _ = _tuned_classifier(shared_data, rank=2)
+    with pytest.raises(ValueError, match=r"must end in '\.lora\.h5'"):
+        classifier.backbone.save_lora_weights(tmp_path / "adapter.h5")
+    path = tmp_path / "adapter.lora.h5"
+    classifier.backbone.save_lora_weights(path)
+
+    with pytest.raises(FileNotFoundError, match="missing.lora.h5: no such LoRA weights file"):
+        BertBackbone.from_preset(PRESET).load_lora_weights(tmp_path / "missing.lora.h5")
+    other_rank = BertBackbone.from_preset(PRESET)
+    other_rank.enable_lora(8)
+    with pytest.raises(ValueError, match="adapter.lora.h5: LoRA rank 2, but this backbone's LoRA has rank 8"):
+        other_rank.load_lora_weights(path)
+    narrow = BertBackbone(vocabulary_size=30522, num_layers=6, num_heads=2, hidden_dim=16, intermediate_dim=32)
+    with pytest.raises(ValueError, match=r"qkv/lora_kernel_a has shape \(384, 2\), this backbone's has \(16, 2\)"):
+        narrow.load_lora_weights(path)
+    with pytest.raises(ValueError, match="no LoRA layers: call `backbone.enable_lora"):
+        BertBackbone.from_preset(PRESET).save_lora_weights(tmp_path / "none.lora.h5")
+
+
+def test_enable_lora_argument_errors():
+    backbone = BertBackbone(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16)
+    with pytest.raises(ValueError, match="`rank` must be a positive int"):
+        backbone.enable_lora(0)
+    with pytest.raises(ValueError, match="Unknown LoRA target layer 'query'"):
+        backbone.enable_lora(2, target_layer_names=["query"])
+    backbone.enable_lora(2, target_layer_names=["qkv", "intermediate", "output"])
+    assert len(backbone.trainable_variables) == 3 * 2 * 2
+    with pytest.raises(ValueError, match="LoRA is already enabled on this backbone \\(rank 2\\)"):
+        backbone.enable_lora(4)
+
+
+def test_a_lora_model_saves_and_loads_as_a_plain_model(shared_data, tmp_path):
+    classifier, texts = _tuned_classifier(shared_data)
+    expected = classifier.predict(texts, verbose=0)
+
+    classifier.save(tmp_path / "classifier.keras")
+    loaded = keras.saving.load_model(tmp_path / "classifier.keras")
+    classifier.save_to_preset(tmp_path / "preset")
+    from_preset = BertClassifier.from_preset(tmp_path / "preset")
+
+    for model in (loaded, from_preset):
+        assert lora_rank(model.backbone) is None  # the factors are merged into the kernels
+        assert model.count_params() == BertClassifier.from_preset(PRESET, num_classes=2).count_params()
+        np.testing.assert_allclose(model.predict(texts, verbose=0), expected, atol=1e-5)
+
+
+def test_continued_pretraining_with_lora_moves_only_the_factors_and_the_mlm_head():
+    texts = [
+        "The note was immediately despatched, and its contents as quickly complied with.",
+        "Mrs. Bennet, accompanied by her two youngest girls, reached Netherfield soon after the family breakfast.",
+    ]
+    pretrainer = BertPretrainer.from_preset(PRESET, nsp=False, sequence_length=32)
+    pretrainer.backbone.enable_lora(2)
+    base = {p: v for p, v in _values(pretrainer.backbone.weights).items() if "lora" not in p}
+    pretrainer.fit(texts, batch_size=2, epochs=1, seed=0, verbose=0)
+    after = _values(pretrainer.backbone.weights)
+    for path, value in base.items():
+        np.testing.assert_array_equal(after[path], value, err_msg=path)  # the tied token embedding included
+    assert float(keras.ops.convert_to_numpy(pretrainer.optimizer.learning_rate)) == pytest.approx(5e-4)
