@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl import BertBackbone, BertClassifier, BertPretrainer
+from keras_bert_impl.checkpoints.huggingface import save_huggingface
 from keras_bert_impl.models.lora import lora_rank
 
 pytestmark = pytest.mark.multibackend
@@ -119,6 +120,12 @@ def test_a_lora_model_saves_and_loads_as_a_plain_model(shared_data, tmp_path):
         assert lora_rank(model.backbone) is None  # the factors are merged into the kernels
         assert model.count_params() == BertClassifier.from_preset(PRESET, num_classes=2).count_params()
         np.testing.assert_allclose(model.predict(texts, verbose=0), expected, atol=1e-5)
+
+    save_huggingface(classifier.backbone, tmp_path / "huggingface")
+    features = classifier.preprocessor(texts[:4])
+    exported = BertBackbone.from_preset(tmp_path / "huggingface")(features)["sequence_output"]
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(exported),
+                               keras.ops.convert_to_numpy(classifier.backbone(features)["sequence_output"]), atol=1e-5)
 
 
 def test_continued_pretraining_with_lora_moves_only_the_factors_and_the_mlm_head():

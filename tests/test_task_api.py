@@ -109,6 +109,82 @@ def test_raw_strings_errors_name_the_problem():
         classifier.fit(["a", "b"], [1], verbose=0)
 
 
+@pytest.mark.parametrize(
+    "model, x, message",
+    [
+        ("classifier", [None, "a fine film"], "Raw text: item 0 is NoneType None, expected a string."),
+        ("classifier", [], "No examples: the raw text list is empty."),
+        ("tagger", [], "No examples: the list of sentences is empty."),
+        ("tagger", [["John"], None], "Example 1: expected a sentence (str) or a list of words (str), got None."),
+        ("span_extractor", ([], []), "No examples: the lists of questions and contexts are empty."),
+    ],
+)
+def test_empty_or_non_text_lists_are_one_line_in_predict(model, x, message):
+    # Before: Keras's "Unrecognized data type" or a KeyError / UnboundLocalError from inside `predict`.
+    tiny = _tiny_backbone()
+    models = {
+        "classifier": lambda: BertClassifier(tiny, num_classes=2, preprocessor=_preprocessor()),
+        "tagger": lambda: BertTokenClassifier(tiny, label_names=["O", "B-PER"],
+                                              preprocessor=keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(
+                                                  PRESET, sequence_length=16)),
+        "span_extractor": lambda: BertSpanExtractor(
+            tiny, preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(PRESET, sequence_length=32)),
+    }
+    with pytest.raises(ValueError) as error:
+        models[model]().predict(x, verbose=0)
+    assert str(error.value) == message
+
+
+def test_validation_split_on_raw_strings_holds_out_the_last_examples_as_keras_does(shared_data):
+    texts, labels = _sst2(shared_data, "train", 16)
+    keras.utils.set_random_seed(0)
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    history = classifier.fit(texts, labels, batch_size=4, epochs=2, seed=0, validation_split=0.25, verbose=0)
+    # Keras cuts at ceil(16 * 0.75) = 12: the validation score is that of the last 4 examples.
+    held_out = classifier.evaluate(texts[12:], labels[12:], batch_size=4, verbose=0, return_dict=True)
+    assert history.history["val_loss"][-1] == pytest.approx(held_out["loss"], abs=1e-5)
+    assert history.history["val_accuracy"][-1] == pytest.approx(held_out["accuracy"])
+
+    pairs = (["a", "b", "c", "d"], ["e", "f", "g", "h"])
+    assert classifier.preprocessor.split_examples(pairs, 0.5) == ((["a", "b"], ["e", "f"]), (["c", "d"], ["g", "h"]), 2)
+    assert classifier.preprocessor.split_examples(list(zip(*pairs)), 0.25)[1] == [("d", "h")]
+    with pytest.raises(ValueError, match=r"^validation_split=0.1 of 4 example\(s\) leaves no validation example"):
+        classifier.fit(pairs, [0, 1, 0, 1], validation_split=0.1, verbose=0)
+
+
+def test_class_weight_on_raw_strings_trains_like_the_same_sample_weights(shared_data):
+    texts, labels = _sst2(shared_data, "train", 12)
+    names = ["negative", "positive"]
+    losses = []
+    for weighting in ({"class_weight": {0: 1.0, "positive": 3.0}}, {"sample_weight": np.where(labels == 1, 3.0, 1.0)}):
+        keras.utils.set_random_seed(0)
+        classifier = BertClassifier(_tiny_backbone(), num_classes=2, label_names=names, preprocessor=_preprocessor())
+        losses.append(classifier.fit(texts, labels, batch_size=4, epochs=2, seed=0, verbose=0, **weighting)
+                      .history["loss"])
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
+    with pytest.raises(ValueError, match=r"^class_weight key 'good': label 'good' is not one of the label_names"):
+        classifier.fit(texts, labels, class_weight={"good": 2.0}, verbose=0)
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=["O", "B-PER"],
+                                 preprocessor=keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(
+                                     PRESET, sequence_length=16))
+    with pytest.raises(ValueError, match="`class_weight` weighs one class per example, which BertTokenClassifier"):
+        tagger.fit([["John"]], [["B-PER"]], class_weight={0: 1.0}, verbose=0)
+
+
+def test_setting_the_preprocessors_sequence_length_repacks_everything_after():
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=64))
+    texts = ["a much longer sentence that goes on " * 3, "short"]
+    classifier.preprocessor.sequence_length = 8
+    for key, value in _preprocessor(sequence_length=8)(texts).items():
+        np.testing.assert_array_equal(classifier.preprocessor(texts)[key].numpy(), value.numpy())
+    features = next(iter(classifier.preprocessor.make_dataset(texts, batch_size=2)))
+    assert features["token_ids"].shape.as_list() == [2, 8]
+    assert classifier.predict(texts, verbose=0).shape == (2, 2)
+    classifier.fit(texts, [0, 1], batch_size=2, verbose=0)  # before: the 64-token rows failed the 8-token buckets
+    with pytest.raises(ValueError, match=r"`sequence_length` must be an int >= 3 \(\[CLS\] text \[SEP\]\), got 2"):
+        classifier.preprocessor.sequence_length = 2
+
+
 def test_labels_by_name_train_exactly_like_class_ids(shared_data):
     texts, labels = _sst2(shared_data, "train", 12)
     names = ["negative", "positive"]
