@@ -56,6 +56,26 @@ def add_run_arguments(parser, seed, model_dir_aliases=()):
     parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
 
 
+def positive(kind):
+    """An argparse `type` that takes numbers of `kind` above 0: `--epochs 0` is the one line
+    `error: argument --epochs: must be positive, got 0 (see --help)`."""
+
+    def parse(text):
+        if kind(text) <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return kind(text)
+
+    return parse
+
+
+def add_lora_argument(parser):
+    """--lora_rank: train LoRA factors of that rank on every block's query/key/value projection, the rest of the
+    backbone frozen (`BertBackbone.enable_lora`)."""
+    parser.add_argument("--lora_rank", type=positive(int), default=None,
+                        help="LoRA of this rank on every block's query/key/value projection, the rest of the backbone "
+                             "frozen; give a higher --learning_rate with it, e.g. 5e-4 (docs/finetuning.md)")
+
+
 def start_job(args):
     """What every fine-tuning job does first, before it compiles anything: refuses a --strategy this backend does
     not run, joins the other processes of a JAX or PyTorch `--strategy multiworker` job (before JAX's first

@@ -23,19 +23,10 @@ same `--strategy multiworker`, docs/finetuning.md):
     KERAS_BACKEND=torch torchrun --nproc_per_node 8 recipes/finetune_classifier.py ... --strategy multiworker
 """
 
-import argparse
 import json
 import sys
 
-from command_line import OneLineParser, add_run_arguments, config_from_args, run_recipe
-
-
-def _positive(kind):
-    def parse(text):
-        if kind(text) <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return kind(text)
-    return parse
+from command_line import OneLineParser, add_lora_argument, add_run_arguments, config_from_args, positive, run_recipe
 
 
 def parse_flags(argv=None):
@@ -50,12 +41,13 @@ def parse_flags(argv=None):
     p.add_argument("--regression", action="store_true", help="labels are numbers: one output, mean squared error")
     p.add_argument("--preset", default="all_minilm_l6_v2_en", help="preset name or checkpoint directory")
     p.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length",
-                   type=_positive(int), default=128, help="packed length (aliases: --max_seq_length, --seq_length)")
-    p.add_argument("--batch_size", type=_positive(int), default=32,
+                   type=positive(int), default=128, help="packed length (aliases: --max_seq_length, --seq_length)")
+    p.add_argument("--batch_size", type=positive(int), default=32,
                    help="global batch: with --strategy multiworker, each process trains on its equal part")
-    p.add_argument("--epochs", type=_positive(int), default=3)
-    p.add_argument("--learning_rate", type=_positive(float), default=2e-5)
-    p.add_argument("--train_limit", type=_positive(int), default=None, help="train on the first N rows only")
+    p.add_argument("--epochs", type=positive(int), default=3)
+    p.add_argument("--learning_rate", type=positive(float), default=2e-5)
+    p.add_argument("--train_limit", type=positive(int), default=None, help="train on the first N rows only")
+    add_lora_argument(p)
     add_run_arguments(p, seed=0, model_dir_aliases=("--output_dir",))  # --strategy, --seed, --model_dir, ...
     return p.parse_args(argv)
 

@@ -36,7 +36,7 @@ Tag raw text with the fine-tuned model (no training; `--epochs 0` needs a fine-t
 
 import json
 
-from command_line import OneLineParser, add_run_arguments, run_recipe
+from command_line import OneLineParser, add_lora_argument, add_run_arguments, run_recipe
 
 
 def parse_args(argv=None):
@@ -75,6 +75,7 @@ def parse_args(argv=None):
     parser.add_argument("--no_test_each_epoch", action="store_true", help="score test only at the end")
     parser.add_argument("--predict_text", action="append", default=[],
                         help="raw text to tag after training; prints its entity spans (repeatable)")
+    add_lora_argument(parser)
     add_run_arguments(parser, seed=42)
     args = parser.parse_args(argv)
     if args.epochs > 0 and not (args.data_dir or (args.train_file and args.validation_file)):

@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from command_line import OneLineParser, add_run_arguments, run_recipe
+from command_line import OneLineParser, add_lora_argument, add_run_arguments, run_recipe
 
 TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
@@ -53,6 +53,7 @@ def parse_args(argv=None):
     parser.add_argument("--early_stopping_patience", type=int, default=None)
     parser.add_argument("--train_limit", type=int, default=None, help="train on the first N examples only")
     parser.add_argument("--no_predict_test", action="store_true", help="skip the test-set submission files")
+    add_lora_argument(parser)
     add_run_arguments(parser, seed=0)
     args = parser.parse_args(argv)
     task = args.task.lower().replace("-", "")
@@ -88,6 +89,7 @@ def config_from_args(args):
         predict_test=not args.no_predict_test,
         save_model=True,
         jit_compile={"auto": "auto", "true": True, "false": False}[args.jit_compile],
+        lora_rank=args.lora_rank,
     )
 
 

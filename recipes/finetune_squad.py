@@ -26,7 +26,7 @@ code 2; `--debug` shows the traceback.
 import argparse
 import json
 
-from command_line import OneLineParser, add_run_arguments, run_recipe
+from command_line import OneLineParser, add_lora_argument, add_run_arguments, run_recipe
 
 
 def parse_args(argv=None):
@@ -57,6 +57,7 @@ def parse_args(argv=None):
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
     parser.add_argument("--null_score_diff_threshold", type=float, default=None,
                         help="v2.0: fixed threshold (default: tuned for F1 on the predict file, as the BERT paper)")
+    add_lora_argument(parser)
     add_run_arguments(parser, seed=42)
     args = parser.parse_args(argv)
     if args.epochs > 0 and not args.train_file:

@@ -234,3 +234,34 @@ def test_flags_parse_to_config():
                               "--label_column", "y", "--model_dir", "o", "--sequence_length", "32"]).sequence_length == 32
     assert recipe.parse_args(["--train_file", "a", "--validation_file", "b", "--text_column", "t",
                               "--label_column", "y", "--output_dir", "o", "--seq_length", "48"]).sequence_length == 48
+
+
+# Compares a saved model's backbone with the preset's: which weights the run changed.
+CHANGED_WEIGHTS = textwrap.dedent("""
+    import json, sys
+    import keras, numpy as np
+    import keras_bert_impl
+    model = keras.saving.load_model(sys.argv[1])
+    preset = keras_bert_impl.BertBackbone.from_preset("all_minilm_l6_v2_en")
+    saved = {v.path: keras.ops.convert_to_numpy(v) for v in model.backbone.weights}
+    print(json.dumps(sorted({path.split("/")[-2] if "transformer_layer" in path else path
+                             for path, value in ((v.path, keras.ops.convert_to_numpy(v)) for v in preset.weights)
+                             if not np.array_equal(saved[path], value)})))
+""")
+
+
+def test_lora_rank_trains_only_the_qkv_projections_and_saves_a_plain_model(sst2_files, tmp_path):
+    train, dev, _ = sst2_files
+    out = tmp_path / "out"
+    result = _run("--train_file", train, "--validation_file", dev, "--text_column", "text", "--label_column", "label",
+                  "--model_dir", out, "--epochs", 1, "--batch_size", 8, "--sequence_length", 64,
+                  "--learning_rate", 5e-4, "--lora_rank", 4, "--train_limit", 32)
+    assert result.returncode == 0, result.stderr[-3000:]
+    changed = subprocess.run([sys.executable, "-c", CHANGED_WEIGHTS, str(out / "model.keras")], capture_output=True,
+                             text=True, timeout=600, env=ENV)
+    assert changed.returncode == 0, changed.stderr[-3000:]
+    # The saved kernels hold the merged factors: the qkv kernels moved, every other backbone weight is the preset's.
+    assert json.loads(changed.stdout.strip().splitlines()[-1]) == ["qkv"]
+    result = _run("--train_file", train, "--validation_file", dev, "--text_column", "text", "--label_column", "label",
+                  "--model_dir", tmp_path / "bad", "--lora_rank", 0)
+    _assert_one_line_error(result, "argument --lora_rank: must be positive, got 0")

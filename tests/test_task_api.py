@@ -62,6 +62,10 @@ def test_classifier_from_preset_fits_raw_sst2_strings(shared_data):
     assert logits.shape == (40, 2)
     names = classifier.predict_labels(dev_texts[:3])
     assert set(names) <= {"negative", "positive"} and len(names) == 3
+    scored = classifier.predict_labels(dev_texts[:3], return_scores=True)
+    assert [row["label"] for row in scored] == names
+    probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits[:3].astype("float64"), axis=-1)).max(axis=-1)
+    np.testing.assert_allclose([row["score"] for row in scored], probabilities, atol=1e-6)
     scores = classifier.evaluate(dev_texts, dev_labels, verbose=0, return_dict=True)
     assert 0.0 <= scores["accuracy"] <= 1.0
 

@@ -305,24 +305,34 @@ class BertClassifier(Task):
 
     # === Pipelines ===
 
-    def predict_labels(self, texts, batch_size=32):
+    def predict_labels(self, texts, batch_size=32, return_scores=False):
         """Predicted label names (or class ids without `label_names`), or float scores for regression.
 
         Args:
             texts: raw strings in one of the forms `predict` accepts.
             batch_size: int.
+            return_scores: give `{"label": ..., "score": probability}` per
+                text instead (the softmax probability of the predicted class,
+                as Hugging Face's text-classification pipeline gives it).
 
         Example:
         >>> classifier.predict_labels(["a great film", "dull"])  # doctest: +SKIP
         ['positive', 'negative']
+        >>> classifier.predict_labels(["a great film"], return_scores=True)  # doctest: +SKIP
+        [{'label': 'positive', 'score': 0.97}]
         """
-        outputs = self.predict(texts, batch_size=batch_size, verbose=0)
+        if return_scores and self.is_regression:
+            raise ValueError("return_scores gives class probabilities; this classifier is a regression (num_classes=1).")
+        outputs = np.asarray(self.predict(texts, batch_size=batch_size, verbose=0), "float64")
         if self.is_regression:
-            return [float(v) for v in np.asarray(outputs)[:, 0]]
-        ids = np.asarray(outputs).argmax(axis=-1)
-        if self.label_names is None:
-            return [int(i) for i in ids]
-        return [self.label_names[i] for i in ids]
+            return [float(v) for v in outputs[:, 0]]
+        ids = outputs.argmax(axis=-1)
+        labels = [int(i) for i in ids] if self.label_names is None else [self.label_names[i] for i in ids]
+        if not return_scores:
+            return labels
+        shifted = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
+        probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
+        return [{"label": label, "score": float(probabilities[row, i])} for row, (label, i) in enumerate(zip(labels, ids))]
 
 
 def _is_number(value):

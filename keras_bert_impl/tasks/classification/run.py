@@ -97,6 +97,7 @@ class ClassificationConfig:
     save_model: bool = False
     verbose: object = "auto"
     jit_compile: object = "auto"
+    lora_rank: int = None
 
 
 def check_flags(config):
@@ -112,7 +113,8 @@ def check_flags(config):
     """
     check_numbers(
         config,
-        integers=dict(epochs=1, sequence_length=3, batch_size=1, eval_batch_size=1, early_stopping_patience=1),
+        integers=dict(epochs=1, sequence_length=3, batch_size=1, eval_batch_size=1, early_stopping_patience=1,
+                      lora_rank=1),
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True), "weight_decay": (0, 1, True), "dropout": (0, 1, False)},
     )
@@ -175,6 +177,8 @@ def run(config):
             label_names=task.label_names,
             pooling=c.pooling,
         )
+        if c.lora_rank:
+            model.backbone.enable_lora(c.lora_rank)  # under the strategy's scope, as every variable
 
     if c.packing:
         train_ds = make_packed_dataset(train, preprocessor, c.batch_size, seed=c.seed)

@@ -49,6 +49,7 @@ class TableClassificationConfig:
     train_limit: Optional[int] = None
     mixed_precision: Optional[str] = "auto"
     strategy: str = "auto"
+    lora_rank: Optional[int] = None
 
 
 def read_inputs(config):
@@ -78,9 +79,12 @@ def build_classifier(config, label_names, strategy=None):
     setup_finetuning(seed=config.seed, mixed_precision=config.mixed_precision, strategy_name=config.strategy)
     strategy = strategy or get_strategy(config.strategy)
     with strategy.scope():
-        return BertClassifier.from_preset(
+        classifier = BertClassifier.from_preset(
             config.preset, num_classes=1 if config.regression else len(label_names),
             label_names=label_names, sequence_length=config.sequence_length)
+        if config.lora_rank:
+            classifier.backbone.enable_lora(config.lora_rank)
+    return classifier
 
 
 def run(config, inputs=None):

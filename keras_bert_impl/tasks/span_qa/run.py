@@ -82,6 +82,7 @@ class SpanQaConfig:
     strategy: str = "auto"
     mixed_precision: str = "auto"
     seed: int = 42
+    lora_rank: int = None
 
 
 def check_version(dataset, path, version):
@@ -129,7 +130,7 @@ def check_flags(config):
     check_numbers(
         c,
         integers=dict(sequence_length=5, doc_stride=1, max_query_length=1, max_answer_length=1, n_best_size=1,
-                      batch_size=1, predict_batch_size=1),
+                      batch_size=1, predict_batch_size=1, lora_rank=1),
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True)},
     )
@@ -178,6 +179,8 @@ def run(config):
             check_vocabulary(backbone, tokenizer, f"--preset {c.preset}" if c.preset else
                              f"--init_checkpoint {c.init_checkpoint}", c.tokenizer or c.preset or c.init_checkpoint)
             model = BertSpanExtractor(backbone, preprocessor=preprocessor, max_answer_length=c.max_answer_length)
+        if c.lora_rank:
+            model.backbone.enable_lora(c.lora_rank)
 
     summary = {"version": c.version, "mixed_precision": mixed_precision}
     if c.epochs > 0:

@@ -105,6 +105,7 @@ class TaggingConfig:
     mixed_precision: str = "auto"
     seed: int = 42
     predict_text: list = dataclasses.field(default_factory=list)
+    lora_rank: int = None
 
 
 def input_files(config):
@@ -176,7 +177,7 @@ def check_flags(config):
     check_numbers(
         config,
         integers=dict(sequence_length=3, batch_size=1, predict_batch_size=1, max_train_sentences=1,
-                      max_eval_sentences=1),
+                      max_eval_sentences=1, lora_rank=1),
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True), "dropout": (0, 1, False)},
     )
@@ -228,6 +229,9 @@ def run(config):
             preprocessor = BertTokenClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length)
             model = BertTokenClassifier(backbone, len(label_names), dropout=c.dropout, label_names=label_names,
                                         preprocessor=preprocessor)
+    if c.lora_rank:
+        with strategy.scope():  # (the factors are variables: under the strategy's scope)
+            model.backbone.enable_lora(c.lora_rank)
 
     summary = {"labels": label_names, "document_context": c.document_context, "tag_scheme": c.tag_scheme,
                "mixed_precision": mixed_precision}
