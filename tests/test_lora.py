@@ -141,3 +141,47 @@ def test_continued_pretraining_with_lora_moves_only_the_factors_and_the_mlm_head
     for path, value in base.items():
         np.testing.assert_array_equal(after[path], value, err_msg=path)  # the tied token embedding included
     assert float(keras.ops.convert_to_numpy(pretrainer.optimizer.learning_rate)) == pytest.approx(5e-4)
+
+
+class _StopAfterEpoch(keras.callbacks.Callback):
+    def __init__(self, stop):
+        super().__init__()
+        self.stop = stop
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch + 1 == self.stop:
+            raise KeyboardInterrupt(f"stopped after epoch {self.stop}")
+
+
+def test_an_interrupted_lora_finetune_resumes_to_the_uninterrupted_factors(shared_data, tmp_path):
+    """The run checkpoints hold every variable as it is (the frozen kernels and the factors apart), so a resumed
+    LoRA run goes on training its factors; a Keras `.weights.h5` would hold the merged kernels, and loading one
+    into a LoRA layer zeroes both factors (which then get no gradient)."""
+    from keras_bert_impl import BertClassifierPreprocessor
+    from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+
+    texts, labels = _sst2(shared_data, 48)
+    preprocessor = BertClassifierPreprocessor.from_preset(PRESET, sequence_length=32)
+
+    def run(model_dir, callbacks=()):
+        setup_finetuning(seed=0)
+        backbone = BertBackbone(vocabulary_size=30522, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                                max_sequence_length=32)
+        classifier = BertClassifier(backbone, num_classes=2, preprocessor=preprocessor)
+        backbone.enable_lora(2)
+        train = preprocessor.make_dataset(texts, labels, batch_size=16, shuffle=True, seed=0)
+        finetune(classifier, train, epochs=3, learning_rate=1e-2, model_dir=str(model_dir), seed=0, verbose=0,
+                 callbacks=list(callbacks), tensorboard=False)
+        return classifier
+
+    straight = run(tmp_path / "straight")
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "resumed", [_StopAfterEpoch(2)])
+    resumed = run(tmp_path / "resumed")
+    assert lora_rank(resumed.backbone) == 2
+    factors = [v for v in straight.weights if "lora_kernel" in v.path]
+    assert len(factors) == 4 and all(np.abs(keras.ops.convert_to_numpy(v)).max() > 0 for v in factors)
+    for a, b in zip(straight.weights, resumed.weights):
+        assert a.path == b.path
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), atol=1e-6, rtol=0,
+                                   err_msg=a.path)
