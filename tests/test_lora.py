@@ -185,3 +185,24 @@ def test_an_interrupted_lora_finetune_resumes_to_the_uninterrupted_factors(share
         assert a.path == b.path
         np.testing.assert_allclose(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), atol=1e-6, rtol=0,
                                    err_msg=a.path)
+
+
+def test_lora_enabled_after_training_recompiles_the_auto_optimizer_or_says_to(shared_data):
+    texts, labels = _sst2(shared_data, 8)
+    classifier = BertClassifier.from_preset(PRESET, num_classes=2, sequence_length=32)
+    classifier.fit(texts, labels, batch_size=4, verbose=0)
+    classifier.backbone.enable_lora(2)
+    classifier.fit(texts, labels, batch_size=4, verbose=0)  # before: Keras's "Unknown variable: <Variable ...>"
+    assert float(keras.ops.convert_to_numpy(classifier.optimizer.learning_rate)) == pytest.approx(5e-4)
+
+    classifier = BertClassifier.from_preset(PRESET, num_classes=2, sequence_length=32)
+    classifier.compile(optimizer=keras.optimizers.Adam(1e-5))
+    classifier.fit(texts, labels, batch_size=4, verbose=0)
+    classifier.backbone.enable_lora(2)
+    with pytest.raises(ValueError) as error:
+        classifier.fit(texts, labels, batch_size=4, verbose=0)
+    assert str(error.value) == (
+        "This BertClassifier's optimizer was built for other trainable variables (LoRA enabled or layers unfrozen "
+        "after it was built): call compile(optimizer=...) again before fit.")
+    classifier.compile(optimizer=keras.optimizers.Adam(1e-3))
+    assert np.isfinite(classifier.fit(texts, labels, batch_size=4, verbose=0).history["loss"][0])

@@ -107,20 +107,31 @@ class Task(FunctionalModel):
             self.optimizer.build(self.trainable_variables)
 
     def _compile_if_needed(self):
+        """Compiles with the defaults if not compiled. The `"auto"` optimizer is chosen again when LoRA was enabled
+        after it was (before its first step, or after training, when it knows none of the factors); any other
+        optimizer that does not know every trainable variable is one line, not Keras's "Unknown variable"."""
         if not self.compiled:
             self.compile()
-        elif self._auto_optimizer_predates_lora():
-            self.compile(**self._compile_arguments)
-
-    def _auto_optimizer_predates_lora(self):
-        """Whether the `"auto"` optimizer was chosen before `enable_lora` and has not taken a step yet."""
+            return
         arguments = getattr(self, "_compile_arguments", None)
-        return (
-            arguments is not None
-            and arguments["optimizer"] == "auto"
-            and self._compiled_with_lora != (lora_rank(self.backbone) is not None)
-            and int(self.optimizer.iterations.numpy()) == 0
-        )
+        auto = arguments is not None and arguments["optimizer"] == "auto"
+        lora_changed = auto and self._compiled_with_lora != (lora_rank(self.backbone) is not None)
+        stale = self._optimizer_misses_variables()
+        if auto and (stale or (lora_changed and int(keras.ops.convert_to_numpy(self.optimizer.iterations)) == 0)):
+            self.compile(**arguments)
+        elif stale:
+            raise ValueError(
+                f"This {type(self).__name__}'s optimizer was built for other trainable variables (LoRA enabled or "
+                "layers unfrozen after it was built): call compile(optimizer=...) again before fit."
+            )
+
+    def _optimizer_misses_variables(self):
+        """Whether the built optimizer lacks a slot for one of the trainable variables (Keras would stop on it)."""
+        optimizer = getattr(self, "optimizer", None)
+        known = getattr(optimizer, "_trainable_variables_indices", None)
+        if not getattr(optimizer, "built", False) or known is None:
+            return False
+        return any(optimizer._var_key(variable) not in known for variable in self.trainable_variables)
 
     # === Raw strings ===
 
