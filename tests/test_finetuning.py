@@ -16,6 +16,7 @@ from keras_bert_impl.batching.boundaries import default_boundaries
 from keras_bert_impl.batching.tf_batches import bucket_by_length, pad_to_boundaries
 from keras_bert_impl.training import finetuning
 from keras_bert_impl.training.finetuning import BestEpochCheckpoint, finetune, setup_finetuning
+from interruptions import StopAfterEpoch
 
 
 @pytest.fixture(scope="module")
@@ -254,18 +255,6 @@ def test_early_stopping_and_monitor_errors(sst2_dev):
         BestEpochCheckpoint(weights_path="best.h5")
 
 
-class _StopAfterEpoch(keras.callbacks.Callback):
-    """Interrupts a run at the end of epoch `stop` (1-based), after its checkpoint: as a killed job would."""
-
-    def __init__(self, stop):
-        super().__init__()
-        self.stop = stop
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch + 1 == self.stop:
-            raise KeyboardInterrupt(f"stopped after epoch {self.stop}")
-
-
 def test_an_interrupted_finetune_resumes_to_the_uninterrupted_weights(sst2_dev, tmp_path):
     """3 epochs straight, and 3 epochs interrupted after the 2nd then run again with the same model_dir: the same
     history, best epoch and final weights (the third epoch sees the same shuffled batches), and no checkpoint left."""
@@ -286,7 +275,7 @@ def test_an_interrupted_finetune_resumes_to_the_uninterrupted_weights(sst2_dev, 
 
     straight, straight_result = run(tmp_path / "straight")
     with pytest.raises(KeyboardInterrupt):
-        run(tmp_path / "resumed", [_StopAfterEpoch(2)])
+        run(tmp_path / "resumed", [StopAfterEpoch(2)])
     assert os.listdir(tmp_path / "resumed" / "checkpoints") == ["ckpt-000000002"]
     resumed, resumed_result = run(tmp_path / "resumed")
     assert resumed_result.history.keys() == straight_result.history.keys()
@@ -321,7 +310,7 @@ def test_a_resumed_finetune_ends_with_the_uninterrupted_weights_on_every_backend
 
     straight = run(tmp_path / "straight")
     with pytest.raises(KeyboardInterrupt):
-        run(tmp_path / "resumed", [_StopAfterEpoch(2)])
+        run(tmp_path / "resumed", [StopAfterEpoch(2)])
     resumed = run(tmp_path / "resumed")
     for a, b in zip(straight, resumed):
         np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
@@ -339,7 +328,7 @@ def test_a_checkpoint_of_other_settings_is_refused_in_one_line(sst2_dev, tmp_pat
                         model_dir=str(tmp_path), verbose=0, callbacks=list(callbacks))
 
     with pytest.raises(KeyboardInterrupt):
-        run(1e-2, [_StopAfterEpoch(1)])
+        run(1e-2, [StopAfterEpoch(1)])
     with pytest.raises(ValueError) as error:
         run(3e-2)
     message = str(error.value)
@@ -385,7 +374,7 @@ def test_a_run_stopped_before_its_best_weights_file_resumes_with_the_best_weight
 
     straight, straight_result = run(tmp_path / "straight", [0.1, 0.9, 0.5])
     with pytest.raises(KeyboardInterrupt):
-        run(tmp_path / "resumed", [0.1, 0.9], [KeepEpochOneFile(), _StopAfterEpoch(2)])
+        run(tmp_path / "resumed", [0.1, 0.9], [KeepEpochOneFile(), StopAfterEpoch(2)])
     shutil.copy(tmp_path / "epoch1.weights.h5", tmp_path / "resumed" / "best.weights.h5")  # the stale file
     resumed, resumed_result = run(tmp_path / "resumed", [0.5])
     assert resumed_result.best_epoch == straight_result.best_epoch == 2

@@ -12,6 +12,7 @@ import pytest
 from keras_bert_impl import BertBackbone, BertClassifier, BertPretrainer
 from keras_bert_impl.checkpoints.huggingface import save_huggingface
 from keras_bert_impl.models.lora import lora_rank
+from interruptions import StopAfterEpoch
 
 pytestmark = pytest.mark.multibackend
 PRESET = "all_minilm_l6_v2_en"
@@ -143,16 +144,6 @@ def test_continued_pretraining_with_lora_moves_only_the_factors_and_the_mlm_head
     assert float(keras.ops.convert_to_numpy(pretrainer.optimizer.learning_rate)) == pytest.approx(5e-4)
 
 
-class _StopAfterEpoch(keras.callbacks.Callback):
-    def __init__(self, stop):
-        super().__init__()
-        self.stop = stop
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch + 1 == self.stop:
-            raise KeyboardInterrupt(f"stopped after epoch {self.stop}")
-
-
 def test_an_interrupted_lora_finetune_resumes_to_the_uninterrupted_factors(shared_data, tmp_path):
     """The run checkpoints hold every variable as it is (the frozen kernels and the factors apart), so a resumed
     LoRA run goes on training its factors; a Keras `.weights.h5` would hold the merged kernels, and loading one
@@ -176,7 +167,7 @@ def test_an_interrupted_lora_finetune_resumes_to_the_uninterrupted_factors(share
 
     straight = run(tmp_path / "straight")
     with pytest.raises(KeyboardInterrupt):
-        run(tmp_path / "resumed", [_StopAfterEpoch(2)])
+        run(tmp_path / "resumed", [StopAfterEpoch(2)])
     resumed = run(tmp_path / "resumed")
     assert lora_rank(resumed.backbone) == 2
     factors = [v for v in straight.weights if "lora_kernel" in v.path]
