@@ -265,3 +265,29 @@ def test_lora_rank_trains_only_the_qkv_projections_and_saves_a_plain_model(sst2_
     result = _run("--train_file", train, "--validation_file", dev, "--text_column", "text", "--label_column", "label",
                   "--model_dir", tmp_path / "bad", "--lora_rank", 0)
     _assert_one_line_error(result, "argument --lora_rank: must be positive, got 0")
+
+
+@pytest.mark.parametrize("recipe_path, flags", [
+    ("recipes/finetune_glue.py", ["--task", "sst2", "--data_dir", "glue"]),
+    ("recipes/finetune_classifier.py", ["--train_file", "a.csv", "--validation_file", "b.csv", "--text_column", "t",
+                                        "--label_column", "y"]),
+    ("recipes/finetune_conll.py", ["--data_dir", "conll", "--preset", "p"]),
+    ("recipes/finetune_squad.py", ["--train_file", "t.json", "--predict_file", "d.json", "--preset", "p"]),
+])
+def test_every_finetuning_recipe_takes_lora_rank_into_its_config(recipe_path, flags):
+    import dataclasses
+
+    recipe = load_script(recipe_path)  # (puts recipes/ on the path: command_line imports)
+    from command_line import config_from_args
+
+    args = recipe.parse_args([*flags, "--model_dir", "m", "--lora_rank", "8"])
+    if dataclasses.is_dataclass(args):
+        config = args
+    elif hasattr(recipe, "config_from_args"):
+        config = recipe.config_from_args(args)
+    else:
+        from keras_bert_impl.tasks.span_qa.run import SpanQaConfig
+        from keras_bert_impl.tasks.tagging.run import TaggingConfig
+
+        config = config_from_args(args, TaggingConfig if "conll" in recipe_path else SpanQaConfig)
+    assert config.lora_rank == 8
