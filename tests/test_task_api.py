@@ -476,3 +476,29 @@ def test_every_task_from_preset():
     assert BertSpanExtractor.from_preset(PRESET).preprocessor.sequence_length == 384
     tagger = BertTokenClassifier.from_preset(PRESET, label_names=["O", "B-X"])
     assert tagger.num_classes == 2 and not tagger.backbone.pooled_dense.trainable
+
+
+def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_data):
+    """keras-hub's `activation="softmax"`: `predict` gives probabilities, and the default loss takes them (the same
+    training as from logits)."""
+    texts, labels = _sst2(shared_data, "train", 12)
+    runs = []
+    for activation in (None, "softmax"):
+        keras.utils.set_random_seed(0)
+        classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(),
+                                    activation=activation, label_names=["negative", "positive"])
+        history = classifier.fit(texts, labels, batch_size=4, epochs=2, seed=0, verbose=0).history
+        runs.append((classifier, history["loss"]))
+    (logits_model, logits_losses), (softmax_model, softmax_losses) = runs
+    np.testing.assert_allclose(softmax_losses, logits_losses, rtol=1e-4)
+    probabilities = softmax_model.predict(texts, verbose=0)
+    np.testing.assert_allclose(probabilities.sum(axis=-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(
+        probabilities, keras.ops.convert_to_numpy(keras.ops.softmax(logits_model.predict(texts, verbose=0))), atol=1e-4)
+    scored = softmax_model.predict_labels(texts[:2], return_scores=True)
+    np.testing.assert_allclose([row["score"] for row in scored], probabilities[:2].max(axis=-1), atol=1e-6)
+    assert BertClassifier.from_config(softmax_model.get_config()).activation == "softmax"
+    with pytest.raises(ValueError, match="`activation` must be one of \\(None, 'linear', 'softmax'\\)"):
+        BertClassifier(_tiny_backbone(), num_classes=2, activation="sigmoid")
+    with pytest.raises(ValueError, match="activation='softmax' needs classes; num_classes=1 is a regression"):
+        BertClassifier(_tiny_backbone(), num_classes=1, activation="softmax")

@@ -8,6 +8,8 @@ from keras_bert_impl.models.backbone import bert_kernel_initializer
 from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
 
 POOLINGS = ("pooled", "mean")
+# keras-hub's `activation` of a text classifier: logits (None or "linear") or probabilities ("softmax").
+ACTIVATIONS = (None, "linear", "softmax")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -49,6 +51,9 @@ class BertClassifier(Task):
         compile_defaults: compile now with the default loss/metrics (AdamW
             5e-5); `compile` again to change them. An uncompiled classifier
             compiles with the defaults on its first `fit`/`evaluate`.
+        activation: None (default: `predict` gives logits) or `"softmax"`
+            (`predict` gives class probabilities; the default loss then takes
+            probabilities), as keras-hub's `activation`.
 
     Example:
     >>> import numpy as np
@@ -64,6 +69,9 @@ class BertClassifier(Task):
     (2, 1)
     >>> tuple(BertClassifier(backbone, num_classes=3, pooling="mean").predict(inputs, verbose=0).shape)
     (2, 3)
+    >>> probabilities = BertClassifier(backbone, num_classes=3, activation="softmax").predict(inputs, verbose=0)
+    >>> bool(np.allclose(probabilities.sum(axis=-1), 1.0, atol=1e-5))
+    True
 
     From a preset, on raw strings:
     >>> classifier = BertClassifier.from_preset("all_minilm_l6_v2_en", num_classes=2,
@@ -83,6 +91,7 @@ class BertClassifier(Task):
         label_names=None,
         compile_defaults=True,
         pooling="pooled",
+        activation=None,
         **kwargs,
     ):
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
@@ -93,6 +102,13 @@ class BertClassifier(Task):
             raise ValueError(f"`dropout` must be in [0, 1), got {dropout!r}.")
         if pooling not in POOLINGS:
             raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"`activation` must be one of {ACTIVATIONS} (keras-hub's: None gives logits, 'softmax' "
+                             f"probabilities), got {activation!r}.")
+        if activation == "linear":
+            activation = None
+        if activation == "softmax" and num_classes == 1:
+            raise ValueError("activation='softmax' needs classes; num_classes=1 is a regression (one score).")
         if label_names is not None:
             label_names = [str(name) for name in label_names]
             if len(label_names) != num_classes or num_classes == 1:
@@ -125,13 +141,14 @@ class BertClassifier(Task):
         x = self.output_dropout(x)
         outputs = self.output_dense(x)
         # float32 outputs keep the loss stable under mixed precision.
-        outputs = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(outputs)
+        outputs = keras.layers.Activation(activation or "linear", dtype="float32", name="float32_logits")(outputs)
 
         # === Config ===
         self.num_classes = num_classes
         self.dropout = dropout
         self.label_names = label_names
         self.pooling = pooling
+        self.activation = activation
         super().__init__(
             inputs=inputs,
             outputs=outputs,
@@ -147,7 +164,7 @@ class BertClassifier(Task):
 
     def head_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout, "label_names": self.label_names,
-                "pooling": self.pooling}
+                "pooling": self.pooling, "activation": self.activation}
 
     @classmethod
     def preprocessor_class(cls):
@@ -165,7 +182,9 @@ class BertClassifier(Task):
         """
         if self.is_regression:
             return keras.losses.MeanSquaredError(reduction="mean_with_sample_weight")
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="mean_with_sample_weight")
+        return keras.losses.SparseCategoricalCrossentropy(
+            from_logits=self.activation is None, reduction="mean_with_sample_weight"
+        )
 
     def default_weighted_metrics(self):
         # Weighted, so that weight-0 filler rows are not counted.
@@ -215,7 +234,7 @@ class BertClassifier(Task):
         x = self.backbone.pooled_dense(x)  # the pooler, at every position
         x = self.output_dropout(x)
         x = self.output_dense(x)
-        outputs = keras.layers.Activation("linear", dtype="float32", name="float32_token_logits")(x)
+        outputs = keras.layers.Activation(self.activation or "linear", dtype="float32", name="float32_token_logits")(x)
         model = keras.Model(inputs, outputs, name=f"{self.name}_packed")
         metrics = self.default_weighted_metrics()
         model.compile(optimizer=keras.optimizers.AdamW(5e-5), loss=self.default_loss(), weighted_metrics=metrics)
@@ -330,8 +349,11 @@ class BertClassifier(Task):
         labels = [int(i) for i in ids] if self.label_names is None else [self.label_names[i] for i in ids]
         if not return_scores:
             return labels
-        shifted = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
-        probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
+        if self.activation == "softmax":
+            probabilities = outputs
+        else:
+            shifted = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
+            probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
         return [{"label": label, "score": float(probabilities[row, i])} for row, (label, i) in enumerate(zip(labels, ids))]
 
 
