@@ -85,7 +85,8 @@ def run_row(name, args, train, dev):
             classifier.save(os.path.join(directory, "model.keras"))
         else:
             classifier.backbone.save_lora_weights(os.path.join(directory, "adapter.lora.h5"))
-            classifier.get_layer("logits").save_weights(os.path.join(directory, "head.weights.h5"))
+            head = classifier.get_layer("logits").get_weights()
+            np.savez(os.path.join(directory, "head.npz"), *head)
         kept = sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
     return {
         "benchmark": "lora_finetuning",
@@ -98,7 +99,7 @@ def run_row(name, args, train, dev):
         "batch_size": args.batch_size,
         "rank": None if ROWS[name] is None else args.rank,
         "target_layer_names": ROWS[name],
-        "learning_rate": float(keras.ops.convert_to_numpy(classifier.optimizer.learning_rate)),
+        "learning_rate": float(f"{float(keras.ops.convert_to_numpy(classifier.optimizer.learning_rate)):.6g}"),
         "trainable_weights": int(sum(np.prod(v.shape) for v in classifier.trainable_variables)),
         "all_weights": int(classifier.count_params()),
         "train_loss": [round(x, 4) for x in history.history["loss"]],
