@@ -92,8 +92,16 @@ def test_lora_file_errors_name_the_file_and_the_mismatch(shared_data, tmp_path):
     narrow = BertBackbone(vocabulary_size=30522, num_layers=6, num_heads=2, hidden_dim=16, intermediate_dim=32)
     with pytest.raises(ValueError, match=r"qkv/lora_kernel_a has shape \(384, 2\), this backbone's has \(16, 2\)"):
         narrow.load_lora_weights(path)
+    assert lora_rank(narrow) is None
     with pytest.raises(ValueError, match="no LoRA layers: call `backbone.enable_lora"):
         BertBackbone.from_preset(PRESET).save_lora_weights(tmp_path / "none.lora.h5")
+    shallow = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=12, hidden_dim=384, intermediate_dim=32)
+    shallow.enable_lora(2)
+    shallow.save_lora_weights(tmp_path / "shallow.lora.h5")
+    with pytest.raises(ValueError, match="shallow.lora.h5: no factors for layer 'transformer_layer_1/qkv': the file "
+                                         "is for a backbone with fewer layers"):
+        (deep := BertBackbone.from_preset(PRESET)).load_lora_weights(tmp_path / "shallow.lora.h5")
+    assert lora_rank(deep) is None  # a file that does not fit changes nothing
 
 
 def test_enable_lora_argument_errors():
@@ -102,6 +110,8 @@ def test_enable_lora_argument_errors():
         backbone.enable_lora(0)
     with pytest.raises(ValueError, match="Unknown LoRA target layer 'query'"):
         backbone.enable_lora(2, target_layer_names=["query"])
+    with pytest.raises(ValueError, match=r"`target_layer_names`=\[\] names no layer of this backbone"):
+        backbone.enable_lora(2, target_layer_names=[])
     backbone.enable_lora(2, target_layer_names=["qkv", "intermediate", "output"])
     assert len(backbone.trainable_variables) == 3 * 2 * 2
     with pytest.raises(ValueError, match="LoRA is already enabled on this backbone \\(rank 2\\)"):

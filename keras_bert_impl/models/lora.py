@@ -165,25 +165,33 @@ def load_lora_weights(backbone, filepath):
         rank = int(f.attrs["rank"])
         alpha = float(f.attrs["lora_alpha"])
         targets = [str(name) for name in f.attrs["target_layer_names"]]
-        if lora_rank(backbone) is None:
-            enable_lora(backbone, rank, targets, lora_alpha=alpha)
-        elif lora_rank(backbone) != rank:
-            raise ValueError(
-                f"{path}: LoRA rank {rank}, but this backbone's LoRA has rank {lora_rank(backbone)}: load it into "
-                "a backbone without LoRA (it is then enabled with the file's rank) or enable the same rank."
-            )
-        for name, dense in lora_layers(backbone, targets):
-            if name not in f:
-                raise ValueError(f"{path}: no factors for layer {name!r}: the file is for a backbone with fewer layers.")
-            for key in ("lora_kernel_a", "lora_kernel_b"):
-                variable = getattr(dense, key)
-                value = f[name][key][()]
-                if tuple(value.shape) != tuple(variable.shape):
-                    raise ValueError(
-                        f"{path}: {name}/{key} has shape {tuple(value.shape)}, this backbone's has "
-                        f"{tuple(variable.shape)}: the file is for a backbone of another width."
-                    )
-                variable.assign(value)
+        factors = {
+            name: {key: f[name][key][()] for key in ("lora_kernel_a", "lora_kernel_b")}
+            for name, _ in lora_layers(backbone, targets)
+            if name in f
+        }
+    if lora_rank(backbone) is not None and lora_rank(backbone) != rank:
+        raise ValueError(
+            f"{path}: LoRA rank {rank}, but this backbone's LoRA has rank {lora_rank(backbone)}: load it into "
+            "a backbone without LoRA (it is then enabled with the file's rank) or enable the same rank."
+        )
+    # Every check before any change: a file that does not fit leaves the backbone as it was.
+    layers = lora_layers(backbone, targets)
+    for name, dense in layers:
+        if name not in factors:
+            raise ValueError(f"{path}: no factors for layer {name!r}: the file is for a backbone with fewer layers.")
+        inputs, units = dense.kernel.shape[0], dense.units
+        for key, shape in (("lora_kernel_a", (inputs, rank)), ("lora_kernel_b", (rank, units))):
+            if tuple(factors[name][key].shape) != shape:
+                raise ValueError(
+                    f"{path}: {name}/{key} has shape {tuple(factors[name][key].shape)}, this backbone's has "
+                    f"{shape}: the file is for a backbone of another width."
+                )
+    if lora_rank(backbone) is None:
+        enable_lora(backbone, rank, targets, lora_alpha=alpha)
+    for name, dense in layers:
+        dense.lora_kernel_a.assign(factors[name]["lora_kernel_a"])
+        dense.lora_kernel_b.assign(factors[name]["lora_kernel_b"])
 
 
 def _check_names(names):
