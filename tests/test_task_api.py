@@ -502,3 +502,21 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
         BertClassifier(_tiny_backbone(), num_classes=2, activation="sigmoid")
     with pytest.raises(ValueError, match="activation='softmax' needs classes; num_classes=1 is a regression"):
         BertClassifier(_tiny_backbone(), num_classes=1, activation="softmax")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda c, r: c.fit(["a", "b"], [0, 1], validation_split=1.5, verbose=0),
+     "`validation_split` must be a float between 0 and 1, got 1.5."),
+    (lambda c, r: c.fit(["a", "b"], [0, 1], class_weight=[1.0, 2.0], verbose=0),
+     "`class_weight` must be a dict {class id or label name: weight}, got [1.0, 2.0]."),
+    (lambda c, r: r.fit(["a", "b"], [0.5, 1.0], class_weight={0: 2.0}, verbose=0),
+     "`class_weight` needs classes, but this classifier is a regression (num_classes=1)."),
+    (lambda c, r: r.predict_labels(["a"], return_scores=True),
+     "return_scores gives class probabilities; this classifier is a regression (num_classes=1)."),
+])
+def test_fit_argument_errors_on_raw_strings_are_one_line(call, message):
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    regression = BertClassifier(_tiny_backbone(), num_classes=1, preprocessor=_preprocessor())
+    with pytest.raises(ValueError) as error:
+        call(classifier, regression)
+    assert str(error.value) == message
