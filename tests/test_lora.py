@@ -28,10 +28,12 @@ def _values(variables):
     return {v.path: np.array(keras.ops.convert_to_numpy(v)) for v in variables}
 
 
-def _tuned_classifier(shared_data, rank=4):
+@pytest.fixture(scope="module")
+def tuned(shared_data):
+    """A classifier after one epoch of LoRA (rank 4) on 32 SST-2 rows, and the rows; the tests only read it."""
     texts, labels = _sst2(shared_data, 32)
     classifier = BertClassifier.from_preset(PRESET, num_classes=2, sequence_length=64)
-    classifier.backbone.enable_lora(rank)
+    classifier.backbone.enable_lora(4)
     classifier.fit(texts, labels, batch_size=8, epochs=1, seed=0, verbose=0)
     return classifier, texts
 
@@ -62,8 +64,8 @@ def test_enable_lora_trains_only_the_factors_and_the_head(shared_data):
     assert any(not np.array_equal(v, head[p]) for p, v in _values(classifier.get_layer("logits").weights).items())
 
 
-def test_the_lora_file_holds_the_whole_update(shared_data, tmp_path):
-    classifier, texts = _tuned_classifier(shared_data)
+def test_the_lora_file_holds_the_whole_update(tuned, tmp_path):
+    classifier, texts = tuned
     expected = classifier.predict(texts, verbose=0)
     path = tmp_path / "sst2.lora.h5"
     classifier.backbone.save_lora_weights(path)
@@ -76,8 +78,8 @@ def test_the_lora_file_holds_the_whole_update(shared_data, tmp_path):
     np.testing.assert_allclose(fresh.predict(texts, verbose=0), expected, atol=1e-5)
 
 
-def test_lora_file_errors_name_the_file_and_the_mismatch(shared_data, tmp_path):
-    classifier, _ = _tuned_classifier(shared_data, rank=2)
+def test_lora_file_errors_name_the_file_and_the_mismatch(tuned, tmp_path):
+    classifier, _ = tuned
     with pytest.raises(ValueError, match=r"must end in '\.lora\.h5'"):
         classifier.backbone.save_lora_weights(tmp_path / "adapter.h5")
     path = tmp_path / "adapter.lora.h5"
@@ -87,10 +89,10 @@ def test_lora_file_errors_name_the_file_and_the_mismatch(shared_data, tmp_path):
         BertBackbone.from_preset(PRESET).load_lora_weights(tmp_path / "missing.lora.h5")
     other_rank = BertBackbone.from_preset(PRESET)
     other_rank.enable_lora(8)
-    with pytest.raises(ValueError, match="adapter.lora.h5: LoRA rank 2, but this backbone's LoRA has rank 8"):
+    with pytest.raises(ValueError, match="adapter.lora.h5: LoRA rank 4, but this backbone's LoRA has rank 8"):
         other_rank.load_lora_weights(path)
     narrow = BertBackbone(vocabulary_size=30522, num_layers=6, num_heads=2, hidden_dim=16, intermediate_dim=32)
-    with pytest.raises(ValueError, match=r"qkv/lora_kernel_a has shape \(384, 2\), this backbone's has \(16, 2\)"):
+    with pytest.raises(ValueError, match=r"qkv/lora_kernel_a has shape \(384, 4\), this backbone's has \(16, 4\)"):
         narrow.load_lora_weights(path)
     assert lora_rank(narrow) is None
     with pytest.raises(ValueError, match="no LoRA layers: call `backbone.enable_lora"):
@@ -118,8 +120,8 @@ def test_enable_lora_argument_errors():
         backbone.enable_lora(4)
 
 
-def test_a_lora_model_saves_and_loads_as_a_plain_model(shared_data, tmp_path):
-    classifier, texts = _tuned_classifier(shared_data)
+def test_a_lora_model_saves_and_loads_as_a_plain_model(tuned, tmp_path):
+    classifier, texts = tuned
     expected = classifier.predict(texts, verbose=0)
 
     classifier.save(tmp_path / "classifier.keras")
