@@ -18,12 +18,10 @@ whole `.keras` file; LoRA: the `.lora.h5` file plus the head's weights).
 """
 
 import argparse
-import csv
 import json
 import os
 import platform
 import tempfile
-import time
 
 import numpy as np
 
@@ -50,17 +48,19 @@ def parse_args(argv=None):
 
 
 def read_sst2(data_dir, split, limit=None):
-    path = os.path.join(data_dir, "SST-2", f"{split}.tsv")
-    with open(path, encoding="utf-8") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
-    rows = rows[:limit] if limit else rows
-    return [row[0] for row in rows], np.array([int(row[1]) for row in rows])
+    """SST-2 sentences and labels through the GLUE recipe's reader (file:line errors)."""
+    from keras_bert_impl.tasks.classification.reading import read_split
+
+    rows = read_split("sst2", data_dir, split)
+    rows = rows.take(limit) if limit else rows
+    return rows.text_a, rows.labels
 
 
 def run_row(name, args, train, dev):
     import keras
 
     import keras_bert_impl
+    from keras_bert_impl.training.finetuning import EpochTimer
 
     keras.utils.set_random_seed(args.seed)
     classifier = keras_bert_impl.BertClassifier.from_preset(
@@ -68,17 +68,9 @@ def run_row(name, args, train, dev):
     )
     if ROWS[name] is not None:
         classifier.backbone.enable_lora(args.rank, target_layer_names=ROWS[name])
-    seconds = []
-
-    class EpochSeconds(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            self.start = time.perf_counter()
-
-        def on_epoch_end(self, epoch, logs=None):
-            seconds.append(round(time.perf_counter() - self.start, 2))
-
+    timer = EpochTimer()
     history = classifier.fit(*train, batch_size=args.batch_size, epochs=args.epochs, seed=args.seed, verbose=0,
-                             callbacks=[EpochSeconds()])
+                             callbacks=[timer])
     dev_accuracy = classifier.evaluate(*dev, batch_size=64, verbose=0, return_dict=True)["accuracy"]
     with tempfile.TemporaryDirectory() as directory:
         if ROWS[name] is None:
@@ -104,7 +96,7 @@ def run_row(name, args, train, dev):
         "all_weights": int(classifier.count_params()),
         "train_loss": [round(x, 4) for x in history.history["loss"]],
         "dev_accuracy": round(float(dev_accuracy), 4),
-        "epoch_seconds": seconds,
+        "epoch_seconds": [round(seconds, 2) for seconds in timer.epoch_seconds],
         "bytes_to_keep": kept,
         "backend": keras.backend.backend(),
         "host": platform.node(),
