@@ -149,6 +149,11 @@ def test_validation_split_on_raw_strings_holds_out_the_last_examples_as_keras_do
     assert history.history["val_loss"][-1] == pytest.approx(held_out["loss"], abs=1e-5)
     assert history.history["val_accuracy"][-1] == pytest.approx(held_out["accuracy"])
 
+    weighted = classifier.fit(texts, labels, sample_weight=np.ones(16), batch_size=4, validation_split=0.25, verbose=0)
+    assert "val_loss" in weighted.history
+    pretrainer = BertPretrainer.from_preset(PRESET, nsp=False, sequence_length=32)
+    assert "val_mlm_loss" in pretrainer.fit(texts, batch_size=4, validation_split=0.25, verbose=0).history
+
     pairs = (["a", "b", "c", "d"], ["e", "f", "g", "h"])
     assert classifier.preprocessor.split_examples(pairs, 0.5) == ((["a", "b"], ["e", "f"]), (["c", "d"], ["g", "h"]), 2)
     assert classifier.preprocessor.split_examples(list(zip(*pairs)), 0.25)[1] == [("d", "h")]

@@ -207,13 +207,13 @@ class Task(FunctionalModel):
         from keras_bert_impl.text.preprocessing_layer import as_list  # (a preprocessor means TensorFlow is here)
 
         x, validation_x, at = self.preprocessor.split_examples(x, validation_split)
-        (y, validation_y), (sample_weight, validation_weight) = (
-            (None, None) if values is None else (as_list(values)[:at], as_list(values)[at:])
-            for values in (y, sample_weight)
-        )
-        validation_data = (validation_x, validation_y) if validation_weight is None else (
-            validation_x, validation_y, validation_weight)
-        return x, y, sample_weight, validation_data
+        validation_y = None
+        if y is not None:
+            y, validation_y = as_list(y)[:at], as_list(y)[at:]
+        if sample_weight is None:
+            return x, y, None, (validation_x, validation_y)
+        sample_weight, validation_weight = as_list(sample_weight)[:at], as_list(sample_weight)[at:]
+        return x, y, sample_weight, (validation_x, validation_y, validation_weight)
 
     def _class_weight_as_sample_weight(self, y, class_weight, sample_weight):
         """`class_weight` folded into per-example weights (Keras refuses both together, and raw strings already
