@@ -52,6 +52,24 @@ def test_missing_tensor_is_named_with_shape(tmp_path, minilm_dir, tensors, backb
     ) in message
 
 
+def test_a_checkpoint_without_a_pooler_loads_the_rest_and_says_so(tmp_path, minilm_dir, tensors, backbone):
+    """transformers' `BertForMaskedLM` (what `run_mlm.py` saves) has no pooler: every other weight loads (the
+    pooler keeps its initialisation and `left_new` names it); one pooler tensor without the other is still an error."""
+    directory = write_hf_dir(tmp_path / "mlm", minilm_dir, {k: v for k, v in tensors.items() if "pooler" not in k})
+    before = ops.convert_to_numpy(backbone.pooled_dense.kernel).copy()
+    report = load_weights(backbone, directory)
+    assert sorted(report.left_new) == ["pooled_dense/bias", "pooled_dense/kernel"]
+    assert "no pooler (a BertForMaskedLM save)" in report.left_new["pooled_dense/kernel"]
+    assert "Left 2 weights at their new initialisation:" in str(report)
+    np.testing.assert_array_equal(ops.convert_to_numpy(backbone.pooled_dense.kernel), before)
+    np.testing.assert_array_equal(ops.convert_to_numpy(backbone.token_embedding.embeddings),
+                                  tensors["embeddings.word_embeddings.weight"])
+
+    half = write_hf_dir(tmp_path / "half", minilm_dir, {k: v for k, v in tensors.items() if k != "pooler.dense.bias"})
+    with pytest.raises(CheckpointMismatchError, match=r"missing tensor 'pooler\.dense\.bias'"):
+        load_weights(backbone, half)
+
+
 def test_unexpected_tensor_is_named_with_shape(tmp_path, minilm_dir, tensors, backbone):
     extra = dict(tensors, **{"encoder.layer.1.attention.self.rotary.weight": np.zeros((4, 4), "float32")})
     directory = write_hf_dir(tmp_path / "hf", minilm_dir, extra)

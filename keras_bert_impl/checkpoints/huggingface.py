@@ -288,7 +288,8 @@ def load_weights(backbone, directory, allow_pytorch_pickle=False):
             safetensors file exists. Off by default: unpickling can run code.
 
     Returns:
-        A `LoadReport`; `embeddings.position_ids` and `cls.*` heads are in `skipped`.
+        A `LoadReport`; `embeddings.position_ids` and `cls.*` heads are in `skipped`; a checkpoint without a
+        pooler (`BertForMaskedLM`) loads all else, and the pooler's variables are in `left_new`.
 
     Raises:
         CheckpointMismatchError: missing/unexpected tensors or shape mismatches
@@ -319,14 +320,26 @@ def load_weights(backbone, directory, allow_pytorch_pickle=False):
                 f"{reader.description} holds both '{original[normalised]}' and '{name}', which name the same weight."
             )
         original[normalised] = name
+    targets, left_new = hf_weight_targets(backbone), {}
+    if not any(name.startswith("pooler.") for name in original):
+        # transformers' BertForMaskedLM (what run_mlm.py saves) has no pooler: load the rest, as transformers does.
+        targets = [target for target in targets if not target.names[0].startswith("pooler.")]
+        left_new = {
+            variable.path: "the checkpoint has no pooler (a BertForMaskedLM save); it is used by the pooled output "
+            "(classifiers, next-sentence prediction), which fine-tuning trains from this new initialisation"
+            for variable in (backbone.pooled_dense.kernel, backbone.pooled_dense.bias)
+        }
+        logger.warning("%s has no pooler (pooler.dense.*, a BertForMaskedLM save): the pooler keeps its new "
+                       "initialisation.", reader.description)
     report = assign_weights(
-        hf_weight_targets(backbone),
+        targets,
         {n: reader.shapes[o] for n, o in original.items()},
         lambda n: reader.read(original[n]),
         reader.description,
         skip_reason=hf_skip_reason,
         display_name=lambda n: original.get(n, n),
     )
+    report.left_new = left_new
     for name, reason in report.skipped.items():
         logger.info("Skipped %s in %s: %s", name, reader.description, reason)
     return report

@@ -83,14 +83,20 @@ class LoadReport:
         source: description of the checkpoint (its path).
         loaded: checkpoint tensor names that were loaded.
         skipped: `{name: reason}` for tensors that were deliberately not loaded.
+        left_new: `{backbone variable path: reason}` for weights the checkpoint does not hold that keep their
+            new initialisation (the pooler of a Hugging Face `BertForMaskedLM` save).
     """
 
     source: str
     loaded: list
     skipped: dict
+    left_new: dict = dataclasses.field(default_factory=dict)
 
     def __str__(self):
         lines = [f"Loaded {len(self.loaded)} tensors from {self.source}."]
+        if self.left_new:
+            lines.append(f"Left {len(self.left_new)} weights at their new initialisation:")
+            lines.extend(f"  {name}: {reason}" for name, reason in sorted(self.left_new.items()))
         if self.skipped:
             lines.append(f"Skipped {len(self.skipped)} tensors:")
             lines.extend(f"  {name}: {reason}" for name, reason in sorted(self.skipped.items()))

@@ -3,6 +3,7 @@
 import os
 
 import keras
+import numpy as np
 
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
@@ -203,6 +204,84 @@ class BertPretrainer(Task):
         if getattr(self, "optimizer", None) is not None and self.built:
             self.optimizer.build(self.trainable_variables)
 
+    # === Pipelines ===
+
+    def fill_mask(self, texts, top_k=5, batch_size=32):
+        """The likeliest pieces for each `[MASK]` in raw text: Hugging Face's fill-mask pipeline, on every backend.
+
+        Args:
+            texts: a string or a list of strings, each with one or more
+                `[MASK]` written where a piece is missing (in capitals).
+            top_k: int >= 1, the predictions per `[MASK]`.
+            batch_size: int, texts per forward pass.
+
+        Returns:
+            Per `[MASK]`, a list of `top_k` dicts, likeliest first:
+            `{"score": probability, "token": id, "token_str": piece,
+            "sequence": the text with this [MASK] filled}` (`sequence` keeps
+            the text's own casing and spacing; other masks stay `[MASK]`).
+            As Hugging Face nests them: a text with one `[MASK]` gives that
+            list, one with several a list per `[MASK]`, and a list of texts a
+            list of those.
+
+        Example:
+        >>> pretrainer = BertPretrainer.from_preset("bert_base_en_uncased", nsp=False)  # doctest: +SKIP
+        >>> pretrainer.fill_mask("Paris is the [MASK] of France.", top_k=1)  # doctest: +SKIP
+        [{'score': 0.997, 'token': 3007, 'token_str': 'capital', 'sequence': 'Paris is the capital of France.'}]
+        """
+        self._check_preprocessor()
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= self.backbone.vocabulary_size:
+            raise ValueError(f"`top_k` must be an int in [1, {self.backbone.vocabulary_size}], got {top_k!r}.")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        one_text = isinstance(texts, (str, bytes))
+        texts = [texts] if one_text else list(texts)
+        rows = self.preprocessor.encode_masked_texts(texts)
+        longest = self.backbone.max_sequence_length
+        for index, row in enumerate(rows):
+            if len(row) > longest:
+                raise ValueError(
+                    f"Text {index} is {len(row)} pieces with [CLS] and [SEP], more than the backbone's "
+                    f"{longest} positions: shorten it."
+                )
+        tokenizer = self.preprocessor.tokenizer
+        marker = tokenizer.id_to_token(tokenizer.mask_token_id)
+        results = []
+        for start in range(0, len(rows), batch_size):
+            batch = rows[start : start + batch_size]
+            probabilities, positions = self._masked_probabilities(batch, tokenizer)
+            for offset, row in enumerate(batch):
+                text = texts[start + offset]
+                text = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+                per_mask = []
+                for slot, position in enumerate(positions[offset]):
+                    scores = probabilities[offset, slot]
+                    best = np.argsort(-scores, kind="stable")[:top_k]
+                    per_mask.append([
+                        {"score": float(scores[i]), "token": int(i), "token_str": tokenizer.id_to_token(int(i)),
+                         "sequence": _filled(text, slot, tokenizer.id_to_token(int(i)), marker)}
+                        for i in best
+                    ])
+                results.append(per_mask[0] if len(per_mask) == 1 else per_mask)
+        return results[0] if one_text else results
+
+    def _masked_probabilities(self, rows, tokenizer):
+        """A batch of id lists -> softmax probabilities `(rows, masks, vocabulary)` at each row's masks, and the
+        mask positions of each row."""
+        width = max(len(row) for row in rows)
+        positions = [[i for i, token in enumerate(row) if token == tokenizer.mask_token_id] for row in rows]
+        token_ids = np.full((len(rows), width), tokenizer.pad_token_id, "int32")
+        mask_positions = np.zeros((len(rows), max(map(len, positions))), "int32")
+        for index, row in enumerate(rows):
+            token_ids[index, : len(row)] = row
+            mask_positions[index, : len(positions[index])] = positions[index]
+        x = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
+             "padding_mask": (np.arange(width) < np.array([[len(row)] for row in rows])).astype("int32"),
+             "mask_positions": mask_positions}
+        logits = keras.ops.convert_to_numpy(self(x, training=False)["mlm"]).astype("float64")
+        logits = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return logits / logits.sum(axis=-1, keepdims=True), positions
+
     @staticmethod
     def split_features_labels(features, nsp=True):
         """Maps a pipeline dict (numpy or tensors) to `(x, y, sample_weight)`.
@@ -223,3 +302,26 @@ class BertPretrainer(Task):
             y["nsp"] = labels
             sample_weight["nsp"] = np.ones(labels.shape, "float32")
         return x, y, sample_weight
+
+
+def _filled(text, slot, piece, marker):
+    """`text` with its `slot`-th `marker` replaced by `piece` (a `##` continuation glued to the text before it).
+
+    >>> _filled("She went home[MASK] at [MASK].", 0, "early", "[MASK]")
+    'She went home early at [MASK].'
+    >>> _filled("un [MASK]", 0, "##able", "[MASK]")
+    'unable'
+    """
+    before, after = "", text
+    for _ in range(slot + 1):
+        head, _, after = after.partition(marker)
+        before += head + marker
+    before = before[: -len(marker)]
+    if piece.startswith("##"):
+        return before.rstrip() + piece[2:] + after
+    # A whole piece is a word of its own: keep it apart from letters or digits written against the marker.
+    if before[-1:].isalnum() and piece[:1].isalnum():
+        piece = " " + piece
+    if after[:1].isalnum() and piece[-1:].isalnum():
+        piece += " "
+    return before + piece + after

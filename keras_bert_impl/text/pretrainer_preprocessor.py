@@ -7,8 +7,8 @@ import tensorflow as tf
 from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, count_batches_from_lengths, default_boundaries
 from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
 from keras_bert_impl.text.masking import mask_batch
-from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer, as_string_tensor
-from keras_bert_impl.text.tokenizer import BertTokenizer
+from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer, as_list, as_string_tensor
+from keras_bert_impl.text.tokenizer import MASK_TOKEN, BertTokenizer
 
 # Tokenize this many strings per TensorFlow call.
 _TOKENIZE_CHUNK = 4096
@@ -115,6 +115,49 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
         cls = tf.fill([count, 1], tf.constant(self.tokenizer.cls_token_id, chunks.dtype))
         sep = tf.fill([count, 1], tf.constant(self.tokenizer.sep_token_id, chunks.dtype))
         return tf.cast(tf.concat([cls, chunks, sep], axis=1), tf.int32)
+
+    def encode_masked_texts(self, texts):
+        """Texts with `[MASK]` written where a piece is missing -> one `[CLS] pieces [SEP]` id list per text.
+
+        What `BertPretrainer.fill_mask` reads. The marker is matched as
+        written, in capitals and before normalisation, as Hugging Face's
+        tokenizers match special tokens; each `[MASK]` becomes one mask piece
+        and the text around it is tokenized as usual. Neither truncated nor
+        cut into rows.
+
+        Example:
+        >>> preprocessor = BertPretrainerPreprocessor.from_preset("all_minilm_l6_v2_en")
+        >>> preprocessor.encode_masked_texts(["Paris is the [MASK] of France."])
+        [[101, 3000, 2003, 1996, 103, 1997, 2605, 1012, 102]]
+        """
+        texts = as_list(texts)
+        if not texts:
+            raise ValueError("No examples: the list of texts is empty.")
+        parts = []
+        for index, text in enumerate(texts):
+            if isinstance(text, bytes):
+                text = text.decode("utf-8", errors="replace")
+            if not isinstance(text, str):
+                shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
+                raise ValueError(f"Raw text: item {index} is {type(text).__name__} {shown}, expected a string.")
+            if MASK_TOKEN not in text:
+                shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
+                raise ValueError(
+                    f"Text {index} has no {MASK_TOKEN}: {shown}; write {MASK_TOKEN} (in capitals) where the "
+                    "missing piece goes."
+                )
+            parts.append(text.split(MASK_TOKEN))
+        flat = [part for text_parts in parts for part in text_parts]
+        pieces = []
+        for start in range(0, len(flat), _TOKENIZE_CHUNK):
+            pieces.extend(self.tokenizer(as_string_tensor(flat[start : start + _TOKENIZE_CHUNK])).to_list())
+        rows, next_part = [], iter(pieces)
+        for text_parts in parts:
+            row = [self.tokenizer.cls_token_id, *next(next_part)]
+            for _ in text_parts[1:]:
+                row += [self.tokenizer.mask_token_id, *next(next_part)]
+            rows.append(row + [self.tokenizer.sep_token_id])
+        return rows
 
     def default_boundaries(self):
         """Length buckets for this `sequence_length`: 16, 32, 48, 64, 96, 128, ..."""
