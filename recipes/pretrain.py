@@ -159,6 +159,11 @@ def main(argv=None):
         print(f"Unigram floor:        {floor['accuracy']:.4f}  (always guessing {floor['token']!r}; "
               f"the model scores {accuracy / floor['accuracy']:.1f}x that on the same "
               f"{floor['masked_positions']} held-out masked positions)")
+    if result.get("masked_word_guesses"):
+        print("Held-out masked words (the word: the model's 3 guesses), the TensorBoard text tab has them all:")
+        for sentence in result["masked_word_guesses"][:2]:
+            print("  " + " | ".join(f"{truth}: {', '.join(piece for piece, _ in guesses)}"
+                                    for truth, guesses in sentence["guesses"][:6]))
     if result["sequences_per_second"]:
         xla = {True: "XLA on", False: "XLA off"}.get(result.get("jit_compile"), "XLA: Keras's choice")
         attention = ", fused attention on lengths" if result.get("attention_padding") == "lengths" else ""
@@ -170,7 +175,8 @@ def main(argv=None):
         print(f"Worker done; the chief writes the checkpoints and the export under {config.model_dir}")
         return 0
     print(f"TensorBoard logs: {result['logs_dir']}   (tensorboard --logdir {result['logs_dir']})")
-    print(f"Exported backbone: {result['export_dir']}   (--init_checkpoint for fine-tuning)")
+    print(f"Exported backbone: {result['export_dir']}   (--init_checkpoint for fine-tuning; with the trained heads, "
+          "BertPretrainer.from_preset(it).fill_mask(\"... [MASK] ...\"))")
     return 0
 
 

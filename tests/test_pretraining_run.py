@@ -72,9 +72,32 @@ def test_uninterrupted_run_reports_and_exports(reference_run):
     assert 0 < float(floor.group(1)) < 0.5 and int(floor.group(3)) > 0
     assert f"TensorBoard logs: {model_dir}/logs" in result.stdout
     assert f"Exported backbone: {model_dir}/export" in result.stdout
-    assert {"config.json", "model.weights.h5", "vocab.txt"} <= set(os.listdir(model_dir / "export"))
+    # The trained model's guesses at held-out masked words: "word: guess, guess, guess | ..." on each of 2 lines.
+    lines = result.stdout.split("Held-out masked words (the word: the model's 3 guesses)")[1].splitlines()[1:3]
+    assert all(re.fullmatch(r"  (\S+: \S+, \S+, \S+)( \| \S+: \S+, \S+, \S+)*", line) for line in lines), lines
+    assert {"config.json", "model.weights.h5", "vocab.txt", "task.json", "task.weights.h5"} <= set(
+        os.listdir(model_dir / "export"))
     kept = sorted(os.listdir(model_dir / "checkpoints"))
     assert kept == [f"ckpt-{s:09d}" for s in (4, 6, 8)]  # the last 3 of 2, 4, 6, 8
+
+
+def test_the_export_holds_the_trained_heads_for_fill_mask(reference_run):
+    """`BertPretrainer.from_preset(export)` reads the run's trained masked-LM and next-sentence heads (not new ones),
+    also as an MLM-only model (`nsp=False`, what `fit(texts)` needs), and fills masks with them."""
+    from keras_bert_impl import BertClassifier, BertPretrainer
+
+    _, model_dir, _ = reference_run
+    export = str(model_dir / "export")
+    both = BertPretrainer.from_preset(export)
+    mlm_only = BertPretrainer.from_preset(export, nsp=False)
+    assert both.heads_loaded == ["masked LM", "next sentence"] and mlm_only.heads_loaded == ["masked LM"]
+    trained_bias = keras.ops.convert_to_numpy(both.masked_lm_head.output_bias)
+    assert np.abs(trained_bias).max() > 0  # starts at zeros: these are the run's 8 steps
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(mlm_only.masked_lm_head.output_bias), trained_bias)
+    text = "It was the best of times, it was the [MASK] of times."
+    guesses = both.fill_mask(text, top_k=3)
+    assert [g["token"] for g in guesses] == [g["token"] for g in mlm_only.fill_mask(text, top_k=3)]
+    assert BertClassifier.from_preset(export, num_classes=2).num_classes == 2  # a task reads the backbone alone
 
 
 def test_sigkill_then_restart_ends_with_identical_weights(reference_run, vocab):
@@ -387,6 +410,7 @@ def test_export_records_the_architecture_dropout_not_the_runs(tmp_path, vocab):
     """`--dropout 0` (the short-run default) is a pretraining choice: fine-tuning from the export gets the
     architecture's dropout, from the JSON --config here and from the preset for --init_checkpoint."""
     from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.models.pretrainer import BertPretrainer
     from keras_bert_impl.training.pretraining_run import PretrainingConfig, _export
 
     config_path = tmp_path / "micro.json"
@@ -396,7 +420,8 @@ def test_export_records_the_architecture_dropout_not_the_runs(tmp_path, vocab):
     trained = BertBackbone(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2, hidden_dim=16,
                            intermediate_dim=32, max_sequence_length=64, dropout=0.0)
     config = PretrainingConfig(config=str(config_path), vocab=str(vocab), dropout=0.0, sequence_length=32)
-    _export(trained, str(tmp_path / "export"), config)
+    pretrainer = BertPretrainer(trained)
+    _export(pretrainer, str(tmp_path / "export"), config)
     exported = BertBackbone.from_preset(str(tmp_path / "export"))
     assert exported.dropout == 0.2
     for a, b in zip(trained.get_weights(), exported.get_weights()):
@@ -404,7 +429,7 @@ def test_export_records_the_architecture_dropout_not_the_runs(tmp_path, vocab):
 
     continued = PretrainingConfig(config="tiny", vocab=str(vocab), dropout=0.0,
                                   init_checkpoint=str(tmp_path / "export"), sequence_length=32)
-    _export(trained, str(tmp_path / "export2"), continued)
+    _export(pretrainer, str(tmp_path / "export2"), continued)
     assert BertBackbone.from_preset(str(tmp_path / "export2")).dropout == 0.2
 
 

@@ -319,6 +319,11 @@ def test_save_to_preset_round_trip_keeps_the_head(tmp_path):
     # A different head (3 classes) on the same preset: backbone loaded, head new.
     other = BertClassifier.from_preset(str(tmp_path / "preset"), num_classes=3, label_names=None)
     assert other.num_classes == 3
+    # Saving again over it (before: FileExistsError, "it already holds ['task.json', 'task.weights.h5']") replaces
+    # the whole preset: the 3-class head now.
+    other.save_to_preset(tmp_path / "preset")
+    assert BertClassifier.from_preset(str(tmp_path / "preset")).num_classes == 3
+    assert sorted(os.listdir(tmp_path)) == ["preset"]  # no temporary directory left beside it
 
 
 # === Tagging ===

@@ -8,6 +8,8 @@ config.json            {"module", "class_name", "registered_name": "keras_bert_i
 model.weights.h5       Keras weights of the backbone
 vocab.txt              the WordPiece vocabulary (when given)
 tokenizer_config.json  {"class_name": "BertTokenizer", "vocabulary": "vocab.txt", "lowercase": bool}
+task.json              a task model's class, head configuration and preprocessor settings (Task.save_to_preset)
+task.weights.h5        the task model's weights, head included (Task.save_to_preset)
 ```
 
 The directory is assembled in a temporary directory beside the target and
@@ -24,11 +26,14 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
 VOCABULARY_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+TASK_CONFIG_FILE = "task.json"
+TASK_WEIGHTS_FILE = "task.weights.h5"
 FORMAT_VERSION = 1
-_SAVED_FILES = (CONFIG_FILE, WEIGHTS_FILE, VOCABULARY_FILE, TOKENIZER_CONFIG_FILE)
+PRESET_FILES = (CONFIG_FILE, WEIGHTS_FILE, VOCABULARY_FILE, TOKENIZER_CONFIG_FILE, TASK_CONFIG_FILE, TASK_WEIGHTS_FILE)
 
 
-def save_backbone_preset(backbone, preset_dir, vocabulary=None, lowercase=None, config_overrides=None):
+def save_backbone_preset(backbone, preset_dir, vocabulary=None, lowercase=None, config_overrides=None,
+                         write_task_files=None):
     """Writes `backbone` (and optionally its vocabulary) as a preset directory, atomically.
 
     Args:
@@ -40,6 +45,11 @@ def save_backbone_preset(backbone, preset_dir, vocabulary=None, lowercase=None, 
         config_overrides: dict of training-time settings to record instead of
             the backbone's own (only `dropout`: a run that pretrained without
             dropout still exports the architecture's dropout for fine-tuning).
+        write_task_files: None, or `f(directory)` that writes a task model's
+            `task.json` and `task.weights.h5` into the directory being
+            assembled (`Task.write_task_files`), so that the whole preset,
+            head included, appears at once; saving again over an earlier
+            preset save replaces it.
 
     Example:
     >>> from keras_bert_impl import BertBackbone
@@ -63,9 +73,11 @@ def save_backbone_preset(backbone, preset_dir, vocabulary=None, lowercase=None, 
         "config": architecture,
         "format_version": FORMAT_VERSION,
     }
-    with atomic_directory(preset_dir, replaceable_files=_SAVED_FILES) as temp_dir:
+    with atomic_directory(preset_dir, replaceable_files=PRESET_FILES) as temp_dir:
         atomic_write_json(os.path.join(temp_dir, CONFIG_FILE), config)
         backbone.save_weights(os.path.join(temp_dir, WEIGHTS_FILE))
+        if write_task_files is not None:
+            write_task_files(temp_dir)
         if vocabulary is not None:
             vocab_path = os.path.join(temp_dir, VOCABULARY_FILE)
             write_vocabulary_file(vocabulary, vocab_path)

@@ -309,16 +309,19 @@ class BertBackbone(FunctionalModel):
 
         return load_backbone(cls, preset, load_weights=load_weights, dtype=dtype, **kwargs)
 
-    def save_to_preset(self, preset_dir, vocabulary=None, lowercase=None):
+    def save_to_preset(self, preset_dir, vocabulary=None, lowercase=None, write_task_files=None):
         """Writes `config.json`, `model.weights.h5` (and the vocabulary) to `preset_dir`, atomically.
 
         `vocabulary` is a path to a vocab.txt or a list of tokens; `lowercase`
         records the tokenizer's casing. `BertBackbone.from_preset(preset_dir)`
         and `BertTokenizer.from_preset(preset_dir)` read it back.
+        `write_task_files(directory)` adds a task model's files to the same
+        atomic save (`Task.save_to_preset` passes it).
         """
         from keras_bert_impl.checkpoints.own_preset import save_backbone_preset
 
-        save_backbone_preset(self, preset_dir, vocabulary=vocabulary, lowercase=lowercase)
+        save_backbone_preset(self, preset_dir, vocabulary=vocabulary, lowercase=lowercase,
+                             write_task_files=write_task_files)
 
 
 class _ClassProperty:

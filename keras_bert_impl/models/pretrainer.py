@@ -8,7 +8,7 @@ import numpy as np
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.task import BACKBONE_INPUTS, TASK_CONFIG_FILE, Task
+from keras_bert_impl.models.task import BACKBONE_INPUTS, TASK_CONFIG_FILE, TASK_WEIGHTS_FILE, Task, read_task_config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -68,6 +68,8 @@ class BertPretrainer(Task):
     6
     """
 
+    head_shape_arguments = ("nsp",)
+
     def __init__(self, backbone, nsp=True, preprocessor=None, compile_defaults=False,
                  vocabulary_padding_multiple=None, **kwargs):
         if not isinstance(backbone, BertBackbone):
@@ -122,19 +124,37 @@ class BertPretrainer(Task):
         Google checkpoint holds BERT's trained masked-LM transform and output
         bias (`cls.predictions`) and next-sentence classifier
         (`cls.seq_relationship`): they load too, so continued pretraining
-        starts where the checkpoint's pretraining ended. Checkpoints without
-        them (sentence-transformers, a bare `BertModel`) leave the heads new.
+        starts where the checkpoint's pretraining ended; so do the heads of a
+        `recipes/pretrain.py` export or a `save_to_preset` directory (its
+        masked-LM head also when `nsp` differs). Checkpoints without them
+        (sentence-transformers, a bare `BertModel`) leave the heads new.
         `heads_loaded` lists what loaded.
         """
         model = super().from_preset(preset, load_weights=load_weights, preprocessor=preprocessor, dtype=dtype, **kwargs)
         model.heads_loaded = []
-        own_task = isinstance(preset, (str, os.PathLike)) and os.path.isfile(
+        if not load_weights:
+            return model
+        own_preset = isinstance(preset, (str, os.PathLike)) and os.path.isfile(
             os.path.join(os.fspath(preset), TASK_CONFIG_FILE))
-        if load_weights and not own_task:  # a save_to_preset directory loaded the heads with the task already
+        if not own_preset:
             from keras_bert_impl.checkpoints.loading import load_pretraining_heads
 
             _, model.heads_loaded = load_pretraining_heads(
                 preset, model.masked_lm_head, model.next_sentence_head if model.nsp else None)
+            return model
+        saved = read_task_config(preset, cls)
+        if saved is None:  # another task's preset: its backbone alone
+            return model
+        saved_nsp = saved["config"].get("nsp", True)
+        if saved_nsp != model.nsp:
+            # A pretraining export (MLM + NSP) read as MLM only, or the other way: its masked-LM head still loads.
+            twin = cls(model.backbone, nsp=saved_nsp, vocabulary_padding_multiple=model.vocabulary_padding_multiple)
+            twin.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
+            for source, target in zip(twin.masked_lm_head._flatten_layers(), model.masked_lm_head._flatten_layers()):
+                store = {}
+                source.save_own_variables(store)
+                target.load_own_variables(store)
+        model.heads_loaded = ["masked LM", "next sentence"] if saved_nsp and model.nsp else ["masked LM"]
         return model
 
     @classmethod

@@ -7,12 +7,10 @@ import os
 import keras
 import numpy as np
 
+from keras_bert_impl.checkpoints.own_preset import TASK_CONFIG_FILE, TASK_WEIGHTS_FILE
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
-
-TASK_CONFIG_FILE = "task.json"
-TASK_WEIGHTS_FILE = "task.weights.h5"
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
@@ -46,6 +44,10 @@ class Task(FunctionalModel):
     The preprocessors run TensorFlow string ops (as keras-hub's do); without a
     preprocessor, a task needs no TensorFlow and takes feature dicts only.
     """
+
+    # Head arguments that change the head's layers or their meaning: `from_preset` does not load a preset's saved
+    # head when one of them differs.
+    head_shape_arguments = ("num_classes", "label_names")
 
     def __init__(self, *args, backbone, preprocessor=None, compile_defaults=True, **kwargs):
         super().__init__(*args, **kwargs)
@@ -291,25 +293,33 @@ class Task(FunctionalModel):
         `task.json` holds this task's class and configuration (and the
         preprocessor's settings), `task.weights.h5` all its weights;
         `type(self).from_preset(preset_dir)` rebuilds the same model, and
-        `BertBackbone.from_preset(preset_dir)` reads the backbone alone.
+        `BertBackbone.from_preset(preset_dir)` reads the backbone alone. The
+        directory appears whole (one atomic save), and saving again over an
+        earlier preset save replaces it.
         """
-        from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, save_weights_atomically
-
         tokenizer = getattr(self.preprocessor, "tokenizer", None)
         self.backbone.save_to_preset(
             preset_dir,
             vocabulary=None if tokenizer is None else tokenizer.get_vocabulary(),
             lowercase=None if tokenizer is None else tokenizer.lowercase,
+            write_task_files=self.write_task_files,
         )
+
+    def write_task_files(self, directory):
+        """Writes `task.json` (class, head configuration, preprocessor settings) and `task.weights.h5` into
+        `directory`: the task's part of a preset, which `save_to_preset` (and the pretraining export) write in
+        the same atomic save as the backbone's."""
+        from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, save_weights_atomically
+
         preprocessor_config = None
         if self.preprocessor is not None:
             preprocessor_config = {
                 k: v for k, v in self.preprocessor.get_config().items() if k not in ("tokenizer", "name", "trainable", "dtype")
             }
         # Without the optimizer state, which a preset does not need (it would triple the file).
-        save_weights_atomically(self._inference_copy(), os.path.join(os.fspath(preset_dir), TASK_WEIGHTS_FILE))
+        save_weights_atomically(self._inference_copy(), os.path.join(os.fspath(directory), TASK_WEIGHTS_FILE))
         atomic_write_json(
-            os.path.join(os.fspath(preset_dir), TASK_CONFIG_FILE),
+            os.path.join(os.fspath(directory), TASK_CONFIG_FILE),
             {"class_name": type(self).__name__, "config": self.head_config(), "preprocessor": preprocessor_config},
         )
 
@@ -332,7 +342,7 @@ class Task(FunctionalModel):
                 `sequence_length` and `truncate`.
         """
         preprocessor_kwargs = {key: kwargs.pop(key) for key in ("sequence_length", "truncate") if key in kwargs}
-        saved = _read_task_config(preset, cls)
+        saved = read_task_config(preset, cls)
         if saved is not None:
             head = dict(saved["config"])
             changed = {k for k, v in kwargs.items() if head.get(k, v) != v}
@@ -353,7 +363,7 @@ class Task(FunctionalModel):
             "compile_defaults", inspect.signature(cls.__init__).parameters["compile_defaults"].default
         )
         model = cls(backbone=backbone, preprocessor=preprocessor, compile_defaults=False, **kwargs)
-        if saved is not None and load_weights and not changed & set(_SHAPE_ARGUMENTS):
+        if saved is not None and load_weights and not changed & set(cls.head_shape_arguments):
             # Before `compile`: the file holds no optimizer state, and Keras warns when a compiled model's has none.
             model.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
         model.compile_defaults = compile_defaults
@@ -384,11 +394,9 @@ class Task(FunctionalModel):
         return cls(**config)
 
 
-# Head arguments that change weight shapes: a preset's saved head is not loaded when these change.
-_SHAPE_ARGUMENTS = ("num_classes", "label_names")
 
-
-def _read_task_config(preset, cls):
+def read_task_config(preset, cls):
+    """The `task.json` of a `save_to_preset` directory of `cls`, or None (no such file, or another task's)."""
     if not isinstance(preset, (str, os.PathLike)):
         return None
     path = os.path.join(os.fspath(preset), TASK_CONFIG_FILE)

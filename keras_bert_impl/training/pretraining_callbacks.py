@@ -213,27 +213,41 @@ def probe_sentences(files, tokenizer, sequence_length, count=3, every=6):
     return {k: np.asarray(v, "int32") for k, v in batch.items()}
 
 
-def top_k_report(model, tokenizer, probe, k=5):
-    """Markdown: each probe sentence with [MASK]s, then truth -> top-k guesses per masked word."""
+def masked_word_guesses(model, tokenizer, probe, k=5):
+    """The model's `k` likeliest pieces at each masked position of the probe sentences.
+
+    Returns:
+        One dict per probe sentence: `{"masked": the sentence's pieces with
+        [MASK]s, "guesses": [(truth, [(piece, probability), ...]), ...]}`.
+    """
     inputs = {n: probe[n] for n in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
-    logits = keras.ops.convert_to_numpy(model(inputs, training=False)["mlm"])
-    vocab = tokenizer.get_vocabulary()
-    vocab = [v.decode() if isinstance(v, bytes) else v for v in vocab]
-    parts = []
+    logits = keras.ops.convert_to_numpy(model(inputs, training=False)["mlm"]).astype("float64")
+    vocab = [v.decode() if isinstance(v, bytes) else v for v in tokenizer.get_vocabulary()]
+    sentences = []
     for i in range(len(probe["token_ids"])):
         length = int(probe["padding_mask"][i].sum())
-        shown = " ".join(vocab[t] for t in probe["token_ids"][i][1:length - 1])
-        parts.append(f"**{shown}**\n")
-        parts.append("| masked | top-5 guesses |\n|---|---|")
+        guesses = []
         for j in range(len(probe["mask_ids"][i])):
             if not probe["mask_weights"][i][j]:
                 continue
             row = logits[i, j]
-            probs = np.exp(row - row.max())
-            probs /= probs.sum()
-            best = np.argsort(-row)[:k]
-            guesses = ", ".join(f"{vocab[t]} ({probs[t]:.2f})" for t in best)
-            parts.append(f"| {vocab[probe['mask_ids'][i][j]]} | {guesses} |")
+            probabilities = np.exp(row - row.max())
+            probabilities /= probabilities.sum()
+            best = np.argsort(-row, kind="stable")[:k]
+            guesses.append((vocab[probe["mask_ids"][i][j]], [(vocab[t], float(probabilities[t])) for t in best]))
+        sentences.append({"masked": " ".join(vocab[t] for t in probe["token_ids"][i][1:length - 1]),
+                          "guesses": guesses})
+    return sentences
+
+
+def top_k_report(model, tokenizer, probe, k=5):
+    """Markdown: each probe sentence with [MASK]s, then truth -> top-k guesses per masked word."""
+    parts = []
+    for sentence in masked_word_guesses(model, tokenizer, probe, k):
+        parts.append(f"**{sentence['masked']}**\n")
+        parts.append("| masked | top-5 guesses |\n|---|---|")
+        for truth, guesses in sentence["guesses"]:
+            parts.append(f"| {truth} | {', '.join(f'{piece} ({p:.2f})' for piece, p in guesses)} |")
         parts.append("")
     return "\n".join(parts)
 

@@ -213,9 +213,7 @@ def check_model_dir(model_dir):
         if not os.path.isdir(export_dir):
             raise ValueError(f"--model_dir {model_dir}: {export_dir} is a file; the run exports the backbone "
                              "to that directory at the end: move the file, or use another --model_dir")
-        ours = {own_preset.CONFIG_FILE, own_preset.WEIGHTS_FILE, own_preset.VOCABULARY_FILE,
-                own_preset.TOKENIZER_CONFIG_FILE}
-        foreign = sorted(set(os.listdir(export_dir)) - ours)
+        foreign = sorted(set(os.listdir(export_dir)) - set(own_preset.PRESET_FILES))
         if foreign:
             raise ValueError(
                 f"--model_dir {model_dir}: {export_dir} holds {', '.join(foreign[:5])}"

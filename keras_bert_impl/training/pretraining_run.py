@@ -187,7 +187,8 @@ def run_pretraining(config, dataset_fn=None):
     Returns:
         dict with `step`, `validation` metrics, `model_dir`, `logs_dir`,
         `export_dir` (written by the chief only), `is_chief`, `sequences_per_second`, `jit_compile` (what `--jit_compile`
-        resolved to: `strategy.resolve_jit_compile`).
+        resolved to: `strategy.resolve_jit_compile`), `masked_word_guesses` (the chief's: the trained model's top 3
+        at the masked words of the held-out probe sentences, `pretraining_callbacks.masked_word_guesses`).
     """
     import tensorflow as tf
 
@@ -406,8 +407,9 @@ def run_pretraining(config, dataset_fn=None):
             floor["token"] = tokenizer.id_to_token(floor["token_id"])
             if chief:
                 _log_final_validation(logs_dir, config.num_steps, validation, floor)
+    guesses = callbacks_lib.masked_word_guesses(model, tokenizer, probe, k=3) if chief else []
     if chief:
-        _export(backbone, export_dir, config)
+        _export(model, export_dir, config)
     if processes:  # every process returns once process 0's files are written
         processes.barrier("run_pretraining: checkpoint and export written")
     return {
@@ -415,6 +417,7 @@ def run_pretraining(config, dataset_fn=None):
         "resumed_from_step": start_step,
         "validation": {k: float(v) for k, v in validation.items()},
         "unigram_floor": floor,
+        "masked_word_guesses": guesses,
         "history": {k: [float(x) for x in v] for k, v in history.items()},
         "sequences_per_second": trained_steps * config.global_batch_size / elapsed if trained_steps else None,
         "jit_compile": model.jit_compile,
@@ -533,8 +536,11 @@ def _attention_dropout(config, model_config):
     return architecture.get("dropout", 0.1)
 
 
-def _export(backbone, export_dir, config):
-    """Saves the backbone as a preset; it records the architecture's dropout, not the run's `--dropout`.
+def _export(model, export_dir, config):
+    """Saves the pretrainer as a preset: the backbone, and the trained masked-LM (and next-sentence) heads in its
+    `task.json` / `task.weights.h5`, so `BertPretrainer.from_preset(export_dir)` continues pretraining or fills
+    masks with them, while the task models and `BertBackbone.from_preset` read the backbone alone. It records the
+    architecture's dropout, not the run's `--dropout`.
 
     `--dropout` is a pretraining choice (0 for short runs); fine-tuning from
     the export uses the dropout of the `--config` or `--init_checkpoint` it was built from.
@@ -546,9 +552,9 @@ def _export(backbone, export_dir, config):
 
         architecture = read_preset_config(config.init_checkpoint)
     else:
-        architecture = backbone_config(dataclasses.replace(config, dropout=None), backbone.vocabulary_size)
+        architecture = backbone_config(dataclasses.replace(config, dropout=None), model.backbone.vocabulary_size)
     if "dropout" not in architecture:  # a JSON --config that leaves BertBackbone's default
         architecture["dropout"] = inspect.signature(BertBackbone).parameters["dropout"].default
     overrides = {"dropout": architecture["dropout"]}
-    save_backbone_preset(backbone, export_dir, vocabulary=config.vocab, lowercase=config.lowercase,
-                         config_overrides=overrides)
+    save_backbone_preset(model.backbone, export_dir, vocabulary=config.vocab, lowercase=config.lowercase,
+                         config_overrides=overrides, write_task_files=model.write_task_files)
