@@ -73,7 +73,7 @@ def add_lora_argument(parser):
     backbone frozen (`BertBackbone.enable_lora`)."""
     parser.add_argument("--lora_rank", type=positive(int), default=None,
                         help="LoRA of this rank on every block's query/key/value projection, the rest of the backbone "
-                             "frozen; give a higher --learning_rate with it, e.g. 5e-4 (docs/finetuning.md)")
+                             "frozen; the --learning_rate default becomes 5e-4 (docs/finetuning.md)")
 
 
 def start_job(args):

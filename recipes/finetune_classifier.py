@@ -45,7 +45,8 @@ def parse_flags(argv=None):
     p.add_argument("--batch_size", type=positive(int), default=32,
                    help="global batch: with --strategy multiworker, each process trains on its equal part")
     p.add_argument("--epochs", type=positive(int), default=3)
-    p.add_argument("--learning_rate", type=positive(float), default=2e-5)
+    p.add_argument("--learning_rate", type=positive(float), default=None,
+                   help="default 2e-5, or 5e-4 with --lora_rank")
     p.add_argument("--train_limit", type=positive(int), default=None, help="train on the first N rows only")
     add_lora_argument(p)
     add_run_arguments(p, seed=0, model_dir_aliases=("--output_dir",))  # --strategy, --seed, --model_dir, ...

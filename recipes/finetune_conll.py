@@ -57,7 +57,8 @@ def parse_args(argv=None):
                         default=128, help="packed length, special tokens included (aliases: --max_seq_length, --seq_length)")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--predict_batch_size", type=int, default=64)
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
+    parser.add_argument("--learning_rate", type=float, default=None,
+                        help="default 5e-5, or 5e-4 with --lora_rank")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
     parser.add_argument("--dropout", type=float, default=0.1)

@@ -39,7 +39,8 @@ def parse_args(argv=None):
                         default=128, help="packed length, special tokens included (aliases: --max_seq_length, --seq_length)")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--eval_batch_size", type=int, default=64)
-    parser.add_argument("--learning_rate", type=float, default=2e-5)
+    parser.add_argument("--learning_rate", type=float, default=None,
+                        help="default 2e-5, or 5e-4 with --lora_rank")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
     parser.add_argument("--pooling", default="pooled", choices=("pooled", "mean"),

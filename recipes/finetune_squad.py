@@ -52,7 +52,8 @@ def parse_args(argv=None):
                         help="predict several windows a row of --sequence_length (the same logits within float "
                              "rounding, one compiled shape, almost no padding; --no-predict_packing: one window "
                              "a row, in length buckets)")
-    parser.add_argument("--learning_rate", type=float, default=3e-5)
+    parser.add_argument("--learning_rate", type=float, default=None,
+                        help="default 3e-5, or 5e-4 with --lora_rank")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
     parser.add_argument("--null_score_diff_threshold", type=float, default=None,

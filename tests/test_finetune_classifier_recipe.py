@@ -280,14 +280,21 @@ def test_every_finetuning_recipe_takes_lora_rank_into_its_config(recipe_path, fl
     recipe = load_script(recipe_path)  # (puts recipes/ on the path: command_line imports)
     from command_line import config_from_args
 
-    args = recipe.parse_args([*flags, "--model_dir", "m", "--lora_rank", "8"])
-    if dataclasses.is_dataclass(args):
-        config = args
-    elif hasattr(recipe, "config_from_args"):
-        config = recipe.config_from_args(args)
-    else:
+    def config_of(*extra):
+        args = recipe.parse_args([*flags, "--model_dir", "m", *extra])
+        if dataclasses.is_dataclass(args):
+            return args
+        if hasattr(recipe, "config_from_args"):
+            return recipe.config_from_args(args)
         from keras_bert_impl.tasks.span_qa.run import SpanQaConfig
         from keras_bert_impl.tasks.tagging.run import TaggingConfig
 
-        config = config_from_args(args, TaggingConfig if "conll" in recipe_path else SpanQaConfig)
+        return config_from_args(args, TaggingConfig if "conll" in recipe_path else SpanQaConfig)
+
+    config = config_of("--lora_rank", "8")
     assert config.lora_rank == 8
+    # The learning rate follows: LoRA's 5e-4 unless given; the task's own rate without LoRA.
+    assert config.learning_rate == 5e-4
+    assert config_of("--lora_rank", "8", "--learning_rate", "1e-4").learning_rate == 1e-4
+    assert config_of().learning_rate == {"glue": 2e-5, "classifier": 2e-5, "conll": 5e-5, "squad": 3e-5}[
+        recipe_path.split("finetune_")[1][:-3]]

@@ -26,7 +26,7 @@ from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_name
 from keras_bert_impl.tasks.classification.outputs import save_model_atomically, write_dev_results, write_submission
 from keras_bert_impl.tasks.classification.prediction import predict_split
 from keras_bert_impl.tasks.classification.reading import get_task, read_split
-from keras_bert_impl.tasks.flags import check_numbers, check_vocabulary
+from keras_bert_impl.tasks.flags import check_numbers, check_vocabulary, learning_rate_or_default
 from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
@@ -79,7 +79,7 @@ class ClassificationConfig:
     sequence_length: int = 128
     batch_size: int = 32
     eval_batch_size: int = 64
-    learning_rate: float = 2e-5
+    learning_rate: float = None  # 2e-5, or 5e-4 with lora_rank (learning_rate_or_default)
     epochs: int = 3
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
@@ -98,6 +98,9 @@ class ClassificationConfig:
     verbose: object = "auto"
     jit_compile: object = "auto"
     lora_rank: int = None
+
+    def __post_init__(self):
+        self.learning_rate = learning_rate_or_default(self.learning_rate, self.lora_rank, 2e-5)
 
 
 def check_flags(config):

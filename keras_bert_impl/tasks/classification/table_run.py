@@ -27,6 +27,8 @@ import os
 import time
 from typing import Optional
 
+from keras_bert_impl.tasks.flags import learning_rate_or_default
+
 
 @dataclasses.dataclass
 class TableClassificationConfig:
@@ -44,12 +46,15 @@ class TableClassificationConfig:
     sequence_length: int = 128
     batch_size: int = 32
     epochs: int = 3
-    learning_rate: float = 2e-5
+    learning_rate: float = None  # 2e-5, or 5e-4 with lora_rank (learning_rate_or_default)
     seed: int = 0
     train_limit: Optional[int] = None
     mixed_precision: Optional[str] = "auto"
     strategy: str = "auto"
     lora_rank: Optional[int] = None
+
+    def __post_init__(self):
+        self.learning_rate = learning_rate_or_default(self.learning_rate, self.lora_rank, 2e-5)
 
 
 def read_inputs(config):

@@ -26,7 +26,7 @@ from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
-from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model
+from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model, learning_rate_or_default
 from keras_bert_impl.tasks.span_qa.reading import load_squad_json, read_squad_examples, squad_version
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
@@ -75,7 +75,7 @@ class SpanQaConfig:
     predict_batch_size: int = 64
     predict_packing: bool = True
     packing: bool = False
-    learning_rate: float = 3e-5
+    learning_rate: float = None  # 3e-5, or 5e-4 with lora_rank (learning_rate_or_default)
     epochs: int = 2
     warmup_proportion: float = 0.1
     null_score_diff_threshold: float = None
@@ -83,6 +83,9 @@ class SpanQaConfig:
     mixed_precision: str = "auto"
     seed: int = 42
     lora_rank: int = None
+
+    def __post_init__(self):
+        self.learning_rate = learning_rate_or_default(self.learning_rate, self.lora_rank, 3e-5)
 
 
 def check_version(dataset, path, version):

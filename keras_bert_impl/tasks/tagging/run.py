@@ -25,7 +25,7 @@ from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundar
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
-from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model
+from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model, learning_rate_or_default
 from keras_bert_impl.tasks.tagging.batches import make_dataset
 from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, ConllSplit, evaluate_conll
 from keras_bert_impl.tasks.tagging.features import encode_sentences
@@ -91,7 +91,7 @@ class TaggingConfig:
     sequence_length: int = 128
     batch_size: int = 32
     predict_batch_size: int = 64
-    learning_rate: float = 5e-5
+    learning_rate: float = None  # 5e-5, or 5e-4 with lora_rank (learning_rate_or_default)
     epochs: int = 3
     warmup_proportion: float = 0.1
     dropout: float = 0.1
@@ -106,6 +106,9 @@ class TaggingConfig:
     seed: int = 42
     predict_text: list = dataclasses.field(default_factory=list)
     lora_rank: int = None
+
+    def __post_init__(self):
+        self.learning_rate = learning_rate_or_default(self.learning_rate, self.lora_rank, 5e-5)
 
 
 def input_files(config):
