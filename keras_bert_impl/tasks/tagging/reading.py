@@ -27,7 +27,6 @@ Example:
 """
 
 import dataclasses
-import itertools
 import logging
 import os
 
