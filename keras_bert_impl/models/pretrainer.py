@@ -247,7 +247,7 @@ class BertPretrainer(Task):
         Example:
         >>> pretrainer = BertPretrainer.from_preset("bert_base_en_uncased", nsp=False)  # doctest: +SKIP
         >>> pretrainer.fill_mask("Paris is the [MASK] of France.", top_k=1)  # doctest: +SKIP
-        [{'score': 0.997, 'token': 3007, 'token_str': 'capital', 'sequence': 'Paris is the capital of France.'}]
+        [{'score': ..., 'token': ..., 'token_str': ..., 'sequence': 'Paris is the ... of France.'}]
         """
         self._check_preprocessor()
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= self.backbone.vocabulary_size:
