@@ -196,6 +196,49 @@ def load_pretraining_heads(directory, masked_lm_head, next_sentence_head=None):
                                 lambda name: reader.read(original[name]), reader.description)
 
 
+def read_task_head_config(directory, architectures):
+    """The task a transformers checkpoint was fine-tuned for, when its `config.json` names one of `architectures`.
+
+    Returns:
+        None (another architecture, or none named), or `{"architecture": name, "labels": [label names in id order
+        (`id2label`)], "regression": bool}` (regression: `problem_type` "regression", or one label).
+    """
+    path = os.path.join(os.fspath(directory), "config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return None
+    named = [name for name in config.get("architectures") or () if name in architectures]
+    if not named:
+        return None
+    id2label = config.get("id2label") or {}
+    try:
+        labels = [str(id2label[key]) for key in sorted(id2label, key=int)]
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{path}: id2label must map label ids to names, got {id2label!r} ({e}).") from None
+    if not labels:
+        labels = [f"LABEL_{i}" for i in range(int(config.get("num_labels", 2)))]
+    return {"architecture": named[0], "labels": labels,
+            "regression": config.get("problem_type") == "regression" or len(labels) == 1}
+
+
+def load_task_head(directory, dense, prefix):
+    """Loads a transformers task head into the Keras `Dense` that plays its part: `classifier.*`
+    (`BertForSequenceClassification`, `BertForTokenClassification`) or `qa_outputs.*` (`BertForQuestionAnswering`:
+    column 0 the start logits, 1 the end logits, as `SpanHead`'s).
+
+    Returns:
+        `(LoadReport or None, [prefix] or [])` (`weight_mapping.assign_present_heads`): nothing when the checkpoint
+        holds no such tensors.
+    """
+    reader = _SafetensorsReader(os.fspath(directory))
+    shapes = {_normalise_name(name): shape for name, shape in reader.shapes.items()}
+    original = {_normalise_name(name): name for name in reader.shapes}
+    targets = {prefix: [transposed_target(dense.kernel, f"{prefix}.weight"), identity_target(dense.bias, f"{prefix}.bias")]}
+    return assign_present_heads(targets, shapes, lambda name: reader.read(original[name]), reader.description)
+
+
 def hf_skip_reason(name):
     """Why a (normalised) Hugging Face tensor name is skipped, or None if it is a backbone weight."""
     if name == "embeddings.position_ids":

@@ -398,6 +398,29 @@ def load_pretraining_heads(preset, masked_lm_head, next_sentence_head=None):
     return module.load_pretraining_heads(resolved.location, masked_lm_head, next_sentence_head)
 
 
+def read_task_head_config(preset, architectures):
+    """A Hugging Face checkpoint's fine-tuned task (`huggingface.read_task_head_config`): its architecture, label
+    names and whether it is a regression, when `config.json` names one of `architectures`; None otherwise (and for
+    every other format)."""
+    resolved = resolve_preset(preset)
+    if resolved.format != HUGGINGFACE:
+        return None
+    from keras_bert_impl.checkpoints.huggingface import read_task_head_config as read
+
+    return read(resolved.location, architectures)
+
+
+def load_task_head(preset, dense, prefix):
+    """Loads a Hugging Face checkpoint's task head (`classifier.*`, `qa_outputs.*`) into `dense`:
+    `(LoadReport or None, [heads loaded])`, `(None, [])` for other formats (`huggingface.load_task_head`)."""
+    resolved = resolve_preset(preset)
+    if resolved.format != HUGGINGFACE:
+        return None, []
+    from keras_bert_impl.checkpoints.huggingface import load_task_head as load
+
+    return load(resolved.location, dense, prefix)
+
+
 def _check_overrides(cls, preset, config, overrides):
     # Not in every saved config: attention dropout (older configs), how the model runs, and Keras's own.
     settings = {"attention_dropout", *getattr(cls, "run_settings", ()), "name", "trainable"}

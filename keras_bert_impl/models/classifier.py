@@ -162,6 +162,26 @@ class BertClassifier(Task):
     def is_regression(self):
         return self.num_classes == 1
 
+    hugging_face_architectures = ("BertForSequenceClassification",)
+    hugging_face_head_prefix = "classifier"
+
+    def hugging_face_head_dense(self):
+        return self.output_dense
+
+    @classmethod
+    def head_arguments_from_checkpoint(cls, head, kwargs):
+        if "num_classes" in kwargs:
+            return kwargs
+        if kwargs.get("label_names") is not None:  # the checkpoint's classes under the caller's names
+            return {**kwargs, "num_classes": len(kwargs["label_names"])}
+        if head["regression"]:
+            return {**kwargs, "num_classes": 1}
+        return {**kwargs, "num_classes": len(head["labels"]), "label_names": head["labels"]}
+
+    def takes_checkpoint_head(self, head):
+        # transformers' head reads the pooler's output: a mean-pooling head is another head.
+        return self.pooling == "pooled" and self.num_classes == (1 if head["regression"] else len(head["labels"]))
+
     def head_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout, "label_names": self.label_names,
                 "pooling": self.pooling, "activation": self.activation}

@@ -122,6 +122,12 @@ class BertSpanExtractor(Task):
             **kwargs,
         )
 
+    hugging_face_architectures = ("BertForQuestionAnswering",)
+    hugging_face_head_prefix = "qa_outputs"
+
+    def hugging_face_head_dense(self):
+        return self.span_head.dense
+
     def head_config(self):
         return {"max_answer_length": self.max_answer_length}
 

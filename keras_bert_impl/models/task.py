@@ -48,6 +48,24 @@ class Task(FunctionalModel):
     # Head arguments that change the head's layers or their meaning: `from_preset` does not load a preset's saved
     # head when one of them differs.
     head_shape_arguments = ("num_classes", "label_names")
+    # A transformers checkpoint fine-tuned for this task: the architectures that name it in its config.json, and the
+    # prefix of its head's tensors; `from_preset` then reads the trained head (and its labels, where the task has them).
+    hugging_face_architectures = ()
+    hugging_face_head_prefix = None
+
+    def hugging_face_head_dense(self):
+        """The `Dense` layer that holds a transformers checkpoint's task head (`hugging_face_head_prefix`)."""
+        return None
+
+    @classmethod
+    def head_arguments_from_checkpoint(cls, head, kwargs):
+        """`kwargs` with what a fine-tuned transformers checkpoint's `head` (`read_task_head_config`) says about the
+        head where the caller did not (classes, label names)."""
+        return kwargs
+
+    def takes_checkpoint_head(self, head):
+        """Whether a fine-tuned transformers checkpoint's `head` fits this model (the same classes)."""
+        return True
 
     def __init__(self, *args, backbone, preprocessor=None, compile_defaults=True, **kwargs):
         super().__init__(*args, **kwargs)
@@ -331,7 +349,13 @@ class Task(FunctionalModel):
             preset: a preset name (`BertBackbone.presets`) or a checkpoint
                 directory (Hugging Face, Google, keras-hub, own preset,
                 pretraining export, or a `save_to_preset` directory of this
-                task, whose head weights then load too).
+                task, whose head weights then load too). A transformers
+                checkpoint fine-tuned for this task
+                (`BertForSequenceClassification`, `BertForTokenClassification`,
+                `BertForQuestionAnswering`) gives its trained head too, and
+                its `id2label` names the classes unless `num_classes` /
+                `label_names` say otherwise (other classes: a new head);
+                `heads_loaded` lists the heads read from the checkpoint.
             load_weights: load the backbone (and saved head) weights.
             preprocessor: `"auto"` builds the task's preprocessor from the
                 preset's vocabulary; `None` for none (feature dicts only); or
@@ -351,6 +375,13 @@ class Task(FunctionalModel):
             preprocessor_kwargs = {**(saved.get("preprocessor") or {}), **preprocessor_kwargs}
         else:
             changed = set()
+        checkpoint_head = None
+        if saved is None and cls.hugging_face_architectures:
+            from keras_bert_impl.checkpoints.loading import read_task_head_config
+
+            checkpoint_head = read_task_head_config(preset, cls.hugging_face_architectures)
+            if checkpoint_head is not None:
+                kwargs = cls.head_arguments_from_checkpoint(checkpoint_head, kwargs)
         backbone_kwargs = {} if dtype is None else {"dtype": dtype}
         backbone = BertBackbone.from_preset(preset, load_weights=load_weights, **backbone_kwargs)
         if isinstance(preprocessor, str) and preprocessor == "auto":
@@ -363,9 +394,14 @@ class Task(FunctionalModel):
             "compile_defaults", inspect.signature(cls.__init__).parameters["compile_defaults"].default
         )
         model = cls(backbone=backbone, preprocessor=preprocessor, compile_defaults=False, **kwargs)
+        model.heads_loaded = []
         if saved is not None and load_weights and not changed & set(cls.head_shape_arguments):
             # Before `compile`: the file holds no optimizer state, and Keras warns when a compiled model's has none.
             model.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
+        elif checkpoint_head is not None and load_weights and model.takes_checkpoint_head(checkpoint_head):
+            from keras_bert_impl.checkpoints.loading import load_task_head
+
+            _, model.heads_loaded = load_task_head(preset, model.hugging_face_head_dense(), cls.hugging_face_head_prefix)
         model.compile_defaults = compile_defaults
         if compile_defaults:
             model.compile()

@@ -116,6 +116,21 @@ class BertTokenClassifier(Task):
             **kwargs,
         )
 
+    hugging_face_architectures = ("BertForTokenClassification",)
+    hugging_face_head_prefix = "classifier"
+
+    def hugging_face_head_dense(self):
+        return self.output_dense
+
+    @classmethod
+    def head_arguments_from_checkpoint(cls, head, kwargs):
+        if "num_classes" in kwargs or "label_names" in kwargs:
+            return kwargs
+        return {**kwargs, "label_names": head["labels"]}
+
+    def takes_checkpoint_head(self, head):
+        return self.num_classes == len(head["labels"])
+
     def head_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout, "label_names": self.label_names}
 

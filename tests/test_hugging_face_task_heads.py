@@ -1,0 +1,126 @@
+"""A transformers checkpoint fine-tuned for a task loads with its trained head and its label names.
+
+`BertForSequenceClassification`, `BertForTokenClassification` and `BertForQuestionAnswering` on the real
+all-MiniLM-L6-v2 encoder, each with a seeded head moved far from its initialisation and real label names, saved by
+`save_pretrained`: our task's `from_preset(directory)` reads the head (before: a new head, silently) and its outputs
+equal transformers' on the same text (held-out lines of the public-domain corpus bundled in the package).
+"""
+
+import json
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+
+from keras_bert_impl import BertClassifier, BertSpanExtractor, BertTokenClassifier
+
+VALID = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_impl" / "assets" / "corpus" / "valid.txt"
+CONLL_TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC", "I-MISC"]
+
+
+@pytest.fixture(scope="module")
+def lines():
+    return [line.strip() for line in VALID.read_text(encoding="utf-8").splitlines() if 8 <= len(line.split()) <= 30][:6]
+
+
+def save_fine_tuned(directory, minilm_dir, architecture, labels=None, **config):
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    extra = {"id2label": dict(enumerate(labels)), "label2id": {v: i for i, v in enumerate(labels)}} if labels else {}
+    model = getattr(transformers, architecture).from_pretrained(str(minilm_dir), **extra, **config).eval()
+    head = model.classifier if hasattr(model, "classifier") else model.qa_outputs
+    with torch.no_grad():
+        for parameter in head.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.5)
+    model.save_pretrained(str(directory), safe_serialization=True)
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copy(minilm_dir / name, directory / name)
+    return getattr(transformers, architecture).from_pretrained(str(directory)).eval()  # the reference: as saved
+
+
+@pytest.mark.multibackend
+def test_a_sequence_classification_checkpoint_predicts_as_transformers(tmp_path, minilm_dir, lines):
+    import transformers
+
+    directory = tmp_path / "sst"
+    reference = save_fine_tuned(directory, minilm_dir, "BertForSequenceClassification", ["negative", "positive"])
+    classifier = BertClassifier.from_preset(str(directory))
+    assert classifier.heads_loaded == ["classifier"]
+    assert classifier.label_names == ["negative", "positive"] and classifier.num_classes == 2
+    expected = transformers.pipeline("text-classification", model=str(directory))(lines)
+    ours = classifier.predict_labels(lines, return_scores=True)
+    assert [p["label"] for p in ours] == [p["label"] for p in expected]
+    np.testing.assert_allclose([p["score"] for p in ours], [p["score"] for p in expected], rtol=1e-4)
+
+    # Other classes asked for: the backbone loads, the head is new.
+    other = BertClassifier.from_preset(str(directory), num_classes=3)
+    assert other.heads_loaded == [] and other.label_names is None
+    # The names renamed, the same number of classes: the trained head, under the new names.
+    renamed = BertClassifier.from_preset(str(directory), label_names=["neg", "pos"])
+    assert renamed.heads_loaded == ["classifier"]
+    assert renamed.predict_labels(lines[:2]) == [{"negative": "neg", "positive": "pos"}[p["label"]] for p in ours[:2]]
+
+
+def test_a_regression_checkpoint_is_a_one_score_classifier(tmp_path, minilm_dir, lines):
+    import torch
+    from tokenizers import Tokenizer
+
+    directory = tmp_path / "stsb"
+    reference = save_fine_tuned(directory, minilm_dir, "BertForSequenceClassification", num_labels=1,
+                                problem_type="regression")
+    classifier = BertClassifier.from_preset(str(directory))
+    assert classifier.num_classes == 1 and classifier.heads_loaded == ["classifier"]
+    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    with torch.no_grad():
+        expected = [float(reference(torch.tensor([tokenizer.encode(line).ids])).logits[0, 0]) for line in lines]
+    np.testing.assert_allclose(classifier.predict_labels(lines), expected, atol=1e-4)
+
+
+def test_a_token_classification_checkpoint_gives_transformers_logits(tmp_path, minilm_dir, lines):
+    import torch
+    from tokenizers import Tokenizer
+
+    directory = tmp_path / "ner"
+    reference = save_fine_tuned(directory, minilm_dir, "BertForTokenClassification", CONLL_TAGS)
+    tagger = BertTokenClassifier.from_preset(str(directory))
+    assert tagger.heads_loaded == ["classifier"] and tagger.label_names == CONLL_TAGS
+    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    ours = tagger.predict(lines, verbose=0)
+    for row, line in enumerate(lines):
+        ids = tokenizer.encode(line).ids
+        with torch.no_grad():
+            expected = reference(torch.tensor([ids])).logits[0].numpy()
+        np.testing.assert_allclose(np.asarray(ours[row][: len(ids)]), expected, atol=2e-4)
+    assert json.loads((directory / "config.json").read_text())["architectures"] == ["BertForTokenClassification"]
+
+
+def test_a_question_answering_checkpoint_gives_transformers_logits(tmp_path, minilm_dir, lines):
+    import torch
+    from tokenizers import Tokenizer
+
+    directory = tmp_path / "qa"
+    reference = save_fine_tuned(directory, minilm_dir, "BertForQuestionAnswering")
+    extractor = BertSpanExtractor.from_preset(str(directory))
+    assert extractor.heads_loaded == ["qa_outputs"]
+    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    encoding = tokenizer.encode("Who reached Netherfield soon after breakfast?", " ".join(lines[:3]))
+    x = {"token_ids": np.array([encoding.ids], "int32"), "segment_ids": np.array([encoding.type_ids], "int32"),
+         "padding_mask": np.ones((1, len(encoding.ids)), "int32")}
+    outputs = extractor.predict(x, verbose=0)
+    start, end = np.asarray(outputs["start_logits"])[0], np.asarray(outputs["end_logits"])[0]
+    with torch.no_grad():
+        expected = reference(input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+                             token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long))
+    # Our head keeps the answer to [CLS] and the context (the question's logits are masked): compare those.
+    context = [0] + [i for i, s in enumerate(encoding.type_ids) if s == 1][:-1]
+    np.testing.assert_allclose(start[context], expected.start_logits[0].numpy()[context], atol=2e-4)
+    np.testing.assert_allclose(end[context], expected.end_logits[0].numpy()[context], atol=2e-4)
