@@ -19,7 +19,9 @@ def main(argv):
     failed = []
     for backend in BACKENDS:
         env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-        pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *argv]
+        # The 20 slowest tests of each run are listed at its end: where CI's time goes (`--durations=N` overrides).
+        durations = [] if any(a.startswith("--durations") for a in argv) else ["--durations=20"]
+        pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *durations, *argv]
         if backend == "tensorflow":
             # The docstring examples run on the package only (tests/ holds scripts that are not modules).
             commands = [pytest + ["tests"], pytest + ["keras_bert_impl", "--doctest-modules"]]
