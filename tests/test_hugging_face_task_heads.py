@@ -83,6 +83,7 @@ def test_a_regression_checkpoint_is_a_one_score_classifier(tmp_path, minilm_dir,
 
 def test_a_token_classification_checkpoint_gives_transformers_logits(tmp_path, minilm_dir, lines):
     import torch
+    import transformers
     from tokenizers import Tokenizer
 
     directory = tmp_path / "ner"
@@ -98,11 +99,21 @@ def test_a_token_classification_checkpoint_gives_transformers_logits(tmp_path, m
         with torch.no_grad():
             expected = reference(torch.tensor([ids])).logits[0].numpy()
         np.testing.assert_allclose(np.asarray(ours[row][: len(ids)]), expected, atol=2e-4)
-    assert json.loads((directory / "config.json").read_text())["architectures"] == ["BertForTokenClassification"]
+    # And back: our export is a BertForTokenClassification with the same logits and tag names.
+    tagger.save_huggingface(tmp_path / "exported")
+    exported = transformers.AutoModelForTokenClassification.from_pretrained(str(tmp_path / "exported")).eval()
+    assert exported.config.id2label == dict(enumerate(CONLL_TAGS))
+    ids = tokenizer.encode(lines[0]).ids
+    with torch.no_grad():
+        np.testing.assert_allclose(exported(torch.tensor([ids])).logits[0].numpy(),
+                                   reference(torch.tensor([ids])).logits[0].numpy(), atol=1e-5)
+    assert json.loads((tmp_path / "exported" / "config.json").read_text())["architectures"] == [
+        "BertForTokenClassification"]
 
 
 def test_a_question_answering_checkpoint_gives_transformers_logits(tmp_path, minilm_dir, lines):
     import torch
+    import transformers
     from tokenizers import Tokenizer
 
     directory = tmp_path / "qa"
@@ -124,3 +135,36 @@ def test_a_question_answering_checkpoint_gives_transformers_logits(tmp_path, min
     context = [0] + [i for i, s in enumerate(encoding.type_ids) if s == 1][:-1]
     np.testing.assert_allclose(start[context], expected.start_logits[0].numpy()[context], atol=2e-4)
     np.testing.assert_allclose(end[context], expected.end_logits[0].numpy()[context], atol=2e-4)
+    # And back: our export is a BertForQuestionAnswering with the same logits.
+    extractor.save_huggingface(tmp_path / "exported")
+    exported = transformers.AutoModelForQuestionAnswering.from_pretrained(str(tmp_path / "exported")).eval()
+    with torch.no_grad():
+        again = exported(input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+                         token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long))
+    np.testing.assert_allclose(again.start_logits.numpy(), expected.start_logits.numpy(), atol=1e-5)
+    np.testing.assert_allclose(again.end_logits.numpy(), expected.end_logits.numpy(), atol=1e-5)
+
+
+def test_a_classifier_saved_for_transformers_predicts_the_same_in_its_pipeline(tmp_path, lines):
+    """Ours -> `save_huggingface` -> transformers' `pipeline("text-classification")`: the same labels and scores;
+    a regression exports as one score (`problem_type: regression`); mean pooling has no transformers equivalent."""
+    import transformers
+
+    classifier = BertClassifier.from_preset("all_minilm_l6_v2_en", num_classes=3,
+                                            label_names=["entailment", "neutral", "contradiction"])
+    classifier.backbone.enable_lora(2)  # the export merges the factors
+    classifier.save_huggingface(tmp_path / "nli")
+    expected = transformers.pipeline("text-classification", model=str(tmp_path / "nli"))(lines)
+    ours = classifier.predict_labels(lines, return_scores=True)
+    assert [p["label"] for p in ours] == [p["label"] for p in expected]
+    np.testing.assert_allclose([p["score"] for p in ours], [p["score"] for p in expected], rtol=1e-4)
+
+    scorer = BertClassifier.from_preset("all_minilm_l6_v2_en", num_classes=1)
+    scorer.save_huggingface(tmp_path / "stsb")
+    config = json.loads((tmp_path / "stsb" / "config.json").read_text())
+    assert config["problem_type"] == "regression" and len(config["id2label"]) == 1
+    assert BertClassifier.from_preset(str(tmp_path / "stsb")).heads_loaded == ["classifier"]
+
+    mean = BertClassifier.from_preset("all_minilm_l6_v2_en", num_classes=2, pooling="mean")
+    with pytest.raises(ValueError, match=r"pooling='mean' has no transformers equivalent"):
+        mean.save_huggingface(tmp_path / "mean")

@@ -388,7 +388,7 @@ def load_weights(backbone, directory, allow_pytorch_pickle=False):
     return report
 
 
-def save_huggingface(backbone, directory, vocabulary=None, lowercase=None):
+def save_huggingface(backbone, directory, vocabulary=None, lowercase=None, head=None):
     """Writes `backbone` as a Hugging Face `BertModel` directory, atomically.
 
     Writes `config.json`, `model.safetensors` (float32) and, when a
@@ -403,6 +403,14 @@ def save_huggingface(backbone, directory, vocabulary=None, lowercase=None):
             of an earlier export.
         vocabulary: path to vocab.txt or list of tokens, optional.
         lowercase: tokenizer casing; inferred from the vocabulary when None.
+        head: None (a `BertModel`), or a task head to write with it:
+            `{"architecture": "BertForSequenceClassification" (or
+            "BertForTokenClassification", "BertForQuestionAnswering"),
+            "prefix": "classifier" / "qa_outputs", "dense": the Keras
+            `Dense` holding it, "labels": class names or None, "regression":
+            bool}` (`Task.save_huggingface` builds it), so that
+            `transformers.AutoModelFor...from_pretrained(directory)` and its
+            `pipeline` compute the same outputs.
 
     Example:
     >>> from keras_bert_impl import BertBackbone
@@ -417,8 +425,20 @@ def save_huggingface(backbone, directory, vocabulary=None, lowercase=None):
     from safetensors.numpy import save_file
 
     tensors = export_tensors(hf_weight_targets(backbone))
+    config = hf_config_from_backbone(backbone)
+    if head is not None:
+        prefix, dense = head["prefix"], head["dense"]
+        tensors.update(export_tensors([transposed_target(dense.kernel, f"{prefix}.weight"),
+                                       identity_target(dense.bias, f"{prefix}.bias")]))
+        config["architectures"] = [head["architecture"]]
+        labels = head.get("labels") or [f"LABEL_{i}" for i in range(int(dense.kernel.shape[-1]))]
+        if prefix == "classifier":
+            config["id2label"] = {str(i): name for i, name in enumerate(labels)}
+            config["label2id"] = {name: i for i, name in enumerate(labels)}
+            if head.get("regression"):
+                config["problem_type"] = "regression"
     with atomic_directory(directory, replaceable_files=_SAVED_FILES) as temp_dir:
-        atomic_write_json(os.path.join(temp_dir, "config.json"), hf_config_from_backbone(backbone))
+        atomic_write_json(os.path.join(temp_dir, "config.json"), config)
         save_file(tensors, os.path.join(temp_dir, "model.safetensors"), metadata={"format": "pt"})
         if vocabulary is not None:
             vocab_path = os.path.join(temp_dir, "vocab.txt")

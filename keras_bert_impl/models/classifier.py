@@ -178,6 +178,12 @@ class BertClassifier(Task):
             return {**kwargs, "num_classes": 1}
         return {**kwargs, "num_classes": len(head["labels"]), "label_names": head["labels"]}
 
+    def hugging_face_head(self):
+        if self.pooling != "pooled":
+            raise ValueError(f"pooling={self.pooling!r} has no transformers equivalent (BertForSequenceClassification "
+                             "reads the pooler's [CLS] output): save this classifier with save() or save_to_preset().")
+        return {**super().hugging_face_head(), "regression": self.is_regression}
+
     def takes_checkpoint_head(self, head):
         # transformers' head reads the pooler's output: a mean-pooling head is another head.
         return self.pooling == "pooled" and self.num_classes == (1 if head["regression"] else len(head["labels"]))

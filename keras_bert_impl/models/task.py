@@ -341,6 +341,28 @@ class Task(FunctionalModel):
             {"class_name": type(self).__name__, "config": self.head_config(), "preprocessor": preprocessor_config},
         )
 
+    def save_huggingface(self, directory):
+        """Writes this model as a `transformers` directory of its task, atomically: `BertForSequenceClassification`
+        (classes named by `label_names`), `BertForTokenClassification` or `BertForQuestionAnswering`, with the
+        vocabulary, so that `AutoModelFor...from_pretrained(directory)` and `pipeline(...)` compute the same outputs
+        (LoRA factors merged into the kernels). A task without a transformers head writes its backbone alone
+        (`BertModel`)."""
+        from keras_bert_impl.checkpoints.huggingface import save_huggingface
+
+        model = self._inference_copy()  # LoRA merged
+        tokenizer = getattr(self.preprocessor, "tokenizer", None)
+        save_huggingface(model.backbone, directory,
+                         vocabulary=None if tokenizer is None else tokenizer.get_vocabulary(),
+                         lowercase=None if tokenizer is None else tokenizer.lowercase, head=model.hugging_face_head())
+
+    def hugging_face_head(self):
+        """The task head as `checkpoints.huggingface.save_huggingface` writes it, or None (no transformers head)."""
+        if self.hugging_face_head_prefix is None:
+            return None
+        return {"architecture": self.hugging_face_architectures[0], "prefix": self.hugging_face_head_prefix,
+                "dense": self.hugging_face_head_dense(), "labels": getattr(self, "label_names", None),
+                "regression": False}
+
     @classmethod
     def from_preset(cls, preset, load_weights=True, preprocessor="auto", dtype=None, **kwargs):
         """Builds the task on a preset's backbone (weights loaded) and preprocessor; the head is new.
