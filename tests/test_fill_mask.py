@@ -70,6 +70,21 @@ def test_fill_mask_equals_the_hugging_face_pipeline(masked_lm_dir, masked_texts)
     assert [p["token"] for p in single] == [p["token"] for p in ours[0][:2]]
 
 
+def test_a_pretrainer_saved_for_transformers_fills_masks_the_same(masked_lm_dir, masked_texts, tmp_path):
+    """`save_huggingface` of an MLM + NSP pretrainer: a `BertForPreTraining` directory whose fill-mask pipeline gives
+    our tokens and scores."""
+    import transformers
+
+    model = BertPretrainer.from_preset(str(masked_lm_dir))
+    model.save_huggingface(tmp_path / "exported")
+    assert transformers.AutoConfig.from_pretrained(str(tmp_path / "exported")).architectures == ["BertForPreTraining"]
+    expected = transformers.pipeline("fill-mask", model=str(tmp_path / "exported"), top_k=3)(masked_texts[:2])
+    ours = model.fill_mask(masked_texts[:2], top_k=3)
+    for our_top, reference_top in zip(ours, expected):
+        assert [p["token"] for p in our_top] == [p["token"] for p in reference_top]
+        np.testing.assert_allclose([p["score"] for p in our_top], [p["score"] for p in reference_top], rtol=1e-4)
+
+
 def expected_sequence(text, slot, piece):
     """The text with its `slot`-th [MASK] written as `piece`: a `##` piece joins the word before it; a whole word
     written against a word (`home[MASK]`, which BERT reads as two words) gets a space."""

@@ -408,7 +408,10 @@ def save_huggingface(backbone, directory, vocabulary=None, lowercase=None, head=
             "BertForTokenClassification", "BertForQuestionAnswering"),
             "prefix": "classifier" / "qa_outputs", "dense": the Keras
             `Dense` holding it, "labels": class names or None, "regression":
-            bool}` (`Task.save_huggingface` builds it), so that
+            bool}`, or the pretraining heads `{"architecture":
+            "BertForPreTraining" / "BertForMaskedLM", "masked_lm_head": ...,
+            "next_sentence_head": ... or None}` (`Task.save_huggingface`
+            builds it), so that
             `transformers.AutoModelFor...from_pretrained(directory)` and its
             `pipeline` compute the same outputs.
 
@@ -427,12 +430,15 @@ def save_huggingface(backbone, directory, vocabulary=None, lowercase=None, head=
     tensors = export_tensors(hf_weight_targets(backbone))
     config = hf_config_from_backbone(backbone)
     if head is not None:
-        prefix, dense = head["prefix"], head["dense"]
-        tensors.update(export_tensors([transposed_target(dense.kernel, f"{prefix}.weight"),
-                                       identity_target(dense.bias, f"{prefix}.bias")]))
+        if "masked_lm_head" in head:
+            heads = hf_pretraining_head_targets(head["masked_lm_head"], head.get("next_sentence_head"))
+            tensors.update(export_tensors([target for targets in heads.values() for target in targets]))
+        else:
+            tensors.update(export_tensors([transposed_target(head["dense"].kernel, f"{head['prefix']}.weight"),
+                                           identity_target(head["dense"].bias, f"{head['prefix']}.bias")]))
         config["architectures"] = [head["architecture"]]
-        labels = head.get("labels") or [f"LABEL_{i}" for i in range(int(dense.kernel.shape[-1]))]
-        if prefix == "classifier":
+        if head.get("prefix") == "classifier":
+            labels = head.get("labels") or [f"LABEL_{i}" for i in range(int(head["dense"].kernel.shape[-1]))]
             config["id2label"] = {str(i): name for i, name in enumerate(labels)}
             config["label2id"] = {name: i for i, name in enumerate(labels)}
             if head.get("regression"):

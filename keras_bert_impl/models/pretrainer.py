@@ -157,6 +157,12 @@ class BertPretrainer(Task):
         model.heads_loaded = ["masked LM", "next sentence"] if saved_nsp and model.nsp else ["masked LM"]
         return model
 
+    def hugging_face_head(self):
+        """`save_huggingface` writes a `BertForPreTraining` (`BertForMaskedLM` with `nsp=False`): transformers'
+        fill-mask pipeline on it gives `fill_mask`'s predictions."""
+        return {"architecture": "BertForPreTraining" if self.nsp else "BertForMaskedLM",
+                "masked_lm_head": self.masked_lm_head, "next_sentence_head": self.next_sentence_head}
+
     @classmethod
     def preprocessor_class(cls):
         from keras_bert_impl.text.pretrainer_preprocessor import BertPretrainerPreprocessor

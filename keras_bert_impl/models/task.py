@@ -343,7 +343,8 @@ class Task(FunctionalModel):
 
     def save_huggingface(self, directory):
         """Writes this model as a `transformers` directory of its task, atomically: `BertForSequenceClassification`
-        (classes named by `label_names`), `BertForTokenClassification` or `BertForQuestionAnswering`, with the
+        (classes named by `label_names`), `BertForTokenClassification`, `BertForQuestionAnswering` or
+        `BertForPreTraining` / `BertForMaskedLM`, with the
         vocabulary, so that `AutoModelFor...from_pretrained(directory)` and `pipeline(...)` compute the same outputs
         (LoRA factors merged into the kernels). A task without a transformers head writes its backbone alone
         (`BertModel`)."""
