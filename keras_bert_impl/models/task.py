@@ -399,7 +399,7 @@ class Task(FunctionalModel):
         else:
             changed = set()
         checkpoint_head = None
-        if saved is None and cls.hugging_face_architectures:
+        if saved is None and load_weights and cls.hugging_face_architectures:
             from keras_bert_impl.checkpoints.loading import read_task_head_config
 
             checkpoint_head = read_task_head_config(preset, cls.hugging_face_architectures)
@@ -421,7 +421,7 @@ class Task(FunctionalModel):
         if saved is not None and load_weights and not changed & set(cls.head_shape_arguments):
             # Before `compile`: the file holds no optimizer state, and Keras warns when a compiled model's has none.
             model.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
-        elif checkpoint_head is not None and load_weights and model.takes_checkpoint_head(checkpoint_head):
+        elif checkpoint_head is not None and model.takes_checkpoint_head(checkpoint_head):
             from keras_bert_impl.checkpoints.loading import load_task_head
 
             _, model.heads_loaded = load_task_head(preset, model.hugging_face_head_dense(), cls.hugging_face_head_prefix)
