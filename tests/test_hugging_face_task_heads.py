@@ -99,6 +99,15 @@ def test_a_token_classification_checkpoint_gives_transformers_logits(tmp_path, m
         with torch.no_grad():
             expected = reference(torch.tensor([ids])).logits[0].numpy()
         np.testing.assert_allclose(np.asarray(ours[row][: len(ids)]), expected, atol=2e-4)
+    # predict_entities is transformers' pipeline("ner", aggregation_strategy="first"): each word takes its first
+    # piece's tag, and the same entities, offsets and scores come out.
+    expected_entities = transformers.pipeline("ner", model=str(directory), aggregation_strategy="first")(lines)
+    for text, ours_found, expected_found in zip(lines, tagger.predict_entities(lines), expected_entities):
+        assert [(e["type"], e["start"], e["end"]) for e in ours_found] == [
+            (e["entity_group"], e["start"], e["end"]) for e in expected_found]
+        np.testing.assert_allclose([e["score"] for e in ours_found], [float(e["score"]) for e in expected_found],
+                                   rtol=1e-4)
+        assert all(e["text"] == text[e["start"]:e["end"]] for e in ours_found)
     # And back: our export is a BertForTokenClassification with the same logits and tag names.
     tagger.save_huggingface(tmp_path / "exported")
     exported = transformers.AutoModelForTokenClassification.from_pretrained(str(tmp_path / "exported")).eval()
