@@ -27,7 +27,8 @@ class Task(FunctionalModel):
       keras-hub, own or pretraining-export directory) and the matching
       preprocessor (vocabulary and casing from the same preset); the head is
       new, unless `preset` is a directory written by `save_to_preset` of the
-      same task, whose head weights are then loaded too.
+      same task, or a `transformers` checkpoint fine-tuned for it, whose head
+      weights are then loaded too (`heads_loaded` names them).
     - `fit`, `evaluate` and `predict` on raw strings: the preprocessor turns
       them into length-bucketed batches (a `tf.data.Dataset`, which Keras
       feeds to the TensorFlow, JAX and PyTorch backends alike). Feature dicts
@@ -39,12 +40,15 @@ class Task(FunctionalModel):
       preprocessor (vocabulary inside) but no optimizer state
       (`include_optimizer=True` keeps it); `keras.saving.load_model` reads it
       back silently, after `import keras_bert_impl`.
-    - `get_config` / `from_config`, and `save_to_preset(dir)`.
+    - `get_config` / `from_config`, `save_to_preset(dir)`, and
+      `save_huggingface(dir)`: the task as `transformers` names it.
 
     The preprocessors run TensorFlow string ops (as keras-hub's do); without a
     preprocessor, a task needs no TensorFlow and takes feature dicts only.
     """
 
+    # The heads `from_preset` read from the checkpoint (set there).
+    heads_loaded = ()
     # Head arguments that change the head's layers or their meaning: `from_preset` does not load a preset's saved
     # head when one of them differs.
     head_shape_arguments = ("num_classes", "label_names")
