@@ -255,7 +255,7 @@ def _padding_values(element_spec, label_padding_value, feature_padding_value):
 
 
 def batches_by_length(dataset, lengths, batch_size, boundaries, grouped, fill=True, label_fill_value=-1,
-                      label_padding_value=0, feature_padding_value=0, drop_remainder=False):
+                      label_padding_value=0, feature_padding_value=0, drop_remainder=False, transform_batches=None):
     """Batches examples whose lengths are known, ready for `fit`: what every task's `make_dataset` ends with.
 
     Args:
@@ -269,6 +269,8 @@ def batches_by_length(dataset, lengths, batch_size, boundaries, grouped, fill=Tr
             one shape per bucket; not with `boundaries=None`.
         label_padding_value, feature_padding_value: as `bucket_by_length`.
         drop_remainder: drop partial batches (grouped, or with `boundaries=None`).
+        transform_batches: None, or `f(batches) -> batches` run on the padded batches before they are filled and
+            counted (the pretrainer preprocessor masks each batch there).
 
     Returns:
         The batched, prefetched dataset, whose cardinality is its exact number of batches
@@ -292,6 +294,8 @@ def batches_by_length(dataset, lengths, batch_size, boundaries, grouped, fill=Tr
     else:
         dataset = pad_to_boundaries(dataset, boundaries, batch_size, label_padding_value=label_padding_value,
                                     feature_padding_value=feature_padding_value)
+    if transform_batches is not None:
+        dataset = transform_batches(dataset)
     if fill and boundaries is not None:
         dataset = fill_batches(dataset, batch_size, label_fill_value=label_fill_value)
     grouped = bool(grouped and boundaries is not None)

@@ -4,8 +4,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, count_batches_from_lengths, default_boundaries
-from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches, pad_to_boundaries
+from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
+from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.text.masking import mask_batch
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer, as_list, as_string_tensor
 from keras_bert_impl.text.tokenizer import MASK_TOKEN, BertTokenizer
@@ -225,18 +225,18 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
         dataset = tf.data.Dataset.from_tensor_slices({"token_ids": rows})
         if shuffle:
             dataset = dataset.shuffle(len(lengths), seed=seed, reshuffle_each_iteration=True)
-            dataset = bucket_by_length(dataset, boundaries, batch_size, feature_padding_value=self.tokenizer.pad_token_id)
-        else:
-            dataset = pad_to_boundaries(dataset, boundaries, batch_size, feature_padding_value=self.tokenizer.pad_token_id)
-        # One stateless seed per batch: new every epoch in training, the same every pass in evaluation.
-        seeds = tf.data.Dataset.random(seed=0 if seed is None and not shuffle else seed,
-                                       rerandomize_each_iteration=bool(shuffle)).batch(2)
-        dataset = tf.data.Dataset.zip((dataset, seeds)).map(
-            lambda batch, pair: self.mask(batch["token_ids"], pair), num_parallel_calls=tf.data.AUTOTUNE)
-        dataset = fill_batches(dataset, batch_size, label_fill_value=0).map(_mean_over_real_predictions)
-        num_batches = count_batches_from_lengths(lengths, batch_size, boundaries, grouped=bool(shuffle))
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
-        return dataset.prefetch(tf.data.AUTOTUNE)
+
+        def mask_each_batch(batches):
+            # One stateless seed per batch: new every epoch in training, the same every pass in evaluation.
+            seeds = tf.data.Dataset.random(seed=0 if seed is None and not shuffle else seed,
+                                           rerandomize_each_iteration=bool(shuffle)).batch(2)
+            return tf.data.Dataset.zip((batches, seeds)).map(
+                lambda batch, pair: self.mask(batch["token_ids"], pair), num_parallel_calls=tf.data.AUTOTUNE)
+
+        dataset = batches_by_length(dataset, lengths, batch_size, boundaries, grouped=bool(shuffle), label_fill_value=0,
+                                    feature_padding_value=self.tokenizer.pad_token_id, transform_batches=mask_each_batch)
+        # After the filling: the filler rows' predictions (weight 0) count in Keras's mean, so rescale over real ones.
+        return dataset.map(_mean_over_real_predictions)
 
     def get_config(self):
         return {
