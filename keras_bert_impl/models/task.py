@@ -28,7 +28,8 @@ class Task(FunctionalModel):
       preprocessor (vocabulary and casing from the same preset); the head is
       new, unless `preset` is a directory written by `save_to_preset` of the
       same task, or a `transformers` checkpoint fine-tuned for it, whose head
-      weights are then loaded too (`heads_loaded` names them).
+      weights are then loaded too (`heads_loaded` names a transformers head
+      that loaded).
     - `fit`, `evaluate` and `predict` on raw strings: the preprocessor turns
       them into length-bucketed batches (a `tf.data.Dataset`, which Keras
       feeds to the TensorFlow, JAX and PyTorch backends alike). Feature dicts
