@@ -55,6 +55,9 @@ def test_a_sequence_classification_checkpoint_predicts_as_transformers(tmp_path,
     assert [p["label"] for p in ours] == [p["label"] for p in expected]
     np.testing.assert_allclose([p["score"] for p in ours], [p["score"] for p in expected], rtol=1e-4)
 
+    # keras-hub's habit, num_classes given: the same classes, so the trained head and its names.
+    explicit = BertClassifier.from_preset(str(directory), num_classes=2)
+    assert explicit.heads_loaded == ["classifier"] and explicit.label_names == ["negative", "positive"]
     # Other classes asked for: the backbone loads, the head is new.
     other = BertClassifier.from_preset(str(directory), num_classes=3)
     assert other.heads_loaded == [] and other.label_names is None

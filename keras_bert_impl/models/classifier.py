@@ -170,13 +170,13 @@ class BertClassifier(Task):
 
     @classmethod
     def head_arguments_from_checkpoint(cls, head, kwargs):
-        if "num_classes" in kwargs:
-            return kwargs
-        if kwargs.get("label_names") is not None:  # the checkpoint's classes under the caller's names
-            return {**kwargs, "num_classes": len(kwargs["label_names"])}
-        if head["regression"]:
-            return {**kwargs, "num_classes": 1}
-        return {**kwargs, "num_classes": len(head["labels"]), "label_names": head["labels"]}
+        classes = 1 if head["regression"] else len(head["labels"])
+        if kwargs.get("label_names") is not None:  # the caller's names (the checkpoint's classes if as many)
+            return {"num_classes": len(kwargs["label_names"]), **kwargs}
+        kwargs = {"num_classes": classes, **kwargs}
+        if kwargs["num_classes"] == classes and "label_names" not in kwargs and not head["regression"]:
+            kwargs["label_names"] = head["labels"]  # the checkpoint's names, unless the caller said none
+        return kwargs
 
     def hugging_face_head(self):
         if self.pooling != "pooled":

@@ -124,7 +124,7 @@ class BertTokenClassifier(Task):
 
     @classmethod
     def head_arguments_from_checkpoint(cls, head, kwargs):
-        if "num_classes" in kwargs or "label_names" in kwargs:
+        if "label_names" in kwargs or kwargs.get("num_classes", len(head["labels"])) != len(head["labels"]):
             return kwargs
         return {**kwargs, "label_names": head["labels"]}
 
