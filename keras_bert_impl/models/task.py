@@ -298,10 +298,15 @@ class Task(FunctionalModel):
         """
         if include_optimizer or getattr(self, "optimizer", None) is None:  # (an uncompiled model has none)
             return super().save(filepath, overwrite=overwrite, **kwargs)
-        return keras.Model.save(self._inference_copy(), filepath, overwrite=overwrite, **kwargs)
+        return keras.Model.save(self.inference_copy(), filepath, overwrite=overwrite, **kwargs)
 
-    def _inference_copy(self):
-        """The same model, uncompiled (no optimizer state), its LoRA factors merged into the kernels."""
+    def inference_copy(self):
+        """The same model, uncompiled (no optimizer state), its LoRA factors merged into the kernels: what is saved.
+
+        A model that is already so (no optimizer, no LoRA) is returned itself. Creating the copy creates variables:
+        in a job of several JAX processes every process must call it, together."""
+        if getattr(self, "optimizer", None) is None and lora_rank(self.backbone) is None:
+            return self
         inference_model = type(self).from_config(dict(self.get_config(), compile_defaults=False))
         # Layer by layer through Keras's own stores, so a LoRA layer hands over its merged kernel.
         for source, target in zip(self._flatten_layers(), inference_model._flatten_layers()):
@@ -340,7 +345,7 @@ class Task(FunctionalModel):
                 k: v for k, v in self.preprocessor.get_config().items() if k not in ("tokenizer", "name", "trainable", "dtype")
             }
         # Without the optimizer state, which a preset does not need (it would triple the file).
-        save_weights_atomically(self._inference_copy(), os.path.join(os.fspath(directory), TASK_WEIGHTS_FILE))
+        save_weights_atomically(self.inference_copy(), os.path.join(os.fspath(directory), TASK_WEIGHTS_FILE))
         atomic_write_json(
             os.path.join(os.fspath(directory), TASK_CONFIG_FILE),
             {"class_name": type(self).__name__, "config": self.head_config(), "preprocessor": preprocessor_config},
@@ -355,7 +360,7 @@ class Task(FunctionalModel):
         (`BertModel`)."""
         from keras_bert_impl.checkpoints.huggingface import save_huggingface
 
-        model = self._inference_copy()  # LoRA merged
+        model = self.inference_copy()  # LoRA merged
         tokenizer = getattr(self.preprocessor, "tokenizer", None)
         save_huggingface(model.backbone, directory,
                          vocabulary=None if tokenizer is None else tokenizer.get_vocabulary(),

@@ -407,9 +407,12 @@ def run_pretraining(config, dataset_fn=None):
             floor["token"] = tokenizer.id_to_token(floor["token_id"])
             if chief:
                 _log_final_validation(logs_dir, config.num_steps, validation, floor)
-    guesses = callbacks_lib.masked_word_guesses(model, tokenizer, probe, k=3) if chief else []
+    # On every process: in a job of several JAX processes the weights span them, so a forward pass, or the copy that
+    # the export saves (new variables), is made by all of them together; process 0 alone writes.
+    guesses = callbacks_lib.masked_word_guesses(model, tokenizer, probe, k=3)
+    exported = model.inference_copy()
     if chief:
-        _export(model, export_dir, config)
+        _export(exported, export_dir, config)
     if processes:  # every process returns once process 0's files are written
         processes.barrier("run_pretraining: checkpoint and export written")
     return {
@@ -417,7 +420,7 @@ def run_pretraining(config, dataset_fn=None):
         "resumed_from_step": start_step,
         "validation": {k: float(v) for k, v in validation.items()},
         "unigram_floor": floor,
-        "masked_word_guesses": guesses,
+        "masked_word_guesses": guesses if chief else [],
         "history": {k: [float(x) for x in v] for k, v in history.items()},
         "sequences_per_second": trained_steps * config.global_batch_size / elapsed if trained_steps else None,
         "jit_compile": model.jit_compile,
