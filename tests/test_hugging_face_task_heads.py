@@ -46,7 +46,7 @@ def test_a_sequence_classification_checkpoint_predicts_as_transformers(tmp_path,
     import transformers
 
     directory = tmp_path / "sst"
-    reference = save_fine_tuned(directory, minilm_dir, "BertForSequenceClassification", ["negative", "positive"])
+    save_fine_tuned(directory, minilm_dir, "BertForSequenceClassification", ["negative", "positive"])
     classifier = BertClassifier.from_preset(str(directory))
     assert classifier.heads_loaded == ["classifier"]
     assert classifier.label_names == ["negative", "positive"] and classifier.num_classes == 2
