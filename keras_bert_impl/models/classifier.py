@@ -5,6 +5,7 @@ import numpy as np
 
 from keras_bert_impl.layers.sequence_pooling import SequencePooling
 from keras_bert_impl.models.backbone import bert_kernel_initializer
+from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
 
 POOLINGS = ("pooled", "mean")
@@ -375,11 +376,7 @@ class BertClassifier(Task):
         labels = [int(i) for i in ids] if self.label_names is None else [self.label_names[i] for i in ids]
         if not return_scores:
             return labels
-        if self.activation == "softmax":
-            probabilities = outputs
-        else:
-            shifted = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
-            probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
+        probabilities = outputs if self.activation == "softmax" else softmax(outputs)
         return [{"label": label, "score": float(probabilities[row, i])} for row, (label, i) in enumerate(zip(labels, ids))]
 
 

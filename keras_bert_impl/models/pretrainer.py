@@ -8,7 +8,10 @@ import numpy as np
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.task import BACKBONE_INPUTS, TASK_CONFIG_FILE, TASK_WEIGHTS_FILE, Task, read_task_config
+from keras_bert_impl.models.probabilities import softmax
+from keras_bert_impl.models.task import (
+    BACKBONE_INPUTS, TASK_CONFIG_FILE, TASK_WEIGHTS_FILE, Task, copy_variables, read_task_config,
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -150,10 +153,7 @@ class BertPretrainer(Task):
             # A pretraining export (MLM + NSP) read as MLM only, or the other way: its masked-LM head still loads.
             twin = cls(model.backbone, nsp=saved_nsp, vocabulary_padding_multiple=model.vocabulary_padding_multiple)
             twin.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
-            for source, target in zip(twin.masked_lm_head._flatten_layers(), model.masked_lm_head._flatten_layers()):
-                store = {}
-                source.save_own_variables(store)
-                target.load_own_variables(store)
+            copy_variables(twin.masked_lm_head, model.masked_lm_head)
         model.heads_loaded = ["masked LM", "next sentence"] if saved_nsp and model.nsp else ["masked LM"]
         return model
 
@@ -276,11 +276,11 @@ class BertPretrainer(Task):
         for start in range(0, len(rows), batch_size):
             batch = rows[start : start + batch_size]
             probabilities, positions = self._masked_probabilities(batch, tokenizer)
-            for offset, row in enumerate(batch):
+            for offset in range(len(batch)):
                 text = texts[start + offset]
                 text = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
                 per_mask = []
-                for slot, position in enumerate(positions[offset]):
+                for slot in range(len(positions[offset])):
                     scores = probabilities[offset, slot]
                     best = np.argsort(-scores, kind="stable")[:top_k]
                     per_mask.append([
@@ -304,9 +304,7 @@ class BertPretrainer(Task):
         x = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
              "padding_mask": (np.arange(width) < np.array([[len(row)] for row in rows])).astype("int32"),
              "mask_positions": mask_positions}
-        logits = keras.ops.convert_to_numpy(self(x, training=False)["mlm"]).astype("float64")
-        logits = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        return logits / logits.sum(axis=-1, keepdims=True), positions
+        return softmax(keras.ops.convert_to_numpy(self(x, training=False)["mlm"])), positions
 
     @staticmethod
     def split_features_labels(features, nsp=True):

@@ -308,11 +308,7 @@ class Task(FunctionalModel):
         if getattr(self, "optimizer", None) is None and lora_rank(self.backbone) is None:
             return self
         inference_model = type(self).from_config(dict(self.get_config(), compile_defaults=False))
-        # Layer by layer through Keras's own stores, so a LoRA layer hands over its merged kernel.
-        for source, target in zip(self._flatten_layers(), inference_model._flatten_layers()):
-            store = {}
-            source.save_own_variables(store)
-            target.load_own_variables(store)
+        copy_variables(self, inference_model)
         return inference_model
 
     def save_to_preset(self, preset_dir):
@@ -479,6 +475,15 @@ def read_task_config(preset, cls):
     if saved.get("class_name") != cls.__name__:
         return None
     return saved
+
+
+def copy_variables(source, target):
+    """Copies every variable of layer (or model) `source` into `target`, built alike: layer by layer through Keras's
+    own stores, so a LoRA layer hands over its merged kernel."""
+    for source_layer, target_layer in zip(source._flatten_layers(), target._flatten_layers()):
+        store = {}
+        source_layer.save_own_variables(store)
+        target_layer.load_own_variables(store)
 
 
 def backbone_inputs():

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from keras_bert_impl.models.backbone import BertBackbone, bert_kernel_initializer
+from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler
 
 IGNORE_LABEL = -1
@@ -210,7 +211,7 @@ class BertTokenClassifier(Task):
         spans = [self.preprocessor.split_words(text) for text in texts]
         features, placements = self.preprocessor.word_windows([[w for w, _, _ in words] for words in spans])
         logits = np.asarray(self.predict(features, batch_size=batch_size, verbose=0), "float32")
-        probabilities = _softmax(logits)
+        probabilities = softmax(logits)
         results = []
         for text, words, placement in zip(texts, spans, placements):
             tags, scores = [], []
@@ -235,12 +236,6 @@ class BertTokenClassifier(Task):
                 })
             results.append(entities)
         return results[0] if single else results
-
-
-def _softmax(logits):
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    exp = np.exp(shifted)
-    return exp / exp.sum(axis=-1, keepdims=True)
 
 
 def token_classification_loss():

@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 from keras.src.trainers.data_adapters.data_adapter import DataAdapter
 
+from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.training.pretraining_errors import NaNLossError
 from keras_bert_impl.training.torch_random_state import checkpoint_entry
 
@@ -221,7 +222,7 @@ def masked_word_guesses(model, tokenizer, probe, k=5):
         [MASK]s, "guesses": [(truth, [(piece, probability), ...]), ...]}`.
     """
     inputs = {n: probe[n] for n in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
-    logits = keras.ops.convert_to_numpy(model(inputs, training=False)["mlm"]).astype("float64")
+    logits = keras.ops.convert_to_numpy(model(inputs, training=False)["mlm"])
     vocab = [v.decode() if isinstance(v, bytes) else v for v in tokenizer.get_vocabulary()]
     sentences = []
     for i in range(len(probe["token_ids"])):
@@ -231,8 +232,7 @@ def masked_word_guesses(model, tokenizer, probe, k=5):
             if not probe["mask_weights"][i][j]:
                 continue
             row = logits[i, j]
-            probabilities = np.exp(row - row.max())
-            probabilities /= probabilities.sum()
+            probabilities = softmax(row)
             best = np.argsort(-row, kind="stable")[:k]
             guesses.append((vocab[probe["mask_ids"][i][j]], [(vocab[t], float(probabilities[t])) for t in best]))
         sentences.append({"masked": " ".join(vocab[t] for t in probe["token_ids"][i][1:length - 1]),

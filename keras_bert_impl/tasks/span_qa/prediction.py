@@ -32,6 +32,7 @@ import dataclasses
 import numpy as np
 
 from keras_bert_impl.layers.span_head import MASKED_LOGIT
+from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import check_packable
 from keras_bert_impl.models.span_decoding import is_no_answer, null_odds, null_score
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
@@ -57,14 +58,6 @@ class SquadPredictions:
     best_answers: dict
     nbest: dict
     null_odds: dict
-
-
-def _softmax(scores):
-    scores = np.asarray(scores, np.float64)
-    if scores.size == 0:
-        return scores
-    exp = np.exp(scores - scores.max())
-    return exp / exp.sum()
 
 
 def _top_indices(logits, valid, k):
@@ -161,7 +154,7 @@ def postprocess_predictions(
             predictions[example.qas_id] = "" if is_no_answer(odds, null_score_diff_threshold) else best_text
         else:
             predictions[example.qas_id] = best_text
-        for entry, probability in zip(nbest, _softmax([entry["score"] for entry in nbest])):
+        for entry, probability in zip(nbest, softmax([entry["score"] for entry in nbest])):
             entry["probability"] = float(probability)
         best_answers[example.qas_id] = best_text
         nbest_all[example.qas_id] = nbest
