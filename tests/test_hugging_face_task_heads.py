@@ -178,5 +178,20 @@ def test_a_classifier_saved_for_transformers_predicts_the_same_in_its_pipeline(t
     assert BertClassifier.from_preset(str(tmp_path / "stsb")).heads_loaded == ["classifier"]
 
     mean = BertClassifier.from_preset("all_minilm_l6_v2_en", num_classes=2, pooling="mean")
-    with pytest.raises(ValueError, match=r"pooling='mean' has no transformers equivalent"):
+    with pytest.raises(ValueError) as info:
         mean.save_huggingface(tmp_path / "mean")
+    assert str(info.value) == ("pooling='mean' has no transformers equivalent (BertForSequenceClassification reads the "
+                               "pooler's [CLS] output): save this classifier with save() or save_to_preset().")
+
+
+def test_a_config_whose_id2label_is_not_ids_is_named(tmp_path):
+    from keras_bert_impl.checkpoints.huggingface import read_task_head_config
+
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["BertForSequenceClassification"],
+                                                      "id2label": {"first": "negative", "1": "positive"}}))
+    with pytest.raises(ValueError) as info:
+        read_task_head_config(tmp_path, ("BertForSequenceClassification",))
+    assert str(info.value) == (
+        f"{tmp_path / 'config.json'}: id2label must map label ids to names, got {{'first': 'negative', '1': "
+        "'positive'} (invalid literal for int() with base 10: 'first').")
+    assert read_task_head_config(tmp_path, ("BertForTokenClassification",)) is None  # another task's checkpoint
