@@ -1,4 +1,5 @@
-"""Fine-tunes a BERT classifier (or regressor) on your own CSV, TSV or JSON Lines files.
+"""Fine-tunes a BERT classifier (one label a row, several with --multi_label, or a score with --regression) on your
+own CSV, TSV or JSON Lines files.
 
 Reads and checks every input file first (a bad row stops the run with one
 line, `error: <file>, line <n>, column <c>: <problem>`, and exit code 2),
@@ -7,7 +8,8 @@ takes the label names from the training file (the story is
 `BertClassifier.from_preset` on the raw strings (batched by length by its
 preprocessor; AdamW, 10% warm-up, linear decay), scores the validation file
 and writes to `--model_dir` (alias `--output_dir`): `dev_results.json`
-(accuracy and macro F1, or Pearson and Spearman), `model.keras` (inference
+(accuracy and macro F1; micro and macro F1 and subset accuracy with
+`--multi_label`; or Pearson and Spearman), `model.keras` (inference
 model with its preprocessor and label names:
 `keras.saving.load_model(...).predict_labels(texts)`), `logs/` (TensorBoard)
 and, with `--test_file`, `test_predictions.tsv` (`index<TAB>prediction`).
@@ -39,6 +41,10 @@ def parse_flags(argv=None):
     p.add_argument("--text_pair_column", default=None, help="second text of a pair (e.g. a hypothesis)")
     p.add_argument("--label_column", required=True)
     p.add_argument("--regression", action="store_true", help="labels are numbers: one output, mean squared error")
+    p.add_argument("--multi_label", action="store_true",
+                   help="each row has any number of labels, joined by --label_separator (JSON Lines: a list); "
+                        "one sigmoid per label, binary cross-entropy")
+    p.add_argument("--label_separator", default=",", help="between the labels of a --multi_label row (default ',')")
     p.add_argument("--preset", default="all_minilm_l6_v2_en", help="preset name or checkpoint directory")
     p.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length",
                    type=positive(int), default=128, help="packed length (aliases: --max_seq_length, --seq_length)")
@@ -50,7 +56,10 @@ def parse_flags(argv=None):
     p.add_argument("--train_limit", type=positive(int), default=None, help="train on the first N rows only")
     add_lora_argument(p)
     add_run_arguments(p, seed=0, model_dir_aliases=("--output_dir",))  # --strategy, --seed, --model_dir, ...
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.multi_label and args.regression:
+        p.error("--multi_label and --regression exclude each other (labels are names, or one score)")
+    return args
 
 
 def parse_args(argv=None):
@@ -66,7 +75,8 @@ def main(argv=None):
 
     # Every input file is read and checked before the model is built; a user error is one line and exit status 2.
     results = run_recipe(args, run, TableClassificationConfig)
-    print(json.dumps({k: results[k] for k in ("accuracy", "macro_f1", "pearson", "spearman") if k in results}))
+    scores = ("accuracy", "micro_f1", "macro_f1", "subset_accuracy", "pearson", "spearman")
+    print(json.dumps({k: results[k] for k in scores if k in results}))
     return 0
 
 

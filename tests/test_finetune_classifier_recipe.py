@@ -23,11 +23,11 @@ RELOAD = textwrap.dedent("""
     import keras
     import keras_bert_impl
     from keras_bert_impl.tasks.classification.table_files import read_table, score_outputs
-    model_path, test_file, dev_file, text, pair, label, regression = sys.argv[1:]
-    pair, regression = pair or None, regression == "1"
+    model_path, test_file, dev_file, text, pair, label, regression, separator = sys.argv[1:]
+    pair, regression, separator = pair or None, regression == "1", separator or None
     model = keras.saving.load_model(model_path)
     test = read_table(test_file, text, text_pair_column=pair)
-    dev = read_table(dev_file, text, label, text_pair_column=pair, regression=regression)
+    dev = read_table(dev_file, text, label, text_pair_column=pair, regression=regression, label_separator=separator)
     print(json.dumps({"predictions": model.predict_labels(test.inputs, batch_size=8),
                       "dev": score_outputs(dev, model.predict(dev.inputs, batch_size=8, verbose=0), model.label_names),
                       "label_names": model.label_names, "optimizer": getattr(model, "optimizer", None) is not None}))
@@ -39,9 +39,10 @@ def _run(*args):
                           env=ENV)
 
 
-def _reload(model_path, test_file, dev_file, text, pair, label, regression):
+def _reload(model_path, test_file, dev_file, text, pair, label, regression, separator=""):
     result = subprocess.run([sys.executable, "-c", RELOAD, model_path, test_file, dev_file, text, pair or "", label,
-                             "1" if regression else "0"], capture_output=True, text=True, timeout=600, env=ENV)
+                             "1" if regression else "0", separator], capture_output=True, text=True, timeout=600,
+                            env=ENV)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -150,6 +151,42 @@ def test_stsb_pairs_regression_from_jsonl_and_tsv(shared_data, tmp_path):
     reloaded = _reload(str(out / "model.keras"), str(test), str(dev), "sentence1", "sentence2", "score", True)
     assert reloaded["predictions"] == pytest.approx(scores, rel=1e-5, abs=1e-5)
     assert reloaded["dev"] == pytest.approx({k: results[k] for k in ("pearson", "spearman")}, abs=1e-6)
+
+
+def test_multi_label_entity_types_from_jsonl_and_csv(shared_data, tmp_path):
+    """Each CoNLL-2003 sentence labelled with the entity types it mentions (none, one or several)."""
+    from keras_bert_impl.tasks.tagging.reading import read_conll
+
+    def rows(path, count):
+        sentences = [s for s in read_conll(shared_data / "conll2003" / path) if len(s.words) >= 4][:count]
+        return [(" ".join(s.words), list(dict.fromkeys(t[2:] for t in s.tags if t != "O"))) for s in sentences]
+
+    train = tmp_path / "train.jsonl"  # labels as JSON lists
+    train.write_text("".join(json.dumps({"text": t, "types": types}) + "\n" for t, types in rows("eng.train", 48)),
+                     encoding="utf-8")
+    dev_rows = rows("eng.testa", 24)
+    dev = tmp_path / "dev.csv"  # labels joined by "|" in one cell, "" for none
+    with open(dev, "w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows([("text", "types"), *((t, "|".join(types)) for t, types in dev_rows)])
+    out = tmp_path / "out"
+    result = _run("--train_file", train, "--validation_file", dev, "--test_file", dev, "--text_column", "text",
+                  "--label_column", "types", "--multi_label", "--label_separator", "|", "--output_dir", out,
+                  "--epochs", 1, "--batch_size", 8, "--sequence_length", 64, "--learning_rate", 1e-4)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.load(open(out / "dev_results.json"))
+    assert results["label_names"] == ["LOC", "MISC", "ORG", "PER"] and results["multi_label"] is True
+    assert all(0.0 <= results[k] <= 1.0 for k in ("micro_f1", "macro_f1", "subset_accuracy", "hamming_accuracy"))
+    assert "accuracy" not in results
+    predicted = [value.split("|") if value else [] for value in _predictions(out / "test_predictions.tsv")]
+    assert len(predicted) == 24 and all(set(p) <= set(results["label_names"]) for p in predicted)
+    reloaded = _reload(str(out / "model.keras"), str(dev), str(dev), "text", "", "types", False, "|")
+    assert reloaded["predictions"] == predicted  # predict_labels: one list of names per text
+    assert reloaded["dev"] == pytest.approx({k: results[k] for k in reloaded["dev"]}, abs=1e-6)
+
+    flags = ["--train_file", train, "--validation_file", dev, "--text_column", "text", "--label_column", "types",
+             "--output_dir", tmp_path / "other", "--multi_label", "--regression"]
+    _assert_one_line_error(_run(*flags), "error: --multi_label and --regression exclude each other (labels are names, "
+                                         "or one score) (see --help)")
 
 
 # === Errors: exit code 2, one line, no traceback, nothing written ===

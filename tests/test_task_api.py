@@ -109,7 +109,7 @@ def test_raw_strings_errors_name_the_problem():
         classifier.fit(["fine", 3], [1, 0], verbose=0)
     with pytest.raises(ValueError, match="differ in length: 2 vs 1"):
         classifier.predict((["a", "b"], ["c"]))
-    with pytest.raises(ValueError, match="`y` must hold one value per example"):
+    with pytest.raises(ValueError, match=r"`y` must hold one value \(or one row of values\) per example \(2\), got shape \(1,\)"):
         classifier.fit(["a", "b"], [1], verbose=0)
 
 

@@ -122,8 +122,8 @@ def packed_arrays(examples, rows, sequence_length, padding_values=None):
 def first_token_targets(rows, lengths, values, sequence_length):
     """Per-token targets and weights of packed rows: example `i`'s `values[i]` on its first token ([CLS]).
 
-    Returns `(targets, weights)`, both `(len(rows), sequence_length)`:
-    targets have `values`' dtype (0 off the first tokens), weights are float32,
+    Returns `(targets, weights)`, both `(len(rows), sequence_length)` (targets with `values`' trailing axes, e.g. a
+    multi-label classifier's classes): targets have `values`' dtype (0 off the first tokens), weights are float32,
     1 on each example's first token and 0 elsewhere, so that a loss averaged
     over the weights (`reduction="mean_with_sample_weight"`) is the mean over
     the examples, as on unpacked rows.
@@ -133,7 +133,7 @@ def first_token_targets(rows, lengths, values, sequence_length):
     ([[7, 0, 0, 8, 0, 0], [9, 0, 0, 0, 0, 0]], [[1.0, 0.0, 0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
     """
     values = np.asarray(values)
-    targets = np.zeros((len(rows), sequence_length), dtype=values.dtype)
+    targets = np.zeros((len(rows), sequence_length, *values.shape[1:]), dtype=values.dtype)
     weights = np.zeros((len(rows), sequence_length), dtype=np.float32)
     for r, row in enumerate(rows):
         start = 0

@@ -54,8 +54,8 @@ def _element_length(element, length_key):
 def _pad_element_to(element, target_length, label_padding_value, feature_padding_value):
     """Pads every 1-D+ component whose first (time) axis is variable to `target_length` (batched input)."""
     def pad(tensor, value):
-        if tensor.shape.rank is None or tensor.shape.rank < 2:
-            return tensor
+        if tensor.shape.rank is None or tensor.shape.rank < 2 or tensor.shape[1] is not None:
+            return tensor  # a scalar per example, or rows of a fixed width (a multi-label classifier's classes)
         amount = target_length - tf.shape(tensor)[1]
         paddings = [[0, 0], [0, amount]] + [[0, 0]] * (tensor.shape.rank - 2)
         return tf.pad(tensor, paddings, constant_values=tf.cast(value, tensor.dtype))

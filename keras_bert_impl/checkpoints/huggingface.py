@@ -201,7 +201,8 @@ def read_task_head_config(directory, architectures):
 
     Returns:
         None (another architecture, or none named), or `{"architecture": name, "labels": [label names in id order
-        (`id2label`)], "regression": bool}` (regression: `problem_type` "regression", or one label).
+        (`id2label`)], "regression": bool, "multi_label": bool}` (regression: `problem_type` "regression", or one
+        label; multi-label: `problem_type` "multi_label_classification").
     """
     path = os.path.join(os.fspath(directory), "config.json")
     try:
@@ -220,7 +221,8 @@ def read_task_head_config(directory, architectures):
     if not labels:
         labels = [f"LABEL_{i}" for i in range(int(config.get("num_labels", 2)))]
     return {"architecture": named[0], "labels": labels,
-            "regression": config.get("problem_type") == "regression" or len(labels) == 1}
+            "regression": config.get("problem_type") == "regression" or len(labels) == 1,
+            "multi_label": config.get("problem_type") == "multi_label_classification"}
 
 
 def load_task_head(directory, dense, prefix):
@@ -408,7 +410,7 @@ def save_huggingface(backbone, directory, vocabulary=None, lowercase=None, head=
             "BertForTokenClassification", "BertForQuestionAnswering"),
             "prefix": "classifier" / "qa_outputs", "dense": the Keras
             `Dense` holding it, "labels": class names or None, "regression":
-            bool}`, or the pretraining heads `{"architecture":
+            bool, "multi_label": bool}`, or the pretraining heads `{"architecture":
             "BertForPreTraining" / "BertForMaskedLM", "masked_lm_head": ...,
             "next_sentence_head": ... or None}` (`Task.save_huggingface`
             builds it), so that
@@ -443,6 +445,8 @@ def save_huggingface(backbone, directory, vocabulary=None, lowercase=None, head=
             config["label2id"] = {name: i for i, name in enumerate(labels)}
             if head.get("regression"):
                 config["problem_type"] = "regression"
+            elif head.get("multi_label"):  # transformers then trains with BCEWithLogits and its pipeline gives sigmoids
+                config["problem_type"] = "multi_label_classification"
     with atomic_directory(directory, replaceable_files=_SAVED_FILES) as temp_dir:
         atomic_write_json(os.path.join(temp_dir, "config.json"), config)
         save_file(tensors, os.path.join(temp_dir, "model.safetensors"), metadata={"format": "pt"})

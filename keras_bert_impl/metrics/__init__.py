@@ -1,11 +1,11 @@
-"""Task metrics: GLUE (accuracy, F1, MCC, Pearson/Spearman), SQuAD EM/F1, CoNLL entity F1.
+"""Task metrics: GLUE (accuracy, F1, MCC, Pearson/Spearman), SQuAD EM/F1, CoNLL entity F1, multi-label F1.
 
-Pure NumPy/Python; submodules `glue`, `squad`, `conll` are imported on first access.
+Pure NumPy/Python; submodules `glue`, `squad`, `conll`, `multi_label` are imported on first access.
 """
 
 import importlib
 
-_SUBMODULES = ("glue", "squad", "conll")
+_SUBMODULES = ("glue", "squad", "conll", "multi_label")
 
 
 def __getattr__(name):

@@ -1,4 +1,5 @@
-"""BertClassifier: sentence (pair) classification and regression on BERT's pooled output (GLUE), or on the mean token vector."""
+"""BertClassifier: sentence (pair) classification (one class, or any number: multi-label) and regression on BERT's
+pooled output (GLUE), or on the mean token vector."""
 
 import keras
 import numpy as np
@@ -9,8 +10,9 @@ from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
 
 POOLINGS = ("pooled", "mean")
-# keras-hub's `activation` of a text classifier: logits (None or "linear") or probabilities ("softmax").
-ACTIVATIONS = (None, "linear", "softmax")
+# keras-hub's `activation` of a text classifier: logits (None or "linear") or probabilities ("softmax"; "sigmoid"
+# for a multi-label classifier, one independent probability per class).
+ACTIVATIONS = (None, "linear", "softmax", "sigmoid")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -21,7 +23,11 @@ class BertClassifier(Task):
     [CLS] position, dropout, and one dense layer. `num_classes >= 2` gives
     logits `(batch, num_classes)` trained with sparse categorical
     cross-entropy; `num_classes=1` is regression (STS-B): output
-    `(batch, 1)` trained with mean squared error.
+    `(batch, 1)` trained with mean squared error. `multi_label=True` gives
+    each example any number of the classes (none, one or several: topics,
+    tags, toxicity kinds): one independent logit per class, trained with
+    binary cross-entropy, as `transformers`'
+    `problem_type="multi_label_classification"`.
 
     Inputs are the backbone's dict `{"token_ids", "segment_ids",
     "padding_mask"}`. Backend-agnostic: this file imports no TensorFlow.
@@ -31,8 +37,9 @@ class BertClassifier(Task):
     `predict` then also take raw strings: a string, a list of strings (one
     segment), or a tuple of two lists / a list of pairs (two segments), with
     labels as `y`: class ids, or names from `label_names` (`label_ids`
-    checks them). `predict_labels` returns label names (from `label_names`)
-    or scores.
+    checks them); multi-label: per example a list (or set) of names or ids,
+    or a multi-hot row. `predict_labels` returns label names (from
+    `label_names`) or scores.
 
     Args:
         backbone: a `BertBackbone`.
@@ -54,7 +61,11 @@ class BertClassifier(Task):
             compiles with the defaults on its first `fit`/`evaluate`.
         activation: None (default: `predict` gives logits) or `"softmax"`
             (`predict` gives class probabilities; the default loss then takes
-            probabilities), as keras-hub's `activation`.
+            probabilities), as keras-hub's `activation`; `"sigmoid"` for a
+            multi-label classifier.
+        multi_label: False (default: one class per example) or True (any
+            number of classes per example; `predict_labels` gives every class
+            whose probability passes `threshold`).
 
     Example:
     >>> import numpy as np
@@ -73,6 +84,9 @@ class BertClassifier(Task):
     >>> probabilities = BertClassifier(backbone, num_classes=3, activation="softmax").predict(inputs, verbose=0)
     >>> bool(np.allclose(probabilities.sum(axis=-1), 1.0, atol=1e-5))
     True
+    >>> tagger = BertClassifier(backbone, num_classes=3, multi_label=True)
+    >>> tagger.label_ids([[0, 2], [], {1}]).tolist()
+    [[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
 
     From a preset, on raw strings:
     >>> classifier = BertClassifier.from_preset("all_minilm_l6_v2_en", num_classes=2,
@@ -93,6 +107,7 @@ class BertClassifier(Task):
         compile_defaults=True,
         pooling="pooled",
         activation=None,
+        multi_label=False,
         **kwargs,
     ):
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
@@ -108,8 +123,19 @@ class BertClassifier(Task):
                              f"probabilities), got {activation!r}.")
         if activation == "linear":
             activation = None
+        if not isinstance(multi_label, bool):
+            raise ValueError(f"`multi_label` must be True or False, got {multi_label!r}.")
+        if multi_label and num_classes < 2:
+            raise ValueError(f"multi_label=True needs num_classes >= 2 (one yes/no per class), got {num_classes}; "
+                             "num_classes=1 is a regression (one score).")
         if activation == "softmax" and num_classes == 1:
             raise ValueError("activation='softmax' needs classes; num_classes=1 is a regression (one score).")
+        if activation == "softmax" and multi_label:
+            raise ValueError("activation='softmax' makes the classes compete, but a multi_label classifier scores "
+                             "each class on its own: use activation='sigmoid' (probabilities) or None (logits).")
+        if activation == "sigmoid" and not multi_label:
+            raise ValueError("activation='sigmoid' scores each class on its own: build the classifier with "
+                             "multi_label=True, or use activation='softmax' for one class per example.")
         if label_names is not None:
             label_names = [str(name) for name in label_names]
             if len(label_names) != num_classes or num_classes == 1:
@@ -150,6 +176,7 @@ class BertClassifier(Task):
         self.label_names = label_names
         self.pooling = pooling
         self.activation = activation
+        self.multi_label = multi_label
         super().__init__(
             inputs=inputs,
             outputs=outputs,
@@ -171,6 +198,8 @@ class BertClassifier(Task):
 
     @classmethod
     def head_arguments_from_checkpoint(cls, head, kwargs):
+        if head.get("multi_label") and "multi_label" not in kwargs:
+            kwargs = {"multi_label": True, **kwargs}
         classes = 1 if head["regression"] else len(head["labels"])
         if kwargs.get("label_names") is not None:  # the caller's names (the checkpoint's classes if as many)
             return {"num_classes": len(kwargs["label_names"]), **kwargs}
@@ -183,7 +212,7 @@ class BertClassifier(Task):
         if self.pooling != "pooled":
             raise ValueError(f"pooling={self.pooling!r} has no transformers equivalent (BertForSequenceClassification "
                              "reads the pooler's [CLS] output): save this classifier with save() or save_to_preset().")
-        return {**super().hugging_face_head(), "regression": self.is_regression}
+        return {**super().hugging_face_head(), "regression": self.is_regression, "multi_label": self.multi_label}
 
     def takes_checkpoint_head(self, head):
         # transformers' head reads the pooler's output: a mean-pooling head is another head.
@@ -191,7 +220,7 @@ class BertClassifier(Task):
 
     def head_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout, "label_names": self.label_names,
-                "pooling": self.pooling, "activation": self.activation}
+                "pooling": self.pooling, "activation": self.activation, "multi_label": self.multi_label}
 
     @classmethod
     def preprocessor_class(cls):
@@ -200,7 +229,8 @@ class BertClassifier(Task):
         return BertClassifierPreprocessor
 
     def default_loss(self):
-        """Cross-entropy from logits (classification) or mean squared error (regression), over the weighted rows.
+        """Cross-entropy from logits (classification; binary, per class, for multi-label) or mean squared error
+        (regression), over the weighted rows.
 
         Both average over the sum of the sample weights
         (`reduction="mean_with_sample_weight"`), so weight-0 filler rows of a
@@ -209,6 +239,9 @@ class BertClassifier(Task):
         """
         if self.is_regression:
             return keras.losses.MeanSquaredError(reduction="mean_with_sample_weight")
+        if self.multi_label:  # the mean over the classes, then over the weighted rows (transformers' BCEWithLogits)
+            return keras.losses.BinaryCrossentropy(from_logits=self.activation is None,
+                                                   reduction="mean_with_sample_weight")
         return keras.losses.SparseCategoricalCrossentropy(
             from_logits=self.activation is None, reduction="mean_with_sample_weight"
         )
@@ -217,6 +250,10 @@ class BertClassifier(Task):
         # Weighted, so that weight-0 filler rows are not counted.
         if self.is_regression:
             return None
+        if self.multi_label:  # a class is predicted when its probability passes 0.5 (its logit, 0)
+            logits = self.activation is None
+            return [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0 if logits else 0.5),
+                    MultiLabelF1Score(from_logits=logits, name="micro_f1")]
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     def packed_training_model(self):
@@ -230,7 +267,7 @@ class BertClassifier(Task):
         them for the example alone. Train it on `(inputs, targets, weights)`
         from `batching.packing.first_token_targets` (weight 1 on the first
         tokens; for regression give the targets a last axis of 1,
-        `targets[..., None]`, like the output): it is compiled with this classifier's loss, averaged over the
+        `targets[..., None]`, like the output; multi-label: the multi-hot rows of `label_ids`): it is compiled with this classifier's loss, averaged over the
         weights, so the loss is the mean over the examples. Training it trains
         this classifier; predict and save with the classifier itself.
         Needs `pooling="pooled"`.
@@ -264,6 +301,8 @@ class BertClassifier(Task):
         outputs = keras.layers.Activation(self.activation or "linear", dtype="float32", name="float32_token_logits")(x)
         model = keras.Model(inputs, outputs, name=f"{self.name}_packed")
         metrics = self.default_weighted_metrics()
+        if self.multi_label:  # F1Score reads (examples, classes) only; these outputs have a position axis too
+            metrics = [m for m in metrics if not isinstance(m, MultiLabelF1Score)]
         model.compile(optimizer=keras.optimizers.AdamW(5e-5), loss=self.default_loss(), weighted_metrics=metrics)
         return model
 
@@ -279,6 +318,9 @@ class BertClassifier(Task):
         named weigh 1, as in Keras."""
         if self.is_regression:
             raise ValueError("`class_weight` needs classes, but this classifier is a regression (num_classes=1).")
+        if self.multi_label:
+            raise ValueError("`class_weight` weighs the one class of each example, but a multi_label classifier's "
+                             "examples have any number: give `sample_weight` (one weight per example) instead.")
         if not isinstance(class_weight, dict):
             raise ValueError(f"`class_weight` must be a dict {{class id or label name: weight}}, got {class_weight!r}.")
         table = np.ones(self.num_classes, "float32")
@@ -292,10 +334,15 @@ class BertClassifier(Task):
         return weights if sample_weight is None else weights * np.asarray(sample_weight, "float32")
 
     def label_ids(self, labels):
-        """Labels as class ids: names from `label_names` become their index; ids are checked against `num_classes`.
+        """Labels as the loss takes them: class ids (names from `label_names` become their index; ids are checked
+        against `num_classes`), float32 scores (regression), or multi-hot float32 rows (multi-label).
 
-        Regression labels are returned as float32. A label that is not a class
-        of this classifier raises one line naming the example.
+        A multi-label example's labels are a list, tuple or set of names or ids
+        (empty: none of the classes), or a multi-hot row of `num_classes`
+        numbers in [0, 1]; a row of `num_classes` ints that are all 0 or 1 is
+        read as multi-hot, so give ids as a set (`{0, 1}`) to list them. A
+        label that is not a class of this classifier raises one line naming
+        the example.
 
         Example:
         >>> classifier.label_ids(["positive", "negative", 1]).tolist()  # doctest: +SKIP
@@ -303,6 +350,8 @@ class BertClassifier(Task):
         """
         if hasattr(labels, "tolist") and not isinstance(labels, np.ndarray):  # a pandas Series, a tensor
             labels = labels.tolist()
+        if self.multi_label:
+            return self._multi_hot(labels)
         values = labels if isinstance(labels, np.ndarray) else np.asarray(labels, dtype=object)
         values = values.reshape(1) if values.ndim == 0 else values
         if values.ndim != 1:
@@ -349,9 +398,58 @@ class BertClassifier(Task):
             )
         return ids
 
+    def _multi_hot(self, labels):
+        """Multi-label `labels` (see `label_ids`) -> float32 `(examples, num_classes)`."""
+        if isinstance(labels, np.ndarray) and labels.ndim == 2 and labels.dtype.kind in "biuf":
+            if labels.shape[1] != self.num_classes:
+                raise ValueError(f"`y` has shape {labels.shape}: multi-hot rows of this multi_label classifier have "
+                                 f"num_classes={self.num_classes} columns.")
+            rows = labels
+        elif isinstance(labels, (list, tuple, np.ndarray)):
+            rows = list(labels)
+        else:
+            raise ValueError(f"`y` of a multi_label classifier must hold one list of labels (or one multi-hot row) "
+                             f"per example, got {type(labels).__name__}.")
+        names = {name: i for i, name in enumerate(self.label_names or ())}
+        targets = np.zeros((len(rows), self.num_classes), "float32")
+        for index, row in enumerate(rows):
+            if hasattr(row, "tolist") and not isinstance(row, (str, bytes)):
+                row = row.tolist()
+            if isinstance(row, (str, bytes)) or not isinstance(row, (list, tuple, set, frozenset)):
+                raise ValueError(
+                    f"Example {index}: a multi_label classifier takes a list of labels per example (names or ids, "
+                    f"[] for none) or a multi-hot row of {self.num_classes} numbers, got {row!r}."
+                )
+            if _is_multi_hot(row, self.num_classes):
+                values = np.asarray(row, "float32")
+                if not np.all((values >= 0) & (values <= 1)):
+                    raise ValueError(f"Example {index}: multi-hot row {row!r} has values outside [0, 1].")
+                targets[index] = values
+                continue
+            for value in row:
+                targets[index, self._class_index(value, index, names)] = 1.0
+        return targets
+
+    def _class_index(self, value, index, names):
+        """One multi-label label (a name from `label_names` or a class id) of example `index` -> its class id."""
+        if isinstance(value, bytes):
+            value = value.decode("utf-8")
+        if isinstance(value, (str, np.str_)):
+            if not self.label_names:
+                raise ValueError(f"Example {index}: label {value!r} is a name, but this classifier has no "
+                                 f"label_names: give class ids 0..{self.num_classes - 1}, or build it with "
+                                 "label_names=[...].")
+            if value not in names:
+                raise ValueError(f"Example {index}: label {value!r} is not one of the label_names {self.label_names}.")
+            return names[value]
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value < self.num_classes:
+            return int(value)
+        raise ValueError(f"Example {index}: label {value!r} is not a class of this {self.num_classes}-class "
+                         f"classifier (ids 0..{self.num_classes - 1}, or names from label_names).")
+
     # === Pipelines ===
 
-    def predict_labels(self, texts, batch_size=32, return_scores=False):
+    def predict_labels(self, texts, batch_size=32, return_scores=False, threshold=None):
         """Predicted label names (or class ids without `label_names`), or float scores for regression.
 
         Args:
@@ -360,24 +458,90 @@ class BertClassifier(Task):
             return_scores: give `{"label": ..., "score": probability}` per
                 text instead (the softmax probability of the predicted class,
                 as Hugging Face's text-classification pipeline gives it).
+                Multi-label: per text, every class with its sigmoid
+                probability, likeliest first (the pipeline with `top_k=None`).
+            threshold: multi-label only: a class is predicted when its
+                probability is above it (default 0.5).
+
+        Returns:
+            One label (or score) per text; multi-label: one list of labels
+            per text (likeliest first, empty when no class passes).
 
         Example:
         >>> classifier.predict_labels(["a great film", "dull"])  # doctest: +SKIP
         ['positive', 'negative']
         >>> classifier.predict_labels(["a great film"], return_scores=True)  # doctest: +SKIP
         [{'label': 'positive', 'score': 0.97}]
+        >>> entity_types.predict_labels(["EU rejects German call to boycott British lamb ."])  # doctest: +SKIP
+        [['ORG', 'MISC']]
         """
         if return_scores and self.is_regression:
             raise ValueError("return_scores gives class probabilities; this classifier is a regression (num_classes=1).")
+        if threshold is not None and not self.multi_label:
+            raise ValueError("`threshold` picks the classes of a multi_label classifier; this one predicts one class "
+                             "per example (the likeliest).")
+        threshold = 0.5 if threshold is None else threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"`threshold` must be a probability in [0, 1], got {threshold!r}.")
         outputs = np.asarray(self.predict(texts, batch_size=batch_size, verbose=0), "float64")
         if self.is_regression:
             return [float(v) for v in outputs[:, 0]]
+        names = list(range(self.num_classes)) if self.label_names is None else self.label_names
+        if self.multi_label:
+            probabilities = outputs if self.activation == "sigmoid" else 1.0 / (1.0 + np.exp(-outputs))
+            order = np.argsort(-probabilities, axis=-1, kind="stable")
+            if return_scores:
+                return [[{"label": names[i], "score": float(row[i])} for i in ranks]
+                        for row, ranks in zip(probabilities, order)]
+            return [[names[i] for i in ranks if row[i] > threshold] for row, ranks in zip(probabilities, order)]
         ids = outputs.argmax(axis=-1)
-        labels = [int(i) for i in ids] if self.label_names is None else [self.label_names[i] for i in ids]
+        labels = [names[i] for i in ids]
         if not return_scores:
             return labels
         probabilities = outputs if self.activation == "softmax" else softmax(outputs)
         return [{"label": label, "score": float(probabilities[row, i])} for row, (label, i) in enumerate(zip(labels, ids))]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class MultiLabelF1Score(keras.metrics.F1Score):
+    """F1 over every (example, class) decision of a multi-label classifier: a class is predicted when its probability
+    is above `threshold` (`average="micro"`; `"macro"` averages the classes' F1), from logits or probabilities.
+
+    Keras's `F1Score` reads probabilities only; this one also reads the logits that `BertClassifier` outputs by default.
+
+    Example:
+    >>> import numpy as np
+    >>> metric = MultiLabelF1Score()
+    >>> metric.update_state(np.array([[1.0, 0.0, 1.0]]), np.array([[2.0, -1.0, -0.5]]))
+    >>> round(float(metric.result()), 4)  # one of two true classes found, no false one: 2 * 0.5 / 1.5
+    0.6667
+    """
+
+    def __init__(self, from_logits=True, threshold=0.5, average="micro", name="micro_f1", dtype=None):
+        super().__init__(average=average, threshold=threshold, name=name, dtype=dtype)
+        self.from_logits = from_logits
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        if self.from_logits:
+            y_pred = keras.ops.sigmoid(keras.ops.cast(y_pred, "float32"))
+        # Length-bucketed batches leave the label rows' width unknown to a traced step; it is the classes'.
+        y_true = keras.ops.reshape(y_true, (-1, y_pred.shape[-1]))
+        super().update_state(y_true, y_pred, sample_weight)
+
+    def get_config(self):
+        return {**super().get_config(), "from_logits": self.from_logits}
+
+
+def _is_multi_hot(row, num_classes):
+    """Whether a multi-label example's `row` is a multi-hot row (`num_classes` numbers, floats or 0/1 ints) rather
+    than a list of class ids."""
+    if isinstance(row, (set, frozenset)) or len(row) != num_classes:
+        return False
+    if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) or
+               isinstance(v, (bool, np.bool_)) for v in row):
+        return False
+    integral = all(isinstance(v, (int, np.integer, bool, np.bool_)) for v in row)
+    return not integral or all(v in (0, 1) for v in row)
 
 
 def _is_number(value):

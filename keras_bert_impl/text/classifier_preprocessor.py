@@ -147,7 +147,7 @@ class BertClassifierPreprocessor(PreprocessingLayer):
 
         Args:
             x: raw text in one of the forms above, or a `tf.data.Dataset` of them.
-            y: labels (one per example) or None.
+            y: labels (one per example, or one row per example: multi-hot labels) or None.
             sample_weight: per-example weights or None.
             batch_size: int.
             shuffle: shuffle and bucket by length (training) or keep the order.
@@ -170,7 +170,7 @@ class BertClassifierPreprocessor(PreprocessingLayer):
         count = len(segments[0])
         if count == 0:
             raise ValueError("No examples: the raw text list is empty.")
-        labels = None if y is None else _as_column(y, count, "y")
+        labels = None if y is None else _as_column(y, count, "y", rows=True)
         weights = None if sample_weight is None else _as_column(sample_weight, count, "sample_weight", "float32")
         features = self._tokenize_all(segments)
         lengths = features["token_ids"].row_lengths().numpy()
@@ -238,10 +238,12 @@ class ClassifierPreprocessor(BertClassifierPreprocessor):
     """The earlier name of `BertClassifierPreprocessor`, kept so that models saved under it still load."""
 
 
-def _as_column(values, count, name, dtype=None):
+def _as_column(values, count, name, dtype=None, rows=False):
+    """`values` as an array of one value (or, with `rows`, one value or one row: multi-hot labels) per example."""
     array = np.asarray(values) if dtype is None else np.asarray(values, dtype=dtype)
-    if array.ndim != 1 or len(array) != count:
-        raise ValueError(f"`{name}` must hold one value per example ({count}), got shape {array.shape}.")
+    if array.ndim not in ((1, 2) if rows else (1,)) or len(array) != count:
+        what = "one value (or one row of values)" if rows else "one value"
+        raise ValueError(f"`{name}` must hold {what} per example ({count}), got shape {array.shape}.")
     return array
 
 

@@ -1,10 +1,13 @@
-"""Labelled text tables (CSV, TSV, JSON Lines) for text classification and regression.
+"""Labelled text tables (CSV, TSV, JSON Lines) for text classification (one label or several a row) and regression.
 
 `read_table` reads a user's own file into a `LabelledTable` (texts, optional
 second texts, labels, and the line each row came from), checking every row.
 `label_vocabulary` gives the sorted training labels, `encode_labels` maps
 labels to class ids, and `classification_scores` / `regression_scores`
-score predictions (accuracy and macro F1; Pearson and Spearman).
+score predictions (accuracy and macro F1; Pearson and Spearman). With
+`label_separator`, each row holds any number of labels (multi-label): a cell
+``"ORG,MISC"`` (or a JSON list ``["ORG", "MISC"]``; empty: none), scored by
+micro and macro F1 (`metrics.multi_label`).
 
 Every problem in a file raises a `TableFormatError` (a `ValueError`) whose
 message is one line naming the file, the line and the column, e.g.
@@ -50,6 +53,7 @@ import numpy as np
 
 from keras_bert_impl.file_errors import FileFormatError, decode_utf8
 from keras_bert_impl.metrics.glue import accuracy, f1_score, pearson, spearman
+from keras_bert_impl.metrics.multi_label import multi_label_scores
 
 FORMATS = ("csv", "tsv", "jsonl")
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
@@ -104,7 +108,8 @@ class EmptyTableError(TableFormatError):
 class LabelledTable:
     """Rows of a table file: `texts`, `text_pairs` (or None), `labels` (or None) and each row's `line_numbers`.
 
-    Labels are strings for classification and floats for regression.
+    Labels are strings for classification, tuples of strings for multi-label
+    classification (`multi_label`), and floats for regression.
     `line_numbers` are 1-based lines of the file where each row starts (the
     header is line 1 in CSV/TSV).
     """
@@ -116,6 +121,7 @@ class LabelledTable:
     line_numbers: List[int]
     label_column: Optional[str] = None
     regression: bool = False
+    multi_label: bool = False
 
     def __len__(self):
         return len(self.texts)
@@ -173,6 +179,7 @@ def read_table(
     regression=False,
     known_labels=None,
     file_format=None,
+    label_separator=None,
 ):
     """Reads a labelled text table, checking every row.
 
@@ -186,6 +193,10 @@ def read_table(
             training labels (`label_vocabulary(train_table)`): any other
             label is an `UnknownLabelError`.
         file_format: "csv", "tsv" or "jsonl"; default from the extension.
+        label_separator: None (one label a row), or the string between the
+            labels of a row that has several (multi-label, e.g. ","): each
+            label cell becomes a tuple of names, an empty cell none; in JSON
+            Lines a list of names is taken as it is.
 
     Returns:
         A `LabelledTable`.
@@ -205,6 +216,13 @@ def read_table(
     >>> table.labels, table.text_pairs[0]
     ([5.0, 0.5], 'An air plane is taking off.')
 
+    Several labels a row (multi-label: the entity types of CoNLL-2003 sentences):
+    >>> path = os.path.join(tempfile.mkdtemp(), "types.csv")
+    >>> with open(path, "w", encoding="utf-8") as f:
+    ...     _ = f.write('text,types\\nEU rejects German call to boycott British lamb .,"ORG,MISC"\\nThe guitarist died of a drugs overdose in 1970 aged 27 .,\\n')
+    >>> read_table(path, "text", "types", label_separator=",").labels
+    [('ORG', 'MISC'), ()]
+
     A label the training file lacks:
     >>> path = os.path.join(tempfile.mkdtemp(), "dev.tsv")
     >>> with open(path, "w", encoding="utf-8") as f:
@@ -220,6 +238,10 @@ def read_table(
     columns = [c for c in (text_column, text_pair_column, label_column) if c is not None]
     if len(set(columns)) != len(columns):
         raise ValueError(f"The text, pair and label columns must differ, got {columns}.")
+    if label_separator is not None and (regression or not isinstance(label_separator, str) or not label_separator):
+        raise ValueError("`label_separator` splits the labels of a multi-label row: a non-empty string, and not "
+                         f"with regression scores; got {label_separator!r}" + (" with regression=True." if regression
+                                                                                else "."))
     rows = _json_rows(path, text, columns) if fmt == "jsonl" else _delimited_rows(path, text, fmt, columns)
     known = None if known_labels is None else [str(label) for label in known_labels]
     known_set = None if known is None else set(known)
@@ -233,18 +255,24 @@ def read_table(
             value = row[label_column]
             if regression:
                 labels.append(_score(path, line, label_column, value))
+                lines.append(line)
+                continue
+            if label_separator is None:
+                row_labels = (_label(path, line, label_column, value),)
             else:
-                label = _label(path, line, label_column, value)
+                row_labels = _label_set(path, line, label_column, value, label_separator)
+            for label in row_labels:
                 if known_set is not None and label not in known_set:
                     raise UnknownLabelError(
                         path, line, label_column,
                         f"label {label!r} is not among the training labels {_preview(known)}",
                     )
-                labels.append(label)
+            labels.append(row_labels[0] if label_separator is None else row_labels)
         lines.append(line)
     if not texts:
         raise EmptyTableError(path, 1, None, "no data rows: the file has a header but no examples")
-    return LabelledTable(path, texts, pairs, labels, lines, label_column=label_column, regression=bool(regression))
+    return LabelledTable(path, texts, pairs, labels, lines, label_column=label_column, regression=bool(regression),
+                         multi_label=label_separator is not None)
 
 
 def _preview(labels, limit=20):
@@ -369,6 +397,20 @@ def _label(path, line, column, value):
     return label
 
 
+def _label_set(path, line, column, value, separator):
+    """A multi-label cell -> a tuple of label names (in the order given, each once; empty: none)."""
+    if value is None:
+        raise LabelValueError(path, line, column, "the labels are missing (null); an empty cell or [] means none")
+    if isinstance(value, list):
+        labels = [_label(path, line, column, item) for item in value]
+    elif isinstance(value, dict):
+        raise LabelValueError(path, line, column, f"expected labels (a list, or names joined by {separator!r}), "
+                                                  f"got {value!r}")
+    else:
+        labels = [_label(path, line, column, piece) for piece in str(value).split(separator) if piece.strip()]
+    return tuple(dict.fromkeys(labels))
+
+
 def _score(path, line, column, value):
     try:
         if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
@@ -400,7 +442,7 @@ def label_vocabulary(table):
         raise ValueError(f"{table.path} was read without a label column: it has no labels.")
     if table.regression:
         raise ValueError(f"{table.path} holds regression scores, which have no label vocabulary.")
-    unique = set(table.labels)
+    unique = {label for labels in table.labels for label in labels} if table.multi_label else set(table.labels)
     try:
         return sorted(unique, key=lambda label: (int(label), label))
     except ValueError:
@@ -418,26 +460,35 @@ def label_to_id(vocabulary):
 
 
 def encode_labels(table, vocabulary):
-    """The table's labels as int32 class ids under `vocabulary` (an `UnknownLabelError` for any other label).
+    """The table's labels as int32 class ids under `vocabulary` (an `UnknownLabelError` for any other label);
+    multi-label: int32 multi-hot rows `(examples, len(vocabulary))`.
 
     Example:
     >>> encode_labels(LabelledTable("t.csv", ["a", "b"], None, ["pos", "neg"], [2, 3]), ["neg", "pos"]).tolist()
     [1, 0]
+    >>> topics = LabelledTable("t.csv", ["a", "b"], None, [("x", "z"), ()], [2, 3], multi_label=True)
+    >>> encode_labels(topics, ["x", "y", "z"]).tolist()
+    [[1, 0, 1], [0, 0, 0]]
     """
     ids = label_to_id(vocabulary)
-    encoded = np.empty(len(table.labels), dtype="int32")
-    for i, (label, line) in enumerate(zip(table.labels, table.line_numbers)):
-        if label not in ids:
-            raise UnknownLabelError(
-                table.path, line, table.label_column,
-                f"label {label!r} is not among the training labels {_preview(list(vocabulary))}",
-            )
-        encoded[i] = ids[label]
+    encoded = np.zeros((len(table.labels), len(ids)) if table.multi_label else len(table.labels), dtype="int32")
+    for i, (labels, line) in enumerate(zip(table.labels, table.line_numbers)):
+        for label in labels if table.multi_label else (labels,):
+            if label not in ids:
+                raise UnknownLabelError(
+                    table.path, line, table.label_column,
+                    f"label {label!r} is not among the training labels {_preview(list(vocabulary))}",
+                )
+            if table.multi_label:
+                encoded[i, ids[label]] = 1
+            else:
+                encoded[i] = ids[label]
     return encoded
 
 
 def label_targets(table, vocabulary=None):
-    """What `fit` takes as `y`: float32 scores for regression, int32 class ids (under `vocabulary`) otherwise."""
+    """What `fit` takes as `y`: float32 scores for regression, int32 class ids (under `vocabulary`) otherwise
+    (multi-hot rows for multi-label)."""
     if table.regression:
         return np.asarray(table.labels, dtype="float32")
     return encode_labels(table, vocabulary if vocabulary is not None else label_vocabulary(table))
@@ -476,6 +527,9 @@ def regression_scores(labels, predictions):
 def score_outputs(table, outputs, vocabulary=None):
     """Scores a classifier's raw `predict` outputs (logits or `(n, 1)` scores) against a labelled table.
 
+    Multi-label outputs are logits: a class is predicted where its logit is
+    above 0 (probability 0.5), as `BertClassifier.predict_labels` does.
+
     Example:
     >>> table = LabelledTable("dev.csv", ["a", "b"], None, ["neg", "pos"], [2, 3])
     >>> score_outputs(table, [[2.0, -1.0], [0.5, 0.1]], ["neg", "pos"])
@@ -484,6 +538,8 @@ def score_outputs(table, outputs, vocabulary=None):
     outputs = np.asarray(outputs)
     if table.regression:
         return regression_scores(np.asarray(table.labels, "float64"), outputs.reshape(len(table), -1)[:, 0])
+    if table.multi_label:
+        return multi_label_scores(encode_labels(table, vocabulary), (outputs > 0).astype("int32"))
     return classification_scores(encode_labels(table, vocabulary), outputs.argmax(axis=-1))
 
 

@@ -9,7 +9,7 @@
 3. `run`: `finetune` on the raw strings, tokenized and batched by the model's
    preprocessor (AdamW, 10% warm-up, linear decay over the counted steps,
    TensorBoard logs in `model_dir/logs`), score the validation file
-   (accuracy and macro F1, or Pearson and Spearman), write
+   (accuracy and macro F1; multi-label: micro and macro F1 and subset accuracy; or Pearson and Spearman), write
    `dev_results.json`, `model.keras` and `test_predictions.tsv`.
 
 With `--strategy multiworker` (TensorFlow workers, `torchrun`, JAX processes)
@@ -42,6 +42,8 @@ class TableClassificationConfig:
     test_file: Optional[str] = None
     text_pair_column: Optional[str] = None
     regression: bool = False
+    multi_label: bool = False  # each row has any number of labels, joined by `label_separator` (JSON Lines: a list)
+    label_separator: str = ","
     preset: str = "all_minilm_l6_v2_en"
     sequence_length: int = 128
     batch_size: int = 32
@@ -62,19 +64,22 @@ def read_inputs(config):
     from keras_bert_impl.tasks.classification.table_files import label_vocabulary, read_table
 
     columns = dict(text_column=config.text_column, text_pair_column=config.text_pair_column)
-    train = read_table(config.train_file, label_column=config.label_column, regression=config.regression, **columns)
+    labels = dict(label_column=config.label_column, regression=config.regression,
+                  label_separator=config.label_separator if config.multi_label else None)
+    train = read_table(config.train_file, **labels, **columns)
     label_names = None if config.regression else label_vocabulary(train)
     if label_names is not None and len(label_names) < 2:
-        raise ValueError(f"{config.train_file}: column {config.label_column!r} has one label only, "
-                         f"{label_names[0]!r}; a classifier needs two or more (or use --regression for scores)")
-    validation = read_table(config.validation_file, label_column=config.label_column,
-                            regression=config.regression, known_labels=label_names, **columns)
+        raise ValueError(f"{config.train_file}: column {config.label_column!r} has "
+                         + (f"one label only, {label_names[0]!r}" if label_names else "no labels")
+                         + "; a classifier needs two or more (or use --regression for scores)")
+    validation = read_table(config.validation_file, **labels, known_labels=label_names, **columns)
     test = None if config.test_file is None else read_table(config.test_file, **columns)
     return train.head(config.train_limit), validation, test, label_names
 
 
 def build_classifier(config, label_names, strategy=None):
-    """`BertClassifier.from_preset` with a new head (one output for regression, else one per label name), built
+    """`BertClassifier.from_preset` with a new head (one output for regression, else one per label name; one
+    sigmoid each with `multi_label`), built
     under `strategy` (a `training.strategy.get_strategy` result; None: `config.strategy`'s)."""
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.training.finetuning import setup_finetuning
@@ -86,7 +91,7 @@ def build_classifier(config, label_names, strategy=None):
     with strategy.scope():
         classifier = BertClassifier.from_preset(
             config.preset, num_classes=1 if config.regression else len(label_names),
-            label_names=label_names, sequence_length=config.sequence_length)
+            label_names=label_names, multi_label=config.multi_label, sequence_length=config.sequence_length)
         if config.lora_rank:
             classifier.backbone.enable_lora(config.lora_rank)
     return classifier
@@ -116,7 +121,7 @@ def run(config, inputs=None):
     results = {
         **score_outputs(validation, outputs, label_names),
         "validation_examples": len(validation), "train_examples": len(train), "label_names": label_names,
-        "regression": config.regression, "epochs": config.epochs,
+        "regression": config.regression, "multi_label": config.multi_label, "epochs": config.epochs,
         "final_train_loss": result.history["loss"][-1], "train_steps_per_epoch": result.train_steps,
         "train_seconds": round(train_seconds, 2), "eval_seconds": round(time.perf_counter() - start, 2),
         **{k: getattr(config, k) for k in ("preset", "sequence_length", "batch_size", "learning_rate", "seed",
@@ -130,6 +135,8 @@ def run(config, inputs=None):
     if test is not None:
         with predicting_everywhere(strategy):
             predictions = classifier.predict_labels(test.inputs, batch_size=config.batch_size)
+        if config.multi_label:
+            predictions = [config.label_separator.join(labels) for labels in predictions]
         lines = [f"{i}\t{p:.6g}" if config.regression else f"{i}\t{p}" for i, p in enumerate(predictions)]
         atomic_write_text(os.path.join(config.model_dir, "test_predictions.tsv"),
                           "\n".join(["index\tprediction", *lines]) + "\n")
