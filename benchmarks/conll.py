@@ -200,6 +200,7 @@ def run_keras(args, label_names, train, dev, test, seed, encoded=None):
 def run_hf(args, label_names, train, dev, test, seed):
     import numpy as np
     import torch
+    from hf_reference import bert_adamw
     from transformers import AutoTokenizer, BertForTokenClassification, get_linear_schedule_with_warmup
 
     from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets
@@ -240,12 +241,7 @@ def run_hf(args, label_names, train, dev, test, seed):
 
     train_examples = encode(train)
     model = BertForTokenClassification.from_pretrained(model_dir, num_labels=len(label_names)).to(device)
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [
-        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
-        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, eps=1e-6)
+    optimizer = bert_adamw(model, args.learning_rate)
     steps_per_epoch = (len(train_examples) + args.batch_size - 1) // args.batch_size
     total = steps_per_epoch * args.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, int(round(0.1 * total)), total)

@@ -193,11 +193,12 @@ def run_ours_arrays(task_name, args, seed, train_limit):
 def run_reference(task_name, args, seed, train_limit):
     """Hugging Face BertForSequenceClassification, a plain torch loop (what Trainer does, minus its extras)."""
     import torch
+    from hf_reference import bert_adamw
     import transformers
 
     from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets  # noqa: F401 (same files as ours)
     from keras_bert_impl.tasks import classification as glue
-    from keras_bert_impl.metrics.glue import TASK_METRICS, glue_metrics
+    from keras_bert_impl.metrics.glue import glue_metrics
 
     torch.set_num_threads(args.threads)
     model_dir = _checkpoint_dir(args.preset)
@@ -234,12 +235,7 @@ def run_reference(task_name, args, seed, train_limit):
     train_encoded = encode(train)
     steps_per_epoch = -(-len(train) // args.batch_size)
     total_steps = steps_per_epoch * args.epochs
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [
-        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
-        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, eps=1e-6)
+    optimizer = bert_adamw(model, args.learning_rate)
     scheduler = transformers.get_linear_schedule_with_warmup(optimizer, int(round(0.1 * total_steps)), total_steps)
     generator = np.random.default_rng(seed)
     history, epoch_seconds = [], []

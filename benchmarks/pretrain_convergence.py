@@ -248,6 +248,7 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed, dro
     most of a tiny model's step on the vocabulary projection.
     """
     import torch
+    from hf_reference import bert_adamw
     from transformers import BertConfig, BertForPreTraining, get_linear_schedule_with_warmup
 
     from keras_bert_impl.presets import backbone_presets
@@ -263,13 +264,7 @@ def run_huggingface(config_name, args, train, valid, vocab_size, model_seed, dro
         max_position_embeddings=c["max_sequence_length"], type_vocab_size=c["num_segments"],
         layer_norm_eps=c["layer_norm_epsilon"], hidden_dropout_prob=c["dropout"] if dropout is None else dropout,
         attention_probs_dropout_prob=c["dropout"] if dropout is None else dropout)).to(device)
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [
-        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
-        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, betas=(0.9, getattr(args, "adam_beta2", 0.999)),
-                                  eps=1e-6)
+    optimizer = bert_adamw(model, args.learning_rate, betas=(0.9, getattr(args, "adam_beta2", 0.999)))
     schedule = get_linear_schedule_with_warmup(optimizer, args.warmup_steps, args.steps)
 
     def tensors(batch):

@@ -215,6 +215,7 @@ def _predict_report(num_windows, pass_seconds, shapes, postprocess_seconds, toke
 def run_huggingface(args, train_features, eval_features, eval_gold):
     import numpy as np
     import torch
+    from hf_reference import bert_adamw
     from transformers import BertForQuestionAnswering
 
     from keras_bert_impl.tasks.span_qa.batches import PackedPredictionBatches, PredictionBatches
@@ -239,12 +240,7 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
     steps_per_epoch = len(train_ds) if array_batches else sum(1 for _ in train_ds)
     total_steps = steps_per_epoch * args.epochs
     warmup = int(round(0.1 * total_steps))
-    no_decay = ("bias", "LayerNorm.weight")
-    groups = [
-        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": 0.01},
-        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=args.learning_rate, eps=1e-6)
+    optimizer = bert_adamw(model, args.learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
         lambda step: (step + 1) / max(1, warmup) if step < warmup else max(0.0, (total_steps - step) / max(1, total_steps - warmup)),

@@ -219,3 +219,35 @@ def test_multi_label_scores_equal_scikit_learn(shared_data):
     with pytest.raises(ValueError) as error:
         multi_label_scores(labels, predictions * 0.7)
     assert str(error.value) == "`predictions` must hold 0 or 1 only (threshold probabilities first)."
+
+
+def test_tables_with_several_labels_a_row(tmp_path):
+    from keras_bert_impl.tasks.classification.table_files import encode_labels, label_vocabulary, read_table
+
+    rows = [{"text": "EU rejects German call to boycott British lamb .", "types": ["ORG", "MISC"]},
+            {"text": "Peter Blackburn", "types": "PER"},
+            {"text": "The guitarist died of a drugs overdose in 1970 aged 27 .", "types": []}]
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    table = read_table(train, "text", "types", label_separator=",")
+    assert table.multi_label and table.labels == [("ORG", "MISC"), ("PER",), ()]
+    assert label_vocabulary(table) == ["MISC", "ORG", "PER"]
+    assert encode_labels(table, ["LOC", "MISC", "ORG", "PER"]).tolist() == [[0, 1, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0]]
+
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("text\ttypes\nPeter Blackburn\tPER|LOC\nBRUSSELS 1996-08-22\tPER|PLACE\n", encoding="utf-8")
+    assert read_table(dev, "text", "types", label_separator="|").labels == [("PER", "LOC"), ("PER", "PLACE")]
+    with pytest.raises(ValueError) as error:
+        read_table(dev, "text", "types", label_separator="|", known_labels=["LOC", "PER"])
+    assert str(error.value) == (f"{dev}, line 3, column 'types': label 'PLACE' is not among the training labels "
+                                "['LOC', 'PER']")
+    null = tmp_path / "null.jsonl"
+    null.write_text('{"text": "Peter Blackburn", "types": null}\n', encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        read_table(null, "text", "types", label_separator=",")
+    assert str(error.value) == (f"{null}, line 1, column 'types': the labels are missing (null); an empty cell or [] "
+                                "means none")
+    with pytest.raises(ValueError) as error:
+        read_table(train, "text", "types", label_separator=",", regression=True)
+    assert str(error.value) == ("`label_separator` splits the labels of a multi-label row: a non-empty string, and not "
+                                "with regression scores; got ',' with regression=True.")

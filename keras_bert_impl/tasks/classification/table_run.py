@@ -123,7 +123,8 @@ def run(config, inputs=None):
         "validation_examples": len(validation), "train_examples": len(train), "label_names": label_names,
         "regression": config.regression, "multi_label": config.multi_label, "epochs": config.epochs,
         "final_train_loss": result.history["loss"][-1], "train_steps_per_epoch": result.train_steps,
-        "train_seconds": round(train_seconds, 2), "eval_seconds": round(time.perf_counter() - start, 2),
+        "train_seconds": round(train_seconds, 2), "epoch_seconds": [round(float(t), 2) for t in result.epoch_seconds],
+        "eval_seconds": round(time.perf_counter() - start, 2),
         **{k: getattr(config, k) for k in ("preset", "sequence_length", "batch_size", "learning_rate", "seed",
                                            "strategy")},
         # What the model computes in (set by `setup_finetuning` when it was built): None for float32.
