@@ -200,7 +200,7 @@ def run_keras(args, label_names, train, dev, test, seed, encoded=None):
 def run_hf(args, label_names, train, dev, test, seed):
     import numpy as np
     import torch
-    from hf_reference import bert_adamw
+    from hf_reference import apply_gradients, bert_adamw
     from transformers import AutoTokenizer, BertForTokenClassification, get_linear_schedule_with_warmup
 
     from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets
@@ -254,11 +254,7 @@ def run_hf(args, label_names, train, dev, test, seed):
         for first in range(0, len(order), args.batch_size):
             input_ids, attention, labels = collate([train_examples[i] for i in order[first : first + args.batch_size]])
             loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
+            apply_gradients(loss, model, optimizer, scheduler)
         if device.type == "cuda":
             torch.cuda.synchronize()
         epoch_seconds.append(time.perf_counter() - start)

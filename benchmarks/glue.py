@@ -193,7 +193,7 @@ def run_ours_arrays(task_name, args, seed, train_limit):
 def run_reference(task_name, args, seed, train_limit):
     """Hugging Face BertForSequenceClassification, a plain torch loop (what Trainer does, minus its extras)."""
     import torch
-    from hf_reference import bert_adamw
+    from hf_reference import apply_gradients, bert_adamw
     import transformers
 
     from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets  # noqa: F401 (same files as ours)
@@ -243,12 +243,7 @@ def run_reference(task_name, args, seed, train_limit):
         model.train()
         start = time.perf_counter()
         for features, labels in batches(train_encoded, train.labels, generator.permutation(len(train)), args.batch_size):
-            loss = model(**features, labels=labels).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
+            apply_gradients(model(**features, labels=labels).loss, model, optimizer, scheduler)
         if device.type == "cuda":
             torch.cuda.synchronize()
         epoch_seconds.append(time.perf_counter() - start)

@@ -20,3 +20,14 @@ def bert_adamw(model, learning_rate, betas=(0.9, 0.999), eps=1e-6, weight_decay=
         {"params": [p for n, p in named if any(k in n for k in NO_DECAY)], "weight_decay": 0.0},
     ]
     return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps)
+
+
+def apply_gradients(loss, model, optimizer, scheduler):
+    """One optimizer step from `loss`: backward, global-norm clipping at 1.0, AdamW and schedule steps."""
+    import torch
+
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()

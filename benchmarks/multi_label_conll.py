@@ -74,7 +74,7 @@ def run_ours(args, train_file, dev_file, model_dir):
 def run_reference(args, train_rows, dev_rows):
     import torch
     import transformers
-    from hf_reference import bert_adamw
+    from hf_reference import apply_gradients, bert_adamw
 
     from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets
     from keras_bert_impl.metrics.multi_label import multi_label_scores
@@ -109,11 +109,7 @@ def run_reference(args, train_rows, dev_rows):
         start = time.perf_counter()
         for features, labels in batches(train_rows, generator.permutation(len(train_rows)), args.batch_size):
             loss = model(**features, labels=labels).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
+            apply_gradients(loss, model, optimizer, scheduler)
         epoch_seconds.append(round(time.perf_counter() - start, 2))
     model.eval()
     with torch.no_grad():

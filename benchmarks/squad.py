@@ -215,7 +215,7 @@ def _predict_report(num_windows, pass_seconds, shapes, postprocess_seconds, toke
 def run_huggingface(args, train_features, eval_features, eval_gold):
     import numpy as np
     import torch
-    from hf_reference import bert_adamw
+    from hf_reference import apply_gradients, bert_adamw
     from transformers import BertForQuestionAnswering
 
     from keras_bert_impl.tasks.span_qa.batches import PackedPredictionBatches, PredictionBatches
@@ -291,11 +291,7 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
                     start_positions=torch.from_numpy(starts).long().to(device)[keep],
                     end_positions=torch.from_numpy(ends).long().to(device)[keep],
                 )
-            out.loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
+            apply_gradients(out.loss, model, optimizer, schedule)
             losses.append(out.loss.detach())
         if device.type == "cuda":
             torch.cuda.synchronize()
