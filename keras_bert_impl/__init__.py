@@ -19,7 +19,7 @@ import importlib
 import keras
 
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.classifier import BertClassifier
+from keras_bert_impl.models.classifier import BertClassifier, MultiLabelF1Score
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.span_extractor import BertSpanExtractor, SpanLoss
 from keras_bert_impl.models.text_embedder import BertTextEmbedder
@@ -84,6 +84,7 @@ __all__ = [
     "BertTextEmbedder",
     "BertTokenClassifier",
     "MaskedTokenAccuracy",
+    "MultiLabelF1Score",
     "SpanLoss",
     "__version__",
     *(name for name in _PREPROCESSING if name != "ClassifierPreprocessor"),

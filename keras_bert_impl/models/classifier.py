@@ -84,8 +84,8 @@ class BertClassifier(Task):
     >>> probabilities = BertClassifier(backbone, num_classes=3, activation="softmax").predict(inputs, verbose=0)
     >>> bool(np.allclose(probabilities.sum(axis=-1), 1.0, atol=1e-5))
     True
-    >>> tagger = BertClassifier(backbone, num_classes=3, multi_label=True)
-    >>> tagger.label_ids([[0, 2], [], {1}]).tolist()
+    >>> multi_label = BertClassifier(backbone, num_classes=3, multi_label=True)
+    >>> multi_label.label_ids([[0, 2], [], {1}]).tolist()
     [[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
 
     From a preset, on raw strings:
@@ -267,8 +267,10 @@ class BertClassifier(Task):
         them for the example alone. Train it on `(inputs, targets, weights)`
         from `batching.packing.first_token_targets` (weight 1 on the first
         tokens; for regression give the targets a last axis of 1,
-        `targets[..., None]`, like the output; multi-label: the multi-hot rows of `label_ids`): it is compiled with this classifier's loss, averaged over the
-        weights, so the loss is the mean over the examples. Training it trains
+        `targets[..., None]`, like the output; multi-label: the multi-hot
+        rows of `label_ids`): it is compiled with this classifier's loss,
+        averaged over the weights, so the loss is the mean over the examples.
+        Training it trains
         this classifier; predict and save with the classifier itself.
         Needs `pooling="pooled"`.
 
