@@ -177,6 +177,8 @@ def test_bad_multi_label_arguments_are_one_line(minilm_dir, examples):
         (lambda: model.label_ids([[0.0, 2.0, 1.0]]), "Example 0: multi-hot row [0.0, 2.0, 1.0] has values outside [0, 1]."),
         (lambda: model.label_ids(np.zeros((2, 4))),
          "`y` has shape (2, 4): multi-hot rows of this multi_label classifier have num_classes=3 columns."),
+        (lambda: model.label_ids("she"),
+         "`y` of a multi_label classifier must hold one list of labels (or one multi-hot row) per example, got str."),
         (lambda: tiny_classifier().label_ids([["she"]]),
          "Example 0: label 'she' is a name, but this classifier has no label_names: give class ids 0..2, or build it "
          "with label_names=[...]."),
