@@ -537,13 +537,11 @@ class MultiLabelF1Score(keras.metrics.F1Score):
 def _is_multi_hot(row, num_classes):
     """Whether a multi-label example's `row` is a multi-hot row (`num_classes` numbers, floats or 0/1 ints) rather
     than a list of class ids."""
-    if isinstance(row, (set, frozenset)) or len(row) != num_classes:
+    numbers = (bool, int, float, np.bool_, np.integer, np.floating)
+    if isinstance(row, (set, frozenset)) or len(row) != num_classes or not all(isinstance(v, numbers) for v in row):
         return False
-    if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) or
-               isinstance(v, (bool, np.bool_)) for v in row):
-        return False
-    integral = all(isinstance(v, (int, np.integer, bool, np.bool_)) for v in row)
-    return not integral or all(v in (0, 1) for v in row)
+    # Ints are multi-hot only when each is 0 or 1: [0, 2] of a 2-class classifier lists two ids.
+    return any(isinstance(v, (float, np.floating)) for v in row) or all(v in (0, 1) for v in row)
 
 
 def _is_number(value):
