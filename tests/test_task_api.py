@@ -508,8 +508,11 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
     scored = softmax_model.predict_labels(texts[:2], return_scores=True)
     np.testing.assert_allclose([row["score"] for row in scored], probabilities[:2].max(axis=-1), atol=1e-6)
     assert BertClassifier.from_config(softmax_model.get_config()).activation == "softmax"
-    with pytest.raises(ValueError, match="`activation` must be one of \\(None, 'linear', 'softmax'\\)"):
-        BertClassifier(_tiny_backbone(), num_classes=2, activation="sigmoid")
+    with pytest.raises(ValueError) as error:
+        BertClassifier(_tiny_backbone(), num_classes=2, activation="relu")
+    assert str(error.value) == ("`activation` must be one of (None, 'linear', 'softmax', 'sigmoid') (keras-hub's: None "
+                                "gives logits, 'softmax' probabilities; 'sigmoid' those of a multi_label classifier), "
+                                "got 'relu'.")
     with pytest.raises(ValueError, match="activation='softmax' needs classes; num_classes=1 is a regression"):
         BertClassifier(_tiny_backbone(), num_classes=1, activation="softmax")
 

@@ -120,7 +120,7 @@ class BertClassifier(Task):
             raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
         if activation not in ACTIVATIONS:
             raise ValueError(f"`activation` must be one of {ACTIVATIONS} (keras-hub's: None gives logits, 'softmax' "
-                             f"probabilities), got {activation!r}.")
+                             f"probabilities; 'sigmoid' those of a multi_label classifier), got {activation!r}.")
         if activation == "linear":
             activation = None
         if not isinstance(multi_label, bool):
