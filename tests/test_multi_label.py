@@ -253,3 +253,23 @@ def test_tables_with_several_labels_a_row(tmp_path):
         read_table(train, "text", "types", label_separator=",", regression=True)
     assert str(error.value) == ("`label_separator` splits the labels of a multi-label row: a non-empty string, and not "
                                 "with regression scores; got ',' with regression=True.")
+
+
+def test_a_multi_label_table_without_labels_or_with_an_object_cell_is_one_line(tmp_path):
+    from keras_bert_impl.tasks.classification.table_files import read_table
+    from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig, read_inputs
+
+    train = tmp_path / "train.jsonl"
+    train.write_text('{"text": "Peter Blackburn", "types": []}\n{"text": "BRUSSELS 1996-08-22", "types": ""}\n',
+                     encoding="utf-8")
+    config = TableClassificationConfig(str(train), str(train), "text", "types", str(tmp_path / "out"), multi_label=True)
+    with pytest.raises(ValueError) as error:
+        read_inputs(config)
+    assert str(error.value) == (f"{train}: column 'types' has no labels; a classifier needs two or more (or use "
+                                "--regression for scores)")
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"text": "Peter Blackburn", "types": {"PER": 1}}\n', encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        read_table(odd, "text", "types", label_separator=",")
+    assert str(error.value) == (f"{odd}, line 1, column 'types': expected labels (a list, or names joined by ','), "
+                                "got {'PER': 1}")
