@@ -223,6 +223,16 @@ def test_multi_label_scores_equal_scikit_learn(shared_data):
     assert str(error.value) == "`predictions` must hold 0 or 1 only (threshold probabilities first)."
 
 
+def one_row_error(path, types_json):
+    """The message of reading a one-row multi-label JSON Lines file whose label cell is `types_json`."""
+    from keras_bert_impl.tasks.classification.table_files import read_table
+
+    path.write_text('{"text": "Peter Blackburn", "types": %s}\n' % types_json, encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        read_table(path, "text", "types", label_separator=",")
+    return str(error.value)
+
+
 def test_tables_with_several_labels_a_row(tmp_path):
     from keras_bert_impl.tasks.classification.table_files import encode_labels, label_vocabulary, read_table
 
@@ -244,11 +254,8 @@ def test_tables_with_several_labels_a_row(tmp_path):
     assert str(error.value) == (f"{dev}, line 3, column 'types': label 'PLACE' is not among the training labels "
                                 "['LOC', 'PER']")
     null = tmp_path / "null.jsonl"
-    null.write_text('{"text": "Peter Blackburn", "types": null}\n', encoding="utf-8")
-    with pytest.raises(ValueError) as error:
-        read_table(null, "text", "types", label_separator=",")
-    assert str(error.value) == (f"{null}, line 1, column 'types': the labels are missing (null); an empty cell or [] "
-                                "means none")
+    assert one_row_error(null, "null") == (f"{null}, line 1, column 'types': the labels are missing (null); an empty "
+                                           "cell or [] means none")
     with pytest.raises(ValueError) as error:
         read_table(train, "text", "types", label_separator=",", regression=True)
     assert str(error.value) == ("`label_separator` splits the labels of a multi-label row: a non-empty string, and not "
@@ -256,7 +263,6 @@ def test_tables_with_several_labels_a_row(tmp_path):
 
 
 def test_a_multi_label_table_without_labels_or_with_an_object_cell_is_one_line(tmp_path):
-    from keras_bert_impl.tasks.classification.table_files import read_table
     from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig, read_inputs
 
     train = tmp_path / "train.jsonl"
@@ -268,8 +274,5 @@ def test_a_multi_label_table_without_labels_or_with_an_object_cell_is_one_line(t
     assert str(error.value) == (f"{train}: column 'types' has no labels; a classifier needs two or more (or use "
                                 "--regression for scores)")
     odd = tmp_path / "odd.jsonl"
-    odd.write_text('{"text": "Peter Blackburn", "types": {"PER": 1}}\n', encoding="utf-8")
-    with pytest.raises(ValueError) as error:
-        read_table(odd, "text", "types", label_separator=",")
-    assert str(error.value) == (f"{odd}, line 1, column 'types': expected labels (a list, or names joined by ','), "
-                                "got {'PER': 1}")
+    assert one_row_error(odd, '{"PER": 1}') == (f"{odd}, line 1, column 'types': expected labels (a list, or names "
+                                                "joined by ','), got {'PER': 1}")
