@@ -49,11 +49,10 @@ def _register_on_first_use(name, module):
         custom_objects[key] = type(name, (), {"from_config": classmethod(from_config), "__module__": module})
 
 
-# Optimizers and their schedule (training/, Keras only): the same stand-ins, so a model saved with
-# `save(path, include_optimizer=True)` loads with its optimizer after `import keras_bert_impl`.
+# The learning-rate schedule (training/, Keras only): the same stand-in, so a model saved with
+# `save(path, include_optimizer=True)` loads with its optimizer after `import keras_bert_impl`. (The optimizers
+# themselves, in optimizers/, are imported with the models.)
 _TRAINING_OBJECTS = {
-    "GlobalClipAdamW": "keras_bert_impl.training.optimizer",
-    "GlobalClipLamb": "keras_bert_impl.training.optimizer",
     "WarmupLinearDecay": "keras_bert_impl.training.schedule",
 }
 
@@ -61,7 +60,8 @@ for _name, _module in {**_PREPROCESSING, **_TRAINING_OBJECTS}.items():
     _register_on_first_use(_name, _module)
 
 # Sub-packages: imported on first access.
-_LAZY_MODULES = ("data", "text", "tasks", "training", "metrics", "checkpoints", "layers", "models", "presets", "batching")
+_LAZY_MODULES = ("data", "text", "tasks", "training", "metrics", "checkpoints", "layers", "models", "optimizers",
+                 "presets", "batching")
 
 
 def __getattr__(name):

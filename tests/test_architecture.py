@@ -28,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
 
 # Lower rooms first; a module may import its own room and the rooms before it, never a later one.
 LAYER_ORDER = (
-    ("layers", "metrics", "batching", "file_errors"),  # the bottom: nothing else from the package
+    ("layers", "metrics", "batching", "optimizers", "file_errors"),  # the bottom: nothing else from the package
     ("presets", "version", "checkpoints"),
     ("text",),
     ("models",),
@@ -192,22 +192,27 @@ def test_layers_and_models_import_without_tensorflow():
 def test_every_serialisable_class_outside_the_models_is_known_to_the_package_on_import():
     """`keras.saving.load_model` after `import keras_bert_impl` finds every class a `.keras` file may name.
 
-    Classes in `layers/` and `models/` are imported by the package itself; the ones in the TensorFlow rooms
-    (preprocessors, tokenizer) and the optimizers are registered by name on import (`_PREPROCESSING`,
-    `_TRAINING_OBJECTS`) and imported on first use. A class missing there (`BertPretrainerPreprocessor` was)
+    Classes in `layers/`, `models/` and `optimizers/` are imported by the package itself (checked here: the
+    registered class is the real one); the ones in the TensorFlow rooms (preprocessors, tokenizer) and the
+    schedule are registered by name on import (`_PREPROCESSING`, `_TRAINING_OBJECTS`) and imported on first use. A class missing there (`BertPretrainerPreprocessor` was)
     saves, but does not load in a fresh process.
     """
+    import keras
+
     import keras_bert_impl
 
     known = {**keras_bert_impl._PREPROCESSING, **keras_bert_impl._TRAINING_OBJECTS}  # noqa: SLF001
     missing = []
     for name, path in MODULES.items():
-        if name.split(".")[1:2] in (["layers"], ["models"]):
-            continue
+        imported_with_the_package = name.split(".")[1:2] in (["layers"], ["models"], ["optimizers"])
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and any(
                     "register_keras_serializable" in ast.unparse(d) for d in node.decorator_list):
-                if known.get(node.name) != name:
+                registered = keras.saving.get_registered_object(f"keras_bert_impl>{node.name}")
+                if imported_with_the_package:
+                    if getattr(registered, "__module__", None) != name:
+                        missing.append(f"{name}.{node.name} (not imported by `import keras_bert_impl`)")
+                elif known.get(node.name) != name:
                     missing.append(f"{name}.{node.name}")
     assert not missing, f"add to keras_bert_impl/__init__.py's _PREPROCESSING or _TRAINING_OBJECTS: {missing}"

@@ -99,16 +99,14 @@ def test_optimizer_rejects_bad_arguments(kwargs, message):
         create_optimizer(1e-4, 100, 10, **kwargs)
 
 
-@pytest.mark.multibackend
-def test_adamw_steps_equal_torch_adamw_with_hugging_face_settings():
-    """BERT's AdamW (weight decay 0.01 but not on biases, epsilon 1e-6, clipping to global norm 1) takes the steps of
-    `torch.optim.AdamW` + `clip_grad_norm_`, what Hugging Face fine-tunes with: epsilon is added after the bias
-    correction. (Keras's own AdamW adds it before: its first steps on gradients of about 1e-5 are 3.8x smaller.)"""
+def _steps_beside_torch(optimizer, torch_optimizer, learning_rate):
+    """Five steps of `optimizer` and of `torch_optimizer(kernel, bias)` + `clip_grad_norm_(1.0)` from the same weights
+    on the same gradients (global norm 10, per weight about 1e-2 to 1e-5 after clipping); `learning_rate(step)` is
+    the torch rate at each step. Returns ours and theirs, {name: array}."""
     import torch
 
     rng = np.random.default_rng(0)
     start = {"kernel": rng.normal(0, 0.02, (64, 32)).astype("float32"), "bias": np.zeros(32, "float32")}
-    # Five steps of gradients whose global norm is 10, clipped to 1: per weight about 1e-2 to 1e-5.
     gradients = [{name: (rng.normal(0, 1, value.shape) * np.logspace(-3, 0, value.shape[-1])).astype("float32")
                   for name, value in start.items()} for _ in range(5)]
     for step in gradients:
@@ -117,19 +115,53 @@ def test_adamw_steps_equal_torch_adamw_with_hugging_face_settings():
             step[name] *= scale
 
     ours = {name: keras.Variable(value, name=name) for name, value in start.items()}
-    optimizer = create_optimizer(2e-3, num_train_steps=1000, warmup_steps=0)
     theirs = {name: torch.nn.Parameter(torch.tensor(value)) for name, value in start.items()}
-    reference = torch.optim.AdamW([{"params": [theirs["kernel"]], "weight_decay": 0.01},
-                                   {"params": [theirs["bias"]], "weight_decay": 0.0}], lr=2e-3, eps=1e-6)
+    reference = torch_optimizer(theirs["kernel"], theirs["bias"])
     for step, grads in enumerate(gradients):
-        for group in reference.param_groups:  # the schedule's rate at this step (linear decay to 0 at step 1000)
-            group["lr"] = 2e-3 * (1 - step / 1000)
+        for group in reference.param_groups:
+            group["lr"] = learning_rate(step)
         optimizer.apply_gradients([(keras.ops.convert_to_tensor(grads[name]), ours[name]) for name in ours])
         for name, parameter in theirs.items():
             parameter.grad = torch.tensor(grads[name])
         torch.nn.utils.clip_grad_norm_(list(theirs.values()), 1.0)
         reference.step()
+    ours = {name: keras.ops.convert_to_numpy(variable) for name, variable in ours.items()}
     for name in ours:
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(ours[name]), theirs[name].detach().numpy(),
-                                   rtol=1e-5, atol=1e-7)
-        assert not np.allclose(keras.ops.convert_to_numpy(ours[name]), start[name])
+        assert not np.allclose(ours[name], start[name])
+    return ours, {name: parameter.detach().numpy() for name, parameter in theirs.items()}
+
+
+@pytest.mark.multibackend
+def test_adamw_steps_equal_torch_adamw_with_hugging_face_settings():
+    """BERT's AdamW (weight decay 0.01 but not on biases, epsilon 1e-6, clipping to global norm 1) takes the steps of
+    `torch.optim.AdamW` + `clip_grad_norm_`, what Hugging Face fine-tunes with: epsilon is added after the bias
+    correction. (Keras's own AdamW adds it before: its first steps on gradients of about 1e-5 are 3.8x smaller.)"""
+    import torch
+
+    ours, theirs = _steps_beside_torch(
+        create_optimizer(2e-3, num_train_steps=1000, warmup_steps=0),
+        lambda kernel, bias: torch.optim.AdamW([{"params": [kernel], "weight_decay": 0.01},
+                                                {"params": [bias], "weight_decay": 0.0}], lr=2e-3, eps=1e-6),
+        lambda step: 2e-3 * (1 - step / 1000))  # the schedule's rate at this step (linear decay to 0 at step 1000)
+    for name in ours:
+        np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.multibackend
+def test_the_auto_optimizer_of_a_task_steps_as_the_hugging_face_trainer_defaults():
+    """`Task.compile()`'s optimizer is the `Trainer`'s with its default arguments (AdamW at 5e-5, epsilon 1e-8, no
+    weight decay, `max_grad_norm` 1), at a constant rate."""
+    import torch
+
+    from keras_bert_impl import BertBackbone, BertClassifier
+
+    backbone = BertBackbone(vocabulary_size=16, num_layers=1, num_heads=1, hidden_dim=8, intermediate_dim=16)
+    classifier = BertClassifier(backbone, num_classes=2)
+    classifier.compile()
+    assert type(classifier.optimizer).__name__ == "GlobalClipAdamW"
+    ours, theirs = _steps_beside_torch(
+        classifier.default_optimizer(),
+        lambda kernel, bias: torch.optim.AdamW([kernel, bias], lr=5e-5, eps=1e-8, weight_decay=0.0),
+        lambda step: 5e-5)
+    for name in ours:
+        np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-5, atol=1e-8)  # weights move by up to 2.5e-4

@@ -11,6 +11,8 @@ from keras_bert_impl.checkpoints.own_preset import TASK_CONFIG_FILE, TASK_WEIGHT
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
+from keras_bert_impl.optimizers import GlobalClipAdamW
+
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
@@ -34,9 +36,9 @@ class Task(FunctionalModel):
       them into length-bucketed batches (a `tf.data.Dataset`, which Keras
       feeds to the TensorFlow, JAX and PyTorch backends alike). Feature dicts
       and datasets of features pass through unchanged.
-    - `compile()` with the task's defaults (AdamW 5e-5, the task loss and
-      metrics); an uncompiled task compiles with them on its first `fit` or
-      `evaluate`.
+    - `compile()` with the task's defaults (the task loss and metrics, and
+      Hugging Face `Trainer`'s AdamW step at 5e-5: `default_optimizer`); an
+      uncompiled task compiles with them on its first `fit` or `evaluate`.
     - `save(path)` for inference: the `.keras` file holds the model and its
       preprocessor (vocabulary inside) but no optimizer state
       (`include_optimizer=True` keeps it); `keras.saving.load_model` reads it
@@ -106,16 +108,17 @@ class Task(FunctionalModel):
     def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto", **kwargs):
         """`keras.Model.compile` with the task's defaults for every `"auto"` argument.
 
-        The `"auto"` optimizer is AdamW(5e-5), or AdamW(5e-4) when the backbone
-        trains LoRA factors (`backbone.enable_lora`; Hu et al.'s GLUE rate),
-        and `fit` picks it again if LoRA was enabled after `compile`.
+        The `"auto"` optimizer is `default_optimizer()`: Hugging Face `Trainer`'s
+        AdamW step at 5e-5, or at 5e-4 when the backbone trains LoRA factors
+        (`backbone.enable_lora`; Hu et al.'s GLUE rate); `fit` picks it again if
+        LoRA was enabled after `compile`.
         """
         self._compile_arguments = dict(
             optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs
         )
         self._compiled_with_lora = lora_rank(self.backbone) is not None
         if optimizer == "auto":
-            optimizer = keras.optimizers.AdamW(LORA_LEARNING_RATE if self._compiled_with_lora else 5e-5)
+            optimizer = self.default_optimizer()
         if loss == "auto":
             loss = self.default_loss()
         if metrics == "auto":
@@ -123,6 +126,20 @@ class Task(FunctionalModel):
         if weighted_metrics == "auto":
             weighted_metrics = self.default_weighted_metrics()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
+
+    def default_optimizer(self):
+        """The `"auto"` optimizer: the step Hugging Face's `Trainer` takes with its default arguments.
+
+        `torch.optim.AdamW` with epsilon 1e-8 added after the bias correction (`keras_bert_impl.optimizers.AdamW`;
+        Keras adds it before, which shrinks the first steps), no weight decay, and the gradient clipped to a global
+        norm of 1 (`max_grad_norm`; after the all-reduce on several devices, `GlobalClipAdamW`). The rate is 5e-5
+        (5e-4 when the backbone trains LoRA factors) and stays constant, as keras-hub's; the `Trainer` also decays
+        it linearly to 0 by the last step, which needs the number of steps: pass
+        `compile(optimizer=keras_bert_impl.training.create_optimizer(...))` for that schedule.
+        (`tests/test_training_optimizer.py` steps this optimizer beside `torch.optim.AdamW` + `clip_grad_norm_`.)
+        """
+        return GlobalClipAdamW(learning_rate=LORA_LEARNING_RATE if lora_rank(self.backbone) is not None else 5e-5,
+                               weight_decay=0.0, epsilon=1e-8, global_clipnorm=1.0)
 
     def compile_from_config(self, config):
         """Re-compiles a model loaded from `save(path, include_optimizer=True)` and builds its optimizer, so the

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_impl.optimizers import GlobalClipAdamW, GlobalClipLamb
 from keras_bert_impl.training.precision import mixed_precision_policy
 from keras_bert_impl.training.schedule import WarmupLinearDecay
 
@@ -9,91 +10,6 @@ from keras_bert_impl.training.schedule import WarmupLinearDecay
 # offset ("gamma", "beta") and every bias ("bias", the MLM head's "output_bias"),
 # as in google-research/bert `optimization.py`.
 NO_WEIGHT_DECAY_NAMES = ("gamma", "beta", "bias")
-
-
-class _ClipAfterAllReduce:
-    """Clips by the global norm of the *summed* gradient under a multi-replica tf.distribute strategy.
-
-    Keras clips each replica's partial gradient before the all-reduce, so with
-    N replicas the clipped update differs from the one-device update. This
-    mixin all-reduces first, clips the full gradient, and skips the second
-    all-reduce: one-device and multi-device training take identical steps.
-
-    Several PyTorch processes (`--strategy multiworker` on torch, `torch_processes`)
-    have no all-reduce of their own in Keras's step: here each process's gradient
-    (the mean over its rows) becomes the mean over every process before clipping,
-    the gradient of the global batch, so every process takes the same step.
-    """
-
-    def _clip_gradients(self, grads):
-        self._reduced_before_clipping = False
-        if keras.backend.backend() == "torch":
-            from keras_bert_impl.training import torch_processes
-
-            grads = torch_processes.all_reduce_mean(grads)
-        if self.global_clipnorm and keras.backend.backend() == "tensorflow":
-            import tensorflow as tf
-
-            context = tf.distribute.get_replica_context()
-            if context is not None and context.num_replicas_in_sync > 1:
-                present = [i for i, g in enumerate(grads) if g is not None]
-                reduced = context.all_reduce(tf.distribute.ReduceOp.SUM, [grads[i] for i in present])
-                grads = list(grads)
-                for i, g in zip(present, reduced):
-                    grads[i] = g
-                self._reduced_before_clipping = True
-        return super()._clip_gradients(grads)
-
-    def _all_reduce_sum_gradients(self, grads_and_vars):
-        if getattr(self, "_reduced_before_clipping", False):
-            return list(grads_and_vars)
-        return super()._all_reduce_sum_gradients(grads_and_vars)
-
-
-@keras.saving.register_keras_serializable(package="keras_bert_impl")
-class GlobalClipAdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW` whose global-norm clipping sees the all-reduced gradient, and whose `epsilon` is
-    added to the bias-corrected root of the second moment, as PyTorch's `AdamW` (what Hugging Face fine-tunes with)
-    and Kingma & Ba's Algorithm 1 add it.
-
-    Keras adds `epsilon` before the bias correction, where it weighs `1 / sqrt(1 - beta_2**t)` times more: at step 1
-    BERT's 1e-6 acts as 3.2e-5, at step 100 as 3.2e-6. Gradients clipped to a global norm of 1 over millions of
-    weights are about 1e-5 per weight, so Keras's form takes far smaller first steps, and a short fine-tuning run
-    ends behind Hugging Face's on the same data and checkpoint (docs/finetuning.md). Here the update is
-    `lr * m_hat / (sqrt(v_hat) + epsilon)`, equal to `torch.optim.AdamW`'s (`tests/test_training_optimizer.py`).
-
-    Example:
-    >>> import numpy as np
-    >>> variable = keras.Variable(np.zeros(2, "float32"))
-    >>> optimizer = GlobalClipAdamW(learning_rate=0.1, epsilon=1e-6, weight_decay=0.0)
-    >>> _ = optimizer.apply_gradients([(np.array([1e-5, -1e-5], "float32"), variable)])
-    >>> [round(float(x), 4) for x in keras.ops.convert_to_numpy(variable)]  # Keras's AdamW: [-0.024, 0.024]
-    [-0.0909, 0.0909]
-    """
-
-    def update_step(self, gradient, variable, learning_rate):
-        dtype = variable.dtype
-        learning_rate = keras.ops.cast(learning_rate, dtype)
-        gradient = keras.ops.cast(gradient, dtype)
-        step = keras.ops.cast(self.iterations + 1, dtype)
-        bias_correction_1 = 1 - keras.ops.power(keras.ops.cast(self.beta_1, dtype), step)
-        bias_correction_2 = 1 - keras.ops.power(keras.ops.cast(self.beta_2, dtype), step)
-        m = self._momentums[self._get_variable_index(variable)]
-        v = self._velocities[self._get_variable_index(variable)]
-        self.assign_add(m, keras.ops.multiply(keras.ops.subtract(gradient, m), 1 - self.beta_1))
-        self.assign_add(v, keras.ops.multiply(keras.ops.subtract(keras.ops.square(gradient), v), 1 - self.beta_2))
-        if self.amsgrad:
-            v_hat = self._velocity_hats[self._get_variable_index(variable)]
-            self.assign(v_hat, keras.ops.maximum(v_hat, v))
-            v = v_hat
-        denominator = keras.ops.add(keras.ops.sqrt(keras.ops.divide(v, bias_correction_2)), self.epsilon)
-        step_size = keras.ops.divide(learning_rate, bias_correction_1)
-        self.assign_sub(variable, keras.ops.divide(keras.ops.multiply(m, step_size), denominator))
-
-
-@keras.saving.register_keras_serializable(package="keras_bert_impl")
-class GlobalClipLamb(_ClipAfterAllReduce, keras.optimizers.Lamb):
-    """`keras.optimizers.Lamb` whose global-norm clipping sees the all-reduced gradient."""
 
 
 def create_optimizer(

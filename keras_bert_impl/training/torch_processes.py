@@ -5,7 +5,7 @@ connects the processes (every process runs the same program; NCCL between GPUs,
 gloo between CPUs), each process trains a full copy of the model on its own part
 of the global batch, and the optimizer averages the gradients of all processes
 with one all-reduce per step before it clips and applies them
-(`training/optimizer.py`), so every process takes the same step. Each process
+(`optimizers/global_clipping.py`), so every process takes the same step. Each process
 reads its own disjoint shard of the data (`input_context`, the same
 `tf.distribute.InputContext` sharding as TensorFlow's multi-worker pipelines and
 the JAX processes'), and `global_batch_size / processes` rows of each batch.
@@ -170,36 +170,6 @@ def predicting_everywhere():
     scores the whole dev set with the same weights and gets the same metrics.
     """
     return contextlib.nullcontext()
-
-
-def all_reduce_mean(grads):
-    """The mean of `grads` (a list of tensors, `None` kept) over every process: one all-reduce of one buffer.
-
-    Example:
-    >>> import torch
-    >>> all_reduce_mean([torch.ones(2), None])  # one process: unchanged
-    [tensor([1., 1.]), None]
-    """
-    if not is_multiprocess():
-        return list(grads)
-    import torch
-    import torch.distributed as dist
-
-    present = [g for g in grads if g is not None]
-    if not present:
-        return list(grads)
-    dtype = torch.float32 if any(g.dtype == torch.float32 for g in present) else present[0].dtype
-    flat = torch.cat([g.reshape(-1).to(dtype) for g in present])
-    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-    flat /= dist.get_world_size()
-    reduced, offset = [], 0
-    for g in grads:
-        if g is None:
-            reduced.append(None)
-            continue
-        reduced.append(flat[offset:offset + g.numel()].view(g.shape).to(g.dtype))
-        offset += g.numel()
-    return reduced
 
 
 def broadcast_from_first_process(variables):
