@@ -20,7 +20,6 @@ Prints one JSON line (every row's accuracy per seed, mean, standard deviation, s
 """
 
 import argparse
-import csv
 import json
 import os
 import platform
@@ -36,7 +35,7 @@ ROWS = ("ours_auto", "ours_keras_adamw", "hf_trainer", "hf_trainer_constant")
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
-                                                           "glue", "SST-2"))
+                                                           "glue"))
     parser.add_argument("--preset", default="all_minilm_l6_v2_en")
     parser.add_argument("--train_limit", type=int, default=2000, help="the first N training sentences")
     parser.add_argument("--batch_size", type=int, default=32)
@@ -52,16 +51,14 @@ def parse_args(argv=None):
     return args
 
 
-def read_sst2(path, limit=None):
-    """(sentences, labels) of a GLUE SST-2 TSV file (header `sentence<TAB>label`)."""
-    texts, labels = [], []
-    with open(path, encoding="utf-8", newline="") as file:
-        for row in csv.DictReader(file, delimiter="\t", quoting=csv.QUOTE_NONE):
-            texts.append(row["sentence"])
-            labels.append(int(row["label"]))
-            if limit is not None and len(texts) == limit:
-                break
-    return texts, np.array(labels)
+def read_sst2(data_dir, split, limit=None):
+    """(sentences, labels) of an SST-2 split, read by the GLUE recipe's reader."""
+    from keras_bert_impl.tasks import classification as glue
+
+    examples = glue.read_split(glue.get_task("sst2"), data_dir, split)
+    if limit is not None:
+        examples = examples.take(limit)
+    return list(examples.text_a), np.asarray(examples.labels)
 
 
 def run_ours(row, args, seed, train, dev):
@@ -118,8 +115,8 @@ def run_hf(row, args, seed, train, dev):
 
 def main(argv=None):
     args = parse_args(argv)
-    train = read_sst2(os.path.join(args.data_dir, "train.tsv"), args.train_limit)
-    dev = read_sst2(os.path.join(args.data_dir, "dev.tsv"))
+    train = read_sst2(args.data_dir, "train", args.train_limit)
+    dev = read_sst2(args.data_dir, "dev")
     results = {}
     for row in args.rows:
         runs = [(run_ours if row.startswith("ours") else run_hf)(row, args, seed, train, dev)
