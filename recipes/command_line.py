@@ -19,6 +19,7 @@ TensorFlow is imported.
 import argparse
 import os
 import sys
+import traceback
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu")
 
@@ -125,32 +126,52 @@ def run_recipe(args, run, config):
     return exit_on_user_error(job, debug=args.debug)
 
 
-def exit_on_user_error(job, debug=False):
-    """Returns `job()`; a missing or bad file or a bad flag value (`OSError`, `ValueError`) becomes one line
-    `error: ...` on stderr and exit status 2 (with `debug`, the exception and its traceback). So does the loss of
-    another process of a multiworker job (`LostProcessError`), after which this process leaves at once."""
+USER_ERRORS = (OSError, ValueError)
+
+
+def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS):
+    """Returns `job()`; a user error ends the process with one line `error: ...` on stderr and exit status 2.
+
+    User errors are a missing or bad file or a bad flag value (`user_errors`: `OSError`, `ValueError`), and the
+    loss of another process of a multiworker job (`LostProcessError`). With `debug`, the exception's traceback
+    instead. In a job of several JAX or PyTorch processes, every error, a bug's traceback too, ends the process at
+    once (`leave`): the others then fail fast with their own one line instead of waiting in a collective.
+    """
     from keras_bert_impl.training.pretraining_errors import LostProcessError
 
     try:
         return job()
-    except LostProcessError as error:
-        if debug:
+    except SystemExit:
+        raise
+    except BaseException as error:
+        if not debug and isinstance(error, (LostProcessError, *user_errors)):
+            leave(f"error: {' '.join(str(error).split())}", status=2)
+        if not several_processes_joined():
             raise
-        leave_after_losing_the_others(error)
-    except (OSError, ValueError) as error:
-        if debug:
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+        traceback.print_exc()
+        leave("error: the traceback above ended this process of the multiworker job", status=1)
 
 
-def leave_after_losing_the_others(error):
-    """Prints `error: <the LostProcessError's line>` and ends this process at once with status 2.
+def several_processes_joined():
+    """Whether this process is one of a JAX or PyTorch job of several processes (`--strategy multiworker`)."""
+    if "keras" not in sys.modules:  # nothing has joined before Keras is imported
+        return False
+    from keras_bert_impl.training.strategy import several_processes_joined as joined
 
-    Another process of the job stopped: the distributed runtime cannot go on, and JAX's
-    would abort at exit once its heartbeats time out, so the process leaves now
-    (`os._exit`), with the one line that says how to restart.
+    return joined()
+
+
+def leave(line, status):
+    """Prints `line` on stderr and ends the process with `status`: at once (`os._exit`) in a job of several processes.
+
+    A process of such a job that leaves normally runs JAX's shutdown barrier (or PyTorch's), which waits for
+    processes that may be gone or blocked in a collective: JAX aborts it ("Terminating process because the JAX
+    distributed service detected fatal errors") once the others' heartbeats time out, a minute or more later, and
+    the line that says how to resume is no longer the last one. Leaving at once also lets the others' collectives
+    fail now, each with its own line.
     """
-    print(f"error: {' '.join(str(error).split())}", file=sys.stderr, flush=True)
-    sys.stdout.flush()
-    os._exit(2)
+    print(line, file=sys.stderr, flush=True)
+    if several_processes_joined():
+        sys.stdout.flush()
+        os._exit(status)
+    raise SystemExit(status)

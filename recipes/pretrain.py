@@ -18,16 +18,15 @@ import argparse
 import sys
 
 import keras
-from command_line import leave_after_losing_the_others
+from command_line import exit_on_user_error
 
 from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES
 from keras_bert_impl.training.compilation_cache import enable_compilation_cache
 from keras_bert_impl.training.jax_processes import initialize_jax_processes
 from keras_bert_impl.training.pretraining_checks import RECOMPUTE_ACTIVATION_CHOICES, check_flags
-from keras_bert_impl.training.pretraining_errors import LostProcessError, NaNLossError
+from keras_bert_impl.training.pretraining_errors import NaNLossError
 from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
-from keras_bert_impl.training.run_checkpoints import CheckpointWriteError
 from keras_bert_impl.training.steps_per_execution import parse_steps_per_execution
 
 
@@ -128,7 +127,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     config, debug, compilation_cache = parse_args(argv)
-    try:
+
+    def job():
         if config.strategy == "multiworker" and keras.backend.backend() == "jax":
             # jax.distributed.initialize must precede every JAX call, the compilation cache's device query included;
             # the flags are checked first, so that a bad one fails at once instead of after the others have joined.
@@ -137,18 +137,11 @@ def main(argv=None):
         directory = enable_compilation_cache(compilation_cache)  # before anything compiles
         if directory:
             print(f"XLA compilation cache: {directory} (--compilation_cache none turns it off)", file=sys.stderr)
-        result = run_pretraining(config)
-    except LostProcessError as error:  # another process of the job stopped: one line, then leave at once
-        if debug:
-            raise
-        leave_after_losing_the_others(error)
-    except (OSError, ValueError, RuntimeError, NaNLossError, CheckpointWriteError) as error:
-        # A bad flag, a bad or missing file, a model_dir that cannot be used, a non-finite loss,
-        # a full disk: one line, no traceback (--debug shows it).
-        if debug:
-            raise
-        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
-        return 2
+        return run_pretraining(config)
+
+    # A bad flag, a bad or missing file, a model_dir that cannot be used, a non-finite loss, a full disk, a lost
+    # process: one line, no traceback (--debug shows it).
+    result = exit_on_user_error(job, debug=debug, user_errors=(OSError, ValueError, RuntimeError, NaNLossError))
     validation, floor = result["validation"], result.get("unigram_floor")
     if validation:
         accuracy = validation.get("mlm_accuracy", float("nan"))

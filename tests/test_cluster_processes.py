@@ -129,6 +129,29 @@ def test_fine_tuning_turns_a_lost_process_into_one_line():
         "starts again from step 0 (no checkpoint yet)")
 
 
+def test_a_lost_peer_reported_through_another_error_is_still_one_line():
+    """Keras or TensorFlow may wrap the collective's failure (seen: "Gloo AllGather failed" reaching the recipe as
+    a bare `error: UNKNOWN: ...` line, and a normal exit into JAX's shutdown barrier): the cause still counts."""
+    pytest.importorskip("jax")
+    from keras_bert_impl.training import jax_processes
+    from keras_bert_impl.training.process_cluster import lost_peers_as_one_line
+
+    with pytest.raises(LostProcessError) as info:
+        with lost_peers_as_one_line(jax_processes, lambda: "/runs/a/checkpoints/ckpt-000000010"):
+            try:
+                raise RuntimeError("UNKNOWN: Gloo AllGather failed: [pair.cc:538] Read error [127.0.0.1]:5043: "
+                                   "Connection reset by peer")
+            except RuntimeError as cause:
+                raise ValueError("could not read the logs") from cause
+    assert str(info.value) == (
+        "--strategy multiworker on JAX: process 0 of 1 lost the others during training (UNKNOWN: Gloo AllGather "
+        "failed: [pair.cc:538] Read error [127.0.0.1]:5043: Connection reset by peer); restart the same command on "
+        "every process: the run resumes from /runs/a/checkpoints/ckpt-000000010")
+    with pytest.raises(ValueError, match="a bad value"):  # anything else passes unchanged
+        with lost_peers_as_one_line(jax_processes, lambda: None):
+            raise ValueError("a bad value")
+
+
 def test_pretrain_recipe_names_the_missing_cluster_flags_on_jax(tmp_path):
     proc = _recipe(["recipes/pretrain.py", "--strategy", "multiworker", "--num_processes", "2",
                     "--model_dir", str(tmp_path / "run")], KERAS_BACKEND="jax")

@@ -246,6 +246,12 @@ class BertClassifier(Task):
             from_logits=self.activation is None, reduction="mean_with_sample_weight"
         )
 
+    def loss_weight(self, x, y, sample_weight):
+        """The sum of the batch's sample weights (filler rows weigh 0), what the default loss divides by."""
+        if sample_weight is None:
+            return super().loss_weight(x, y, sample_weight)
+        return keras.ops.sum(keras.ops.cast(sample_weight, "float32"))
+
     def default_weighted_metrics(self):
         # Weighted, so that weight-0 filler rows are not counted.
         if self.is_regression:

@@ -141,6 +141,11 @@ class BertSpanExtractor(Task):
         """Half the cross-entropy of the start and of the end position (their mean, as in google-research/bert)."""
         return {"start_logits": SpanLoss(), "end_logits": SpanLoss()}
 
+    def loss_weight(self, x, y, sample_weight):
+        """The batch's labelled windows (a start label >= 0; filler rows have -1), what `SpanLoss` averages over."""
+        start = y["start_logits"] if isinstance(y, dict) else keras.tree.flatten(y)[0]
+        return keras.ops.sum(keras.ops.cast(keras.ops.convert_to_tensor(start) >= 0, "float32"))
+
     def packed_training_model(self, examples_per_row):
         """A model that shares this extractor's weights and scores every window of packed rows.
 

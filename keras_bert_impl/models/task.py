@@ -11,6 +11,7 @@ from keras_bert_impl.checkpoints.own_preset import TASK_CONFIG_FILE, TASK_WEIGHT
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
+from keras_bert_impl.models.loss_tracker import LossTracker
 from keras_bert_impl.optimizers import GlobalClipAdamW
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -126,6 +127,25 @@ class Task(FunctionalModel):
         if weighted_metrics == "auto":
             weighted_metrics = self.default_weighted_metrics()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
+        if self._compile_arguments["loss"] == "auto":
+            # The reported loss weighs each batch by what the default loss averaged it over (`loss_weight`).
+            with keras.src.utils.tracking.DotNotTrackScope():  # as Keras's own tracker: not one of `self._metrics`
+                self._loss_tracker = LossTracker()
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """`keras.Model.compute_loss`; with the default loss, also adds the batch to the reported `loss`."""
+        loss = super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training)
+        if isinstance(self._loss_tracker, LossTracker):
+            # Loss objects scale the loss by 1 / replicas under a TensorFlow strategy; the tracker's mean is per
+            # example, as Keras's own tracker does.
+            self._loss_tracker.add_batch(keras.src.losses.loss.unscale_loss_for_distribution(loss),
+                                         self.loss_weight(x, y, sample_weight))
+        return loss
+
+    def loss_weight(self, x, y, sample_weight):
+        """What the default loss averages one batch over: its number of rows here (as Keras counts); tasks whose
+        batches hold filler rows say what counts (the sum of the weights, the labelled windows or tokens)."""
+        return keras.ops.shape(next(t for t in keras.tree.flatten(x) if t is not None))[0]
 
     def default_optimizer(self):
         """The `"auto"` optimizer: the step Hugging Face's `Trainer` takes with its default arguments.

@@ -152,6 +152,10 @@ class BertTokenClassifier(Task):
         """Cross-entropy from logits, ignoring label -1, averaged over the labelled tokens."""
         return token_classification_loss()
 
+    def loss_weight(self, x, y, sample_weight):
+        """The batch's labelled tokens (label != -1), what the default loss averages over."""
+        return keras.ops.sum(keras.ops.cast(keras.ops.not_equal(y, IGNORE_LABEL), "float32"))
+
     def default_metrics(self):
         return [MaskedTokenAccuracy()]
 

@@ -73,7 +73,7 @@ from keras_bert_impl.training.finetuning_resume import (
     resume_from_latest,
     run_settings,
 )
-from keras_bert_impl.training.process_cluster import take_rows_of_each_batch
+from keras_bert_impl.training.process_cluster import lost_peers_as_one_line, take_rows_of_each_batch
 from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
 from keras_bert_impl.training.strategy import process_group
 from keras_bert_impl.training.symbolic_build import build_from_element_spec
@@ -360,8 +360,11 @@ def finetune(
 
     if group is not None:
         group.start_from_process_zero(model)  # PyTorch: process 0's weights, dropout masks of each process's own
-    with strategy.scope() if group is not None else contextlib.nullcontext():  # JAX: each process's rows
-        try:
+    latest = checkpoints.latest if checkpoints is not None else lambda: None  # what a restart resumes from
+    # Several processes: a collective that fails because another process stopped, in a step or at the last barrier,
+    # becomes one line (a LostProcessError) that says how to resume, not the runtime's text.
+    with lost_peers_as_one_line(group, latest):
+        with strategy.scope() if group is not None else contextlib.nullcontext():  # JAX: each process's rows
             new_history = {} if epochs_done >= epochs or best_tracker.stopped_early else model.fit(
                 train_ds,
                 epochs=epochs,
@@ -371,17 +374,10 @@ def finetune(
                 callbacks=all_callbacks,
                 verbose=verbose,
             ).history
-        except Exception as error:  # another process stopped: one line (a LostProcessError), not the runtime's text
-            latest = checkpoints.latest() if checkpoints is not None else None  # what the restart resumes from
-            lost = group.lost_process_error(error, latest) if group is not None else None
-            if lost is None:
-                raise
-            raise lost from error
-    if checkpoints is not None:
-        if group is not None:  # every process is done with the checkpoints before process 0 removes them
+        if checkpoints is not None and group is not None:  # all are done with the checkpoints before 0 removes them
             group.barrier("finetune: finished")
-        if writes:
-            remove_checkpoints(checkpoints)  # finished: nothing left to resume
+    if checkpoints is not None and writes:
+        remove_checkpoints(checkpoints)  # finished: nothing left to resume
     history = {key: earlier_history.get(key, []) + [float(v) for v in new_history.get(key, [])]
                for key in dict.fromkeys([*earlier_history, *new_history])}
     if restore_best_weights and best_tracker.best_weights is not None:

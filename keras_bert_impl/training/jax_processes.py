@@ -23,8 +23,8 @@ import contextlib
 from keras_bert_impl.training.pretraining_errors import LostProcessError
 from keras_bert_impl.training.process_cluster import (
     check_cluster_flags,
+    lost_peer_report,
     lost_process_message,
-    names_a_lost_peer,
     split_global_batch,
     take_rows_of_each_batch,
 )
@@ -237,7 +237,11 @@ def barrier(name):
 
 
 def lost_process_error(error, latest_checkpoint):
-    """A one-line `LostProcessError` for a collective that failed because another process stopped, else None.
+    """A one-line `LostProcessError` for an error that says another process stopped (`lost_peer_report`), else None.
+
+    Any exception qualifies whose text, or that of an exception it was raised
+    from, names the lost peer: a collective fails inside the compiled step
+    (`JaxRuntimeError`), but also where Keras or TensorFlow read a result and wrap the failure.
 
     Example:
     >>> import jax
@@ -250,7 +254,8 @@ def lost_process_error(error, latest_checkpoint):
     """
     import jax
 
-    if not isinstance(error, jax.errors.JaxRuntimeError) or not names_a_lost_peer(error):
+    report = lost_peer_report(error)
+    if report is None:
         return None
-    return LostProcessError(lost_process_message("JAX", jax.process_index(), jax.process_count(), error,
+    return LostProcessError(lost_process_message("JAX", jax.process_index(), jax.process_count(), report,
                                                  latest_checkpoint))

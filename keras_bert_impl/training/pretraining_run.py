@@ -40,6 +40,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
     run_settings,
 )
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
+from keras_bert_impl.training.process_cluster import lost_peers_as_one_line
 from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
 from keras_bert_impl.training.steps_per_execution import on_accelerator, resolve_steps_per_execution
@@ -374,10 +375,12 @@ def run_pretraining(config, dataset_fn=None):
     ]
     epochs = config.num_steps // config.checkpoint_every
     initial_epoch = start_step // config.checkpoint_every
-    start_time = time.time()
-    history = {}
-    if initial_epoch < epochs:
-        try:
+    # Several processes: wherever a collective fails because a peer has gone (a step, the final evaluation, the
+    # export, the last barrier), the process left behind raises the one line that says how to resume.
+    with lost_peers_as_one_line(processes, manager.latest):
+        start_time = time.time()
+        history = {}
+        if initial_epoch < epochs:
             history = model.fit(
                 train_data,
                 epochs=epochs,
@@ -388,33 +391,28 @@ def run_pretraining(config, dataset_fn=None):
                 callbacks=run_callbacks,
                 verbose=config.verbose,
             ).history
-        except Exception as error:  # several processes: a lost peer becomes one line that says how to resume
-            lost = processes.lost_process_error(error, manager.latest()) if processes else None
-            if lost is None:
-                raise
-            raise lost from error
-    elapsed = time.time() - start_time
-    trained_steps = config.num_steps - start_step
+        elapsed = time.time() - start_time
+        trained_steps = config.num_steps - start_step
 
-    validation = {}
-    floor = None
-    if validation_data is not None:
-        validation = model.evaluate(validation_feed, steps=config.validation_steps, verbose=0,
-                                    return_dict=True)
-        # The same held-out batches (a new iterator over the same seeded pipeline), the same weights.
-        floor = unigram_floor(validation_data, config.validation_steps)
-        if floor is not None:
-            floor["token"] = tokenizer.id_to_token(floor["token_id"])
-            if chief:
-                _log_final_validation(logs_dir, config.num_steps, validation, floor)
-    # On every process: in a job of several JAX processes the weights span them, so a forward pass, or the copy that
-    # the export saves (new variables), is made by all of them together; process 0 alone writes.
-    guesses = callbacks_lib.masked_word_guesses(model, tokenizer, probe, k=3)
-    exported = model.inference_copy()
-    if chief:
-        _export(exported, export_dir, config)
-    if processes:  # every process returns once process 0's files are written
-        processes.barrier("run_pretraining: checkpoint and export written")
+        validation = {}
+        floor = None
+        if validation_data is not None:
+            validation = model.evaluate(validation_feed, steps=config.validation_steps, verbose=0,
+                                        return_dict=True)
+            # The same held-out batches (a new iterator over the same seeded pipeline), the same weights.
+            floor = unigram_floor(validation_data, config.validation_steps)
+            if floor is not None:
+                floor["token"] = tokenizer.id_to_token(floor["token_id"])
+                if chief:
+                    _log_final_validation(logs_dir, config.num_steps, validation, floor)
+        # On every process: in a job of several JAX processes the weights span them, so a forward pass, or the copy
+        # that the export saves (new variables), is made by all of them together; process 0 alone writes.
+        guesses = callbacks_lib.masked_word_guesses(model, tokenizer, probe, k=3)
+        exported = model.inference_copy()
+        if chief:
+            _export(exported, export_dir, config)
+        if processes:  # every process returns once process 0's files are written
+            processes.barrier("run_pretraining: checkpoint and export written")
     return {
         "step": config.num_steps,
         "resumed_from_step": start_step,

@@ -7,6 +7,8 @@ Cloud TPU or SLURM for JAX, `torchrun` for PyTorch). Each process then makes an 
 part of every global batch.
 """
 
+import contextlib
+
 CLUSTER_FLAGS = ("coordinator_address", "num_processes", "process_id")
 
 
@@ -78,16 +80,52 @@ LOST_PEER_SIGNS = ("Connection reset by peer", "Connection closed by peer", "Glo
                    "remote worker")
 
 
-def names_a_lost_peer(error):
-    """Whether `error`'s text is a collective's report of a peer process that has gone.
+def lost_peer_report(error):
+    """The exception, `error` or one it was raised from, whose text reports a peer process that has gone; else None.
 
     Example:
-    >>> names_a_lost_peer(RuntimeError("[pair.cc:537] Read error [127.0.0.1]:4010: Connection reset by peer."))
+    >>> lost_peer_report(RuntimeError("[pair.cc:537] Read error [127.0.0.1]:4010: Connection reset by peer."))
+    RuntimeError('[pair.cc:537] Read error [127.0.0.1]:4010: Connection reset by peer.')
+    >>> lost_peer_report(RuntimeError("CUDA out of memory")) is None
     True
-    >>> names_a_lost_peer(RuntimeError("CUDA out of memory"))
-    False
+    >>> try:
+    ...     try:
+    ...         raise RuntimeError("Gloo AllGather failed: Connection reset by peer")
+    ...     except RuntimeError as cause:
+    ...         raise ValueError("could not read the metric") from cause
+    ... except ValueError as error:
+    ...     lost_peer_report(error)
+    RuntimeError('Gloo AllGather failed: Connection reset by peer')
     """
-    return any(sign in str(error) for sign in LOST_PEER_SIGNS)
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if any(sign in str(error) for sign in LOST_PEER_SIGNS):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+@contextlib.contextmanager
+def lost_peers_as_one_line(processes, latest_checkpoint):
+    """Within it, an error that says another process has gone becomes `processes`' one-line `LostProcessError`.
+
+    Wrap everything a job of several processes does together (training, the final
+    evaluation, the export, the last barrier): wherever the collective fails, the
+    process left behind raises the line that names the checkpoint a restart resumes from.
+
+    Args:
+        processes: the job's `jax_processes` or `torch_processes` module (`strategy.process_group`), or None in
+            one process (then nothing is changed).
+        latest_checkpoint: a function that returns the newest checkpoint's path (or None), asked only on an error.
+    """
+    try:
+        yield
+    except Exception as error:
+        lost = processes.lost_process_error(error, latest_checkpoint()) if processes is not None else None
+        if lost is None:
+            raise
+        raise lost from error
 
 
 def take_rows_of_each_batch(dataset, index, count):

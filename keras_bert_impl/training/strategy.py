@@ -113,6 +113,18 @@ def process_group(strategy):
     return jax_processes
 
 
+def several_processes_joined():
+    """Whether this process has joined a JAX or PyTorch job of several processes (`--strategy multiworker`).
+
+    Example:
+    >>> several_processes_joined()
+    False
+    """
+    from keras_bert_impl.training import jax_processes, torch_processes
+
+    return jax_processes.is_multiprocess() or torch_processes.is_multiprocess()
+
+
 def predicting_everywhere(strategy):
     """A context in which `model.predict` gives every process all the outputs (a no-op in one process).
 

@@ -26,8 +26,8 @@ import os
 from keras_bert_impl.training.pretraining_errors import LostProcessError
 from keras_bert_impl.training.process_cluster import (
     check_cluster_flags,
+    lost_peer_report,
     lost_process_message,
-    names_a_lost_peer,
     split_global_batch,
 )
 from keras_bert_impl.training.torch_random_state import draw_own_stream
@@ -272,7 +272,8 @@ def lost_process_error(error, latest_checkpoint):
     """
     import torch.distributed as dist
 
-    if not isinstance(error, dist.DistError) and not (isinstance(error, RuntimeError) and names_a_lost_peer(error)):
+    report = error if isinstance(error, dist.DistError) else lost_peer_report(error)
+    if report is None:
         return None
-    return LostProcessError(lost_process_message("PyTorch", process_index(), process_count(), error,
+    return LostProcessError(lost_process_message("PyTorch", process_index(), process_count(), report,
                                                  latest_checkpoint))
