@@ -124,3 +124,24 @@ def test_a_span_extractors_evaluate_loss_is_the_mean_over_the_real_windows(data_
     reported = extractor.evaluate((questions, contexts), answers, batch_size=8, verbose=0,
                                   return_dict=True)["loss"]
     assert reported == pytest.approx(total / windows, abs=1e-4)
+
+
+def test_finetune_keeps_the_tasks_reported_loss(shared_data):
+    """`finetune` re-compiles with its optimizer; a task compiled with `loss="auto"` keeps it, so `val_loss` (the
+    default `monitor` of the best epoch) is also the mean over the real examples."""
+    from keras_bert_impl.training.finetuning import finetune
+
+    with open(shared_data / "glue" / "SST-2" / "dev.tsv", encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:41]
+    texts, labels = [row[0] for row in rows], np.array([int(row[1]) for row in rows])
+    keras.utils.set_random_seed(0)
+    classifier = _spread_out(BertClassifier.from_preset(PRESET, num_classes=2, sequence_length=32))
+    dev = classifier.preprocessor.make_dataset(texts, labels, batch_size=16)
+    batches = _batches(dev)
+    expected = sum(float((w * _cross_entropy(classifier.predict_on_batch(x), y)).sum()) for x, y, w in batches)
+    expected /= len(texts)
+
+    result = finetune(classifier, classifier.preprocessor.make_dataset(texts[:16], labels[:16], batch_size=16),
+                      epochs=1, learning_rate=1e-12, validation_ds=dev, verbose=0)
+    assert result.history["val_loss"][-1] == pytest.approx(expected, abs=1e-5)
+    assert classifier.compiled_with_default_loss

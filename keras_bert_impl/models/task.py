@@ -127,10 +127,16 @@ class Task(FunctionalModel):
         if weighted_metrics == "auto":
             weighted_metrics = self.default_weighted_metrics()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
-        if self._compile_arguments["loss"] == "auto":
+        if self.compiled_with_default_loss:
             # The reported loss weighs each batch by what the default loss averaged it over (`loss_weight`).
             with keras.src.utils.tracking.DotNotTrackScope():  # as Keras's own tracker: not one of `self._metrics`
                 self._loss_tracker = LossTracker()
+
+    @property
+    def compiled_with_default_loss(self):
+        """Whether the last `compile` took `loss="auto"`, the task's `default_loss()` (then the reported `loss`
+        is the mean over the real rows, `LossTracker`)."""
+        return getattr(self, "_compile_arguments", {}).get("loss") == "auto"
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """`keras.Model.compute_loss`; with the default loss, also adds the batch to the reported `loss`."""

@@ -285,7 +285,9 @@ def finetune(
         group.check_same_on_every_process("the fine-tuning epoch to resume from", epochs_to_skip,
                                           f"that model_dir {model_dir} is one folder every process sees")
 
-    compile_loss = loss if loss is not None else getattr(model, "loss", None)
+    compile_loss = loss
+    if compile_loss is None:  # the model's own: a task's "auto" stays "auto" (its reported loss counts real rows)
+        compile_loss = "auto" if getattr(model, "compiled_with_default_loss", False) else getattr(model, "loss", None)
     if compile_loss is None:
         raise ValueError(
             "`model` is not compiled and no `loss` was given: pass loss=... "
