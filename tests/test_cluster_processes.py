@@ -279,3 +279,24 @@ def test_a_recipe_leaves_with_one_line_when_it_loses_the_other_processes():
     assert proc.stderr.strip().splitlines()[-1] == (
         "error: --strategy multiworker on PyTorch: process 0 of 2 lost the others during training (Connection reset "
         "by peer); restart the same command on every process: the run starts again from step 0 (no checkpoint yet)")
+
+
+@pytest.mark.parametrize("raised, status, last_line", [
+    ("ValueError('--vocab x.txt: no such file')", 2, "error: --vocab x.txt: no such file"),
+    ("KeyError('a bug')", 1, "error: the traceback above ended this process of the multiworker job"),
+])
+def test_a_process_of_a_multiworker_job_leaves_at_once_skipping_the_shutdown_barrier(raised, status, last_line):
+    """In a job of several processes every error ends the process with `os._exit`: the exit handlers, where JAX's
+    `jax.distributed.shutdown` waits at its barrier for processes that may be gone, do not run."""
+    code = ("import atexit, sys; sys.path.insert(0, 'recipes')\n"
+            "import command_line\n"
+            "command_line.several_processes_joined = lambda: True  # as after joining a JAX or PyTorch job\n"
+            "atexit.register(lambda: print('the shutdown barrier ran'))\n"
+            "def job():\n"
+            f"    raise {raised}\n"
+            "command_line.exit_on_user_error(job)\n")
+    proc = _recipe(["-c", code], KERAS_BACKEND="torch")
+    assert proc.returncode == status, proc.stderr[-2000:]
+    assert "the shutdown barrier ran" not in proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == last_line
+    assert ("Traceback (most recent call last)" in proc.stderr) == (status == 1)
