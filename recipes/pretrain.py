@@ -140,8 +140,11 @@ def main(argv=None):
         return run_pretraining(config)
 
     # A bad flag, a bad or missing file, a model_dir that cannot be used, a non-finite loss, a full disk, a lost
-    # process: one line, no traceback (--debug shows it).
-    result = exit_on_user_error(job, debug=debug, user_errors=(OSError, ValueError, RuntimeError, NaNLossError))
+    # process: one line, no traceback (--debug shows it), and main returns the exit status 2.
+    try:
+        result = exit_on_user_error(job, debug=debug, user_errors=(OSError, ValueError, RuntimeError, NaNLossError))
+    except SystemExit as leaving:  # in one process; a process of a multiworker job has left at once already
+        return leaving.code
     validation, floor = result["validation"], result.get("unigram_floor")
     if validation:
         accuracy = validation.get("mlm_accuracy", float("nan"))
