@@ -7,7 +7,11 @@ types it mentions, none, one or several of LOC, MISC, ORG, PER (eng.train for tr
   Lines file of the sentences and their label lists: `BertClassifier(multi_label=True)` from the preset, raw strings,
   binary cross-entropy, BERT's AdamW, 10% warm-up then linear decay, clipping 1.0.
 - `transformers`: `BertForSequenceClassification(problem_type="multi_label_classification")` from the same files, a
-  plain torch loop with the same hyper-parameters, batches padded to their longest sentence.
+  plain torch loop with the same hyper-parameters. `--reference_batches ours` (default): it trains on the very batches
+  our recipe trains on (the same seeded tf.data stream, filler rows left out) from our head's initial values, so the two
+  runs differ only in their dropout masks and the comparison measures the implementations. `--reference_batches own`:
+  transformers' usual pipeline instead, a NumPy permutation each epoch, batches padded to their longest sentence, its
+  own head draw. On this small task the order of the batches alone moves micro F1 by several points (docs/benchmarks.md).
 
 Both are scored by `keras_bert_impl.metrics.multi_label.multi_label_scores` (micro and macro F1, subset accuracy) on
 the same dev sentences, a class predicted where its sigmoid is above 0.5. Prints one JSON line.
@@ -40,6 +44,9 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
+    parser.add_argument("--reference_batches", choices=("ours", "own"), default="ours",
+                        help="ours: transformers trains on our recipe's batches from our initial head (they differ only "
+                             "in dropout masks); own: its usual random batches and head draw")
     parser.add_argument("--skip_reference", action="store_true")
     parser.add_argument("--output", default=None, help="also write the JSON line to this file")
     return parser.parse_args(argv)
@@ -59,19 +66,40 @@ def write_jsonl(path, rows):
         f.writelines(json.dumps({"text": text, "types": types}) + "\n" for text, types in rows)
 
 
-def run_ours(args, train_file, dev_file, model_dir):
-    from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig, run
+def recipe_config(args, train_file, dev_file, model_dir):
+    """`recipes/finetune_classifier.py --multi_label`'s settings for this benchmark."""
+    from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig
 
-    config = TableClassificationConfig(
+    return TableClassificationConfig(
         train_file, dev_file, "text", "types", model_dir, multi_label=True, preset=args.preset,
         sequence_length=args.sequence_length, batch_size=args.batch_size, epochs=args.epochs,
         learning_rate=args.learning_rate, seed=args.seed, mixed_precision=None, strategy="cpu")
+
+
+def recipe_batches_and_head(config):
+    """What our recipe's run starts from: its training batches (the seeded tf.data stream `table_run.run` builds,
+    one epoch of it), the initial (kernel, bias) of its new head, drawn as `run` draws them, and the label names."""
+    from keras_bert_impl.tasks.classification.table_files import label_targets
+    from keras_bert_impl.tasks.classification.table_run import build_classifier, read_inputs
+
+    train, _, _, label_names = read_inputs(config)
+    classifier = build_classifier(config, label_names)  # seeds, then draws the head, as `run` does
+    kernel, bias = classifier.get_layer("logits").get_weights()
+    batches = classifier.preprocessor.make_dataset(train.inputs, label_targets(train, label_names),
+                                                   batch_size=config.batch_size, shuffle=True, seed=config.seed)
+    return batches, kernel, bias, label_names
+
+
+def run_ours(config):
+    from keras_bert_impl.tasks.classification.table_run import run
+
     results = run(config)
     return {key: results[key] for key in ("micro_f1", "macro_f1", "subset_accuracy", "hamming_accuracy",
                                           "epoch_seconds", "final_train_loss", "label_names")}
 
 
-def run_reference(args, train_rows, dev_rows):
+def run_reference(args, train_rows, dev_rows, recipe_start=None):
+    """transformers' run: on its own batches, or on `recipe_start` (`recipe_batches_and_head`'s result)."""
     import torch
     import transformers
     from hf_reference import apply_gradients, bert_adamw
@@ -99,7 +127,27 @@ def run_reference(args, train_rows, dev_rows):
                                  padding=True, return_tensors="pt")
             yield features, torch.tensor(targets[index])
 
-    steps = -(-len(train_rows) // args.batch_size) * args.epochs
+    def recipe_batches(dataset):  # our batches as torch tensors, the weight-0 filler rows left out
+        for features, labels, weights in dataset:
+            real = weights.numpy() > 0
+            yield ({"input_ids": torch.tensor(features["token_ids"].numpy()[real].astype("int64")),
+                    "token_type_ids": torch.tensor(features["segment_ids"].numpy()[real].astype("int64")),
+                    "attention_mask": torch.tensor(features["padding_mask"].numpy()[real].astype("int64"))},
+                   torch.tensor(labels.numpy()[real].astype("float32")))
+
+    stream = None
+    if recipe_start is not None:
+        dataset, kernel, bias, label_names = recipe_start
+        if list(label_names) != LABELS:
+            raise ValueError(f"the recipe's label order {label_names} is not {LABELS}")
+        with torch.no_grad():  # our head's initial values (a Keras kernel is (in, out), torch's (out, in))
+            model.classifier.weight.copy_(torch.tensor(kernel.T))
+            model.classifier.bias.copy_(torch.tensor(bias))
+        steps_per_epoch = int(dataset.cardinality())
+        stream = recipe_batches(dataset.repeat(args.epochs))  # reshuffled each epoch, as `finetune` reads it
+    else:
+        steps_per_epoch = -(-len(train_rows) // args.batch_size)
+    steps = steps_per_epoch * args.epochs
     optimizer = bert_adamw(model, args.learning_rate)
     scheduler = transformers.get_linear_schedule_with_warmup(optimizer, int(round(0.1 * steps)), steps)
     generator = np.random.default_rng(args.seed)
@@ -107,7 +155,9 @@ def run_reference(args, train_rows, dev_rows):
     for _ in range(args.epochs):
         model.train()
         start = time.perf_counter()
-        for features, labels in batches(train_rows, generator.permutation(len(train_rows)), args.batch_size):
+        epoch = ([next(stream) for _ in range(steps_per_epoch)] if stream is not None
+                 else batches(train_rows, generator.permutation(len(train_rows)), args.batch_size))
+        for features, labels in epoch:
             loss = model(**features, labels=labels).loss
             apply_gradients(loss, model, optimizer, scheduler)
         epoch_seconds.append(round(time.perf_counter() - start, 2))
@@ -127,7 +177,12 @@ def main(argv=None):
         train_file, dev_file = os.path.join(directory, "train.jsonl"), os.path.join(directory, "dev.jsonl")
         write_jsonl(train_file, train_rows)
         write_jsonl(dev_file, dev_rows)
-        ours = run_ours(args, train_file, dev_file, os.path.join(directory, "model"))
+        config = recipe_config(args, train_file, dev_file, os.path.join(directory, "model"))
+        recipe_start = None
+        if not args.skip_reference and args.reference_batches == "ours":
+            recipe_start = recipe_batches_and_head(config)  # before our run, which re-seeds and draws the same
+        ours = run_ours(config)
+        reference = None if args.skip_reference else run_reference(args, train_rows, dev_rows, recipe_start)
     line = {
         "benchmark": "multi_label_conll", "train_examples": len(train_rows), "dev_examples": len(dev_rows),
         "labels_per_train_example": float(np.mean([len(t) for _, t in train_rows])),
@@ -135,8 +190,9 @@ def main(argv=None):
                                                         "epochs", "seed")},
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
     }
-    if not args.skip_reference:
-        line["transformers"] = run_reference(args, train_rows, dev_rows)
+    if reference is not None:
+        line["transformers"] = reference
+        line["reference_batches"] = args.reference_batches
         # Epochs after the first: the first also compiles (ours) or warms up.
         later = slice(1, None) if args.epochs > 1 else slice(None)
         line["later_epoch_speed_ratio"] = round(
