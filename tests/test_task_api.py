@@ -180,6 +180,23 @@ def test_class_weight_on_raw_strings_trains_like_the_same_sample_weights(shared_
         tagger.fit([["John"]], [["B-PER"]], class_weight={0: 1.0}, verbose=0)
 
 
+def test_a_sequence_length_beyond_the_position_table_is_one_line_before_any_text_is_read():
+    # Before: tokenizing went ahead and predict failed inside PositionEmbedding, in Keras's multi-line call report.
+    message = ("The preprocessor packs up to sequence_length=600 tokens, but the backbone has 512 positions "
+               "(max_sequence_length): use sequence_length <= 512.")
+    with pytest.raises(ValueError) as error:
+        BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=600))
+    assert str(error.value) == message
+    with pytest.raises(ValueError) as error:
+        BertTokenClassifier.from_preset(PRESET, label_names=["O", "B-PER"], sequence_length=600)
+    assert str(error.value) == message
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=512))
+    classifier.preprocessor.sequence_length = 600  # set later: refused at the next call on raw text
+    with pytest.raises(ValueError) as error:
+        classifier.predict(["word " * 700], verbose=0)
+    assert str(error.value) == message
+
+
 def test_setting_the_preprocessors_sequence_length_repacks_everything_after():
     classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=64))
     texts = ["a much longer sentence that goes on " * 3, "short"]
@@ -526,6 +543,11 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
      "`class_weight` needs classes, but this classifier is a regression (num_classes=1)."),
     (lambda c, r: r.predict_labels(["a"], return_scores=True),
      "return_scores gives class probabilities; this classifier is a regression (num_classes=1)."),
+    # Before: batch_size=0 silently trained in batches of 32; texts without labels got Keras's "Unrecognized data type".
+    (lambda c, r: c.fit(["a", "b"], [0, 1], batch_size=0, verbose=0), "`batch_size` must be a positive int, got 0."),
+    (lambda c, r: c.fit(["a", "b"], [0, 1], validation_data=["c"], verbose=0),
+     "`validation_data` of raw strings is a tuple (texts, labels) or (texts, labels, sample_weight); got the texts "
+     "alone: add their labels."),
 ])
 def test_fit_argument_errors_on_raw_strings_are_one_line(call, message):
     classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())

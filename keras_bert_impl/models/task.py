@@ -80,6 +80,7 @@ class Task(FunctionalModel):
         # Set after Model.__init__, so the torch backend can track them.
         self.backbone = backbone
         self.preprocessor = preprocessor
+        self._check_sequence_length()
         self.compile_defaults = compile_defaults
         if compile_defaults:
             self.compile()
@@ -219,11 +220,22 @@ class Task(FunctionalModel):
                 f"{type(self).__name__}.from_preset(...) or pass preprocessor=..., or give the "
                 "token_ids/segment_ids/padding_mask dict."
             )
+        self._check_sequence_length()  # the preprocessor's length may have been set since
+
+    def _check_sequence_length(self):
+        """Refuses, in one line, a preprocessor that packs rows longer than the backbone's position table."""
+        length = getattr(self.preprocessor, "sequence_length", None)
+        positions = getattr(self.backbone, "max_sequence_length", None)
+        if length is not None and positions is not None and length > positions:
+            raise ValueError(
+                f"The preprocessor packs up to sequence_length={length} tokens, but the backbone has "
+                f"{positions} positions (max_sequence_length): use sequence_length <= {positions}."
+            )
 
     def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
         self._check_preprocessor()
         return self.preprocessor.make_dataset(
-            x, y, sample_weight, batch_size=batch_size or 32, shuffle=shuffle, seed=seed
+            x, y, sample_weight, batch_size=32 if batch_size is None else batch_size, shuffle=shuffle, seed=seed
         )
 
     def _raw_validation(self, validation_data, batch_size):
@@ -234,6 +246,9 @@ class Task(FunctionalModel):
             return self._raw_dataset(x, y, weight[0] if weight else None, batch_size=batch_size)
         if _is_dataset(validation_data) and self._is_raw(validation_data):  # a tf.data.Dataset of strings
             return self._raw_dataset(validation_data, batch_size=batch_size)
+        if isinstance(validation_data, list) and validation_data and all(isinstance(t, str) for t in validation_data):
+            raise ValueError("`validation_data` of raw strings is a tuple (texts, labels) or (texts, labels, "
+                             "sample_weight); got the texts alone: add their labels.")
         return validation_data
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
