@@ -168,10 +168,6 @@ def run(config):
         backbone = BertBackbone.from_preset(c.init_checkpoint or c.preset)
         flag = f"--init_checkpoint {c.init_checkpoint}" if c.init_checkpoint else f"--preset {c.preset}"
         check_vocabulary(backbone, tokenizer, flag, tokenizer_source)
-        if c.sequence_length > backbone.max_sequence_length:
-            raise ValueError(
-                f"sequence_length={c.sequence_length} exceeds the backbone's {backbone.max_sequence_length} positions."
-            )
         model = BertClassifier(
             backbone,
             num_classes=task.num_classes,
