@@ -197,6 +197,20 @@ def test_a_sequence_length_beyond_the_position_table_is_one_line_before_any_text
     assert str(error.value) == message
 
 
+def test_from_preset_packs_no_longer_than_a_small_checkpoints_positions(tmp_path):
+    # Before: the default 128 (384 for span QA) was refused on a 64-position export of recipes/pretrain.py.
+    backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                            max_sequence_length=64)
+    backbone.save_to_preset(tmp_path / "small", vocabulary=_preprocessor().tokenizer.get_vocabulary(), lowercase=True)
+    small = str(tmp_path / "small")
+    assert BertPretrainer.from_preset(small).preprocessor.sequence_length == 64
+    assert BertSpanExtractor.from_preset(small).preprocessor.sequence_length == 64
+    assert BertClassifier.from_preset(small, num_classes=2, sequence_length=16).preprocessor.sequence_length == 16
+    with pytest.raises(ValueError, match=r"^The preprocessor packs up to sequence_length=65 tokens, but the backbone "
+                                         r"has 64 positions \(max_sequence_length\): use sequence_length <= 64\.$"):
+        BertClassifier.from_preset(small, num_classes=2, sequence_length=65)
+
+
 def test_setting_the_preprocessors_sequence_length_repacks_everything_after():
     classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=64))
     texts = ["a much longer sentence that goes on " * 3, "short"]

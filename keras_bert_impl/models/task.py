@@ -450,7 +450,10 @@ class Task(FunctionalModel):
             dtype: the backbone's dtype policy (e.g. `"mixed_bfloat16"`).
             **kwargs: the task's arguments (e.g. `num_classes`,
                 `label_names`, `dropout`), plus the preprocessor's
-                `sequence_length` and `truncate`.
+                `sequence_length` and `truncate`. `sequence_length`
+                defaults to the preprocessor's (128; 384 for span QA), or
+                to the backbone's `max_sequence_length` where that is
+                smaller.
         """
         preprocessor_kwargs = {key: kwargs.pop(key) for key in ("sequence_length", "truncate") if key in kwargs}
         saved = read_task_config(preset, cls)
@@ -473,6 +476,10 @@ class Task(FunctionalModel):
         backbone = BertBackbone.from_preset(preset, load_weights=load_weights, **backbone_kwargs)
         if isinstance(preprocessor, str) and preprocessor == "auto":
             preprocessor_cls = cls.preprocessor_class()
+            if preprocessor_cls is not None and "sequence_length" not in preprocessor_kwargs:
+                # The default length (128; 384 for span QA), but never past a small checkpoint's position table.
+                default = inspect.signature(preprocessor_cls.from_preset).parameters["sequence_length"].default
+                preprocessor_kwargs["sequence_length"] = min(default, backbone.max_sequence_length)
             preprocessor = None if preprocessor_cls is None else preprocessor_cls.from_preset(preset, **preprocessor_kwargs)
         elif preprocessor_kwargs:
             raise ValueError(f"{sorted(preprocessor_kwargs)} set the preprocessor that from_preset builds; "
