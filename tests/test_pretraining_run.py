@@ -83,7 +83,8 @@ def test_uninterrupted_run_reports_and_exports(reference_run):
 
 def test_the_export_holds_the_trained_heads_for_fill_mask(reference_run):
     """`BertPretrainer.from_preset(export)` reads the run's trained masked-LM and next-sentence heads (not new ones),
-    also as an MLM-only model (`nsp=False`, what `fit(texts)` needs), and fills masks with them."""
+    also as an MLM-only model (`nsp=False`, what `fit(texts)` needs) that packs text as the run did, and fills
+    masks with them."""
     from keras_bert_impl import BertClassifier, BertPretrainer
 
     _, model_dir, _ = reference_run
@@ -91,6 +92,8 @@ def test_the_export_holds_the_trained_heads_for_fill_mask(reference_run):
     both = BertPretrainer.from_preset(export)
     mlm_only = BertPretrainer.from_preset(export, nsp=False)
     assert both.heads_loaded == ["masked LM", "next sentence"] and mlm_only.heads_loaded == ["masked LM"]
+    # The run's packing (--sequence_length 32 --max_predictions_per_seq 5), not the preprocessor's default 128.
+    assert (mlm_only.preprocessor.sequence_length, mlm_only.preprocessor.max_predictions_per_seq) == (32, 5)
     trained_bias = keras.ops.convert_to_numpy(both.masked_lm_head.output_bias)
     assert np.abs(trained_bias).max() > 0  # starts at zeros: these are the run's 8 steps
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(mlm_only.masked_lm_head.output_bias), trained_bias)

@@ -229,15 +229,16 @@ def test_labels_by_name_train_exactly_like_class_ids(shared_data):
     texts, labels = _sst2(shared_data, "train", 12)
     names = ["negative", "positive"]
     weights = []
-    for y in (labels, [names[i] for i in labels]):
+    for y in (labels, [names[i] for i in labels], labels.reshape(-1, 1)):  # the column as Keras's losses take it
         keras.utils.set_random_seed(0)
         classifier = BertClassifier(_tiny_backbone(), num_classes=2, label_names=names, preprocessor=_preprocessor())
         classifier.fit(texts, y, batch_size=4, epochs=2, seed=0, verbose=0,
                        validation_data=(texts[:4], y[:4]))
         weights.append([keras.ops.convert_to_numpy(w) for w in classifier.trainable_weights])
         assert classifier.evaluate(texts, y, batch_size=4, verbose=0, return_dict=True)["accuracy"] >= 0.0
-    for by_id, by_name in zip(*weights):
-        np.testing.assert_array_equal(by_id, by_name)
+    for by_id, *others in zip(*weights):
+        for other in others:
+            np.testing.assert_array_equal(by_id, other)
 
 
 @pytest.mark.parametrize(
@@ -254,6 +255,7 @@ def test_labels_by_name_train_exactly_like_class_ids(shared_data):
                            "in all are outside."),
         (2, None, [0, 0.5], "Example 1: label 0.5 is not a class id (int) or a label name (str)."),
         (1, None, [0.5, "high"], "Example 1: label 'high' is not a number (num_classes=1 is regression)."),
+        (2, None, [[0, 1], [1, 0]], "`y` must hold one label per example (shape (N,) or (N, 1)), got shape (2, 2)."),
     ],
 )
 def test_a_label_that_is_not_a_class_is_one_line_naming_it(num_classes, label_names, labels, message):

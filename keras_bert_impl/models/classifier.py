@@ -362,8 +362,10 @@ class BertClassifier(Task):
             return self._multi_hot(labels)
         values = labels if isinstance(labels, np.ndarray) else np.asarray(labels, dtype=object)
         values = values.reshape(1) if values.ndim == 0 else values
+        if values.ndim == 2 and values.shape[1] == 1:  # a column, (N, 1), as Keras's sparse losses take it
+            values = values[:, 0]
         if values.ndim != 1:
-            raise ValueError(f"`y` must hold one label per example, got shape {values.shape}.")
+            raise ValueError(f"`y` must hold one label per example (shape (N,) or (N, 1)), got shape {values.shape}.")
         if self.is_regression:
             try:
                 return values.astype("float32")

@@ -387,13 +387,13 @@ class Task(FunctionalModel):
             write_task_files=self.write_task_files,
         )
 
-    def write_task_files(self, directory):
+    def write_task_files(self, directory, preprocessor_config=None):
         """Writes `task.json` (class, head configuration, preprocessor settings) and `task.weights.h5` into
         `directory`: the task's part of a preset, which `save_to_preset` (and the pretraining export) write in
-        the same atomic save as the backbone's."""
+        the same atomic save as the backbone's. `preprocessor_config` records the settings of a model without a
+        preprocessor (the pretraining run's `sequence_length`), which `from_preset` then builds its one with."""
         from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, save_weights_atomically
 
-        preprocessor_config = None
         if self.preprocessor is not None:
             preprocessor_config = {
                 k: v for k, v in self.preprocessor.get_config().items() if k not in ("tokenizer", "name", "trainable", "dtype")

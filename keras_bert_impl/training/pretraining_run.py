@@ -557,5 +557,10 @@ def _export(model, export_dir, config):
     if "dropout" not in architecture:  # a JSON --config that leaves BertBackbone's default
         architecture["dropout"] = inspect.signature(BertBackbone).parameters["dropout"].default
     overrides = {"dropout": architecture["dropout"]}
+    packing = {"sequence_length": config.sequence_length, "max_predictions_per_seq": config.max_predictions_per_seq}
+
+    def write_task_files(directory):  # the run's packing, for `BertPretrainer.from_preset(export_dir)`'s preprocessor
+        model.write_task_files(directory, preprocessor_config=packing)
+
     save_backbone_preset(model.backbone, export_dir, vocabulary=config.vocab, lowercase=config.lowercase,
-                         config_overrides=overrides, write_task_files=model.write_task_files)
+                         config_overrides=overrides, write_task_files=write_task_files)
