@@ -1,7 +1,6 @@
 """BertBackbone: the BERT encoder as a functional Keras model."""
 
 import keras
-from keras import ops
 
 from keras_bert_impl.layers.float32_layer_norm import Float32LayerNormalization
 from keras_bert_impl.layers.layer_norm_backward import check_layer_norm_backward

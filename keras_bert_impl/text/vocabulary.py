@@ -11,7 +11,6 @@ lower-casing folds compatibility characters that BERT keeps).
 """
 
 import collections
-import glob
 import os
 import sys
 import time
