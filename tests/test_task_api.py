@@ -8,6 +8,7 @@ import csv
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -209,6 +210,48 @@ def test_from_preset_packs_no_longer_than_a_small_checkpoints_positions(tmp_path
     with pytest.raises(ValueError, match=r"^The preprocessor packs up to sequence_length=65 tokens, but the backbone "
                                          r"has 64 positions \(max_sequence_length\): use sequence_length <= 64\.$"):
         BertClassifier.from_preset(small, num_classes=2, sequence_length=65)
+
+
+def test_an_interrupted_fit_on_raw_strings_resumes_both_ways(shared_data, tmp_path):
+    """docs/quickstart.md's two ways back after a stop (here after epoch 2 of 3), on every backend.
+
+    Keras's `BackupAndRestore` restarts at the next epoch with the weights, the optimizer's moments and its step
+    (the weights are the uninterrupted run's where no dropout or shuffle draws differ); `finetune(model_dir=...)`
+    on the preprocessor's shuffled dataset ends with the uninterrupted run's weights, dropout on.
+    """
+    from interruptions import StopAfterEpoch
+
+    from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+
+    texts, labels = _sst2(shared_data, "train", 16)
+
+    def keras_fit(callbacks):
+        keras.utils.set_random_seed(0)
+        backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                                dropout=0.0)
+        classifier = BertClassifier(backbone, num_classes=2, dropout=0.0, preprocessor=_preprocessor())
+        history = classifier.fit(texts, labels, batch_size=8, epochs=3, shuffle=False, verbose=0, callbacks=[
+            keras.callbacks.BackupAndRestore(str(tmp_path / "backup")), *callbacks])
+        return history.epoch, [keras.ops.convert_to_numpy(w) for w in classifier.weights]
+
+    def finetune_fit(model_dir, callbacks):
+        setup_finetuning(seed=0)
+        classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+        train = classifier.preprocessor.make_dataset(texts, labels, batch_size=8, shuffle=True, seed=0)
+        finetune(classifier, train, epochs=3, learning_rate=1e-3, model_dir=str(model_dir), seed=0, verbose=0,
+                 callbacks=list(callbacks), restore_best_weights=False, tensorboard=False)
+        return [keras.ops.convert_to_numpy(w) for w in classifier.weights]
+
+    for resume in (lambda stop: keras_fit(stop)[1], lambda stop: finetune_fit(tmp_path / "run", stop)):
+        with pytest.raises(KeyboardInterrupt):
+            resume([StopAfterEpoch(2)])
+    epochs, resumed = keras_fit([])
+    assert epochs == [2]  # the third epoch only
+    shutil.rmtree(tmp_path / "backup", ignore_errors=True)
+    for straight, again in ((keras_fit([])[1], resumed),
+                            (finetune_fit(tmp_path / "straight", []), finetune_fit(tmp_path / "run", []))):
+        for a, b in zip(straight, again):
+            np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
 
 
 def test_setting_the_preprocessors_sequence_length_repacks_everything_after():
