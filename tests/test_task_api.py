@@ -309,6 +309,38 @@ def test_a_label_that_is_not_a_class_is_one_line_naming_it(num_classes, label_na
     assert str(error.value) == message
 
 
+def test_raw_text_without_its_labels_is_one_line_and_the_model_still_trains_after_it():
+    # Before: Keras stopped inside the traced step in three lines ("y_true and y_pred have different structures"),
+    # and on TensorFlow every later fit of that model failed ("Creating variables on a non-first call").
+    qa = BertSpanExtractor(_tiny_backbone(), preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(
+        PRESET, sequence_length=32, doc_stride=8))
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=["O", "B-PER"],
+                                 preprocessor=keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(
+                                     PRESET, sequence_length=16))
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=16))
+    for call, message in [
+        (lambda: qa.fit((["Who ran?"], ["John ran."]), verbose=0),
+         "`y` is missing: BertSpanExtractor.fit on raw text needs the answers, as in fit((questions, contexts), "
+         "answers)."),
+        (lambda: qa.evaluate((["Who ran?"], ["John ran."]), verbose=0),
+         "`y` is missing: BertSpanExtractor.evaluate on raw text needs the answers, as in evaluate((questions, "
+         "contexts), answers)."),
+        (lambda: tagger.fit([["John", "ran"]], verbose=0),
+         "`y` is missing: BertTokenClassifier.fit on raw text needs the tags, as in fit(sentences, tags)."),
+        (lambda: classifier.fit(["a fine film"], verbose=0),
+         "`y` is missing: BertClassifier.fit on raw text needs the labels, as in fit(texts, labels)."),
+    ]:
+        with pytest.raises(ValueError) as error:
+            call()
+        assert str(error.value) == message
+    assert qa.fit((["Who ran?"], ["John ran."]), ["John"], verbose=0).history["loss"]
+    # A failure inside the first traced step (labels of the wrong shape for the feature dict) leaves no broken step.
+    features = {k: keras.ops.convert_to_numpy(v) for k, v in classifier.preprocessor(["a fine film", "dull"]).items()}
+    with pytest.raises(Exception):
+        classifier.fit(features, np.zeros((2, 3, 4)), verbose=0)
+    assert classifier.fit(["a fine film", "dull"], [1, 0], verbose=0).history["loss"]
+
+
 def test_a_tag_id_outside_the_tags_is_one_line_naming_it():
     tagger = BertTokenClassifier(_tiny_backbone(), label_names=["O", "B-LOC", "I-LOC"],
                                  preprocessor=keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(
@@ -316,6 +348,10 @@ def test_a_tag_id_outside_the_tags_is_one_line_naming_it():
     with pytest.raises(ValueError) as error:
         tagger.fit([["I", "love", "Paris"]], [[0, 0, 3]], verbose=0)
     assert str(error.value) == "Example 0: tag 3 is not a tag of this 3-tag model (ids 0..2)."
+    with pytest.raises(ValueError) as error:  # before: TypeError "expected string or bytes-like object, got 'list'"
+        tagger.predict_entities([["I", "love", "Paris"]])
+    assert str(error.value) == ("predict_entities reads raw text (a string or a list of strings), and text 0 is a "
+                                "list of words: give the sentence as one string, e.g. ' '.join(words).")
 
 
 # === Saving ===

@@ -116,6 +116,8 @@ class BertPretrainer(Task):
             **kwargs,
         )
 
+    raw_labels = None  # masked LM learns from the text alone
+
     def head_config(self):
         return {"nsp": self.nsp, "vocabulary_padding_multiple": self.vocabulary_padding_multiple}
 

@@ -124,6 +124,7 @@ class BertSpanExtractor(Task):
 
     hugging_face_architectures = ("BertForQuestionAnswering",)
     hugging_face_head_prefix = "qa_outputs"
+    raw_labels = ("answers", "(questions, contexts), answers")
 
     def hugging_face_head_dense(self):
         return self.span_head.dense

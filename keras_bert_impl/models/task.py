@@ -60,6 +60,9 @@ class Task(FunctionalModel):
     # prefix of its head's tensors; `from_preset` then reads the trained head (and its labels, where the task has them).
     hugging_face_architectures = ()
     hugging_face_head_prefix = None
+    # What `fit` / `evaluate` on raw text take as `y` (the noun, and the call's arguments), for the one line that says
+    # it is missing; None: the task learns from the text alone (masked LM).
+    raw_labels = ("labels", "texts, labels")
 
     def hugging_face_head_dense(self):
         """The `Dense` layer that holds a transformers checkpoint's task head (`hugging_face_head_prefix`)."""
@@ -251,6 +254,23 @@ class Task(FunctionalModel):
                              "sample_weight); got the texts alone: add their labels.")
         return validation_data
 
+    def _check_raw_labels(self, x, y, method):
+        """Refuses raw text without its labels in one line (Keras would stop inside the traced step, in three)."""
+        if y is None and self.raw_labels is not None and self._is_raw(x) and not _is_dataset(x):
+            noun, arguments = self.raw_labels
+            raise ValueError(f"`y` is missing: {type(self).__name__}.{method} on raw text needs the {noun}, "
+                             f"as in {method}({arguments}).")
+
+    def _forget_step_function_after_error(self, name, call):
+        """Runs `call()`; if it raises, drops the step function Keras kept (`train_function`, `test_function`), so
+        that the next call traces a new one. A TensorFlow step whose first trace failed stays half-built, and every
+        later `fit` on the model failed with "Creating variables on a non-first call to a function"."""
+        try:
+            return call()
+        except BaseException:
+            setattr(self, name, None)
+            raise
+
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
             shuffle=True, seed=None, validation_split=0.0, class_weight=None, **kwargs):
         """`keras.Model.fit`; `x` may also be raw strings (then `y` are the labels), or a dataset of strings.
@@ -264,6 +284,7 @@ class Task(FunctionalModel):
         examples.
         """
         self._compile_if_needed()
+        self._check_raw_labels(x, y, "fit")
         if self._is_raw(x) and not _is_dataset(x):
             self._check_one_process()
             if validation_split and validation_data is None:
@@ -278,11 +299,11 @@ class Task(FunctionalModel):
             y = sample_weight = batch_size = None
         if _is_dataset(x):
             shuffle = False  # a dataset shuffles itself; Keras would only warn
-        return super().fit(
+        return self._forget_step_function_after_error("train_function", lambda: super(Task, self).fit(
             x=x, y=y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
             sample_weight=sample_weight, shuffle=shuffle, validation_split=validation_split,
             class_weight=class_weight, **kwargs
-        )
+        ))
 
     def _split_off_validation(self, x, y, sample_weight, validation_split):
         """Raw examples (and their labels and weights) -> `(x, y, sample_weight, validation_data)`."""
@@ -309,10 +330,12 @@ class Task(FunctionalModel):
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; `x` may also be raw strings (`y` the labels)."""
         self._compile_if_needed()
+        self._check_raw_labels(x, y, "evaluate")
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size)
             y = sample_weight = batch_size = None
-        return super().evaluate(x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+        return self._forget_step_function_after_error("test_function", lambda: super(Task, self).evaluate(
+            x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs))
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""

@@ -119,6 +119,7 @@ class BertTokenClassifier(Task):
 
     hugging_face_architectures = ("BertForTokenClassification",)
     hugging_face_head_prefix = "classifier"
+    raw_labels = ("tags", "sentences, tags")
 
     def hugging_face_head_dense(self):
         return self.output_dense
@@ -212,6 +213,14 @@ class BertTokenClassifier(Task):
             raise ValueError("predict_entities needs the model's `label_names` (the tags in id order).")
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                words = isinstance(text, (list, tuple)) and all(isinstance(word, str) for word in text)
+                raise ValueError(
+                    f"predict_entities reads raw text (a string or a list of strings), and text {index} is "
+                    + ("a list of words: give the sentence as one string, e.g. ' '.join(words)."
+                       if words else f"{type(text).__name__} {text!r}.")
+                )
         spans = [self.preprocessor.split_words(text) for text in texts]
         features, placements = self.preprocessor.word_windows([[w for w, _, _ in words] for words in spans])
         logits = np.asarray(self.predict(features, batch_size=batch_size, verbose=0), "float32")
