@@ -212,6 +212,28 @@ def test_from_preset_packs_no_longer_than_a_small_checkpoints_positions(tmp_path
         BertClassifier.from_preset(small, num_classes=2, sequence_length=65)
 
 
+def test_an_argument_no_one_takes_is_one_line_and_from_preset_routes_the_preprocessors():
+    # Before: Keras's functional Model dropped unknown keywords without a word (`max_length=64` packed to 128, and
+    # `BertSpanExtractor.from_preset(p, doc_stride=24)` kept the stride at 128).
+    takes = ("it takes backbone, num_classes, dropout, preprocessor, label_names, compile_defaults, pooling, "
+             "activation, multi_label; `from_preset` also takes its preprocessor's arguments (e.g. `sequence_length`).")
+    for call, message in [
+        (lambda: BertClassifier.from_preset(PRESET, num_classes=2, max_length=64),
+         f"BertClassifier got an unknown argument `max_length` (did you mean `sequence_length`?): {takes}"),
+        (lambda: BertClassifier(_tiny_backbone(), num_classes=2, dropuot=0.3),
+         f"BertClassifier got an unknown argument `dropuot` (did you mean `dropout`?): {takes}"),
+        (lambda: BertClassifier(_tiny_backbone(), num_classes=2, num_labels=2),
+         f"BertClassifier got an unknown argument `num_labels` (did you mean `num_classes`?): {takes}"),
+    ]:
+        with pytest.raises(TypeError) as error:
+            call()
+        assert str(error.value) == message
+    extractor = BertSpanExtractor.from_preset(PRESET, sequence_length=64, doc_stride=24, max_question_length=16)
+    assert (extractor.preprocessor.doc_stride, extractor.preprocessor.max_question_length) == (24, 16)
+    pretrainer = BertPretrainer.from_preset(PRESET, nsp=False, sequence_length=32, masking_rate=0.3)
+    assert (pretrainer.preprocessor.masking_rate, pretrainer.preprocessor.max_predictions_per_seq) == (0.3, 12)
+
+
 def test_an_interrupted_fit_on_raw_strings_resumes_both_ways(shared_data, tmp_path):
     """docs/quickstart.md's two ways back after a stop (here after epoch 2 of 3), on every backend.
 

@@ -1,5 +1,6 @@
 """Task: the shared base of BertClassifier, BertTokenClassifier, BertSpanExtractor and BertPretrainer."""
 
+import difflib
 import inspect
 import json
 import os
@@ -79,6 +80,9 @@ class Task(FunctionalModel):
         return True
 
     def __init__(self, *args, backbone, preprocessor=None, compile_defaults=True, **kwargs):
+        unknown = sorted(set(kwargs) - KERAS_MODEL_ARGUMENTS)
+        if unknown:  # Keras's functional Model would drop them without a word
+            raise TypeError(unknown_argument_message(type(self), unknown[0]))
         super().__init__(*args, **kwargs)
         # Set after Model.__init__, so the torch backend can track them.
         self.backbone = backbone
@@ -473,12 +477,15 @@ class Task(FunctionalModel):
             dtype: the backbone's dtype policy (e.g. `"mixed_bfloat16"`).
             **kwargs: the task's arguments (e.g. `num_classes`,
                 `label_names`, `dropout`), plus the preprocessor's
-                `sequence_length` and `truncate`. `sequence_length`
+                (`sequence_length`; `truncate`; span QA's `doc_stride`,
+                `max_question_length`; masked LM's `masking_rate`,
+                `max_predictions_per_seq`); an argument neither takes is
+                one line naming it. `sequence_length`
                 defaults to the preprocessor's (128; 384 for span QA), or
                 to the backbone's `max_sequence_length` where that is
                 smaller.
         """
-        preprocessor_kwargs = {key: kwargs.pop(key) for key in ("sequence_length", "truncate") if key in kwargs}
+        preprocessor_kwargs = {key: kwargs.pop(key) for key in PREPROCESSOR_ARGUMENTS if key in kwargs}
         saved = read_task_config(preset, cls)
         if saved is not None:
             head = dict(saved["config"])
@@ -546,6 +553,26 @@ class Task(FunctionalModel):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
 
+
+
+# What a task passes on to `keras.Model` (the functional graph, and the keys `get_config` writes).
+KERAS_MODEL_ARGUMENTS = frozenset({"inputs", "outputs", "name", "trainable", "dtype"})
+# The preprocessors' own arguments, which `from_preset` passes to the preprocessor it builds.
+PREPROCESSOR_ARGUMENTS = ("sequence_length", "truncate", "doc_stride", "max_question_length", "masking_rate",
+                          "max_predictions_per_seq")
+# Other libraries' names for the arguments here: Hugging Face's and keras-hub's habits.
+ARGUMENT_ALIASES = {"max_length": "sequence_length", "max_seq_length": "sequence_length", "num_labels": "num_classes",
+                    "id2label": "label_names", "labels": "label_names", "hidden_dropout_prob": "dropout"}
+
+
+def unknown_argument_message(cls, name):
+    """One line naming an argument `cls` does not take, and the one that was probably meant."""
+    parameters = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "args", "kwargs")]
+    known = [*parameters, *PREPROCESSOR_ARGUMENTS, "name"]
+    meant = ARGUMENT_ALIASES.get(name) or next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None)
+    hint = f" (did you mean `{meant}`?)" if meant else ""
+    return (f"{cls.__name__} got an unknown argument `{name}`{hint}: it takes {', '.join(parameters)}; "
+            "`from_preset` also takes its preprocessor's arguments (e.g. `sequence_length`).")
 
 
 def read_task_config(preset, cls):
