@@ -259,3 +259,20 @@ def test_classification_pooling_must_be_pooled_or_mean():
     with pytest.raises(ValueError) as error:
         check_flags(ClassificationConfig(task="sst2", data_dir="glue", model_dir="m", pooling="max"))
     assert str(error.value) == "--pooling='max': must be one of pooled, mean"
+
+
+def test_a_pretraining_config_key_the_backbone_does_not_take_is_one_line_naming_the_file(tmp_path):
+    """`pretrain.py --config F.json` with Hugging Face's key names: before, the backbone dropped them and the run
+    pretrained a model of another size."""
+    import json
+
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig, backbone_config
+
+    path = tmp_path / "bert.json"
+    path.write_text(json.dumps({"num_layers": 2, "num_heads": 2, "hidden_dim": 16, "intermediate_dim": 32,
+                                "max_position_embeddings": 128}))
+    with pytest.raises(ValueError) as error:
+        backbone_config(PretrainingConfig(config=str(path)), vocabulary_size=100)
+    assert str(error.value).startswith(
+        f"--config {str(path)!r}: BertBackbone got an unknown argument `max_position_embeddings` (did you mean "
+        "`max_sequence_length`?): it takes vocabulary_size, num_layers,")

@@ -228,6 +228,11 @@ def test_an_argument_no_one_takes_is_one_line_and_from_preset_routes_the_preproc
         with pytest.raises(TypeError) as error:
             call()
         assert str(error.value) == message
+    with pytest.raises(TypeError) as error:  # Hugging Face's name for hidden_dim: before, a model 16 wide
+        BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                     hidden_size=32)
+    assert str(error.value).startswith("BertBackbone got an unknown argument `hidden_size` (did you mean `hidden_dim`?):"
+                                       " it takes vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,")
     extractor = BertSpanExtractor.from_preset(PRESET, sequence_length=64, doc_stride=24, max_question_length=16)
     assert (extractor.preprocessor.doc_stride, extractor.preprocessor.max_question_length) == (24, 16)
     pretrainer = BertPretrainer.from_preset(PRESET, nsp=False, sequence_length=32, masking_rate=0.3)

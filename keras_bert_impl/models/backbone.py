@@ -9,6 +9,7 @@ from keras_bert_impl.layers.position_embedding import PositionEmbedding
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder, get_activation
 from keras_bert_impl.models import lora
 from keras_bert_impl.models.functional_model import FunctionalModel
+from keras_bert_impl.models.unknown_arguments import check_arguments
 
 
 def bert_kernel_initializer(stddev=0.02):
@@ -102,6 +103,7 @@ class BertBackbone(FunctionalModel):
         dtype=None,
         **kwargs,
     ):
+        check_arguments(type(self), kwargs)
         _check_positive_ints(
             vocabulary_size=vocabulary_size,
             num_layers=num_layers,

@@ -1,6 +1,5 @@
 """Task: the shared base of BertClassifier, BertTokenClassifier, BertSpanExtractor and BertPretrainer."""
 
-import difflib
 import inspect
 import json
 import os
@@ -13,6 +12,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
 from keras_bert_impl.models.loss_tracker import LossTracker
+from keras_bert_impl.models.unknown_arguments import check_arguments
 from keras_bert_impl.optimizers import GlobalClipAdamW
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -80,9 +80,8 @@ class Task(FunctionalModel):
         return True
 
     def __init__(self, *args, backbone, preprocessor=None, compile_defaults=True, **kwargs):
-        unknown = sorted(set(kwargs) - KERAS_MODEL_ARGUMENTS)
-        if unknown:  # Keras's functional Model would drop them without a word
-            raise TypeError(unknown_argument_message(type(self), unknown[0]))
+        check_arguments(type(self), kwargs, also_known=PREPROCESSOR_ARGUMENTS,
+                        note="`from_preset` also takes its preprocessor's arguments (e.g. `sequence_length`).")
         super().__init__(*args, **kwargs)
         # Set after Model.__init__, so the torch backend can track them.
         self.backbone = backbone
@@ -555,24 +554,9 @@ class Task(FunctionalModel):
 
 
 
-# What a task passes on to `keras.Model` (the functional graph, and the keys `get_config` writes).
-KERAS_MODEL_ARGUMENTS = frozenset({"inputs", "outputs", "name", "trainable", "dtype"})
 # The preprocessors' own arguments, which `from_preset` passes to the preprocessor it builds.
 PREPROCESSOR_ARGUMENTS = ("sequence_length", "truncate", "doc_stride", "max_question_length", "masking_rate",
                           "max_predictions_per_seq")
-# Other libraries' names for the arguments here: Hugging Face's and keras-hub's habits.
-ARGUMENT_ALIASES = {"max_length": "sequence_length", "max_seq_length": "sequence_length", "num_labels": "num_classes",
-                    "id2label": "label_names", "labels": "label_names", "hidden_dropout_prob": "dropout"}
-
-
-def unknown_argument_message(cls, name):
-    """One line naming an argument `cls` does not take, and the one that was probably meant."""
-    parameters = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "args", "kwargs")]
-    known = [*parameters, *PREPROCESSOR_ARGUMENTS, "name"]
-    meant = ARGUMENT_ALIASES.get(name) or next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None)
-    hint = f" (did you mean `{meant}`?)" if meant else ""
-    return (f"{cls.__name__} got an unknown argument `{name}`{hint}: it takes {', '.join(parameters)}; "
-            "`from_preset` also takes its preprocessor's arguments (e.g. `sequence_length`).")
 
 
 def read_task_config(preset, cls):

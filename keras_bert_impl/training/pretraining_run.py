@@ -21,6 +21,7 @@ import numpy as np
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.pretrainer import BertPretrainer
+from keras_bert_impl.models.unknown_arguments import check_arguments
 from keras_bert_impl.training.optimizer import create_optimizer
 from keras_bert_impl.training.precision import mixed_precision_policy, resolve_mixed_precision
 from keras_bert_impl.training.attention_init import initialize_attention_qkv, width_scaled_attention_stddev
@@ -155,6 +156,10 @@ def backbone_config(config, vocabulary_size):
             arguments = json.load(f)
         if not isinstance(arguments, dict):
             raise ValueError(f"--config {name!r}: expected a JSON object of BertBackbone arguments.")
+        try:  # before the run starts, with the file named (a Hugging Face config.json's keys are pointed to ours)
+            check_arguments(BertBackbone, arguments)
+        except TypeError as error:
+            raise ValueError(f"--config {name!r}: {error}") from None
     else:
         from keras_bert_impl.presets import backbone_presets
 
