@@ -6,6 +6,7 @@ dev articles from tests/data, the real all-MiniLM-L6-v2 checkpoint.
 
 import csv
 import gzip
+import inspect
 import json
 import os
 import shutil
@@ -233,6 +234,13 @@ def test_an_argument_no_one_takes_is_one_line_and_from_preset_routes_the_preproc
                      hidden_size=32)
     assert str(error.value).startswith("BertBackbone got an unknown argument `hidden_size` (did you mean `hidden_dim`?):"
                                        " it takes vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,")
+    # from_preset's list of preprocessor arguments is every argument of the task preprocessors, no more, no less.
+    from keras_bert_impl.models.task import PREPROCESSOR_ARGUMENTS
+
+    taken = {name for task in (BertClassifier, BertTokenClassifier, BertSpanExtractor, BertPretrainer)
+             for name in inspect.signature(task.preprocessor_class().__init__).parameters} - {"self", "tokenizer",
+                                                                                               "kwargs"}
+    assert set(PREPROCESSOR_ARGUMENTS) == taken
     extractor = BertSpanExtractor.from_preset(PRESET, sequence_length=64, doc_stride=24, max_question_length=16)
     assert (extractor.preprocessor.doc_stride, extractor.preprocessor.max_question_length) == (24, 16)
     pretrainer = BertPretrainer.from_preset(PRESET, nsp=False, sequence_length=32, masking_rate=0.3)

@@ -504,12 +504,7 @@ class Task(FunctionalModel):
         backbone_kwargs = {} if dtype is None else {"dtype": dtype}
         backbone = BertBackbone.from_preset(preset, load_weights=load_weights, **backbone_kwargs)
         if isinstance(preprocessor, str) and preprocessor == "auto":
-            preprocessor_cls = cls.preprocessor_class()
-            if preprocessor_cls is not None and "sequence_length" not in preprocessor_kwargs:
-                # The default length (128; 384 for span QA), but never past a small checkpoint's position table.
-                default = inspect.signature(preprocessor_cls.from_preset).parameters["sequence_length"].default
-                preprocessor_kwargs["sequence_length"] = min(default, backbone.max_sequence_length)
-            preprocessor = None if preprocessor_cls is None else preprocessor_cls.from_preset(preset, **preprocessor_kwargs)
+            preprocessor = cls._preset_preprocessor(preset, backbone, preprocessor_kwargs)
         elif preprocessor_kwargs:
             raise ValueError(f"{sorted(preprocessor_kwargs)} set the preprocessor that from_preset builds; "
                              "with preprocessor=None or your own, set them on that one.")
@@ -529,6 +524,17 @@ class Task(FunctionalModel):
         if compile_defaults:
             model.compile()
         return model
+
+    @classmethod
+    def _preset_preprocessor(cls, preset, backbone, preprocessor_kwargs):
+        """The task's preprocessor on the preset's vocabulary (None for a task without one); `sequence_length`
+        defaults to the preprocessor's (128; 384 for span QA), but never past a small checkpoint's position table."""
+        preprocessor_cls = cls.preprocessor_class()
+        if preprocessor_cls is None:
+            return None
+        default = inspect.signature(preprocessor_cls.from_preset).parameters["sequence_length"].default
+        preprocessor_kwargs = {"sequence_length": min(default, backbone.max_sequence_length), **preprocessor_kwargs}
+        return preprocessor_cls.from_preset(preset, **preprocessor_kwargs)
 
     # === Serialisation ===
 

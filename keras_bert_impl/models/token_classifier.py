@@ -214,13 +214,12 @@ class BertTokenClassifier(Task):
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                words = isinstance(text, (list, tuple)) and all(isinstance(word, str) for word in text)
-                raise ValueError(
-                    f"predict_entities reads raw text (a string or a list of strings), and text {index} is "
-                    + ("a list of words: give the sentence as one string, e.g. ' '.join(words)."
-                       if words else f"{type(text).__name__} {text!r}.")
-                )
+            if isinstance(text, (list, tuple)) and all(isinstance(word, str) for word in text):
+                raise ValueError(f"predict_entities reads raw text (a string or a list of strings), and text {index} "
+                                 "is a list of words: give the sentence as one string, e.g. ' '.join(words).")
+            if not isinstance(text, str):  # the raw-text message of the preprocessors
+                shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
+                raise ValueError(f"Raw text: item {index} is {type(text).__name__} {shown}, expected a string.")
         spans = [self.preprocessor.split_words(text) for text in texts]
         features, placements = self.preprocessor.word_windows([[w for w, _, _ in words] for words in spans])
         logits = np.asarray(self.predict(features, batch_size=batch_size, verbose=0), "float32")
