@@ -205,7 +205,7 @@ def test_lora_enabled_after_training_recompiles_the_auto_optimizer_or_says_to(sh
     with pytest.raises(ValueError) as error:
         classifier.fit(texts, labels, batch_size=4, verbose=0)
     assert str(error.value) == (
-        "This BertClassifier's optimizer was built for other trainable variables (LoRA enabled or layers unfrozen "
-        "after it was built): call compile(optimizer=...) again before fit.")
+        "This BertClassifier's trainable weights changed since its optimizer was built (layers unfrozen or LoRA "
+        "enabled): call compile(optimizer=...) with a new optimizer before fit.")
     classifier.compile(optimizer=keras.optimizers.Adam(1e-3))
     assert np.isfinite(classifier.fit(texts, labels, batch_size=4, verbose=0).history["loss"][0])

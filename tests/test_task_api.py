@@ -685,3 +685,109 @@ def test_fit_argument_errors_on_raw_strings_are_one_line(call, message):
     with pytest.raises(ValueError) as error:
         call(classifier, regression)
     assert str(error.value) == message
+
+
+# === Failures that leave the model whole, and the trainable weights as they are now ===
+
+
+class _Interrupt(keras.callbacks.Callback):
+    """Ctrl-C at the start of batch `at` of `fit` ("train"), `evaluate` ("test") or `predict` ("predict")."""
+
+    def __init__(self, kind, at):
+        super().__init__()
+        setattr(self, f"on_{kind}_batch_begin", self._stop)
+        self.at = at
+
+    def _stop(self, batch, logs=None):
+        if batch == self.at:
+            raise KeyboardInterrupt
+
+
+def _dropout_free_classifier():
+    keras.utils.set_random_seed(0)
+    backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                            max_sequence_length=64, dropout=0.0)
+    return BertClassifier(backbone, num_classes=2, dropout=0.0, preprocessor=_preprocessor(sequence_length=16))
+
+
+def _weights(model):
+    return [np.array(w) for w in model.get_weights()]
+
+
+def test_an_interrupt_in_fit_evaluate_or_predict_keeps_the_weights_it_reached(shared_data):
+    # Before, on JAX: Keras detaches the weights from the model while it runs, and a call that stopped left the model
+    # without them (the next call failed on "'NoneType' object is not callable"; stopped before its first step, the
+    # weights were gone).
+    texts, labels = _sst2(shared_data, "train", 6)
+    model = _dropout_free_classifier()
+    initial = _weights(model)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(texts, labels, batch_size=2, shuffle=False, verbose=0, callbacks=[_Interrupt("train", 0)])
+    for a, b in zip(initial, _weights(model)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(texts, labels, batch_size=2, shuffle=False, verbose=0, callbacks=[_Interrupt("train", 2)])
+    two_steps = _dropout_free_classifier()
+    two_steps.fit(texts[:4], labels[:4], batch_size=2, shuffle=False, verbose=0)
+    reached = _weights(model)
+    for a, b in zip(_weights(two_steps), reached):  # the two steps that ran are kept
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    with pytest.raises(KeyboardInterrupt):
+        model.evaluate(texts, labels, batch_size=2, verbose=0, callbacks=[_Interrupt("test", 1)])
+    with pytest.raises(KeyboardInterrupt):
+        model.predict(texts, batch_size=2, verbose=0, callbacks=[_Interrupt("predict", 1)])
+    for a, b in zip(reached, _weights(model)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(model.predict(texts, verbose=0), two_steps.predict(texts, verbose=0), atol=1e-5)
+    assert np.isfinite(model.fit(texts, labels, batch_size=2, verbose=0).history["loss"][0])
+
+
+def test_freezing_or_unfreezing_after_fit_trains_what_is_trainable_now(shared_data):
+    # Before: TensorFlow's traced step went on training a backbone frozen after fit (and did not train one unfrozen);
+    # on JAX the step stopped on Keras's "Argument `optimizer_variables` must be a list of tensors ...".
+    texts, labels = _sst2(shared_data, "train", 8)
+
+    def changed(before, model):
+        return [not np.array_equal(a, b) for a, b in zip(before, _weights(model))]
+
+    for optimizer in ("auto", "adam"):
+        model = _dropout_free_classifier()
+        if optimizer == "adam":
+            model.compile(optimizer=keras.optimizers.Adam(1e-3))
+        model.fit(texts, labels, batch_size=4, verbose=0)
+        model.backbone.trainable = False
+        frozen = [id(v) in {id(w) for w in model.backbone.weights} for v in model.weights]
+        before = _weights(model)
+        if optimizer == "adam" and keras.backend.backend() == "jax":
+            with pytest.raises(ValueError) as error:  # JAX's step takes exactly the variables the optimizer has
+                model.fit(texts, labels, batch_size=4, verbose=0)
+            assert str(error.value) == (
+                "This BertClassifier's trainable weights changed since its optimizer was built (layers frozen): call "
+                "compile(optimizer=...) with a new optimizer before fit.")
+            model.compile(optimizer=keras.optimizers.Adam(1e-3))
+        model.fit(texts, labels, batch_size=4, verbose=0)
+        assert changed(before, model) == [not f for f in frozen], optimizer  # the head alone trained
+        model.backbone.trainable = True
+        before = _weights(model)
+        if optimizer == "adam" and keras.backend.backend() == "jax":
+            model.compile(optimizer=keras.optimizers.Adam(1e-3))
+        model.fit(texts, labels, batch_size=4, verbose=0)
+        assert all(changed(before, model)), optimizer
+
+
+def test_a_loss_or_metric_of_ones_own_sees_no_filler_rows(shared_data):
+    # Before: the last batch of raw text was filled to batch_size with weight-0 rows, which a loss of the user's
+    # (sum_over_batch_size) counted in its mean, and a plain metric counted as examples: fit reported 0.26 for a
+    # loss of 0.69 on 12 examples in a batch of 32.
+    texts, labels = _sst2(shared_data, "train", 12)
+    model = _dropout_free_classifier()
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    history = model.fit(texts, labels, batch_size=32, verbose=0).history
+    logits = model.predict(texts, verbose=0)
+    expected_loss = float(keras.ops.convert_to_numpy(
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True)(labels, logits)))
+    assert history["loss"][0] == pytest.approx(expected_loss, rel=1e-4)
+    assert history["accuracy"][0] == pytest.approx(float(np.mean(np.argmax(logits, -1) == labels)))
+    batches = list(model.preprocessor.make_dataset(texts, labels, batch_size=5, fixed_batch_size=False))
+    assert [len(y) for _, y, _ in batches] == [5, 5, 2]

@@ -9,6 +9,7 @@ import numpy as np
 
 from keras_bert_impl.checkpoints.own_preset import TASK_CONFIG_FILE, TASK_WEIGHTS_FILE
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.failed_calls import run_recoverably
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
 from keras_bert_impl.models.loss_tracker import LossTracker
@@ -182,31 +183,53 @@ class Task(FunctionalModel):
             self.optimizer.build(self.trainable_variables)
 
     def _compile_if_needed(self):
-        """Compiles with the defaults if not compiled. The `"auto"` optimizer is chosen again when LoRA was enabled
-        after it was (before its first step, or after training, when it knows none of the factors); any other
-        optimizer that does not know every trainable variable is one line, not Keras's "Unknown variable"."""
+        """Compiles with the defaults if not compiled, and keeps the optimizer and the compiled step in line with
+        the trainable weights, which may have changed since (`backbone.trainable = False`, a layer unfrozen,
+        `backbone.enable_lora`): Keras would go on training frozen layers (TensorFlow's traced step keeps the old
+        list), or stop inside the step (JAX, or "Unknown variable").
+
+        - The `"auto"` optimizer is chosen again (`compile` with the same arguments): for a changed set of
+          trainable weights, or when LoRA was enabled after `compile`, before the first step.
+        - Another optimizer goes on with fewer weights than it was built for (a layer frozen) on TensorFlow and
+          PyTorch, whose step is traced again; otherwise (JAX, or new weights) it is one line: compile again.
+        """
         if not self.compiled:
             self.compile()
             return
         arguments = getattr(self, "_compile_arguments", None)
         auto = arguments is not None and arguments["optimizer"] == "auto"
         lora_changed = auto and self._compiled_with_lora != (lora_rank(self.backbone) is not None)
-        stale = self._optimizer_misses_variables()
-        if auto and (stale or (lora_changed and int(keras.ops.convert_to_numpy(self.optimizer.iterations)) == 0)):
+        change = self._trainable_change()
+        if auto and (change or (lora_changed and int(keras.ops.convert_to_numpy(self.optimizer.iterations)) == 0)):
             self.compile(**arguments)
-        elif stale:
+        elif change == "fewer" and keras.backend.backend() != "jax":
+            pass  # the step is traced again (`_retrace_if_trainable_changed`)
+        elif change:
+            what = "layers frozen" if change == "fewer" else "layers unfrozen or LoRA enabled"
             raise ValueError(
-                f"This {type(self).__name__}'s optimizer was built for other trainable variables (LoRA enabled or "
-                "layers unfrozen after it was built): call compile(optimizer=...) again before fit."
+                f"This {type(self).__name__}'s trainable weights changed since its optimizer was built ({what}): "
+                "call compile(optimizer=...) with a new optimizer before fit."
             )
 
-    def _optimizer_misses_variables(self):
-        """Whether the built optimizer lacks a slot for one of the trainable variables (Keras would stop on it)."""
+    def _retrace_if_trainable_changed(self):
+        """Drops the step function traced for other trainable weights than the model's now (TensorFlow keeps the
+        list it was traced with, and would go on training a frozen layer, or not train an unfrozen one)."""
+        trainable = tuple(id(variable) for variable in self.trainable_variables)
+        if getattr(self, "_step_traced_for", trainable) != trainable:
+            self.train_function = None
+        self._step_traced_for = trainable
+
+    def _trainable_change(self):
+        """How the trainable weights differ from those the built optimizer knows: None (the same, or no optimizer
+        built yet), "fewer" (some frozen since) or "other" (new ones)."""
         optimizer = getattr(self, "optimizer", None)
         known = getattr(optimizer, "_trainable_variables_indices", None)
         if not getattr(optimizer, "built", False) or known is None:
-            return False
-        return any(optimizer._var_key(variable) not in known for variable in self.trainable_variables)
+            return None
+        keys = {optimizer._var_key(variable) for variable in self.trainable_variables}
+        if not keys <= set(known):
+            return "other"
+        return "fewer" if len(keys) < len(known) else None
 
     # === Raw strings ===
 
@@ -240,9 +263,21 @@ class Task(FunctionalModel):
 
     def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
         self._check_preprocessor()
+        options = {} if self._takes_filler_rows() else {"fixed_batch_size": False}
         return self.preprocessor.make_dataset(
-            x, y, sample_weight, batch_size=32 if batch_size is None else batch_size, shuffle=shuffle, seed=seed
+            x, y, sample_weight, batch_size=32 if batch_size is None else batch_size, shuffle=shuffle, seed=seed,
+            **options
         )
+
+    def _takes_filler_rows(self):
+        """Whether batches of raw text may end with weight-0 filler rows (one step shape per length bucket): with
+        the default loss and metrics, which count only the real rows. A loss or metric of the user's counts every
+        row (a `sum_over_batch_size` loss would be divided by the filler too), so it gets a short last batch."""
+        arguments = getattr(self, "_compile_arguments", None)
+        if arguments is None:
+            return True
+        return (arguments["loss"] == "auto" and arguments["metrics"] in ("auto", None)
+                and arguments["weighted_metrics"] in ("auto", None))
 
     def _raw_validation(self, validation_data, batch_size):
         if validation_data is None:
@@ -264,16 +299,6 @@ class Task(FunctionalModel):
             raise ValueError(f"`y` is missing: {type(self).__name__}.{method} on raw text needs the {noun}, "
                              f"as in {method}({arguments}).")
 
-    def _forget_step_function_after_error(self, name, call):
-        """Runs `call()`; if it raises, drops the step function Keras kept (`train_function`, `test_function`), so
-        that the next call traces a new one. A TensorFlow step whose first trace failed stays half-built, and every
-        later `fit` on the model failed with "Creating variables on a non-first call to a function"."""
-        try:
-            return call()
-        except BaseException:
-            setattr(self, name, None)
-            raise
-
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
             shuffle=True, seed=None, validation_split=0.0, class_weight=None, **kwargs):
         """`keras.Model.fit`; `x` may also be raw strings (then `y` are the labels), or a dataset of strings.
@@ -287,6 +312,7 @@ class Task(FunctionalModel):
         examples.
         """
         self._compile_if_needed()
+        self._retrace_if_trainable_changed()
         self._check_raw_labels(x, y, "fit")
         if self._is_raw(x) and not _is_dataset(x):
             self._check_one_process()
@@ -302,7 +328,7 @@ class Task(FunctionalModel):
             y = sample_weight = batch_size = None
         if _is_dataset(x):
             shuffle = False  # a dataset shuffles itself; Keras would only warn
-        return self._forget_step_function_after_error("train_function", lambda: super(Task, self).fit(
+        return run_recoverably(self, "train_function", lambda: super(Task, self).fit(
             x=x, y=y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
             sample_weight=sample_weight, shuffle=shuffle, validation_split=validation_split,
             class_weight=class_weight, **kwargs
@@ -337,7 +363,7 @@ class Task(FunctionalModel):
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size)
             y = sample_weight = batch_size = None
-        return self._forget_step_function_after_error("test_function", lambda: super(Task, self).evaluate(
+        return run_recoverably(self, "test_function", lambda: super(Task, self).evaluate(
             x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs))
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
@@ -345,15 +371,16 @@ class Task(FunctionalModel):
         if self._is_raw(x) and not _is_dataset(x):
             self._check_preprocessor()
             count = self._count_examples(x)
-            outputs = super().predict(
-                self._raw_dataset(x, batch_size=batch_size), verbose=verbose, steps=steps, callbacks=callbacks
-            )
+            dataset = self._raw_dataset(x, batch_size=batch_size)
+            outputs = run_recoverably(self, "predict_function", lambda: super(Task, self).predict(
+                dataset, verbose=verbose, steps=steps, callbacks=callbacks))
             # Fixed-size batches end with filler rows: keep the real ones.
             return keras.tree.map_structure(lambda a: a[:count], outputs)
         if self._is_raw(x):
             x = self._raw_dataset(x, batch_size=batch_size)
             batch_size = None
-        return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+        return run_recoverably(self, "predict_function", lambda: super(Task, self).predict(
+            x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks))
 
     def _check_one_process(self):
         """Refuses `fit` on raw strings in a job of several PyTorch or JAX processes: each process would train

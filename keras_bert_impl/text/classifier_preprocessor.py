@@ -130,7 +130,8 @@ class BertClassifierPreprocessor(PreprocessingLayer):
 
     # === Batches ===
 
-    def make_dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None, boundaries=None):
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None, boundaries=None,
+                     fixed_batch_size=True):
         """Raw text (and labels) -> a `tf.data.Dataset` of length-bucketed batches with a known length.
 
         All strings are tokenized once, up front. With `shuffle`, examples are
@@ -153,6 +154,9 @@ class BertClassifierPreprocessor(PreprocessingLayer):
             shuffle: shuffle and bucket by length (training) or keep the order.
             seed: shuffle seed.
             boundaries: bucket boundaries; default `default_boundaries()`.
+            fixed_batch_size: fill each last, partial batch to `batch_size` rows (weight 0) for one step
+                shape per bucket; False: a short last batch (what losses and metrics that count every
+                row need: `Task` asks for it when compiled with other than the default loss and metrics).
 
         Returns:
             Batches of `(features, y, weight)`, or `features` alone without `y`.
@@ -184,7 +188,8 @@ class BertClassifierPreprocessor(PreprocessingLayer):
         if shuffle:
             dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
         # Filler rows repeat the batch's first features, with label 0 and weight 0.
-        return batches_by_length(dataset, lengths, batch_size, boundaries, grouped=bool(shuffle), label_fill_value=0)
+        return batches_by_length(dataset, lengths, batch_size, boundaries, grouped=bool(shuffle), label_fill_value=0,
+                                 fill=fixed_batch_size)
 
     def _tokenize_all(self, segments):
         parts = []

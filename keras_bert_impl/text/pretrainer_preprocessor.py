@@ -190,7 +190,8 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
 
     # === Batches ===
 
-    def make_dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None, boundaries=None):
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None, boundaries=None,
+                     fixed_batch_size=True):
         """Raw text -> a `tf.data.Dataset` of masked, length-bucketed batches `(x, y, sample_weight)` of known length.
 
         With `shuffle` (training) the rows are shuffled each epoch, grouped by
@@ -207,6 +208,9 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
             shuffle: shuffle, bucket by length and re-draw the masks each epoch (training).
             seed: an int for repeatable order and masks, or None.
             boundaries: bucket boundaries; default `default_boundaries()`.
+            fixed_batch_size: fill each last, partial batch to `batch_size` rows (weight 0) for one step
+                shape per bucket; False: a short last batch (what losses and metrics that count every
+                row need: `Task` asks for it when compiled with other than the default loss and metrics).
         """
         if isinstance(x, tf.data.Dataset):
             raise ValueError(
@@ -234,7 +238,8 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
                 lambda batch, pair: self.mask(batch["token_ids"], pair), num_parallel_calls=tf.data.AUTOTUNE)
 
         dataset = batches_by_length(dataset, lengths, batch_size, boundaries, grouped=bool(shuffle), label_fill_value=0,
-                                    feature_padding_value=self.tokenizer.pad_token_id, transform_batches=mask_each_batch)
+                                    feature_padding_value=self.tokenizer.pad_token_id, transform_batches=mask_each_batch,
+                                    fill=fixed_batch_size)
         # After the filling: the filler rows' predictions (weight 0) count in Keras's mean, so rescale over real ones.
         return dataset.map(_mean_over_real_predictions)
 

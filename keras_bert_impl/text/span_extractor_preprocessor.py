@@ -200,7 +200,8 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
 
     # === Batches ===
 
-    def make_dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None, boundaries=None):
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None, boundaries=None,
+                     fixed_batch_size=True):
         """Raw `(questions, contexts)` (and answers) -> a `tf.data.Dataset` of length-bucketed window batches.
 
         Every question gives one window or more (`windows`); a batch holds
@@ -221,6 +222,9 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
             shuffle: shuffle and bucket by length (training), or keep the order.
             seed: shuffle seed.
             boundaries: bucket boundaries; default `default_boundaries()`.
+            fixed_batch_size: fill each last, partial batch to `batch_size` rows (weight 0) for one step
+                shape per bucket; False: a short last batch (what losses and metrics that count every
+                row need: `Task` asks for it when compiled with other than the default loss and metrics).
 
         Returns:
             Batches of `(features, labels, weights)` with `labels = {"start_logits", "end_logits"}`,
@@ -270,7 +274,8 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
         if shuffle:
             dataset = dataset.shuffle(len(lengths), seed=seed, reshuffle_each_iteration=True)
         dataset = dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE)
-        return batches_by_length(dataset, lengths, batch_size, boundaries, grouped=bool(shuffle), label_fill_value=-1)
+        return batches_by_length(dataset, lengths, batch_size, boundaries, grouped=bool(shuffle), label_fill_value=-1,
+                                 fill=fixed_batch_size)
 
     def get_config(self):
         return {

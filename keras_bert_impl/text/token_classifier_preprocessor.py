@@ -209,13 +209,14 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
     def default_boundaries(self):
         return default_boundaries(self.sequence_length, **TAGGING_BUCKETS)
 
-    def make_dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None, boundaries=None):
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None, boundaries=None,
+                     fixed_batch_size=True):
         """Word lists (or sentences) and per-word label ids -> a `tf.data.Dataset` of batches with a known length.
 
         Training (`shuffle`): shuffled each epoch, grouped by length bucket,
         each batch padded to its bucket. Otherwise: in order, padded to
         `sequence_length`. Every batch has `batch_size` rows (filler rows have
-        labels -1).
+        labels -1), unless `fixed_batch_size=False` (a short last batch).
         """
         if sample_weight is not None:
             raise ValueError("Token classification takes no `sample_weight`: label -1 marks the tokens to skip.")
@@ -242,7 +243,8 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
         else:
             boundaries = list(boundaries) if boundaries is not None else [self.sequence_length]
         return batches_by_length(dataset, [len(r) for r in rows], batch_size, boundaries, grouped=bool(shuffle),
-                                 label_fill_value=IGNORE_LABEL, label_padding_value=IGNORE_LABEL)
+                                 label_fill_value=IGNORE_LABEL, label_padding_value=IGNORE_LABEL,
+                                 fill=fixed_batch_size)
 
     def get_config(self):
         return {
