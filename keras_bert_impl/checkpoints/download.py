@@ -199,7 +199,7 @@ def sha256_of_file(path):
     return digest.hexdigest()
 
 
-def download_file(url, destination, sha256=None, progress_stream="stderr", timeout=60):
+def download_file(url, destination, sha256=None, progress_stream="stderr", timeout=60, headers=None):
     """Downloads `url` to `destination` through `destination.part`, checking size and sha256.
 
     Args:
@@ -209,6 +209,7 @@ def download_file(url, destination, sha256=None, progress_stream="stderr", timeo
         progress_stream: a text stream for progress lines, `"stderr"` (the
             current `sys.stderr`, the default) or None for silence.
         timeout: socket timeout in seconds.
+        headers: extra HTTP request headers (e.g. `Authorization`), or None.
 
     Returns:
         `destination`.
@@ -229,7 +230,8 @@ def download_file(url, destination, sha256=None, progress_stream="stderr", timeo
     digest = hashlib.sha256()
     try:
         try:
-            response = urllib.request.urlopen(url, timeout=timeout)
+            response = urllib.request.urlopen(urllib.request.Request(url, headers=headers) if headers else url,
+                                              timeout=timeout)
         except OSError as e:  # urllib.error.URLError / HTTPError, socket errors: one line, no chained tracebacks
             reason = describe_failure(e, url)
             raise DownloadError(f"Could not download {url}: {reason}.", short_reason=reason) from None

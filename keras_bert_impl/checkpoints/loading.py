@@ -13,7 +13,10 @@ Four directory formats are understood:
 A preset name resolves through the local cache
 (`$KERAS_BERT_IMPL_CACHE/<name>` or `~/.cache/keras_bert_impl/presets/<name>`),
 then through the preset's `sources` in order (an installed Python package,
-a Google release zip, Hugging Face files, a keras-hub handle).
+a Google release zip, Hugging Face files, a keras-hub handle). A Hugging Face
+Hub id (`hf://owner/name`, `owner/name` where no such local directory exists,
+or BERT's unprefixed names such as `bert-base-uncased`) is downloaded into the
+same cache by `hugging_face_hub` and loads as a `huggingface` directory.
 """
 
 import dataclasses
@@ -24,6 +27,7 @@ import logging
 import os
 
 from keras_bert_impl.checkpoints.download import CheckpointFileError  # noqa: F401 (re-exported)
+from keras_bert_impl.checkpoints.hugging_face_hub import fetch_hub_model, hub_model_id
 
 logger = logging.getLogger("keras_bert_impl.checkpoints")
 
@@ -181,8 +185,8 @@ def _unknown_preset_error(preset):
     close = difflib.get_close_matches(str(preset), names, n=3, cutoff=0.4)
     hint = f" Closest names: {', '.join(close)}." if close else ""
     return ValueError(
-        f"Unknown preset {preset!r}: it is neither a local directory nor a name in "
-        f"BertBackbone.presets.{hint} All names: {', '.join(names)}."
+        f"Unknown preset {preset!r}: it is neither a local directory, a name in BertBackbone.presets, nor a "
+        f"Hugging Face Hub id (hf://owner/name or owner/name).{hint} All names: {', '.join(names)}."
     )
 
 
@@ -267,6 +271,9 @@ def resolve_preset(preset):
     if preset not in backbone_presets:
         if os.path.isfile(preset):
             raise _file_as_preset_error(preset)
+        hub_model = hub_model_id(preset)
+        if hub_model is not None:
+            return _resolve_hub_model(preset, *hub_model)
         if _looks_like_path(preset):
             raise FileNotFoundError(f"Preset directory {preset} does not exist.")
         raise _unknown_preset_error(preset)
@@ -291,6 +298,20 @@ def resolve_preset(preset):
         f"Could not obtain preset {preset!r}; every source failed: tried " + "; ".join(failures)
         + f". Put the files in {cache_dir} to work offline ({_EXPECTED_FILES})."
     )
+
+
+def _resolve_hub_model(preset, repo, revision):
+    """A Hugging Face Hub model (`hugging_face_hub`), downloaded into the cache unless it is there."""
+    from keras_bert_impl.checkpoints.download import DownloadError
+
+    try:
+        directory = fetch_hub_model(repo, revision, preset_cache_root())
+    except DownloadError as error:
+        message = str(error).rstrip(".")
+        if not preset.startswith("hf://"):
+            message += f" (and no local directory {preset} exists)"
+        raise DownloadError(message + ".", short_reason=error.short_reason) from None
+    return ResolvedPreset(directory, detect_format(directory))
 
 
 def read_preset_config(preset):

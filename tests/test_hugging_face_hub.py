@@ -1,0 +1,109 @@
+"""Hugging Face Hub ids as presets (`hf://owner/name`, `owner/name`, `bert-base-uncased`), served by a real local
+HTTP server laid out as the Hub is (`<owner>/<name>/resolve/<revision>/<file>`; `HF_ENDPOINT` points at it)."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from local_http_server import serve_directory
+
+from keras_bert_impl import BertBackbone, BertTokenClassifier
+from keras_bert_impl.checkpoints.download import DownloadError
+from keras_bert_impl.checkpoints.hugging_face_hub import hub_model_id
+from keras_bert_impl.checkpoints.loading import resolve_preset
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_FILES = ("config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def _publish(hub, repo, source, files, revision="main"):
+    """Puts `files` of the directory `source` where the Hub serves them."""
+    target = hub / repo / "resolve" / revision
+    target.mkdir(parents=True)
+    for name in files:
+        shutil.copy(source / name, target / name)
+    return target
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """`(hub directory, its URL, the request paths)`; the preset cache in tmp_path."""
+    monkeypatch.setenv("KERAS_BERT_IMPL_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "hub"
+    root.mkdir()
+    with serve_directory(root) as (url, requests):
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        yield root, url, requests
+
+
+def test_the_forms_of_a_hub_id():
+    assert hub_model_id("hf://dslim/bert-base-NER") == ("dslim/bert-base-NER", "main")
+    assert hub_model_id("hf://dslim/bert-base-NER@refs/pr/3") == ("dslim/bert-base-NER", "refs/pr/3")
+    assert hub_model_id("dslim/bert-base-NER") == ("dslim/bert-base-NER", "main")
+    assert hub_model_id("bert-base-cased") == ("google-bert/bert-base-cased", "main")
+    for not_hub in ("bert_base_en_uncased", "/abs/dir", "./model", "a/b/c", "bert-base-uncasedd"):
+        assert hub_model_id(not_hub) is None, not_hub
+    with pytest.raises(ValueError) as error:
+        hub_model_id("hf://bert-base-uncased")
+    assert str(error.value) == ("Preset 'hf://bert-base-uncased': a Hugging Face Hub id is hf://owner/name or "
+                                "hf://owner/name@revision (e.g. hf://google-bert/bert-base-uncased).")
+
+
+def test_a_hub_id_downloads_once_into_the_cache_and_loads_as_the_directory(hub, minilm_dir, tmp_path, capfd):
+    root, _, requests = hub
+    _publish(root, MINILM, minilm_dir, MINILM_FILES + ("tokenizer.json", "README.md"))
+    backbone = BertBackbone.from_preset(f"hf://{MINILM}")
+    cached = tmp_path / "cache" / "hf--sentence-transformers--all-MiniLM-L6-v2"
+    assert sorted(os.listdir(cached)) == sorted(MINILM_FILES)  # what a BERT preset needs, not the whole repository
+    assert (cached / "model.safetensors").read_bytes() == (minilm_dir / "model.safetensors").read_bytes()
+    for ours, reference in zip(backbone.get_weights(), BertBackbone.from_preset(str(minilm_dir)).get_weights()):
+        np.testing.assert_array_equal(ours, reference)
+    assert "Downloading model.safetensors:" in capfd.readouterr().err
+    count = len(requests)
+    assert resolve_preset(MINILM).location == str(cached)  # from_pretrained's form; the cache, no request
+    assert len(requests) == count
+    # BERT's unprefixed names are the Hub's google-bert/ repositories.
+    _publish(root, "google-bert/bert-base-uncased", minilm_dir, MINILM_FILES)
+    assert resolve_preset("bert-base-uncased").location == str(tmp_path / "cache" / "hf--google-bert--bert-base-uncased")
+    assert "/google-bert/bert-base-uncased/resolve/main/model.safetensors" in requests
+
+
+def test_a_fine_tuned_tagger_on_the_hub_loads_with_its_head_and_tags(hub, tmp_path):
+    # What BertTokenClassifier.from_preset("dslim/bert-base-NER") does: the trained head and id2label come along.
+    root, _, _ = hub
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    trained = BertTokenClassifier.from_preset("all_minilm_l6_v2_en", label_names=tags)
+    trained.save_huggingface(tmp_path / "exported")
+    _publish(root, "someone/minilm-ner", tmp_path / "exported", ("config.json", "vocab.txt", "model.safetensors"))
+    loaded = BertTokenClassifier.from_preset("someone/minilm-ner")
+    assert loaded.label_names == tags and loaded.heads_loaded
+    text = ["Peter Blackburn lives in Paris."]
+    np.testing.assert_allclose(loaded.predict(text, verbose=0), trained.predict(text, verbose=0), atol=1e-5)
+
+
+def test_hub_failures_are_one_line_and_leave_no_cache_entry(hub, minilm_dir, tmp_path):
+    root, url, requests = hub
+    with pytest.raises(DownloadError) as error:
+        BertBackbone.from_preset("nobody/no-such-model")
+    assert str(error.value) == (
+        f"Hugging Face model 'nobody/no-such-model' (revision main) could not be fetched: "
+        f"{url}/nobody/no-such-model/resolve/main/config.json answered HTTP 404 File not found. Check the id; a "
+        "private or gated model needs HF_TOKEN set (and no local directory nobody/no-such-model exists).")
+    roberta = _publish(root, "someone/roberta", minilm_dir, ("config.json", "vocab.txt", "model.safetensors"))
+    config = json.loads((roberta / "config.json").read_text())
+    (roberta / "config.json").write_text(json.dumps(dict(config, model_type="roberta")))
+    with pytest.raises(ValueError) as error:
+        BertBackbone.from_preset("hf://someone/roberta")
+    assert str(error.value) == ("Hugging Face model 'someone/roberta' has model_type='roberta'; only BERT checkpoints "
+                                "(model_type 'bert') load into BertBackbone.")
+    assert not any(path.startswith("/someone/roberta/resolve/main/model") for path in requests)  # refused first
+    pickled = _publish(root, "someone/old-bert", minilm_dir, ("config.json", "vocab.txt"))
+    (pickled / "pytorch_model.bin").write_bytes(b"not read")
+    with pytest.raises(ValueError) as error:
+        BertBackbone.from_preset("hf://someone/old-bert")
+    assert str(error.value).startswith(
+        "Hugging Face model 'someone/old-bert' has no model.safetensors (revision main): from_preset reads "
+        "safetensors only, and never unpickles a pytorch_model.bin.")
+    assert os.listdir(tmp_path / "cache") == []
