@@ -16,7 +16,7 @@ from keras_bert_impl.batching.boundaries import default_boundaries
 from keras_bert_impl.batching.tf_batches import bucket_by_length, pad_to_boundaries
 from keras_bert_impl.training import finetuning
 from keras_bert_impl.training.finetuning import BestEpochCheckpoint, finetune, setup_finetuning
-from interruptions import StopAfterEpoch
+from interruptions import StopAfterEpoch, StopAtBatch
 
 
 @pytest.fixture(scope="module")
@@ -314,6 +314,44 @@ def test_a_resumed_finetune_ends_with_the_uninterrupted_weights_on_every_backend
     resumed = run(tmp_path / "resumed")
     for a, b in zip(straight, resumed):
         np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+
+
+@pytest.mark.multibackend
+def test_a_finetune_stopped_within_an_epoch_keeps_the_weights_of_its_last_step(sst2_dev):
+    """Ctrl-C at batch 3: the model holds the weights it had after 3 steps (those a callback sees at batch 3 of the
+    same run uninterrupted), and predicts.
+
+    `finetune` runs `fit` through `run_recoverably`, as `Task.fit` does, so a plain Keras model (the packed training
+    models are) gets its weights back on JAX whatever stops it (Keras 3.15's own `finally` covers every step but
+    an error inside the first).
+    """
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:192])
+
+    def run(callbacks):
+        setup_finetuning(seed=0)
+        train = bucket_by_length(_examples(ids, labels[:192]), [16, 32, 64], 32)
+        model = _bag_of_words_model(dropout=0.0)
+        model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        try:
+            finetune(model, train, epochs=1, learning_rate=5e-2, seed=0, verbose=0, callbacks=callbacks,
+                     restore_best_weights=False, tensorboard=False)
+        except KeyboardInterrupt:
+            pass
+        return model
+
+    class RecordAtBatch(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == 3:  # (on JAX, `self.model` puts the weights back on the model first)
+                self.weights = [np.array(w) for w in self.model.get_weights()]
+
+    stopped = run([StopAtBatch(3)])
+    record = RecordAtBatch()
+    run([record])
+    for a, b in zip(record.weights, stopped.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+    row = np.asarray(ids[0], "int32")[None]
+    assert np.isfinite(stopped.predict({"token_ids": row, "padding_mask": np.ones_like(row)}, verbose=0)).all()
 
 
 def test_a_checkpoint_of_other_settings_is_refused_in_one_line(sst2_dev, tmp_path):

@@ -715,9 +715,10 @@ def _weights(model):
 
 
 def test_an_interrupt_in_fit_evaluate_or_predict_keeps_the_weights_it_reached(shared_data):
-    # Before, on JAX: Keras detaches the weights from the model while it runs, and a call that stopped left the model
-    # without them (the next call failed on "'NoneType' object is not callable"; stopped before its first step, the
-    # weights were gone).
+    # Before, on JAX: Keras detaches the weights from the model while a call runs, and an evaluate or predict that
+    # stopped left the model without them (the next call failed on "'NoneType' object is not callable"). Keras's fit
+    # puts them back in a `finally`, except after an error inside its first step (probe: an optimizer built for other
+    # variables), which lost them.
     texts, labels = _sst2(shared_data, "train", 6)
     model = _dropout_free_classifier()
     initial = _weights(model)

@@ -10,9 +10,11 @@ reached:
   next call traces a new one.
 - JAX detaches the weights from the model while it runs (they travel through
   the compiled step as a state, and go back at the end of the epoch): after an
-  error the variables hold nothing, and the next call stops on
-  "'NoneType' object is not callable". The weights of the last step that ran
-  (or, before any step ran, those the call began with) are put back.
+  error in `evaluate` or `predict`, or inside the first step of `fit` (Keras's
+  `fit` puts them back in a `finally` after later steps), the variables hold
+  nothing, and the next call stops on "'NoneType' object is not callable". The
+  weights of the last step that ran (or, before any step ran, those the call
+  began with) are put back.
 
 Example:
 >>> import keras

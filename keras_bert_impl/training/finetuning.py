@@ -65,6 +65,7 @@ import time
 import keras
 
 from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
+from keras_bert_impl.models.failed_calls import run_recoverably
 from keras_bert_impl.training.finetuning_resume import (
     EpochCheckpoint,
     checkpoint_manager,
@@ -367,15 +368,18 @@ def finetune(
     # becomes one line (a LostProcessError) that says how to resume, not the runtime's text.
     with lost_peers_as_one_line(group, latest):
         with strategy.scope() if group is not None else contextlib.nullcontext():  # JAX: each process's rows
-            new_history = {} if epochs_done >= epochs or best_tracker.stopped_early else model.fit(
-                train_ds,
-                epochs=epochs,
-                initial_epoch=epochs_done,
-                steps_per_epoch=fit_steps_per_epoch,
-                validation_data=validation_ds,
-                callbacks=all_callbacks,
-                verbose=verbose,
-            ).history
+            # run_recoverably: stopped (Ctrl-C, an error), the model keeps the weights of its last step, on JAX too
+            # (a packed training model is a plain keras.Model, which Task.fit does not cover).
+            new_history = {} if epochs_done >= epochs or best_tracker.stopped_early else run_recoverably(
+                model, "train_function", lambda: model.fit(
+                    train_ds,
+                    epochs=epochs,
+                    initial_epoch=epochs_done,
+                    steps_per_epoch=fit_steps_per_epoch,
+                    validation_data=validation_ds,
+                    callbacks=all_callbacks,
+                    verbose=verbose,
+                )).history
         if checkpoints is not None and group is not None:  # all are done with the checkpoints before 0 removes them
             group.barrier("finetune: finished")
     if checkpoints is not None and writes:
