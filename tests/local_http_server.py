@@ -16,6 +16,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def do_GET(self):
         self.requests.append(self.path)
+        self.requests.authorization[self.path] = self.headers.get("Authorization")
         if self.path in self.lies:
             declared, body = self.lies[self.path]
             self.send_response(200)
@@ -28,6 +29,14 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
 
+class RequestLog(list):
+    """The request paths, in order; `authorization` maps each path to its Authorization header (or None)."""
+
+    def __init__(self):
+        super().__init__()
+        self.authorization = {}
+
+
 @contextlib.contextmanager
 def serve_directory(directory, lies=None):
     """Serves `directory` at `http://127.0.0.1:<port>/`; yields `(base_url, requests)`.
@@ -35,7 +44,7 @@ def serve_directory(directory, lies=None):
     `lies` maps a URL path to `(declared Content-Length, body)` for responses
     that announce more bytes than they send (a connection that breaks off).
     """
-    requests = []
+    requests = RequestLog()
     handler = type("Handler", (_Handler,), {"requests": requests, "lies": dict(lies or {})})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(directory)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)

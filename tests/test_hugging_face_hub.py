@@ -51,7 +51,8 @@ def test_the_forms_of_a_hub_id():
                                 "hf://owner/name@revision (e.g. hf://google-bert/bert-base-uncased).")
 
 
-def test_a_hub_id_downloads_once_into_the_cache_and_loads_as_the_directory(hub, minilm_dir, tmp_path, capfd):
+def test_a_hub_id_downloads_once_into_the_cache_and_loads_as_the_directory(hub, minilm_dir, tmp_path, capfd,
+                                                                          monkeypatch):
     root, _, requests = hub
     _publish(root, MINILM, minilm_dir, MINILM_FILES + ("tokenizer.json", "README.md"))
     backbone = BertBackbone.from_preset(f"hf://{MINILM}")
@@ -64,10 +65,13 @@ def test_a_hub_id_downloads_once_into_the_cache_and_loads_as_the_directory(hub, 
     count = len(requests)
     assert resolve_preset(MINILM).location == str(cached)  # from_pretrained's form; the cache, no request
     assert len(requests) == count
-    # BERT's unprefixed names are the Hub's google-bert/ repositories.
+    assert requests.authorization[f"/{MINILM}/resolve/main/config.json"] is None  # no token, no header
+    # BERT's unprefixed names are the Hub's google-bert/ repositories; HF_TOKEN goes along, as huggingface_hub sends it.
     _publish(root, "google-bert/bert-base-uncased", minilm_dir, MINILM_FILES)
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
     assert resolve_preset("bert-base-uncased").location == str(tmp_path / "cache" / "hf--google-bert--bert-base-uncased")
-    assert "/google-bert/bert-base-uncased/resolve/main/model.safetensors" in requests
+    assert requests.authorization["/google-bert/bert-base-uncased/resolve/main/model.safetensors"] == (
+        "Bearer hf_test_token")
 
 
 def test_a_fine_tuned_tagger_on_the_hub_loads_with_its_head_and_tags(hub, tmp_path):

@@ -197,6 +197,7 @@ class BertPretrainer(Task):
                 `steps_per_execution`, ...).
         """
         heads = ("mlm", "nsp") if self.nsp else ("mlm",)
+        self._compiled_with_defaults = loss is None and metrics is None and weighted_metrics is None
         if loss is None:
             loss = {
                 head: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -224,6 +225,10 @@ class BertPretrainer(Task):
             weighted_metrics=weighted_metrics,
             **kwargs,
         )
+
+    def _takes_filler_rows(self):
+        # The default losses and metrics weigh every masked slot, and the filler rows' weigh 0.
+        return getattr(self, "_compiled_with_defaults", True)
 
     def compile_from_config(self, config):
         """Re-compiles a loaded `.keras` model (optimizer, losses, metrics, options)."""
