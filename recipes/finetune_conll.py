@@ -50,7 +50,7 @@ def parse_args(argv=None):
     parser.add_argument("--tag_scheme", choices=("iob1", "iob2", "iobes"), default="iob1",
                         help="tag scheme of the files (default iob1, as CoNLL-2003's); IOB2 inside the model")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--preset", help="backbone preset name or directory (BertBackbone.from_preset)")
+    source.add_argument("--preset", help="backbone preset name, Hugging Face Hub id (hf://owner/name) or directory (BertBackbone.from_preset)")
     source.add_argument("--init_checkpoint", help="a fine-tuned BertTokenClassifier .keras file, or a preset directory")
     parser.add_argument("--tokenizer", help="tokenizer preset/directory (default: the backbone's)")
     parser.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length", type=int,

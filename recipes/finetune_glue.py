@@ -32,7 +32,8 @@ def parse_args(argv=None):
     parser.add_argument("--task", required=True, help=f"one of {', '.join(TASKS)}")
     parser.add_argument("--data_dir", required=True, help="GLUE root (with the task folder) or the task folder")
     parser.add_argument("--preset", default="all_minilm_l6_v2_en",
-                        help="backbone + tokenizer preset name or checkpoint directory")
+                        help="backbone + tokenizer preset name, Hugging Face Hub id (hf://owner/name) or checkpoint "
+                             "directory")
     parser.add_argument("--init_checkpoint", default=None,
                         help="backbone checkpoint directory (e.g. a pretraining export); overrides --preset's weights")
     parser.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length", type=int,

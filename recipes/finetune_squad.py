@@ -35,7 +35,7 @@ def parse_args(argv=None):
     parser.add_argument("--train_file", help="SQuAD training file (.json or .json.gz)")
     parser.add_argument("--predict_file", required=True, help="SQuAD file to predict (and evaluate if it has answers)")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--preset", help="backbone preset name or directory (BertBackbone.from_preset)")
+    source.add_argument("--preset", help="backbone preset name, Hugging Face Hub id (hf://owner/name) or directory (BertBackbone.from_preset)")
     source.add_argument("--init_checkpoint", help="a fine-tuned BertSpanExtractor .keras file, or a preset directory")
     parser.add_argument("--tokenizer", help="tokenizer preset/directory (default: the backbone's)")
     parser.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length", type=int,
