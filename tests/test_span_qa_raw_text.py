@@ -98,6 +98,31 @@ def test_a_bad_answer_is_one_line_naming_it(answers, message):
     assert str(error.value) == message
 
 
+def test_a_list_of_question_context_tuples_reads_as_the_two_lists():
+    # Before: a list of exactly two (question, context) tuples was read as (questions, contexts), i.e. the first
+    # pair as the questions and the second as the contexts; a list of any other length was refused.
+    preprocessor = BertSpanExtractorPreprocessor.from_preset(PRESET, sequence_length=64, doc_stride=32)
+    questions = ["Who wrote it?", "When?", "Where?"]
+    contexts = ["It was written by Ada Lovelace.", "She wrote it in 1843.", "She lived in London."]
+    answers = ["Ada Lovelace", "1843", "London"]
+    for count in (1, 2, 3):
+        pairs = list(zip(questions[:count], contexts[:count]))
+        assert preprocessor.is_raw_text(pairs) and preprocessor.count_examples(pairs) == count
+        assert preprocessor.as_columns(pairs) == (questions[:count], contexts[:count])
+        as_pairs = [batch for batch in preprocessor.make_dataset(pairs, answers[:count], batch_size=4)]
+        as_lists = [batch for batch in preprocessor.make_dataset((questions[:count], contexts[:count]),
+                                                                  answers[:count], batch_size=4)]
+        for (x_pairs, y_pairs, _), (x_lists, y_lists, _) in zip(as_pairs, as_lists):
+            for key in x_lists:
+                np.testing.assert_array_equal(x_pairs[key], x_lists[key])
+            for key in y_lists:
+                np.testing.assert_array_equal(y_pairs[key], y_lists[key])
+    with pytest.raises(ValueError) as error:
+        preprocessor.as_columns("Who wrote it?")
+    assert str(error.value) == ("Span extraction reads (questions, contexts): a tuple of two lists of strings, or a "
+                                "list of (question, context) tuples, got str.")
+
+
 def test_answer_character_spans_of_squad_answers_are_their_offsets(squad_slice):
     paragraphs = _paragraphs(squad_slice)
     questions = [(p["context"], q["answers"][0]) for p in paragraphs for q in p["qas"]]

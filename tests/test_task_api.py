@@ -678,6 +678,18 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
     (lambda c, r: c.fit(["a", "b"], [0, 1], validation_data=["c"], verbose=0),
      "`validation_data` of raw strings is a tuple (texts, labels) or (texts, labels, sample_weight); got the texts "
      "alone: add their labels."),
+    # Before: the training data's message, which did not say it was about the validation data.
+    (lambda c, r: c.fit(["a", "b"], [0, 1], validation_data=(["c"], [0, 1]), verbose=0),
+     "`validation_data`: `y` must hold one value (or one row of values) per example (1), got shape (2,)."),
+    # Before: Keras's "Output with path `` is not connected to `inputs`", and a four-line structure mismatch.
+    (lambda c, r: c.predict({"input_ids": np.zeros((1, 8), "int32"), "attention_mask": np.ones((1, 8), "int32")},
+                            verbose=0),
+     "BertClassifier.predict takes raw text or a dict of the features {token_ids, segment_ids, padding_mask}; the "
+     "dict given has ['attention_mask', 'input_ids'], without ['token_ids', 'segment_ids', 'padding_mask'] "
+     "(Hugging Face's input_ids is token_ids, attention_mask is padding_mask)."),
+    (lambda c, r: c.fit(np.zeros((2, 8), "int32"), [0, 1], verbose=0),
+     "BertClassifier.fit takes raw text or a dict of the features {token_ids, segment_ids, padding_mask}; got an "
+     "array of shape (2, 8): put it in the dict as token_ids, with its segment_ids, padding_mask."),
 ])
 def test_fit_argument_errors_on_raw_strings_are_one_line(call, message):
     classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())

@@ -205,10 +205,8 @@ class BertSpanExtractor(Task):
         """
         if self._is_raw(x):
             self._check_preprocessor()
-            questions, contexts = x
-            if isinstance(questions, str):
-                questions, contexts = [questions], [contexts]
-            windows = self.preprocessor.windows(list(questions), list(contexts))
+            questions, contexts = self.preprocessor.as_columns(x)
+            windows = self.preprocessor.windows(questions, contexts)
             return super().predict(windows.features, batch_size=batch_size or 32, verbose=verbose, steps=steps,
                                    callbacks=callbacks)
         return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)

@@ -17,6 +17,9 @@ from keras_bert_impl.models.unknown_arguments import check_arguments
 from keras_bert_impl.optimizers import GlobalClipAdamW
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+# Hugging Face tokenizers' names for the features (named in the one line that says a feature is missing).
+HUGGING_FACE_FEATURE_NAMES = {"input_ids": "token_ids", "token_type_ids": "segment_ids",
+                              "attention_mask": "padding_mask"}
 
 
 class Task(FunctionalModel):
@@ -284,7 +287,10 @@ class Task(FunctionalModel):
             return None
         if isinstance(validation_data, tuple) and 2 <= len(validation_data) <= 3 and self._is_raw(validation_data[0]):
             x, y, *weight = validation_data
-            return self._raw_dataset(x, y, weight[0] if weight else None, batch_size=batch_size)
+            try:
+                return self._raw_dataset(x, y, weight[0] if weight else None, batch_size=batch_size)
+            except ValueError as error:  # the same checks as the training data's: say which data it is
+                raise ValueError(f"`validation_data`: {error}") from None
         if _is_dataset(validation_data) and self._is_raw(validation_data):  # a tf.data.Dataset of strings
             return self._raw_dataset(validation_data, batch_size=batch_size)
         if isinstance(validation_data, list) and validation_data and all(isinstance(t, str) for t in validation_data):
@@ -298,6 +304,27 @@ class Task(FunctionalModel):
             noun, arguments = self.raw_labels
             raise ValueError(f"`y` is missing: {type(self).__name__}.{method} on raw text needs the {noun}, "
                              f"as in {method}({arguments}).")
+
+    def _check_feature_inputs(self, x, method):
+        """Refuses, in one line, model inputs Keras would stop on in several: a feature dict without the model's
+        keys (e.g. Hugging Face's `input_ids`), or a numeric array where the features' dict goes."""
+        expected = list(getattr(self, "_inputs_struct", None) or ())
+        if not expected or x is None or self._is_raw(x) or _is_dataset(x):
+            return
+        takes = (f"{type(self).__name__}.{method} takes raw text or a dict of the features "
+                 f"{{{', '.join(expected)}}}")
+        if isinstance(x, dict):
+            missing = [key for key in expected if key not in x]
+            if missing:
+                renamed = [f"{key} is {ours}" for key, ours in HUGGING_FACE_FEATURE_NAMES.items() if key in x]
+                hint = f" (Hugging Face's {', '.join(renamed)})" if renamed else ""
+                raise ValueError(f"{takes}; the dict given has {sorted(x)}, without {missing}{hint}.")
+        elif hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (list, tuple)):
+            if "string" in str(x.dtype):
+                raise ValueError(f"{takes}; got a string tensor of shape {tuple(x.shape)}: pass the texts as a list "
+                                 "of strings (or a tf.data.Dataset of them).")
+            raise ValueError(f"{takes}; got an array of shape {tuple(x.shape)}: put it in the dict as "
+                             f"{expected[0]}, with its {', '.join(expected[1:])}.")
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
             shuffle=True, seed=None, validation_split=0.0, class_weight=None, **kwargs):
@@ -314,6 +341,7 @@ class Task(FunctionalModel):
         self._compile_if_needed()
         self._retrace_if_trainable_changed()
         self._check_raw_labels(x, y, "fit")
+        self._check_feature_inputs(x, "fit")
         if self._is_raw(x) and not _is_dataset(x):
             self._check_one_process()
             if validation_split and validation_data is None:
@@ -360,6 +388,7 @@ class Task(FunctionalModel):
         """`keras.Model.evaluate`; `x` may also be raw strings (`y` the labels)."""
         self._compile_if_needed()
         self._check_raw_labels(x, y, "evaluate")
+        self._check_feature_inputs(x, "evaluate")
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size)
             y = sample_weight = batch_size = None
@@ -368,6 +397,7 @@ class Task(FunctionalModel):
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""
+        self._check_feature_inputs(x, "predict")
         if self._is_raw(x) and not _is_dataset(x):
             self._check_preprocessor()
             count = self._count_examples(x)

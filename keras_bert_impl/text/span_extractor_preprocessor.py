@@ -121,20 +121,31 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
 
     @staticmethod
     def is_raw_text(x):
-        """A `(question, context)` pair of strings or of lists of strings."""
-        return (
+        """A `(question, context)` pair of strings or of lists of strings, or a list of `(question, context)`
+        tuples."""
+        return _is_list_of_pairs(x) or (
             isinstance(x, tuple)
             and len(x) == 2
             and all(isinstance(v, str) or (isinstance(v, (list, tuple)) and v and isinstance(v[0], str)) for v in x)
         )
 
     @staticmethod
+    def as_columns(x):
+        """Raw text in any of its forms -> `(questions, contexts)`, two lists.
+
+        Example:
+        >>> BertSpanExtractorPreprocessor.as_columns([("Who?", "Ada wrote it."), ("When?", "In 1843.")])
+        (['Who?', 'When?'], ['Ada wrote it.', 'In 1843.'])
+        """
+        return _as_lists(x)
+
+    @staticmethod
     def count_examples(x):
         """The number of questions in raw `(questions, contexts)`."""
-        return 1 if isinstance(x[0], str) else len(x[0])
+        return len(_as_lists(x)[0])
 
     def _example_columns(self, x):
-        return x  # (questions, contexts)
+        return _as_lists(x)  # (questions, contexts)
 
     def windows(self, questions, contexts, answers=None):
         """Windows of every (question, context) pair: a `SpanWindows`; with `answers` (one per question), labelled."""
@@ -287,11 +298,21 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
         }
 
 
+def _is_list_of_pairs(x):
+    """A list of `(question, context)` tuples of strings (as `list(zip(questions, contexts))` gives)."""
+    return isinstance(x, list) and len(x) > 0 and all(
+        isinstance(item, tuple) and len(item) == 2 and all(isinstance(v, str) for v in item) for item in x)
+
+
 def _as_lists(x):
-    """`(question, context)` strings or `(questions, contexts)` lists -> two lists."""
+    """`(question, context)` strings, `(questions, contexts)` lists or a list of `(question, context)` tuples ->
+    two lists."""
+    if _is_list_of_pairs(x):
+        return [question for question, _ in x], [context for _, context in x]
     if not isinstance(x, (tuple, list)) or len(x) != 2:
         raise ValueError(
-            f"Span extraction reads (questions, contexts): a tuple of two lists of strings, got {type(x).__name__}."
+            f"Span extraction reads (questions, contexts): a tuple of two lists of strings, or a list of (question, "
+            f"context) tuples, got {type(x).__name__}."
         )
     questions, contexts = x
     if isinstance(questions, str):
