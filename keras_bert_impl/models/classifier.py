@@ -316,10 +316,11 @@ class BertClassifier(Task):
 
     # === Raw text ===
 
-    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None, **options):
         if y is not None:
             y = self.label_ids(y)
-        return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
+        return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed,
+                                    **options)
 
     def _class_weight_as_sample_weight(self, y, class_weight, sample_weight):
         """`{class id or label name: weight}` -> one weight per example (times `sample_weight`); classes not

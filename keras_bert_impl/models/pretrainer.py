@@ -171,7 +171,7 @@ class BertPretrainer(Task):
 
         return BertPretrainerPreprocessor
 
-    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None, **options):
         if self.nsp:
             raise ValueError(
                 "BertPretrainer(nsp=True) trains next-sentence prediction, which needs sentence pairs cut from "
@@ -179,7 +179,8 @@ class BertPretrainer(Task):
                 "masked-LM training on raw strings (continued pretraining, as RoBERTa and keras-hub's BertMaskedLM), "
                 "or run recipes/pretrain.py --train_files ... for MLM + NSP on document files"
             )
-        return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
+        return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed,
+                                    **options)
 
     def compile(self, optimizer="auto", loss=None, metrics=None, weighted_metrics=None, **kwargs):
         """Compiles with BERT's losses and metrics unless given others.

@@ -264,9 +264,11 @@ class Task(FunctionalModel):
                 f"{positions} positions (max_sequence_length): use sequence_length <= {positions}."
             )
 
-    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None, predicting=False):
+        """Raw text -> the preprocessor's batches. Filler rows (one step shape per bucket) when `predicting` (their
+        outputs are dropped) or when the losses and metrics ignore them (`_takes_filler_rows`)."""
         self._check_preprocessor()
-        options = {} if self._takes_filler_rows() else {"fixed_batch_size": False}
+        options = {} if predicting or self._takes_filler_rows() else {"fixed_batch_size": False}
         return self.preprocessor.make_dataset(
             x, y, sample_weight, batch_size=32 if batch_size is None else batch_size, shuffle=shuffle, seed=seed,
             **options
@@ -401,7 +403,7 @@ class Task(FunctionalModel):
         if self._is_raw(x) and not _is_dataset(x):
             self._check_preprocessor()
             count = self._count_examples(x)
-            dataset = self._raw_dataset(x, batch_size=batch_size)
+            dataset = self._raw_dataset(x, batch_size=batch_size, predicting=True)
             outputs = run_recoverably(self, "predict_function", lambda: super(Task, self).predict(
                 dataset, verbose=verbose, steps=steps, callbacks=callbacks))
             # Fixed-size batches end with filler rows: keep the real ones.

@@ -162,10 +162,11 @@ class BertTokenClassifier(Task):
 
     # === Raw text ===
 
-    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None):
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None, **options):
         if y is not None:
             y = [self._tag_ids(tags, index) for index, tags in enumerate(y)]
-        return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
+        return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed,
+                                    **options)
 
     def _tag_ids(self, tags, index):
         ids = []
