@@ -315,7 +315,7 @@ def extract_zip(zip_path, target_dir):
     return target_dir
 
 
-def _move_into_cache(source_dir, cache_dir):
+def move_into_cache(source_dir, cache_dir):
     """Renames a complete directory to `cache_dir`, replacing an earlier (unusable) entry."""
     cache_dir = os.path.abspath(cache_dir)
     if os.path.exists(cache_dir):
@@ -363,7 +363,7 @@ def download_google_zip(url, cache_dir, sha256=None, progress_stream="stderr"):
         raise DownloadError(f"{url} did not give a valid zip archive ({e}); deleted {zip_path}.") from e
     try:
         root = _find_checkpoint_root(extracted)
-        _move_into_cache(root, cache_dir)
+        move_into_cache(root, cache_dir)
     finally:
         shutil.rmtree(extracted, ignore_errors=True)
     os.remove(zip_path)
@@ -394,7 +394,7 @@ def download_files(urls, cache_dir, sha256=None, progress_stream="stderr"):
             if os.path.basename(name) != name or name in ("", ".", ".."):
                 raise ValueError(f"Refusing download file name {name!r}: it must be a plain file name.")
             download_file(url, os.path.join(temp_dir, name), (sha256 or {}).get(name), progress_stream)
-        return _move_into_cache(temp_dir, cache_dir)
+        return move_into_cache(temp_dir, cache_dir)
     except BaseException:
         shutil.rmtree(temp_dir, ignore_errors=True)
         raise

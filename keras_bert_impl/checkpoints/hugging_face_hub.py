@@ -95,10 +95,7 @@ def fetch_hub_model(repo, revision, cache_root, progress_stream="stderr"):
                 _check_is_bert(repo, os.path.join(temp_dir, name))
         for name in OPTIONAL_FILES:
             _fetch(repo, revision, name, temp_dir, progress_stream, required=False)
-        if os.path.isdir(cache_dir):  # an incomplete entry left by hand: replaced whole
-            shutil.rmtree(cache_dir)
-        os.replace(temp_dir, cache_dir)
-        return cache_dir
+        return download.move_into_cache(temp_dir, cache_dir)  # an incomplete entry left by hand is replaced whole
     finally:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
