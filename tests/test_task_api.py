@@ -690,6 +690,9 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
     (lambda c, r: c.fit(np.zeros((2, 8), "int32"), [0, 1], verbose=0),
      "BertClassifier.fit takes raw text or a dict of the features {token_ids, segment_ids, padding_mask}; got an "
      "array of shape (2, 8): put it in the dict as token_ids, with its segment_ids, padding_mask."),
+    (lambda c, r: c.predict(__import__("tensorflow").constant(["a fine film", "dull"]), verbose=0),
+     "BertClassifier.predict takes raw text or a dict of the features {token_ids, segment_ids, padding_mask}; got a "
+     "string tensor of shape (2,): pass the texts as a list of strings (or a tf.data.Dataset of them)."),
 ])
 def test_fit_argument_errors_on_raw_strings_are_one_line(call, message):
     classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
