@@ -131,21 +131,16 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
 
     @staticmethod
     def as_columns(x):
-        """Raw text in any of its forms -> `(questions, contexts)`, two lists.
-
-        Example:
-        >>> BertSpanExtractorPreprocessor.as_columns([("Who?", "Ada wrote it."), ("When?", "In 1843.")])
-        (['Who?', 'When?'], ['Ada wrote it.', 'In 1843.'])
-        """
-        return _as_lists(x)
+        """Raw text in any of its forms -> `(questions, contexts)`, two lists (`as_columns` below)."""
+        return as_columns(x)
 
     @staticmethod
     def count_examples(x):
         """The number of questions in raw `(questions, contexts)`."""
-        return len(_as_lists(x)[0])
+        return len(as_columns(x)[0])
 
     def _example_columns(self, x):
-        return _as_lists(x)  # (questions, contexts)
+        return as_columns(x)  # (questions, contexts)
 
     def windows(self, questions, contexts, answers=None):
         """Windows of every (question, context) pair: a `SpanWindows`; with `answers` (one per question), labelled."""
@@ -201,7 +196,7 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
 
     def call(self, x):
         """`(questions, contexts)` -> the padded features of their windows (several rows for a long context)."""
-        questions, contexts = _as_lists(x)
+        questions, contexts = as_columns(x)
         features = self.windows(questions, contexts).features
         return {key: tf.constant(value) for key, value in features.items()}
 
@@ -252,7 +247,7 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
         boundaries = list(boundaries) if boundaries is not None else self.default_boundaries()
         if boundaries[-1] < self.sequence_length:
             boundaries.append(self.sequence_length)
-        questions, contexts = _as_lists(x)
+        questions, contexts = as_columns(x)
         if not questions:
             raise ValueError("No examples: the list of questions is empty.")
         if y is not None:
@@ -304,9 +299,14 @@ def _is_list_of_pairs(x):
         isinstance(item, tuple) and len(item) == 2 and all(isinstance(v, str) for v in item) for item in x)
 
 
-def _as_lists(x):
+def as_columns(x):
     """`(question, context)` strings, `(questions, contexts)` lists or a list of `(question, context)` tuples ->
-    two lists."""
+    `(questions, contexts)`, two lists.
+
+    Example:
+    >>> as_columns([("Who?", "Ada wrote it."), ("When?", "In 1843.")])
+    (['Who?', 'When?'], ['Ada wrote it.', 'In 1843.'])
+    """
     if _is_list_of_pairs(x):
         return [question for question, _ in x], [context for _, context in x]
     if not isinstance(x, (tuple, list)) or len(x) != 2:
