@@ -59,16 +59,10 @@ def run_recoverably(model, function_name, call):
 
 
 def _jax_variables(model):
-    variables = list(model.variables)
+    """Every variable Keras's JAX trainer may detach: the model's, its metrics' and its optimizer's, once each."""
     optimizer = getattr(model, "optimizer", None)
-    if optimizer is not None:
-        variables += list(optimizer.variables)
-    seen, unique = set(), []
-    for variable in variables:
-        if id(variable) not in seen:
-            seen.add(id(variable))
-            unique.append(variable)
-    return unique
+    groups = (model.variables, model.metrics_variables, optimizer.variables if optimizer is not None else ())
+    return list({id(variable): variable for group in groups for variable in group}.values())
 
 
 def _reattach_jax_weights(model, values_before, error):
