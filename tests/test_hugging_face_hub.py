@@ -110,4 +110,9 @@ def test_hub_failures_are_one_line_and_leave_no_cache_entry(hub, minilm_dir, tmp
     assert str(error.value).startswith(
         "Hugging Face model 'someone/old-bert' has no model.safetensors (revision main): from_preset reads "
         "safetensors only, and never unpickles a pytorch_model.bin.")
+    _publish(root, "someone/no-vocab", minilm_dir, ("config.json", "model.safetensors"))
+    with pytest.raises(ValueError) as error:
+        BertBackbone.from_preset("hf://someone/no-vocab")
+    assert str(error.value) == ("Hugging Face model 'someone/no-vocab' has no vocab.txt (revision main): the "
+                                "WordPiece vocabulary is needed for the tokenizer.")
     assert os.listdir(tmp_path / "cache") == []
