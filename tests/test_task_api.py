@@ -807,3 +807,49 @@ def test_a_loss_or_metric_of_ones_own_sees_no_filler_rows(shared_data):
     assert history["accuracy"][0] == pytest.approx(float(np.mean(np.argmax(logits, -1) == labels)))
     batches = list(model.preprocessor.make_dataset(texts, labels, batch_size=5, fixed_batch_size=False))
     assert [len(y) for _, y, _ in batches] == [5, 5, 2]
+
+
+# === pandas: a DataFrame's columns are the lists they hold ===
+
+
+def test_pandas_dataframes_and_series_read_as_the_lists_they_hold(shared_data):
+    # Before: a DataFrame as `x` stopped inside Keras on "Invalid dtype: str", and a Series of word lists was
+    # refused as "an array of shape (2,)".
+    import pandas as pd
+
+    table = pd.read_csv(shared_data / "glue" / "MRPC" / "train.tsv", sep="\t", quoting=csv.QUOTE_NONE,
+                        encoding="utf-8-sig").head(6)
+    pairs = (table["#1 String"].tolist(), table["#2 String"].tolist())
+    labels = table["Quality"].tolist()
+    classifier = _dropout_free_classifier()
+    columns = table[["#1 String", "#2 String"]]
+    np.testing.assert_array_equal(classifier.predict(columns, verbose=0), classifier.predict(pairs, verbose=0))
+    assert (classifier.evaluate(columns, table[["Quality"]], verbose=0)
+            == classifier.evaluate(pairs, labels, verbose=0))
+    history = classifier.fit(columns, table["Quality"], batch_size=4, validation_data=(columns, table[["Quality"]]),
+                             verbose=0).history
+    assert history["val_loss"][0] == pytest.approx(classifier.evaluate(pairs, labels, verbose=0)[0], rel=1e-5)
+    np.testing.assert_array_equal(classifier.predict(table[["#1 String"]], verbose=0),
+                                  classifier.predict(pairs[0], verbose=0))
+    with pytest.raises(ValueError) as error:
+        classifier.fit(table, labels, verbose=0)
+    assert str(error.value) == (
+        "`x` is a DataFrame of 5 columns ['Quality', '#1 ID', '#2 ID', '#1 String', '#2 String']; this model reads "
+        "one column of texts (x=df['text']) or two of text pairs (x=df[['text_a', 'text_b']]): select those columns.")
+
+    sentences = _conll_sentences(shared_data, 3)
+    tagged = pd.DataFrame({"tokens": [[w for w, _ in s] for s in sentences], "tags": [[t for _, t in s] for s in sentences]})
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=64)))
+    np.testing.assert_array_equal(tagger.predict(tagged["tokens"], verbose=0),
+                                  tagger.predict(tagged["tokens"].tolist(), verbose=0))
+    assert np.isfinite(tagger.fit(tagged[["tokens"]], tagged["tags"], verbose=0).history["loss"][0])
+
+    questions = pd.DataFrame({"question": ["Who wrote the play?", "Where is the tower?"],
+                              "context": ["The play was written by Anna Smith.", "The tower stands in Paris."]})
+    extractor = BertSpanExtractor(_tiny_backbone(), preprocessor=(
+        keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(PRESET, sequence_length=32)))
+    by_table = extractor.predict(questions, verbose=0)
+    by_lists = extractor.predict((questions["question"].tolist(), questions["context"].tolist()), verbose=0)
+    for key in by_lists:
+        np.testing.assert_allclose(by_table[key], by_lists[key], atol=1e-6)

@@ -13,6 +13,7 @@ from keras_bert_impl.models.failed_calls import run_recoverably
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
 from keras_bert_impl.models.loss_tracker import LossTracker
+from keras_bert_impl.models.table_columns import table_as_labels, table_as_texts
 from keras_bert_impl.models.unknown_arguments import check_arguments
 from keras_bert_impl.optimizers import GlobalClipAdamW
 
@@ -68,6 +69,8 @@ class Task(FunctionalModel):
     # What `fit` / `evaluate` on raw text take as `y` (the noun, and the call's arguments), for the one line that says
     # it is missing; None: the task learns from the text alone (masked LM).
     raw_labels = ("labels", "texts, labels")
+    # What `x` is as a pandas DataFrame (said when one of other columns is given).
+    raw_text_columns = "one column of texts (x=df['text'])"
 
     def hugging_face_head_dense(self):
         """The `Dense` layer that holds a transformers checkpoint's task head (`hugging_face_head_prefix`)."""
@@ -300,6 +303,11 @@ class Task(FunctionalModel):
                              "sample_weight); got the texts alone: add their labels.")
         return validation_data
 
+    def _read_tables(self, x, y=None, sample_weight=None):
+        """pandas DataFrames given as `x`, `y` or `sample_weight` -> the lists the preprocessor reads (a Series
+        already reads as a list): `x=df[["sentence1", "sentence2"]]` is the pair `(texts_a, texts_b)`."""
+        return table_as_texts(x, self.raw_text_columns), table_as_labels(y), table_as_labels(sample_weight)
+
     def _check_raw_labels(self, x, y, method):
         """Refuses raw text without its labels in one line (Keras would stop inside the traced step, in three)."""
         if y is None and self.raw_labels is not None and self._is_raw(x) and not _is_dataset(x):
@@ -342,6 +350,9 @@ class Task(FunctionalModel):
         """
         self._compile_if_needed()
         self._retrace_if_trainable_changed()
+        x, y, sample_weight = self._read_tables(x, y, sample_weight)
+        if isinstance(validation_data, tuple):
+            validation_data = self._read_tables(*validation_data)[:len(validation_data)]
         self._check_raw_labels(x, y, "fit")
         self._check_feature_inputs(x, "fit")
         if self._is_raw(x) and not _is_dataset(x):
@@ -389,6 +400,7 @@ class Task(FunctionalModel):
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; `x` may also be raw strings (`y` the labels)."""
         self._compile_if_needed()
+        x, y, sample_weight = self._read_tables(x, y, sample_weight)
         self._check_raw_labels(x, y, "evaluate")
         self._check_feature_inputs(x, "evaluate")
         if self._is_raw(x):
@@ -399,6 +411,7 @@ class Task(FunctionalModel):
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""
+        x = self._read_tables(x)[0]
         self._check_feature_inputs(x, "predict")
         if self._is_raw(x) and not _is_dataset(x):
             self._check_preprocessor()
