@@ -853,3 +853,70 @@ def test_pandas_dataframes_and_series_read_as_the_lists_they_hold(shared_data):
     by_lists = extractor.predict((questions["question"].tolist(), questions["context"].tolist()), verbose=0)
     for key in by_lists:
         np.testing.assert_allclose(by_table[key], by_lists[key], atol=1e-6)
+
+
+# === compile: a loss of one's own must read the outputs; "accuracy" means the task's accuracy ===
+
+
+_LOGITS_CLASSIFIER = ("This BertClassifier gives logits (activation=None), and the loss {0} reads probabilities "
+                      "(from_logits=False): use keras.losses.{0}(from_logits=True), or build the classifier with "
+                      "activation='{1}'.")
+_TAGGER_LOSS = ("BertTokenClassifier gives logits, and its labels are -1 at the positions it does not tag ([CLS], "
+                "[SEP], later WordPieces, padding): use keras.losses.SparseCategoricalCrossentropy(from_logits=True, "
+                "ignore_class=-1), or loss='auto'.")
+
+
+_SPARSE = keras.losses.SparseCategoricalCrossentropy
+
+
+@pytest.mark.parametrize("build, loss, message, fitting", [
+    (dict(num_classes=2), "sparse_categorical_crossentropy",
+     _LOGITS_CLASSIFIER.format("SparseCategoricalCrossentropy", "softmax"), _SPARSE(from_logits=True)),
+    (dict(num_classes=2), _SPARSE(), _LOGITS_CLASSIFIER.format("SparseCategoricalCrossentropy", "softmax"),
+     _SPARSE(from_logits=True)),
+    (dict(num_classes=3, multi_label=True), "binary_crossentropy",
+     _LOGITS_CLASSIFIER.format("BinaryCrossentropy", "sigmoid"), keras.losses.BinaryCrossentropy(from_logits=True)),
+    (dict(num_classes=2, activation="softmax"), _SPARSE(from_logits=True),
+     "This BertClassifier gives probabilities (activation='softmax'), and the loss SparseCategoricalCrossentropy "
+     "reads logits (from_logits=True): use keras.losses.SparseCategoricalCrossentropy(from_logits=False), or build "
+     "the classifier with activation=None.", "sparse_categorical_crossentropy"),
+    ("tagger", "sparse_categorical_crossentropy", _TAGGER_LOSS, _SPARSE(from_logits=True, ignore_class=-1)),
+    ("tagger", _SPARSE(from_logits=True), _TAGGER_LOSS, _SPARSE(from_logits=True, ignore_class=-1)),
+])
+def test_a_loss_that_cannot_read_the_outputs_or_labels_is_one_line_at_compile(build, loss, message, fitting):
+    # Before: such a loss trained on nonsense without a word (Keras clips logits as if they were probabilities;
+    # JAX and PyTorch read the tagger's label -1 as a class) or, on TensorFlow, stopped inside the step in a
+    # graph-execution trace.
+    if build == "tagger":
+        model = BertTokenClassifier(_tiny_backbone(), num_classes=3)
+    else:
+        model = BertClassifier(_tiny_backbone(), **build)
+    with pytest.raises(ValueError) as error:
+        model.compile(loss=loss)
+    assert str(error.value) == message
+    model.compile(loss=fitting)  # the loss the message names compiles
+
+
+def test_accuracy_by_name_is_the_tasks_accuracy(shared_data):
+    # Before: a tagger's metrics=["accuracy"] counted [CLS], [SEP], later WordPieces and padding (label -1) as
+    # wrong (0.004 beside a token accuracy of 0.29), and a multi-label classifier's read the classes as one choice
+    # (0.0 beside a per-class accuracy of 0.58).
+    sentences = _conll_sentences(shared_data, 4)
+    words, tags = [[w for w, _ in s] for s in sentences], [[t for _, t in s] for s in sentences]
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=64)))
+    default = tagger.evaluate(words, tags, verbose=0, return_dict=True)
+    tagger.compile(metrics=["accuracy"])
+    named = tagger.evaluate(words, tags, verbose=0, return_dict=True)
+    assert named["accuracy"] == pytest.approx(default["token_accuracy"]) and 0 < named["accuracy"] < 1
+
+    texts, _ = _sst2(shared_data, "train", 6)
+    labels = [["a"], ["b", "c"], [], ["a", "c"], ["c"], ["a", "b", "c"]]
+    classifier = BertClassifier(_tiny_backbone(), num_classes=3, multi_label=True, label_names=["a", "b", "c"],
+                                preprocessor=_preprocessor())
+    default = classifier.evaluate(texts, labels, verbose=0, return_dict=True)
+    classifier.compile(loss=keras.losses.BinaryCrossentropy(from_logits=True), metrics=["accuracy"])
+    named = classifier.evaluate(texts, labels, verbose=0, return_dict=True)
+    logits = classifier.predict(texts, verbose=0)
+    hot = np.array([[name in row for name in "abc"] for row in labels])
+    assert named["accuracy"] == pytest.approx(default["accuracy"]) == pytest.approx(np.mean((logits > 0) == hot))

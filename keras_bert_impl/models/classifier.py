@@ -10,6 +10,10 @@ from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
 
 POOLINGS = ("pooled", "mean")
+# The cross-entropies `compile` takes by name, which read probabilities (from_logits=False).
+CROSS_ENTROPY_NAMES = {"sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
+                       "categorical_crossentropy": "CategoricalCrossentropy",
+                       "binary_crossentropy": "BinaryCrossentropy"}
 # keras-hub's `activation` of a text classifier: logits (None or "linear") or probabilities ("softmax"; "sigmoid"
 # for a multi-label classifier, one independent probability per class).
 ACTIVATIONS = (None, "linear", "softmax", "sigmoid")
@@ -245,6 +249,38 @@ class BertClassifier(Task):
                                                    reduction="mean_with_sample_weight")
         return keras.losses.SparseCategoricalCrossentropy(
             from_logits=self.activation is None, reduction="mean_with_sample_weight"
+        )
+
+    def metric_for_name(self, name):
+        """A multi-label classifier's `"accuracy"` (or `"acc"`, `"binary_accuracy"`) is the per-class accuracy at
+        probability 0.5 (logit 0); Keras's would read the classes as one choice, or threshold the logits at 0.5."""
+        if self.multi_label and name in ("accuracy", "acc", "binary_accuracy"):
+            return keras.metrics.BinaryAccuracy(name=name, threshold=0.0 if self.activation is None else 0.5)
+        return None
+
+    def check_loss(self, loss):
+        """A cross-entropy must read what the classifier gives: logits (`activation=None`) or probabilities. (The
+        other reading trains on nonsense without a word: Keras clips logits as if they were probabilities.)"""
+        if isinstance(loss, str):
+            name = CROSS_ENTROPY_NAMES.get(loss)
+            reads_logits = False
+        else:
+            name = type(loss).__name__
+            reads_logits = getattr(loss, "from_logits", None) if isinstance(loss, keras.losses.Loss) else None
+        gives_logits = self.activation is None
+        if self.is_regression or name is None or reads_logits is None or reads_logits == gives_logits:
+            return
+        if gives_logits:
+            probabilities = "sigmoid" if self.multi_label else "softmax"
+            raise ValueError(
+                f"This BertClassifier gives logits (activation=None), and the loss {name} reads probabilities "
+                f"(from_logits=False): use keras.losses.{name}(from_logits=True), or build the classifier with "
+                f"activation={probabilities!r}."
+            )
+        raise ValueError(
+            f"This BertClassifier gives probabilities (activation={self.activation!r}), and the loss {name} reads "
+            f"logits (from_logits=True): use keras.losses.{name}(from_logits=False), or build the classifier with "
+            "activation=None."
         )
 
     def loss_weight(self, x, y, sample_weight):

@@ -140,11 +140,27 @@ class Task(FunctionalModel):
             metrics = self.default_metrics()
         if weighted_metrics == "auto":
             weighted_metrics = self.default_weighted_metrics()
+        self.check_loss(loss)
+        metrics, weighted_metrics = (self._metrics_by_name(m) for m in (metrics, weighted_metrics))
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
         if self.compiled_with_default_loss:
             # The reported loss weighs each batch by what the default loss averaged it over (`loss_weight`).
             with keras.src.utils.tracking.DotNotTrackScope():  # as Keras's own tracker: not one of `self._metrics`
                 self._loss_tracker = LossTracker()
+
+    def check_loss(self, loss):
+        """Refuses, in one line, a loss of the user's that cannot read this model's outputs or labels (a
+        cross-entropy on probabilities where the model gives logits, ...); tasks say what they check."""
+
+    def metric_for_name(self, name):
+        """The metric that a metric's name given to `compile` (e.g. `"accuracy"`) means on this task's outputs, or
+        None for Keras's own reading of the name."""
+        return None
+
+    def _metrics_by_name(self, metrics):
+        if not isinstance(metrics, (list, tuple)):
+            return metrics
+        return [self.metric_for_name(m) or m if isinstance(m, str) else m for m in metrics]
 
     @property
     def compiled_with_default_loss(self):

@@ -161,6 +161,26 @@ class BertTokenClassifier(Task):
     def default_metrics(self):
         return [MaskedTokenAccuracy()]
 
+    def metric_for_name(self, name):
+        """`"accuracy"` (or `"acc"`, `"sparse_categorical_accuracy"`) is the accuracy over the tagged tokens,
+        `MaskedTokenAccuracy` (Keras's would count [CLS], [SEP], later WordPieces and padding, label -1, as wrong)."""
+        if name in ("accuracy", "acc", "sparse_categorical_accuracy"):
+            return MaskedTokenAccuracy(name=name)
+        return None
+
+    def check_loss(self, loss):
+        """A sparse cross-entropy must read logits and skip label -1 (TensorFlow stops on the label in the step;
+        JAX and PyTorch would train on it)."""
+        if loss == "sparse_categorical_crossentropy" or (
+            isinstance(loss, keras.losses.SparseCategoricalCrossentropy)
+            and (loss.ignore_class != IGNORE_LABEL or not loss.from_logits)
+        ):
+            raise ValueError(
+                "BertTokenClassifier gives logits, and its labels are -1 at the positions it does not tag ([CLS], "
+                "[SEP], later WordPieces, padding): use keras.losses.SparseCategoricalCrossentropy(from_logits=True, "
+                "ignore_class=-1), or loss='auto'."
+            )
+
     # === Raw text ===
 
     def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None, **options):
