@@ -809,12 +809,13 @@ def test_a_loss_or_metric_of_ones_own_sees_no_filler_rows(shared_data):
     assert [len(y) for _, y, _ in batches] == [5, 5, 2]
 
 
-# === pandas: a DataFrame's columns are the lists they hold ===
+# === Tables: pandas DataFrames and Series, Hugging Face dataset columns ===
 
 
-def test_pandas_dataframes_and_series_read_as_the_lists_they_hold(shared_data):
+def test_pandas_tables_and_hugging_face_columns_read_as_the_lists_they_hold(shared_data):
     # Before: a DataFrame as `x` stopped inside Keras on "Invalid dtype: str", and a Series of word lists was
     # refused as "an array of shape (2,)".
+    import datasets
     import pandas as pd
 
     table = pd.read_csv(shared_data / "glue" / "MRPC" / "train.tsv", sep="\t", quoting=csv.QUOTE_NONE,
@@ -834,8 +835,21 @@ def test_pandas_dataframes_and_series_read_as_the_lists_they_hold(shared_data):
     with pytest.raises(ValueError) as error:
         classifier.fit(table, labels, verbose=0)
     assert str(error.value) == (
-        "`x` is a DataFrame of 5 columns ['Quality', '#1 ID', '#2 ID', '#1 String', '#2 String']; this model reads "
-        "one column of texts (x=df['text']) or two of text pairs (x=df[['text_a', 'text_b']]): select those columns.")
+        "`x` is a DataFrame of 5 columns ['Quality', '#1 ID', '#2 ID', '#1 String', '#2 String']; BertClassifier reads "
+        "x=df['text'] or x=df[['text_a', 'text_b']]: select those columns.")
+
+    # A Hugging Face dataset's columns (`datasets.Column` since datasets 4: Keras stopped on "Unrecognized data type").
+    rows = datasets.Dataset.from_pandas(table)
+    np.testing.assert_array_equal(classifier.predict(rows["#1 String"], verbose=0), classifier.predict(pairs[0], verbose=0))
+    np.testing.assert_array_equal(classifier.predict((rows["#1 String"], rows["#2 String"]), verbose=0),
+                                  classifier.predict(pairs, verbose=0))
+    assert (classifier.evaluate((rows["#1 String"], rows["#2 String"]), rows["Quality"], verbose=0)
+            == classifier.evaluate(pairs, labels, verbose=0))
+    with pytest.raises(ValueError) as error:
+        classifier.fit(rows, verbose=0)
+    assert str(error.value) == (
+        "`x` is a Hugging Face dataset of columns ['Quality', '#1 ID', '#2 ID', '#1 String', '#2 String']; "
+        "BertClassifier reads its text columns: give them, as in x=ds['text'] or x=(ds['text_a'], ds['text_b']).")
 
     sentences = _conll_sentences(shared_data, 3)
     tagged = pd.DataFrame({"tokens": [[w for w, _ in s] for s in sentences], "tags": [[t for _, t in s] for s in sentences]})

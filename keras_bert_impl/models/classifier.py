@@ -195,7 +195,7 @@ class BertClassifier(Task):
         return self.num_classes == 1
 
     hugging_face_architectures = ("BertForSequenceClassification",)
-    raw_text_columns = "one column of texts (x=df['text']) or two of text pairs (x=df[['text_a', 'text_b']])"
+    raw_text_columns = (("text",), ("text_a", "text_b"))
     hugging_face_head_prefix = "classifier"
 
     def hugging_face_head_dense(self):

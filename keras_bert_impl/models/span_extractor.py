@@ -125,7 +125,7 @@ class BertSpanExtractor(Task):
     hugging_face_architectures = ("BertForQuestionAnswering",)
     hugging_face_head_prefix = "qa_outputs"
     raw_labels = ("answers", "(questions, contexts), answers")
-    raw_text_columns = "two columns, the questions and the contexts (x=df[['question', 'context']])"
+    raw_text_columns = (("question", "context"),)
 
     def hugging_face_head_dense(self):
         return self.span_head.dense

@@ -1,9 +1,10 @@
-"""pandas tables as the tasks' raw inputs: a DataFrame's columns read as the lists the preprocessors take.
+"""Tables as the tasks' raw inputs: pandas DataFrames and Series, Hugging Face `datasets` columns, read as the
+lists the preprocessors take.
 
-A user's data usually sits in a DataFrame (`pd.read_csv`). A Series is already read as a list of texts (or
-labels); a DataFrame of one column is that column, of two columns the pair of lists `(texts_a, texts_b)` (a
-classifier's sentence pairs, span QA's `(questions, contexts)`). pandas is not imported: a table is whatever has
-`columns`, `iloc` and `to_numpy`.
+A user's data usually sits in a DataFrame (`pd.read_csv`) or a Hugging Face dataset (`load_dataset`). A Series or a
+dataset's column (`ds["sentence"]`, a `datasets.Column` since datasets 4) is a list of texts (or labels); a DataFrame
+of one column is that column, of two columns the pair of lists `(texts_a, texts_b)` (a classifier's sentence pairs,
+span QA's `(questions, contexts)`). Neither pandas nor datasets is imported: each is recognised by what it has.
 """
 
 
@@ -29,44 +30,75 @@ def is_series(value):
             and not isinstance(value, type))
 
 
-def table_as_texts(x, reads):
+def is_hugging_face_column(value):
+    """Whether `value` is a column of a Hugging Face dataset (`ds["sentence"]`, a lazy `datasets.Column`).
+
+    Example:
+    >>> is_hugging_face_column(["a"])
+    False
+    """
+    return type(value).__module__.startswith("datasets") and hasattr(value, "column_name") and hasattr(value, "__len__")
+
+
+def is_hugging_face_dataset(value):
+    """Whether `value` is a Hugging Face `datasets.Dataset` (or `DatasetDict`)."""
+    return type(value).__module__.startswith("datasets") and hasattr(value, "column_names")
+
+
+def table_as_texts(x, columns, model="this model"):
     """A DataFrame given as `x` -> its column as a list (one column) or its two columns as a tuple of two lists; a
-    Series -> a list (of texts, or of word lists); anything else is returned as it is.
+    Series or a Hugging Face dataset's column -> a list (of texts, or of word lists); a whole Hugging Face dataset,
+    or a DataFrame of other columns -> a one-line error (which columns hold the text is the user's to say); anything
+    else is returned as it is.
 
     Args:
         x: the `x` of `fit` / `evaluate` / `predict`.
-        reads: what the task reads, for the error on a table of more columns (e.g. "one column of texts
-            (x=df['text'])").
+        columns: the column sets the task reads, by example names, for the error (e.g. `[("text",), ("text_a",
+            "text_b")]`).
+        model: the task's name, for the error.
 
     Example:
     >>> import pandas as pd
     >>> table = pd.DataFrame({"question": ["Who?"], "context": ["Ann did."]})
-    >>> table_as_texts(table, "two columns"), table_as_texts(table[["question"]], "one column")
+    >>> table_as_texts(table, [("question", "context")]), table_as_texts(table[["question"]], [("text",)])
     ((['Who?'], ['Ann did.']), ['Who?'])
-    >>> table_as_texts(table["context"], "one column")
+    >>> table_as_texts(table["context"], [("text",)])
     ['Ann did.']
     """
     if is_series(x):
         return x.tolist()
+    if is_hugging_face_column(x):
+        return list(x)
+    if isinstance(x, tuple):  # (texts_a, texts_b) as two columns
+        return tuple(list(part) if is_hugging_face_column(part) else part for part in x)
+    if is_hugging_face_dataset(x):
+        shown = " or ".join(f"x=ds[{names[0]!r}]" if len(names) == 1 else
+                            f"x=({', '.join(f'ds[{name!r}]' for name in names)})" for names in columns)
+        raise ValueError(f"`x` is a Hugging Face dataset of columns {x.column_names}; {model} reads its text "
+                         f"columns: give them, as in {shown}.")
     if not is_table(x):
         return x
-    columns = list(x.columns)
-    if not 1 <= len(columns) <= 2:
-        raise ValueError(f"`x` is a DataFrame of {len(columns)} columns {columns}; this model reads {reads}: "
-                         "select those columns.")
-    lists = tuple(x[column].tolist() for column in columns)
+    names = list(x.columns)
+    if len(names) not in {len(c) for c in columns}:
+        shown = " or ".join(f"x=df[{c[0]!r}]" if len(c) == 1 else f"x=df[{list(c)!r}]" for c in columns)
+        raise ValueError(f"`x` is a DataFrame of {len(names)} columns {names}; {model} reads {shown}: select those "
+                         "columns.")
+    lists = tuple(x[name].tolist() for name in names)
     return lists[0] if len(lists) == 1 else lists
 
 
 def table_as_labels(y):
     """A DataFrame given as `y` (or `sample_weight`) -> its column as a list (one column), or its rows as a 2-D array
-    (several columns: multi-hot labels, one column per class); anything else is returned as it is.
+    (several columns: multi-hot labels, one column per class); a Hugging Face dataset's column -> a list; anything
+    else is returned as it is.
 
     Example:
     >>> import pandas as pd
     >>> table_as_labels(pd.DataFrame({"label": [1, 0]})), table_as_labels(pd.DataFrame({"a": [1], "b": [0]})).tolist()
     ([1, 0], [[1, 0]])
     """
+    if is_hugging_face_column(y):
+        return list(y)
     if not is_table(y):
         return y
     columns = list(y.columns)

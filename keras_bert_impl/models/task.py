@@ -69,8 +69,8 @@ class Task(FunctionalModel):
     # What `fit` / `evaluate` on raw text take as `y` (the noun, and the call's arguments), for the one line that says
     # it is missing; None: the task learns from the text alone (masked LM).
     raw_labels = ("labels", "texts, labels")
-    # What `x` is as a pandas DataFrame (said when one of other columns is given).
-    raw_text_columns = "one column of texts (x=df['text'])"
+    # The table columns `x` may be, by example names (said when a table of other columns is given).
+    raw_text_columns = (("text",),)
 
     def hugging_face_head_dense(self):
         """The `Dense` layer that holds a transformers checkpoint's task head (`hugging_face_head_prefix`)."""
@@ -320,9 +320,10 @@ class Task(FunctionalModel):
         return validation_data
 
     def _read_tables(self, x, y=None, sample_weight=None):
-        """pandas DataFrames given as `x`, `y` or `sample_weight` -> the lists the preprocessor reads (a Series
-        already reads as a list): `x=df[["sentence1", "sentence2"]]` is the pair `(texts_a, texts_b)`."""
-        return table_as_texts(x, self.raw_text_columns), table_as_labels(y), table_as_labels(sample_weight)
+        """pandas DataFrames and Series, and Hugging Face dataset columns, given as `x`, `y` or `sample_weight` ->
+        the lists the preprocessor reads: `x=df[["sentence1", "sentence2"]]` is the pair `(texts_a, texts_b)`."""
+        x = table_as_texts(x, self.raw_text_columns, type(self).__name__)
+        return x, table_as_labels(y), table_as_labels(sample_weight)
 
     def _check_raw_labels(self, x, y, method):
         """Refuses raw text without its labels in one line (Keras would stop inside the traced step, in three)."""

@@ -120,7 +120,7 @@ class BertTokenClassifier(Task):
     hugging_face_architectures = ("BertForTokenClassification",)
     hugging_face_head_prefix = "classifier"
     raw_labels = ("tags", "sentences, tags")
-    raw_text_columns = "one column of word lists or sentences (x=df['tokens'])"
+    raw_text_columns = (("tokens",),)
 
     def hugging_face_head_dense(self):
         return self.output_dense
