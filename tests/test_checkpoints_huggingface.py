@@ -129,22 +129,68 @@ def test_prefixed_gamma_beta_names_load_and_heads_are_skipped(tmp_path, minilm_d
     )
 
 
-def test_pytorch_pickle_is_refused_unless_allowed(tmp_path, minilm_dir, tensors):
+@pytest.mark.parametrize("how", ["zip", "legacy", "bfloat16"])
+def test_a_pytorch_model_bin_loads_without_torch_running_nothing_from_it(tmp_path, minilm_dir, tensors, how):
+    # Before: a directory with only pytorch_model.bin (many older checkpoints on the Hub) was refused unless
+    # allow_pytorch_pickle=True, and then needed torch.load. The file is the real checkpoint's state dict, saved by
+    # torch as transformers' save_pretrained(safe_serialization=False) does (zip format; the legacy format of
+    # PyTorch before 1.6; bfloat16 tensors).
     import torch
+
+    from keras_bert_impl.checkpoints.torch_weights import read_state_dict
 
     directory = tmp_path / "pickle_only"
     directory.mkdir()
-    (directory / "config.json").write_bytes((minilm_dir / "config.json").read_bytes())
-    torch.save({k: torch.from_numpy(v) for k, v in tensors.items()}, directory / "pytorch_model.bin")
-    with pytest.raises(ValueError) as info:
-        BertBackbone.from_preset(str(directory))
-    message = str(info.value)
-    assert "pytorch_model.bin" in message and "arbitrary code" in message
-    assert "safetensors" in message and "allow_pytorch_pickle=True" in message
-    loaded = BertBackbone.from_preset(str(directory), allow_pytorch_pickle=True)
-    np.testing.assert_array_equal(
-        ops.convert_to_numpy(loaded.pooled_dense.kernel), tensors["pooler.dense.weight"].T
-    )
+    for name in ("config.json", "vocab.txt"):
+        (directory / name).write_bytes((minilm_dir / name).read_bytes())
+    state = {k: torch.from_numpy(v.copy()) for k, v in tensors.items()}
+    if how == "bfloat16":
+        state = {k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in state.items()}
+    torch.save(state, directory / "pytorch_model.bin", _use_new_zipfile_serialization=how != "legacy")
+    read = read_state_dict(directory / "pytorch_model.bin")
+    assert sorted(read) == sorted(state)
+    for name, tensor in state.items():
+        np.testing.assert_array_equal(read[name], tensor.float().numpy() if tensor.is_floating_point()
+                                      else tensor.numpy())
+    loaded = BertBackbone.from_preset(str(directory))
+    reference = BertBackbone.from_preset(str(minilm_dir))
+    for ours, theirs in zip(loaded.weights, reference.weights):
+        expected = ops.convert_to_numpy(theirs)
+        if how == "bfloat16":
+            expected = torch.from_numpy(expected).to(torch.bfloat16).float().numpy()
+        np.testing.assert_array_equal(ops.convert_to_numpy(ours), expected)
+
+
+def test_a_pickle_that_would_run_code_is_refused_before_anything_runs(tmp_path):
+    import torch
+
+    from keras_bert_impl.checkpoints.torch_weights import read_state_dict
+
+    ran = []
+
+    class Payload:
+        def __reduce__(self):
+            return (ran.append, ("ran",))
+
+    for legacy in (False, True):
+        torch.save({"weight": torch.ones(2), "payload": Payload()}, tmp_path / "model.bin",
+                   _use_new_zipfile_serialization=not legacy)
+        with pytest.raises(ValueError) as error:
+            read_state_dict(tmp_path / "model.bin")
+        assert str(error.value).startswith(f"{tmp_path / 'model.bin'} refers to ")
+        assert str(error.value).endswith(", which a file of weights does not need: not loaded (nothing in it ran).")
+    assert ran == []
+    torch.save({"weight": torch.ones(1000)}, tmp_path / "model.bin")
+    data = (tmp_path / "model.bin").read_bytes()
+    (tmp_path / "cut.bin").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError) as error:
+        read_state_dict(tmp_path / "cut.bin")
+    assert str(error.value) == f"{tmp_path / 'cut.bin'} is a zip cut short (a truncated download: fetch it again)."
+    (tmp_path / "text.bin").write_text("not weights")
+    with pytest.raises(ValueError) as error:
+        read_state_dict(tmp_path / "text.bin")
+    assert str(error.value) == (f"{tmp_path / 'text.bin'} is not a torch.save file (neither the zip format nor the "
+                                "legacy one).")
 
 
 def test_activation_mapping_and_unsupported_config(tmp_path, minilm_dir, tensors):

@@ -85,6 +85,19 @@ def test_a_fine_tuned_tagger_on_the_hub_loads_with_its_head_and_tags(hub, tmp_pa
     assert loaded.label_names == tags and loaded.heads_loaded
     text = ["Peter Blackburn lives in Paris."]
     np.testing.assert_allclose(loaded.predict(text, verbose=0), trained.predict(text, verbose=0), atol=1e-5)
+    # A repository with pytorch_model.bin only, as older models on the Hub (transformers' safe_serialization=False):
+    # read without torch, nothing in the pickle run, the head and its tags loaded as well.
+    import torch
+    from safetensors.numpy import load_file
+
+    older = _publish(root, "someone/older-ner", tmp_path / "exported", ("config.json", "vocab.txt"))
+    torch.save({k: torch.from_numpy(v) for k, v in load_file(tmp_path / "exported" / "model.safetensors").items()},
+               older / "pytorch_model.bin")
+    from_pickle = BertTokenClassifier.from_preset("hf://someone/older-ner")
+    assert from_pickle.label_names == tags and from_pickle.heads_loaded
+    np.testing.assert_array_equal(from_pickle.predict(text, verbose=0), loaded.predict(text, verbose=0))
+    assert sorted(os.listdir(tmp_path / "cache" / "hf--someone--older-ner")) == [
+        "config.json", "pytorch_model.bin", "vocab.txt"]
 
 
 def test_hub_failures_are_one_line_and_leave_no_cache_entry(hub, minilm_dir, tmp_path):
@@ -103,13 +116,12 @@ def test_hub_failures_are_one_line_and_leave_no_cache_entry(hub, minilm_dir, tmp
     assert str(error.value) == ("Hugging Face model 'someone/roberta' has model_type='roberta'; only BERT checkpoints "
                                 "(model_type 'bert') load into BertBackbone.")
     assert not any(path.startswith("/someone/roberta/resolve/main/model") for path in requests)  # refused first
-    pickled = _publish(root, "someone/old-bert", minilm_dir, ("config.json", "vocab.txt"))
-    (pickled / "pytorch_model.bin").write_bytes(b"not read")
+    _publish(root, "someone/no-weights", minilm_dir, ("config.json", "vocab.txt"))
     with pytest.raises(ValueError) as error:
-        BertBackbone.from_preset("hf://someone/old-bert")
-    assert str(error.value).startswith(
-        "Hugging Face model 'someone/old-bert' has no model.safetensors (revision main): from_preset reads "
-        "safetensors only, and never unpickles a pytorch_model.bin.")
+        BertBackbone.from_preset("hf://someone/no-weights")
+    assert str(error.value) == (
+        "Hugging Face model 'someone/no-weights' has neither model.safetensors nor pytorch_model.bin (revision main): "
+        "no weights that load (sharded or TensorFlow / Flax weights only?).")
     _publish(root, "someone/no-vocab", minilm_dir, ("config.json", "model.safetensors"))
     with pytest.raises(ValueError) as error:
         BertBackbone.from_preset("hf://someone/no-vocab")

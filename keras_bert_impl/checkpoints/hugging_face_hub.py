@@ -12,14 +12,14 @@
   keeps under `google-bert/`.
 
 The repository's `config.json` (a BERT one: `model_type` "bert"),
-`vocab.txt` and `model.safetensors` are downloaded (with
-`tokenizer_config.json` and `special_tokens_map.json` when it has them) into
-`<preset cache>/hf--owner--name[--revision]`, which then loads as any Hugging
-Face directory; the cache entry appears only once every file is complete.
-`HF_ENDPOINT` names another Hub (a mirror), and `HF_TOKEN` is sent for
-private and gated repositories, as `huggingface_hub` does. A repository with
-only `pytorch_model.bin` is refused (it is never unpickled), and so is one
-that is not BERT, before its weights are downloaded.
+`vocab.txt` and `model.safetensors` (or, where it has none, as many older
+models, `pytorch_model.bin`, read without running its pickle's code) are
+downloaded (with `tokenizer_config.json` and `special_tokens_map.json` when it
+has them) into `<preset cache>/hf--owner--name[--revision]`, which then loads
+as any Hugging Face directory; the cache entry appears only once every file is
+complete. `HF_ENDPOINT` names another Hub (a mirror), and `HF_TOKEN` is sent
+for private and gated repositories, as `huggingface_hub` does. A repository
+that is not BERT is refused before its weights are downloaded.
 
 Example:
 >>> hub_model_id("hf://dslim/bert-base-NER"), hub_model_id("bert-base-uncased"), hub_model_id("bert_base_en")
@@ -44,7 +44,8 @@ LEGACY_NAMES = {
         "bert-large-uncased-whole-word-masking-finetuned-squad", "bert-large-cased-whole-word-masking-finetuned-squad",
     )
 }
-REQUIRED_FILES = ("config.json", "vocab.txt", "model.safetensors")
+REQUIRED_FILES = ("config.json", "vocab.txt")
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # the first the repository has
 OPTIONAL_FILES = ("tokenizer_config.json", "special_tokens_map.json")
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -81,10 +82,11 @@ def fetch_hub_model(repo, revision, cache_root, progress_stream="stderr"):
 
     Raises:
         DownloadError: a file could not be fetched (the message names the model, the URL and why).
-        ValueError: the repository is not BERT, or holds its weights in `pytorch_model.bin` only.
+        ValueError: the repository is not BERT, or has no vocabulary or weights that load.
     """
     cache_dir = hub_cache_dir(repo, revision, cache_root)
-    if all(os.path.isfile(os.path.join(cache_dir, name)) for name in REQUIRED_FILES):
+    if (all(os.path.isfile(os.path.join(cache_dir, name)) for name in REQUIRED_FILES)
+            and any(os.path.isfile(os.path.join(cache_dir, name)) for name in WEIGHT_FILES)):
         return cache_dir
     os.makedirs(cache_root, exist_ok=True)
     temp_dir = tempfile.mkdtemp(dir=cache_root, prefix="." + os.path.basename(cache_dir) + ".", suffix=".tmp")
@@ -93,6 +95,8 @@ def fetch_hub_model(repo, revision, cache_root, progress_stream="stderr"):
             _fetch(repo, revision, name, temp_dir, progress_stream, required=True)
             if name == "config.json":
                 _check_is_bert(repo, os.path.join(temp_dir, name))
+        if not _fetch(repo, revision, WEIGHT_FILES[0], temp_dir, progress_stream, required=False):
+            _fetch(repo, revision, WEIGHT_FILES[1], temp_dir, progress_stream, required=True)
         for name in OPTIONAL_FILES:
             _fetch(repo, revision, name, temp_dir, progress_stream, required=False)
         return download.move_into_cache(temp_dir, cache_dir)  # an incomplete entry left by hand is replaced whole
@@ -106,27 +110,27 @@ def file_url(repo, revision, name):
 
 
 def _fetch(repo, revision, name, directory, progress_stream, required):
+    """Downloads one file of the repository; False for an optional file it does not have."""
     url = file_url(repo, revision, name)
     token = os.environ.get("HF_TOKEN")
     headers = {"Authorization": f"Bearer {token}"} if token else None
     try:
         download.download_file(url, os.path.join(directory, name), progress_stream=progress_stream,
                                headers=headers)
+        return True
     except download.DownloadError as error:
         missing = "404" in str(error.short_reason or "")
         if missing and not required:
-            return
+            return False
         if missing and name == "config.json":
             raise download.DownloadError(
                 f"Hugging Face model {repo!r} (revision {revision}) could not be fetched: {url} answered "
                 f"{error.short_reason}. Check the id; a private or gated model needs HF_TOKEN set.",
                 short_reason=error.short_reason) from None
-        if missing and name == "model.safetensors":
+        if missing and name == WEIGHT_FILES[1]:
             raise ValueError(
-                f"Hugging Face model {repo!r} has no model.safetensors (revision {revision}): from_preset reads "
-                "safetensors only, and never unpickles a pytorch_model.bin. Pick a revision that has it (the Hub's "
-                "conversion bot opens one as a pull request: hf://owner/name@refs/pr/N), or convert it "
-                "(safetensors.torch.save_file) into a local directory with config.json and vocab.txt."
+                f"Hugging Face model {repo!r} has neither model.safetensors nor pytorch_model.bin (revision "
+                f"{revision}): no weights that load (sharded or TensorFlow / Flax weights only?)."
             ) from None
         if missing and name == "vocab.txt":
             raise ValueError(

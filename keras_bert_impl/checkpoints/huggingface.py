@@ -1,6 +1,9 @@
-"""Hugging Face BERT checkpoints (`config.json` + `model.safetensors`): read, map, write.
+"""Hugging Face BERT checkpoints (`config.json` + `model.safetensors` or `pytorch_model.bin`): read, map, write.
 
-Tensors are read with `safetensors` in NumPy form (no PyTorch needed). Names
+Tensors are read in NumPy form, without PyTorch: `model.safetensors` (or its
+shards) with `safetensors`, or, where a checkpoint has only
+`pytorch_model.bin`, with `torch_weights.read_state_dict`, which reads the
+pickle without running any code from it. Names
 may carry the `bert.` prefix of `BertForPreTraining`/`BertForMaskedLM`
 checkpoints or not (`BertModel`), and LayerNorm parameters may be named
 `weight`/`bias` or the older `gamma`/`beta`. PyTorch `Linear` weights are
@@ -39,17 +42,12 @@ _ACTIVATION_TO_HF = {"gelu": "gelu", "gelu_approximate": "gelu_pytorch_tanh", "r
 _SAVED_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 
 
-def pickle_refusal_message(directory):
-    """The error text for a Hugging Face directory that only has a `pytorch_model.bin` pickle."""
+def sharded_pickle_message(directory):
+    """The error text for a Hugging Face directory whose weights are sharded `pytorch_model-*.bin` files only."""
     return (
-        f"{directory} has only pytorch_model.bin: a Python pickle, and unpickling a file can run "
-        "arbitrary code, so it is not loaded by default. Convert it once to safetensors "
-        "(a plain tensor format) where you trust the file:\n"
-        "  python -c \"import torch; from safetensors.torch import save_file; "
-        f"sd = torch.load('{os.path.join(directory, 'pytorch_model.bin')}', weights_only=True); "
-        f"save_file({{k: v.contiguous() for k, v in sd.items()}}, "
-        f"'{os.path.join(directory, 'model.safetensors')}', metadata={{'format': 'pt'}})\"\n"
-        "or pass allow_pytorch_pickle=True to from_preset to load it with torch.load(weights_only=True)."
+        f"{directory} holds its weights in sharded pytorch_model-*.bin files (pytorch_model.bin.index.json), "
+        "which are not read: convert them once to safetensors where PyTorch is installed (transformers: "
+        "AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True))."
     )
 
 
@@ -189,7 +187,7 @@ def load_pretraining_heads(directory, masked_lm_head, next_sentence_head=None):
     Returns:
         `(LoadReport or None, [heads loaded])` (`weight_mapping.assign_present_heads`).
     """
-    reader = _SafetensorsReader(os.fspath(directory))
+    reader = _weights_reader(os.fspath(directory))
     shapes = {_normalise_name(name): shape for name, shape in reader.shapes.items()}
     original = {_normalise_name(name): name for name in reader.shapes}
     return assign_present_heads(hf_pretraining_head_targets(masked_lm_head, next_sentence_head), shapes,
@@ -234,7 +232,7 @@ def load_task_head(directory, dense, prefix):
         `(LoadReport or None, [prefix] or [])` (`weight_mapping.assign_present_heads`): nothing when the checkpoint
         holds no such tensors.
     """
-    reader = _SafetensorsReader(os.fspath(directory))
+    reader = _weights_reader(os.fspath(directory))
     shapes = {_normalise_name(name): shape for name, shape in reader.shapes.items()}
     original = {_normalise_name(name): name for name in reader.shapes}
     targets = {prefix: [transposed_target(dense.kernel, f"{prefix}.weight"), identity_target(dense.bias, f"{prefix}.bias")]}
@@ -309,12 +307,15 @@ class _SafetensorsReader:
 
 
 class _PickleReader:
+    """The tensors of `pytorch_model.bin`, read without PyTorch and without running the pickle's code; floats as
+    float32, as `torch.load(...).float()` gives them."""
+
     def __init__(self, directory):
-        import torch
+        from keras_bert_impl.checkpoints.torch_weights import read_state_dict
 
         path = os.path.join(directory, "pytorch_model.bin")
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        self.tensors = {k: v.float().numpy() if v.is_floating_point() else v.numpy() for k, v in state.items()}
+        state = read_state_dict(path)
+        self.tensors = {k: v.astype("float32") if v.dtype.kind == "f" else v for k, v in state.items()}
         self.shapes = {k: tuple(v.shape) for k, v in self.tensors.items()}
         self.description = path
 
@@ -322,15 +323,28 @@ class _PickleReader:
         return self.tensors[name]
 
 
-def load_weights(backbone, directory, allow_pytorch_pickle=False):
+def _weights_reader(directory):
+    """The reader of a Hugging Face directory's weights: `model.safetensors` (or its shards), else
+    `pytorch_model.bin`."""
+    if any(os.path.exists(os.path.join(directory, n)) for n in ("model.safetensors", "model.safetensors.index.json")):
+        return _SafetensorsReader(directory)
+    if os.path.exists(os.path.join(directory, "pytorch_model.bin")):
+        return _PickleReader(directory)
+    if os.path.exists(os.path.join(directory, "pytorch_model.bin.index.json")):
+        raise ValueError(sharded_pickle_message(directory))
+    raise FileNotFoundError(f"{directory} has no model.safetensors (nor pytorch_model.bin).")
+
+
+def load_weights(backbone, directory, allow_pytorch_pickle=None):
     """Loads a Hugging Face BERT checkpoint into `backbone`, strictly.
 
     Args:
         backbone: a built `BertBackbone` whose config matches the checkpoint.
         directory: Hugging Face directory with `model.safetensors`
-            (or `model.safetensors.index.json` and shards).
-        allow_pytorch_pickle: load `pytorch_model.bin` (a pickle) when no
-            safetensors file exists. Off by default: unpickling can run code.
+            (or `model.safetensors.index.json` and shards), or with
+            `pytorch_model.bin` only (read without running its pickle's code).
+        allow_pytorch_pickle: ignored (kept for earlier calls: a
+            `pytorch_model.bin` loads without it now, as it runs nothing).
 
     Returns:
         A `LoadReport`; `embeddings.position_ids` and `cls.*` heads are in `skipped`; a checkpoint without a
@@ -346,17 +360,7 @@ def load_weights(backbone, directory, allow_pytorch_pickle=False):
     >>> print(load_weights(backbone, hf_dir))  # doctest: +SKIP
     """
     directory = os.fspath(directory)
-    has_safetensors = any(
-        os.path.exists(os.path.join(directory, n)) for n in ("model.safetensors", "model.safetensors.index.json")
-    )
-    if has_safetensors:
-        reader = _SafetensorsReader(directory)
-    elif os.path.exists(os.path.join(directory, "pytorch_model.bin")):
-        if not allow_pytorch_pickle:
-            raise ValueError(pickle_refusal_message(directory))
-        reader = _PickleReader(directory)
-    else:
-        raise FileNotFoundError(f"{directory} has no model.safetensors.")
+    reader = _weights_reader(directory)
     original = {}
     for name in reader.shapes:
         normalised = _normalise_name(name)

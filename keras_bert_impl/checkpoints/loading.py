@@ -116,15 +116,15 @@ def detect_format(directory):
                     f"{directory}/config.json has model_type={config['model_type']!r}; "
                     "only Hugging Face 'bert' checkpoints can be loaded into BertBackbone."
                 )
-            if "model.safetensors" in names or "model.safetensors.index.json" in names:
+            if {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"} & set(names):
                 return HUGGINGFACE
-            if "pytorch_model.bin" in names or "pytorch_model.bin.index.json" in names:
-                from keras_bert_impl.checkpoints.huggingface import pickle_refusal_message
+            if "pytorch_model.bin.index.json" in names:
+                from keras_bert_impl.checkpoints.huggingface import sharded_pickle_message
 
-                raise ValueError(pickle_refusal_message(directory))
+                raise ValueError(sharded_pickle_message(directory))
             raise ValueError(
                 f"{directory} has a Hugging Face BERT config.json but no weights: expected "
-                "model.safetensors (or model.safetensors.index.json)."
+                "model.safetensors (or model.safetensors.index.json, or pytorch_model.bin)."
             )
     if "bert_config.json" in names:
         if "bert_model.ckpt.index" in names or any(n.endswith(".ckpt.index") for n in names):
@@ -161,13 +161,14 @@ def _file_as_preset_error(path):
     if name.endswith(_ARCHIVE_SUFFIXES):
         what = "an archive, which from_preset does not unpack"
         todo = f"unpack it (python -m zipfile -e {path} <dir>, or tar -xf) and pass the directory that holds its files"
-    elif name.endswith(_PICKLE_SUFFIXES) or name.startswith("pytorch_model"):
+    elif name.endswith(_PICKLE_SUFFIXES) and not name.startswith("pytorch_model"):
         what = "a PyTorch/pickle file, which is never unpickled (unpickling can run code)"
         todo = (
             "convert it to model.safetensors (safetensors.torch.save_file) next to a Hugging Face config.json "
             "and pass that directory"
         )
-    elif name in _WEIGHT_FILE_NAMES or name.startswith("bert_model.ckpt") or name.endswith((".safetensors", ".h5")):
+    elif (name in _WEIGHT_FILE_NAMES or name.startswith(("bert_model.ckpt", "pytorch_model"))
+          or name.endswith((".safetensors", ".h5"))):
         what = "one file of a checkpoint"
         todo = f"pass the directory that holds it: {parent}"
     else:
@@ -328,7 +329,7 @@ def read_preset_config(preset):
 
         if preset in backbone_presets:
             return dict(backbone_presets[preset]["config"])
-    resolved = _resolve_for_loading(preset, False)
+    resolved = _resolve_for_loading(preset)
     if resolved.format == HUGGINGFACE:
         from keras_bert_impl.checkpoints import huggingface as module
     elif resolved.format == GOOGLE:
@@ -350,8 +351,8 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
             (for a preset name, from the table's config without any download).
         dtype: dtype or dtype policy name for the backbone.
         **overrides: config entries to override (e.g. `dropout=0.0`). The
-            key `allow_pytorch_pickle=True` lets a Hugging Face directory with
-            only `pytorch_model.bin` load (through `torch.load(weights_only=True)`).
+            key `allow_pytorch_pickle` is ignored (a directory with only
+            `pytorch_model.bin` loads without it: the file is read without running its pickle's code).
 
     Returns:
         A `cls` instance. `backbone.load_report` holds a `LoadReport` (what
@@ -361,7 +362,7 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
     >>> from keras_bert_impl import BertBackbone
     >>> backbone = load_backbone(BertBackbone, "all_minilm_l6_v2_en")  # doctest: +SKIP
     """
-    allow_pickle = overrides.pop("allow_pytorch_pickle", False)
+    overrides.pop("allow_pytorch_pickle", None)  # (earlier calls: no longer needed)
     if not load_weights and not os.path.isdir(os.fspath(preset)):
         from keras_bert_impl.presets import backbone_presets
 
@@ -370,7 +371,7 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
             config = dict(backbone_presets[preset]["config"])
             _check_overrides(cls, preset, config, overrides)
             return cls(**{**config, **overrides}, dtype=dtype)
-    resolved = _resolve_for_loading(preset, allow_pickle, load_weights)
+    resolved = _resolve_for_loading(preset, load_weights)
     if resolved.format == HUGGINGFACE:
         from keras_bert_impl.checkpoints import huggingface as module
     elif resolved.format == GOOGLE:
@@ -389,10 +390,7 @@ def load_backbone(cls, preset, load_weights=True, dtype=None, **overrides):
             from keras_bert_impl.checkpoints.download import check_h5_file
 
             check_h5_file(keras_hub_weights)
-        if resolved.format == HUGGINGFACE and allow_pickle:
-            report = module.load_weights(backbone, resolved.location, allow_pytorch_pickle=True)
-        else:
-            report = module.load_weights(backbone, resolved.location)
+        report = module.load_weights(backbone, resolved.location)
         if report is not None:
             backbone.load_report = report
             logger.info("%s", report)
@@ -453,19 +451,17 @@ def _check_overrides(cls, preset, config, overrides):
         )
 
 
-def _resolve_for_loading(preset, allow_pickle, load_weights=True):
-    """`resolve_preset`, also for a directory whose weights will not be read: a pickle allowed by the
-    caller, or none at all when only the architecture is wanted (`load_weights=False`: a config alone)."""
-    if (allow_pickle or not load_weights) and os.path.isdir(os.fspath(preset)):
+def _resolve_for_loading(preset, load_weights=True):
+    """`resolve_preset`, also for a directory whose weights will not be read (`load_weights=False`: the
+    architecture alone, from a config without weights)."""
+    if not load_weights and os.path.isdir(os.fspath(preset)):
         try:
             return resolve_preset(preset)
         except ValueError as e:
             message = str(e)
-            if allow_pickle and "pytorch_model.bin" in message:
+            if "config.json but no weights" in message or "sharded pytorch_model" in message:
                 return ResolvedPreset(os.path.abspath(preset), HUGGINGFACE)
-            if not load_weights and "config.json but no weights" in message:
-                return ResolvedPreset(os.path.abspath(preset), HUGGINGFACE)
-            if not load_weights and "bert_config.json but no TF checkpoint" in message:
+            if "bert_config.json but no TF checkpoint" in message:
                 return ResolvedPreset(os.path.abspath(preset), GOOGLE)
             raise
     return resolve_preset(preset)
