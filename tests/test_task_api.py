@@ -934,3 +934,34 @@ def test_accuracy_by_name_is_the_tasks_accuracy(shared_data):
     logits = classifier.predict(texts, verbose=0)
     hot = np.array([[name in row for name in "abc"] for row in labels])
     assert named["accuracy"] == pytest.approx(default["accuracy"]) == pytest.approx(np.mean((logits > 0) == hot))
+
+
+def test_labelled_examples_cut_to_sequence_length_are_counted_in_one_warning(shared_data, minilm_dir):
+    # Before: examples longer than sequence_length were cut without a word (keras-hub's habit), so a user training
+    # on long reviews with the default 128 never learnt that the model read only their beginnings. The count is
+    # checked against the checkpoint's own Hugging Face tokenizer.
+    from tokenizers import Tokenizer
+
+    from keras_bert_impl.text.classifier_preprocessor import TruncationWarning
+
+    texts, labels = _sst2(shared_data, "train", 200)
+    pairs = (texts[:100], texts[100:])
+    hugging_face = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
+    hugging_face.no_truncation()
+    hugging_face.no_padding()
+    single = np.array([len(e.ids) for e in hugging_face.encode_batch(texts)])
+    paired = np.array([len(e.ids) for e in hugging_face.encode_batch(list(zip(*pairs)))])
+    preprocessor = _preprocessor(sequence_length=16)
+    for x, y, lengths in ((texts, labels, single), (pairs, labels[:100], paired)):
+        cut = int(np.sum(lengths > 16))
+        assert 0 < cut < len(lengths)
+        with pytest.warns(TruncationWarning) as caught:
+            preprocessor.make_dataset(x, y, batch_size=8)
+        assert [str(w.message) for w in caught] == [
+            f"{cut} of {len(lengths)} examples ({cut / len(lengths):.1%}) are longer than sequence_length=16 tokens "
+            f"(the longest: {lengths.max()}) and are cut to it: raise preprocessor.sequence_length (up to the "
+            "backbone's max_sequence_length) to keep more."]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TruncationWarning)
+        preprocessor.make_dataset(texts)  # texts to predict on: no warning
+        _preprocessor(sequence_length=128).make_dataset(texts, labels)  # none cut

@@ -11,6 +11,7 @@ _LAZY = {
     "SegmentPacker": "keras_bert_impl.text.packer",
     "build_vocabulary": "keras_bert_impl.text.vocabulary",
     "bert_normalize": "keras_bert_impl.text.normalization",
+    "TruncationWarning": "keras_bert_impl.text.classifier_preprocessor",
 }
 
 

@@ -1,5 +1,7 @@
 """BertClassifierPreprocessor: raw strings (one or two segments) -> BertClassifier inputs and batches."""
 
+import warnings
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -12,6 +14,13 @@ from keras_bert_impl.text.tokenizer import BertTokenizer
 
 # Tokenize this many strings per TensorFlow call (one string at a time is much slower).
 _TOKENIZE_CHUNK = 4096
+
+
+class TruncationWarning(UserWarning):
+    """Labelled examples longer than the preprocessor's `sequence_length` were cut to it (`make_dataset` with `y`).
+
+    `warnings.filterwarnings("ignore", category=TruncationWarning)` silences it.
+    """
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -176,8 +185,10 @@ class BertClassifierPreprocessor(PreprocessingLayer):
             raise ValueError("No examples: the raw text list is empty.")
         labels = None if y is None else _as_column(y, count, "y", rows=True)
         weights = None if sample_weight is None else _as_column(sample_weight, count, "sample_weight", "float32")
-        features = self._tokenize_all(segments)
+        features, full_lengths = self._tokenize_all(segments)
         lengths = features["token_ids"].row_lengths().numpy()
+        if y is not None:
+            self._warn_of_truncation(full_lengths)
 
         if labels is None:
             dataset = tf.data.Dataset.from_tensor_slices(features)
@@ -192,12 +203,29 @@ class BertClassifierPreprocessor(PreprocessingLayer):
                                  fill=fixed_batch_size)
 
     def _tokenize_all(self, segments):
-        parts = []
+        """All examples' packed features (ragged, cut to `sequence_length`) and each one's uncut length."""
+        parts, full_lengths = [], []
         count = len(segments[0])
         for start in range(0, count, _TOKENIZE_CHUNK):
             chunk = [tf.constant(s[start : start + _TOKENIZE_CHUNK], dtype=tf.string) for s in segments]
-            parts.append(self.unpadded_packer([self.tokenizer(c) for c in chunk]))
-        return {key: tf.concat([p[key] for p in parts], axis=0) for key in parts[0]}
+            pieces = [self.tokenizer(c) for c in chunk]
+            parts.append(self.unpadded_packer(pieces))
+            # [CLS] a [SEP] (b [SEP]): one special token per segment, and [CLS].
+            full_lengths.append(sum(p.row_lengths().numpy() for p in pieces) + len(pieces) + 1)
+        features = {key: tf.concat([p[key] for p in parts], axis=0) for key in parts[0]}
+        return features, np.concatenate(full_lengths)
+
+    def _warn_of_truncation(self, full_lengths):
+        """Says once per dataset how many labelled examples are cut to `sequence_length` (the model reads only their
+        first tokens: Hugging Face's tokenizer warns of it too, keras-hub cuts them without a word)."""
+        cut = int(np.sum(full_lengths > self.sequence_length))
+        if cut:
+            warnings.warn(
+                f"{cut} of {len(full_lengths)} examples ({cut / len(full_lengths):.1%}) are longer than "
+                f"sequence_length={self.sequence_length} tokens (the longest: {int(full_lengths.max())}) and are cut to "
+                "it: raise preprocessor.sequence_length (up to the backbone's max_sequence_length) to keep more.",
+                TruncationWarning, stacklevel=2,
+            )
 
     def _map_string_dataset(self, dataset, batch_size, boundaries):
         spec = dataset.element_spec
