@@ -20,6 +20,7 @@ import keras
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier, MultiLabelF1Score
+from keras_bert_impl.models.glue_scores import ClassF1Score, MatthewsCorrelation, PearsonCorrelation
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.span_extractor import BertSpanExtractor, SpanLoss
 from keras_bert_impl.models.text_embedder import BertTextEmbedder
@@ -83,8 +84,11 @@ __all__ = [
     "BertSpanExtractor",
     "BertTextEmbedder",
     "BertTokenClassifier",
+    "ClassF1Score",
     "MaskedTokenAccuracy",
+    "MatthewsCorrelation",
     "MultiLabelF1Score",
+    "PearsonCorrelation",
     "SpanLoss",
     "__version__",
     *(name for name in _PREPROCESSING if name != "ClassifierPreprocessor"),

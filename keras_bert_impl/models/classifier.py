@@ -6,6 +6,7 @@ import numpy as np
 
 from keras_bert_impl.layers.sequence_pooling import SequencePooling
 from keras_bert_impl.models.backbone import bert_kernel_initializer
+from keras_bert_impl.models.glue_scores import ClassF1Score, MatthewsCorrelation, PearsonCorrelation
 from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
 
@@ -252,10 +253,21 @@ class BertClassifier(Task):
         )
 
     def metric_for_name(self, name):
-        """A multi-label classifier's `"accuracy"` (or `"acc"`, `"binary_accuracy"`) is the per-class accuracy at
-        probability 0.5 (logit 0); Keras's would read the classes as one choice, or threshold the logits at 0.5."""
-        if self.multi_label and name in ("accuracy", "acc", "binary_accuracy"):
-            return keras.metrics.BinaryAccuracy(name=name, threshold=0.0 if self.activation is None else 0.5)
+        """GLUE's scores by name: `"f1"` (of class 1 with two classes, as MRPC and QQP; macro otherwise),
+        `"matthews_correlation"` (CoLA), and for a regression `"pearson_correlation"` (STS-B), exact over all the
+        examples seen (`glue_scores.py`). A multi-label classifier's `"accuracy"` (or `"acc"`, `"binary_accuracy"`)
+        is the per-class accuracy at probability 0.5 (logit 0); Keras's would read the classes as one choice, or
+        threshold the logits at 0.5."""
+        if self.multi_label:
+            if name in ("accuracy", "acc", "binary_accuracy"):
+                return keras.metrics.BinaryAccuracy(name=name, threshold=0.0 if self.activation is None else 0.5)
+            return None
+        if self.is_regression:
+            return PearsonCorrelation(name=name) if name in ("pearson_correlation", "pearson") else None
+        if name == "f1":
+            return ClassF1Score(self.num_classes, name=name)
+        if name in ("matthews_correlation", "mcc"):
+            return MatthewsCorrelation(self.num_classes, name=name)
         return None
 
     def check_loss(self, loss):
