@@ -303,8 +303,8 @@ class BertClassifier(Task):
 
     def default_weighted_metrics(self):
         # Weighted, so that weight-0 filler rows are not counted.
-        if self.is_regression:
-            return None
+        if self.is_regression:  # STS-B's score
+            return [PearsonCorrelation()]
         if self.multi_label:  # a class is predicted when its probability passes 0.5 (its logit, 0)
             logits = self.activation is None
             return [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0 if logits else 0.5),
