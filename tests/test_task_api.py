@@ -908,6 +908,7 @@ def test_a_loss_that_cannot_read_the_outputs_or_labels_is_one_line_at_compile(bu
     with pytest.raises(ValueError) as error:
         model.compile(loss=loss)
     assert str(error.value) == message
+    assert model.compiled_with_default_loss  # the refused compile changed nothing
     model.compile(loss=fitting)  # the loss the message names compiles
 
 

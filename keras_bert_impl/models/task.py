@@ -128,10 +128,7 @@ class Task(FunctionalModel):
         (`backbone.enable_lora`; Hu et al.'s GLUE rate); `fit` picks it again if
         LoRA was enabled after `compile`.
         """
-        self._compile_arguments = dict(
-            optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs
-        )
-        self._compiled_with_lora = lora_rank(self.backbone) is not None
+        arguments = dict(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
         if optimizer == "auto":
             optimizer = self.default_optimizer()
         if loss == "auto":
@@ -143,6 +140,9 @@ class Task(FunctionalModel):
         self.check_loss(loss)
         metrics, weighted_metrics = (self._metrics_by_name(m) for m in (metrics, weighted_metrics))
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
+        # Recorded once compiled: a compile refused above leaves the model as its last compile made it.
+        self._compile_arguments = arguments
+        self._compiled_with_lora = lora_rank(self.backbone) is not None
         if self.compiled_with_default_loss:
             # The reported loss weighs each batch by what the default loss averaged it over (`loss_weight`).
             with keras.src.utils.tracking.DotNotTrackScope():  # as Keras's own tracker: not one of `self._metrics`
