@@ -72,6 +72,17 @@ def test_a_hub_id_downloads_once_into_the_cache_and_loads_as_the_directory(hub, 
     assert resolve_preset("bert-base-uncased").location == str(tmp_path / "cache" / "hf--google-bert--bert-base-uncased")
     assert requests.authorization["/google-bert/bert-base-uncased/resolve/main/model.safetensors"] == (
         "Bearer hf_test_token")
+    # HF_HUB_OFFLINE, as huggingface_hub reads it: the cache serves, and nothing else is fetched.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    count = len(requests)
+    assert resolve_preset(f"hf://{MINILM}").location == str(cached)
+    with pytest.raises(OSError) as error:
+        resolve_preset("hf://someone/not-cached")
+    assert str(error.value) == (
+        f"Hugging Face model 'someone/not-cached' (revision main) is not in the cache "
+        f"({tmp_path / 'cache' / 'hf--someone--not-cached'}) and HF_HUB_OFFLINE is set, so it is not downloaded: "
+        "unset it, or put the model's directory there (config.json, vocab.txt, model.safetensors).")
+    assert len(requests) == count
 
 
 def test_a_fine_tuned_tagger_on_the_hub_loads_with_its_head_and_tags(hub, tmp_path):

@@ -17,8 +17,9 @@ models, `pytorch_model.bin`, read without running its pickle's code) are
 downloaded (with `tokenizer_config.json` and `special_tokens_map.json` when it
 has them) into `<preset cache>/hf--owner--name[--revision]`, which then loads
 as any Hugging Face directory; the cache entry appears only once every file is
-complete. `HF_ENDPOINT` names another Hub (a mirror), and `HF_TOKEN` is sent
-for private and gated repositories, as `huggingface_hub` does. A repository
+complete. `HF_ENDPOINT` names another Hub (a mirror), `HF_TOKEN` is sent
+for private and gated repositories, and `HF_HUB_OFFLINE=1` (or
+`TRANSFORMERS_OFFLINE=1`) loads from the cache only, as `huggingface_hub` does. A repository
 that is not BERT is refused before its weights are downloaded.
 
 Example:
@@ -47,6 +48,8 @@ LEGACY_NAMES = {
 REQUIRED_FILES = ("config.json", "vocab.txt")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # the first the repository has
 OPTIONAL_FILES = ("tokenizer_config.json", "special_tokens_map.json")
+# The variables that keep huggingface_hub and transformers from the network; from_preset honours them too.
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
@@ -88,6 +91,14 @@ def fetch_hub_model(repo, revision, cache_root, progress_stream="stderr"):
     if (all(os.path.isfile(os.path.join(cache_dir, name)) for name in REQUIRED_FILES)
             and any(os.path.isfile(os.path.join(cache_dir, name)) for name in WEIGHT_FILES)):
         return cache_dir
+    offline = [name for name in OFFLINE_VARIABLES
+               if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")]
+    if offline:
+        raise download.DownloadError(
+            f"Hugging Face model {repo!r} (revision {revision}) is not in the cache ({cache_dir}) and {offline[0]} is "
+            "set, so it is not downloaded: unset it, or put the model's directory there (config.json, vocab.txt, "
+            "model.safetensors)."
+        )
     os.makedirs(cache_root, exist_ok=True)
     temp_dir = tempfile.mkdtemp(dir=cache_root, prefix="." + os.path.basename(cache_dir) + ".", suffix=".tmp")
     try:
