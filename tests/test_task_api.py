@@ -606,6 +606,40 @@ def test_answer_on_a_long_real_squad_context(real_data, data_slices, sequence_le
     assert len(answers) == 2 and all(a["text"] == context[a["start"] : a["end"]] for a in answers)
 
 
+def test_answer_top_k_gives_the_best_spans_of_all_windows_best_first(real_data, data_slices):
+    # Hugging Face's question-answering pipeline's top_k: here the spans are enumerated by brute force over every
+    # window of a long real SQuAD context and ranked by start + end logit.
+    source = os.path.join(os.fspath(real_data), "squad", "dev-v1.1.json.gz")
+    paragraphs = _squad_paragraphs(source if os.path.exists(source) else data_slices / "squad" / "dev-v1.1.json.gz")
+    paragraph = max(paragraphs, key=lambda p: len(p["context"]))
+    context, question = paragraph["context"], paragraph["qas"][0]["question"]
+    keras.utils.set_random_seed(3)
+    qa = BertSpanExtractor(_tiny_backbone(), preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(
+        PRESET, sequence_length=96, doc_stride=32))
+    top = qa.answer(question, context, top_k=5)
+    assert top[0] == qa.answer(question, context) and len(top) == 5
+    windows = qa.preprocessor.windows([question], [context])
+    assert len(windows.example) > 1
+    outputs = qa.predict(windows.features, verbose=0)
+    every = {}  # (start, end) characters -> start + end logit, over every allowed span of every window
+    for w in range(len(windows.example)):
+        first, tokens = int(windows.context_start[w]), windows.token_index[w]
+        for s in range(len(tokens)):
+            if not windows.max_context[w][s]:
+                continue
+            for e in range(s, min(len(tokens), s + qa.max_answer_length)):
+                span = (int(windows.char_starts[0][tokens[s]]), int(windows.char_ends[0][tokens[e]]))
+                every[span] = float(outputs["start_logits"][w, first + s] + outputs["end_logits"][w, first + e])
+    assert [every[(a["start"], a["end"])] for a in top] == pytest.approx(sorted(every.values(), reverse=True)[:5])
+    assert all(a["text"] == context[a["start"] : a["end"]] and 0 < a["score"] < 1 for a in top)
+    several = qa.answer([question, paragraph["qas"][1]["question"]], [context, context], top_k=2)
+    assert [len(spans) for spans in several] == [2, 2]
+    assert [(a["start"], a["end"]) for a in several[0]] == [(a["start"], a["end"]) for a in top[:2]]
+    with pytest.raises(ValueError) as error:
+        qa.answer(question, context, top_k=0)
+    assert str(error.value) == "`top_k` must be a positive int, got 0."
+
+
 # === Embeddings ===
 
 

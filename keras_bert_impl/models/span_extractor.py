@@ -212,7 +212,7 @@ class BertSpanExtractor(Task):
                                    callbacks=callbacks)
         return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
 
-    def answer(self, question, context, batch_size=32, null_score_diff_threshold=None):
+    def answer(self, question, context, batch_size=32, null_score_diff_threshold=None, top_k=1):
         """The answer span of `question` in `context`: `{"text", "start", "end", "score"}`.
 
         Contexts longer than one window are cut into overlapping windows
@@ -223,6 +223,11 @@ class BertSpanExtractor(Task):
         `context` (`end` exclusive), exact for any Unicode; `score` is the
         span's probability, `p(start) * p(end)` under the softmax of its
         window. Lists of questions and contexts give a list of answers.
+
+        `top_k > 1` gives, for each question, a list of its `top_k` best
+        spans (fewer where the context has fewer), best first, as Hugging
+        Face's question-answering pipeline's `top_k`; the first is the
+        `top_k=1` answer.
 
         SQuAD v2.0 ("no answer"): with `null_score_diff_threshold` set, the
         answer is "" (`start == end == 0`, `score` the [CLS] span's
@@ -237,6 +242,8 @@ class BertSpanExtractor(Task):
         'Ada Lovelace'
         """
         self._check_preprocessor()
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"`top_k` must be a positive int, got {top_k!r}.")
         single = isinstance(question, str)
         questions = [question] if single else list(question)
         contexts = [context] if isinstance(context, str) else list(context)
@@ -244,7 +251,7 @@ class BertSpanExtractor(Task):
         outputs = self.predict(windows.features, batch_size=batch_size, verbose=0)
         start_logits = np.asarray(outputs["start_logits"], "float64")
         end_logits = np.asarray(outputs["end_logits"], "float64")
-        best = [None] * len(questions)
+        candidates = [[] for _ in questions]  # (score, start token, end token, probability), the best of each window
         null = [None] * len(questions)  # (null score, its probability): the lowest over the windows
         for w, i in enumerate(windows.example):
             log_z_start, log_z_end = _logsumexp(start_logits[w]), _logsumexp(end_logits[w])
@@ -267,27 +274,34 @@ class BertSpanExtractor(Task):
             allowed &= windows.max_context[w][:, None]
             if not allowed.any():
                 continue
-            scores = np.where(allowed, scores, -np.inf)
-            s, e = np.unravel_index(int(np.argmax(scores)), scores.shape)
-            if best[i] is None or scores[s, e] > best[i][0]:
-                token_s, token_e = windows.token_index[w][s], windows.token_index[w][e]
-                best[i] = (scores[s, e], token_s, token_e, float(np.exp(log_p_start[s] + log_p_end[e])))
+            flat = np.where(allowed, scores, -np.inf).ravel()
+            kept = min(top_k, int(allowed.sum()))
+            for index in np.argsort(-flat, kind="stable")[:kept]:
+                s, e = np.unravel_index(int(index), scores.shape)
+                candidates[i].append((float(scores[s, e]), windows.token_index[w][s], windows.token_index[w][e],
+                                      float(np.exp(log_p_start[s] + log_p_end[e]))))
         answers = []
-        for i, found in enumerate(best):
+        for i, found in enumerate(candidates):
+            # A start belongs to one window (its max context), so no span is found twice; best first, the earlier
+            # window first among equal scores (as the single best span was chosen).
+            found = sorted(found, key=lambda candidate: -candidate[0])[:top_k]
+            odds = None
             if null_score_diff_threshold is not None and null[i] is not None:
-                odds = null_odds(null[i][0], None if found is None else float(found[0]))
+                odds = null_odds(null[i][0], found[0][0] if found else None)
                 if is_no_answer(odds, null_score_diff_threshold):
-                    answers.append({"text": "", "start": 0, "end": 0, "score": null[i][1], "null_odds": odds})
+                    no_answer = {"text": "", "start": 0, "end": 0, "score": null[i][1], "null_odds": odds}
+                    answers.append(no_answer if top_k == 1 else [no_answer])
                     continue
-            if found is None:
-                answers.append({"text": "", "start": 0, "end": 0, "score": 0.0})
-                continue
-            _, token_s, token_e, probability = found
-            start = int(windows.char_starts[i][token_s])
-            end = int(windows.char_ends[i][token_e])
-            answers.append({"text": contexts[i][start:end], "start": start, "end": end, "score": probability})
-            if null_score_diff_threshold is not None and null[i] is not None:
-                answers[-1]["null_odds"] = odds
+            spans = []
+            for _, token_s, token_e, probability in found:
+                start = int(windows.char_starts[i][token_s])
+                end = int(windows.char_ends[i][token_e])
+                spans.append({"text": contexts[i][start:end], "start": start, "end": end, "score": probability})
+                if odds is not None:
+                    spans[-1]["null_odds"] = odds
+            if not spans:
+                spans.append({"text": "", "start": 0, "end": 0, "score": 0.0})
+            answers.append(spans[0] if top_k == 1 else spans)
         return answers[0] if single else answers
 
 
