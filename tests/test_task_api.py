@@ -996,6 +996,12 @@ def test_labelled_examples_cut_to_sequence_length_are_counted_in_one_warning(sha
             f"{cut} of {len(lengths)} examples ({cut / len(lengths):.1%}) are longer than sequence_length=16 tokens "
             f"(the longest: {lengths.max()}) and are cut to it: raise preprocessor.sequence_length (up to the "
             "backbone's max_sequence_length) to keep more."]
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=preprocessor)
+    with pytest.warns(TruncationWarning) as caught:
+        classifier.fit(texts[:100], labels[:100], validation_data=(texts[100:], labels[100:]), verbose=0)
+    cut = [int(np.sum(single[:100] > 16)), int(np.sum(single[100:] > 16))]
+    assert sorted(str(w.message).split(" are longer")[0] for w in caught) == sorted([  # (validation read first)
+        f"`validation_data`: {cut[1]} of 100 examples ({cut[1] / 100:.1%})", f"{cut[0]} of 100 examples ({cut[0] / 100:.1%})"])
     with warnings.catch_warnings():
         warnings.simplefilter("error", TruncationWarning)
         preprocessor.make_dataset(texts)  # texts to predict on: no warning

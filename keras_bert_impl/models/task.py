@@ -3,6 +3,7 @@
 import inspect
 import json
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -309,9 +310,14 @@ class Task(FunctionalModel):
         if isinstance(validation_data, tuple) and 2 <= len(validation_data) <= 3 and self._is_raw(validation_data[0]):
             x, y, *weight = validation_data
             try:
-                return self._raw_dataset(x, y, weight[0] if weight else None, batch_size=batch_size)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    dataset = self._raw_dataset(x, y, weight[0] if weight else None, batch_size=batch_size)
             except ValueError as error:  # the same checks as the training data's: say which data it is
                 raise ValueError(f"`validation_data`: {error}") from None
+            for warning in caught:  # (e.g. the count of examples cut to sequence_length)
+                warnings.warn(f"`validation_data`: {warning.message}", warning.category, stacklevel=3)
+            return dataset
         if _is_dataset(validation_data) and self._is_raw(validation_data):  # a tf.data.Dataset of strings
             return self._raw_dataset(validation_data, batch_size=batch_size)
         if isinstance(validation_data, list) and validation_data and all(isinstance(t, str) for t in validation_data):
