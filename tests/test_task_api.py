@@ -892,6 +892,10 @@ def test_pandas_tables_and_hugging_face_columns_read_as_the_lists_they_hold(shar
     np.testing.assert_array_equal(tagger.predict(tagged["tokens"], verbose=0),
                                   tagger.predict(tagged["tokens"].tolist(), verbose=0))
     assert np.isfinite(tagger.fit(tagged[["tokens"]], tagged["tags"], verbose=0).history["loss"][0])
+    # The pipelines read tables too (before, list(DataFrame) gave its column names: "text" was tagged).
+    sentences_table = pd.DataFrame({"text": [" ".join(words) for words in tagged["tokens"]]})
+    assert (tagger.predict_entities(sentences_table[["text"]]) == tagger.predict_entities(sentences_table["text"])
+            == tagger.predict_entities(sentences_table["text"].tolist()))
 
     questions = pd.DataFrame({"question": ["Who wrote the play?", "Where is the tower?"],
                               "context": ["The play was written by Anna Smith.", "The tower stands in Paris."]})
@@ -901,6 +905,10 @@ def test_pandas_tables_and_hugging_face_columns_read_as_the_lists_they_hold(shar
     by_lists = extractor.predict((questions["question"].tolist(), questions["context"].tolist()), verbose=0)
     for key in by_lists:
         np.testing.assert_allclose(by_table[key], by_lists[key], atol=1e-6)
+    answers = extractor.answer(questions["question"].tolist(), questions["context"].tolist())
+    assert ([a["text"] for a in extractor.answer(questions[["question"]], questions[["context"]])]
+            == [a["text"] for a in extractor.answer(questions["question"], questions["context"])]
+            == [a["text"] for a in answers])
 
 
 # === compile: a loss of one's own must read the outputs; "accuracy" means the task's accuracy ===

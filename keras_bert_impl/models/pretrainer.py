@@ -268,6 +268,7 @@ class BertPretrainer(Task):
             raise ValueError(f"`top_k` must be an int in [1, {self.backbone.vocabulary_size}], got {top_k!r}.")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        texts = self._read_tables(texts)[0]  # a Series or dataset column: a list
         one_text = isinstance(texts, (str, bytes))
         texts = [texts] if one_text else list(texts)
         rows = self.preprocessor.encode_masked_texts(texts)

@@ -7,6 +7,7 @@ from keras_bert_impl.layers.per_example_logits import PerExampleLogits
 from keras_bert_impl.layers.span_head import SpanHead
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_decoding import NULL_POSITION, is_no_answer, null_odds, window_null_score
+from keras_bert_impl.models.table_columns import table_as_texts
 from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
 
 
@@ -244,6 +245,8 @@ class BertSpanExtractor(Task):
         self._check_preprocessor()
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"`top_k` must be a positive int, got {top_k!r}.")
+        question = table_as_texts(question, [("question",)], type(self).__name__)  # a Series or dataset column
+        context = table_as_texts(context, [("context",)], type(self).__name__)
         single = isinstance(question, str)
         questions = [question] if single else list(question)
         contexts = [context] if isinstance(context, str) else list(context)

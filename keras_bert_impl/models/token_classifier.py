@@ -233,6 +233,7 @@ class BertTokenClassifier(Task):
         self._check_preprocessor()
         if self.label_names is None:
             raise ValueError("predict_entities needs the model's `label_names` (the tags in id order).")
+        texts = self._read_tables(texts)[0]  # a Series or dataset column: a list
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         for index, text in enumerate(texts):
