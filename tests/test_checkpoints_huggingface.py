@@ -7,6 +7,8 @@ BertForPreTraining exports, pretraining heads, a config that does not match).
 
 import json
 
+import zipfile
+
 import numpy as np
 import pytest
 from keras import ops
@@ -186,6 +188,29 @@ def test_a_pickle_that_would_run_code_is_refused_before_anything_runs(tmp_path):
     with pytest.raises(ValueError) as error:
         read_state_dict(tmp_path / "cut.bin")
     assert str(error.value) == f"{tmp_path / 'cut.bin'} is a zip cut short (a truncated download: fetch it again)."
+    torch.save({"weight": torch.ones(1000)}, tmp_path / "legacy.bin", _use_new_zipfile_serialization=False)
+    data = (tmp_path / "legacy.bin").read_bytes()
+    (tmp_path / "legacy_cut.bin").write_bytes(data[: len(data) - 4004])  # into the storage's length header
+    with pytest.raises(ValueError) as error:
+        read_state_dict(tmp_path / "legacy_cut.bin")
+    assert str(error.value).startswith(f"{tmp_path / 'legacy_cut.bin'} is cut short before storage ")
+    (tmp_path / "legacy_cut.bin").write_bytes(data[: len(data) - 2000])  # half the storage's values
+    with pytest.raises(ValueError) as error:
+        read_state_dict(tmp_path / "legacy_cut.bin")
+    assert str(error.value).endswith(" holds 500 values, 1000 expected (a truncated file: download it again).")
+    torch.save([torch.ones(2)], tmp_path / "list.bin")
+    with pytest.raises(ValueError) as error:
+        read_state_dict(tmp_path / "list.bin")
+    assert str(error.value) == f"{tmp_path / 'list.bin'} holds a list, not a state dict of tensors."
+    torch.save({"weight": torch.ones(2), "step": 3}, tmp_path / "mixed.bin")
+    with pytest.raises(ValueError) as error:
+        read_state_dict(tmp_path / "mixed.bin")
+    assert str(error.value) == f"{tmp_path / 'mixed.bin'}: 'step' is int 3, not a tensor."
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as archive:
+        archive.writestr("readme.txt", "not weights")
+    with pytest.raises(ValueError) as error:
+        read_state_dict(tmp_path / "other.zip")
+    assert str(error.value) == f"{tmp_path / 'other.zip'} is a zip, but not a torch.save file (no <name>/data.pkl in it)."
     (tmp_path / "text.bin").write_text("not weights")
     with pytest.raises(ValueError) as error:
         read_state_dict(tmp_path / "text.bin")

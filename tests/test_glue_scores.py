@@ -79,3 +79,9 @@ def test_glue_scores_by_name_in_compile_score_what_predict_gives(shared_data):
     scores = regression.evaluate(pairs, targets, batch_size=16, verbose=0, return_dict=True)
     predictions = regression.predict(pairs, verbose=0)[:, 0]
     assert scores["pearson_correlation"] == pytest.approx(stats.pearsonr(predictions, targets).statistic, abs=1e-4)
+
+
+def test_a_confusion_score_needs_two_classes_or_more():
+    with pytest.raises(ValueError) as error:
+        ClassF1Score(num_classes=1)
+    assert str(error.value) == "`num_classes` must be an int >= 2, got 1."

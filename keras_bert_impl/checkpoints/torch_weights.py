@@ -67,7 +67,7 @@ def read_state_dict(path):
     tensors = {}
     for name, value in state.items():
         if not isinstance(value, _Tensor):
-            raise ValueError(f"{path}: {name!r} is a {type(value).__name__}, not a tensor.")
+            raise ValueError(f"{path}: {name!r} is {type(value).__name__} {value!r:.40}, not a tensor.")
         key = value.storage.key
         if key not in storages:
             storages[key] = _storage_array(raw[key], value.storage, order, path)
