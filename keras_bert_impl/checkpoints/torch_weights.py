@@ -53,7 +53,7 @@ def read_state_dict(path):
             byteorder = archive.read(root + "byteorder").decode().strip() if root + "byteorder" in names else "little"
             order = "<" if byteorder == "little" else ">"  # (files of PyTorch before 1.10 have no byteorder: little)
             state = _WeightsUnpickler(archive.open(pickles[0]), path).load()
-            raw = {key: archive.read(f"{root}data/{key}") for key in _storage_keys(state)}
+            raw = {key: archive.read(f"{root}data/{key}") for key in _storage_types(state)}
     else:
         with open(path, "rb") as file:
             if file.read(2) == b"PK":
@@ -97,13 +97,14 @@ def _read_legacy(file, path):
     load()  # system info (byte order, sizes of C types)
     state = load()
     keys = load()
+    storages = _storage_types(state)
     raw = {}
     for key in keys:
         header = file.read(8)
         if len(header) < 8:
             raise ValueError(f"{path} is cut short before storage {key} (a truncated download: fetch it again).")
         count = int(np.frombuffer(header, "<i8")[0])
-        storage = _storage_types(state).get(str(key))
+        storage = storages.get(str(key))
         size = count * (2 if storage is None or storage.dtype == "bfloat16" else np.dtype(storage.dtype).itemsize)
         raw[str(key)] = file.read(size)
     return state, raw
@@ -135,12 +136,8 @@ class _Tensor:
         return np.array(view)
 
 
-def _storage_keys(state):
-    return sorted({value.storage.key for value in state.values() if isinstance(value, _Tensor)}) \
-        if isinstance(state, dict) else []
-
-
 def _storage_types(state):
+    """The storages the state dict's tensors use, by key."""
     return {value.storage.key: value.storage for value in state.values() if isinstance(value, _Tensor)} \
         if isinstance(state, dict) else {}
 
