@@ -216,3 +216,17 @@ def test_every_serialisable_class_outside_the_models_is_known_to_the_package_on_
                 elif known.get(node.name) != name:
                     missing.append(f"{name}.{node.name}")
     assert not missing, f"add to keras_bert_impl/__init__.py's _PREPROCESSING or _TRAINING_OBJECTS: {missing}"
+
+
+# The house's top level (README "The house"): anything else committed at the root is a stray file.
+TOP_LEVEL = {".ci", ".gitignore", "README.md", "benchmarks", "docs", "keras_bert_impl", "pyproject.toml", "recipes", "tests"}
+
+
+def test_the_repository_root_holds_only_the_house():
+    repo = ROOT.parent
+    listed = subprocess.run(["git", "ls-files"], cwd=repo, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    top = {path.split("/", 1)[0] for path in listed.stdout.splitlines()}
+    strays = sorted(top - TOP_LEVEL)
+    assert not strays, f"committed at the repository root but not part of the house: {strays} (git rm them, or add them to TOP_LEVEL and the README)"

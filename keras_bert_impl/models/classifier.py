@@ -197,6 +197,7 @@ class BertClassifier(Task):
 
     hugging_face_architectures = ("BertForSequenceClassification",)
     raw_text_columns = (("text",), ("text_a", "text_b"))
+    serving_text_inputs = {"serve": ("text",), "serve_pairs": ("text_a", "text_b")}
     hugging_face_head_prefix = "classifier"
 
     def hugging_face_head_dense(self):
@@ -233,6 +234,19 @@ class BertClassifier(Task):
         from keras_bert_impl.text.classifier_preprocessor import BertClassifierPreprocessor
 
         return BertClassifierPreprocessor
+
+    def serving_outputs(self, outputs):
+        """An exported classifier's outputs: `score` (regression); else `logits` (without an activation),
+        `probabilities` and, one class per example, `label_id` (the `label` name is added from `label_names`)."""
+        if self.is_regression:
+            return {"score": outputs[:, 0]}
+        named = {} if self.activation else {"logits": outputs}
+        if self.multi_label:
+            named["probabilities"] = outputs if self.activation == "sigmoid" else keras.ops.sigmoid(outputs)
+            return named
+        named["probabilities"] = outputs if self.activation == "softmax" else keras.ops.softmax(outputs)
+        named["label_id"] = keras.ops.argmax(outputs, axis=-1)
+        return named
 
     def default_loss(self):
         """Cross-entropy from logits (classification; binary, per class, for multi-label) or mean squared error

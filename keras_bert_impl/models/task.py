@@ -72,6 +72,10 @@ class Task(FunctionalModel):
     raw_labels = ("labels", "texts, labels")
     # The table columns `x` may be, by example names (said when a table of other columns is given).
     raw_text_columns = (("text",),)
+    # The SavedModel endpoints `export` writes that take raw text: endpoint -> its `[batch]` string inputs (the first
+    # is also `serving_default`). Empty: the task's text runs through Python (span windows, word alignment), and the
+    # SavedModel takes packed features only.
+    serving_text_inputs = {}
 
     def hugging_face_head_dense(self):
         """The `Dense` layer that holds a transformers checkpoint's task head (`hugging_face_head_prefix`)."""
@@ -118,6 +122,10 @@ class Task(FunctionalModel):
     def preprocessor_class(cls):
         """The preprocessor layer class that `from_preset` builds (imported lazily: it needs TensorFlow)."""
         return None
+
+    def serving_outputs(self, outputs):
+        """The model's outputs (backend tensors) as the named outputs of an exported SavedModel (`export`)."""
+        return dict(outputs) if isinstance(outputs, dict) else {"outputs": outputs}
 
     # === Compile ===
 
@@ -478,6 +486,28 @@ class Task(FunctionalModel):
         if include_optimizer or getattr(self, "optimizer", None) is None:  # (an uncompiled model has none)
             return super().save(filepath, overwrite=overwrite, **kwargs)
         return keras.Model.save(self.inference_copy(), filepath, overwrite=overwrite, **kwargs)
+
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None, **kwargs):
+        """`keras.Model.export`; a SavedModel of a task with a preprocessor takes raw strings.
+
+        With `format="tf_saved_model"` (the default) and no `input_signature`, the SavedModel's `serve` endpoint
+        (also `serving_default`) tokenizes and packs `[batch]` strings inside the graph and returns the task's named
+        outputs (`serving_outputs`: a classifier's `logits`, `probabilities`, `label_id`, `label`); `serve_features`
+        takes packed token ids (`keras_bert_impl.text.saved_model_export` says more). Other formats, or an
+        `input_signature`, export the token-id model as Keras does.
+
+        Example:
+        >>> classifier.export("sentiment_savedmodel")  # doctest: +SKIP
+        Saved BertClassifier as a SavedModel at sentiment_savedmodel: serve(text), serving_default(text), serve_pairs(text_a, text_b), serve_features(token_ids, segment_ids, padding_mask).
+        >>> tf.saved_model.load("sentiment_savedmodel").serve(tf.constant(["a great film"]))["label"]  # doctest: +SKIP
+        <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'positive'], dtype=object)>
+        """
+        takes_features = isinstance(self.input, dict) and sorted(self.input) == sorted(BACKBONE_INPUTS)
+        if format != "tf_saved_model" or input_signature is not None or kwargs or not takes_features:
+            return super().export(filepath, format=format, verbose=verbose, input_signature=input_signature, **kwargs)
+        from keras_bert_impl.text.saved_model_export import export_saved_model  # (TensorFlow writes SavedModels)
+
+        export_saved_model(self.inference_copy(), filepath, verbose=verbose is not False)
 
     def inference_copy(self):
         """The same model, uncompiled (no optimizer state), its LoRA factors merged into the kernels: what is saved.

@@ -56,8 +56,13 @@ class BertTextEmbedder(Task):
             **kwargs,
         )
 
+    serving_text_inputs = {"serve": ("text",)}
+
     def head_config(self):
         return {"pooling": self.pooling, "normalize": self.normalize}
+
+    def serving_outputs(self, outputs):
+        return {"embeddings": outputs}
 
     @classmethod
     def preprocessor_class(cls):

@@ -144,6 +144,9 @@ class BertTokenClassifier(Task):
             config["num_classes"] = config.pop("num_labels")
         return super().from_config(config)
 
+    def serving_outputs(self, outputs):
+        return {"logits": outputs}  # per WordPiece; the first piece of each word is the word's
+
     @classmethod
     def preprocessor_class(cls):
         from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
