@@ -99,10 +99,43 @@ def test_raw_strings_need_a_preprocessor(backbone):
 def test_bad_arguments(backbone):
     with pytest.raises(ValueError, match="`num_classes` must be a positive int"):
         BertClassifier(backbone, num_classes=0)
-    with pytest.raises(ValueError, match="`dropout` must be in"):
+    with pytest.raises(ValueError, match="`dropout` must be a number in"):
         BertClassifier(backbone, num_classes=2, dropout=1.0)
     with pytest.raises(ValueError, match="`label_names` must list 3 names"):
         BertClassifier(backbone, num_classes=3, label_names=["a", "b"])
+
+
+def test_head_arguments_as_users_write_them(backbone):
+    """NumPy's ints (`df.label.max() + 1`) are ints, `label_names` alone gives the class count (as the tagger's),
+    Hugging Face's names are named as such, and a repeated name, a non-number dropout or the wrong preprocessor
+    is one line."""
+    from keras_bert_impl import BertTokenClassifier, BertTokenClassifierPreprocessor
+
+    assert BertClassifier(backbone, num_classes=np.int64(3)).num_classes == 3
+    named = BertClassifier(backbone, label_names=["negative", "positive"])
+    assert (named.num_classes, named.label_names) == (2, ["negative", "positive"])
+    with pytest.raises(TypeError) as error:
+        BertClassifier(backbone, num_labels=2)
+    assert str(error.value).startswith("BertClassifier got an unknown argument `num_labels` (did you mean `num_classes`?)")
+    with pytest.raises(TypeError, match=r"^BertTokenClassifier got an unknown argument `id2label` \(did you mean "
+                                        r"`label_names`\?\)"):
+        BertTokenClassifier(backbone, id2label={0: "O"})
+    with pytest.raises(ValueError) as error:
+        BertClassifier(backbone, label_names=["a", "b", "a"])
+    assert str(error.value) == "`label_names` names each class once; ['a'] appear more than once in ['a', 'b', 'a']."
+    with pytest.raises(ValueError) as error:
+        BertClassifier(backbone, num_classes=2, dropout=None)
+    assert str(error.value) == "`dropout` must be a number in [0, 1), got None."
+    with pytest.raises(ValueError) as error:
+        BertClassifier(backbone)
+    assert str(error.value) == ("`num_classes` must be a positive int (1 for regression; or give `label_names`), "
+                                "got None.")
+    tagger_preprocessor = BertTokenClassifierPreprocessor.from_preset("all_minilm_l6_v2_en")
+    with pytest.raises(ValueError) as error:
+        BertClassifier(backbone, num_classes=2, preprocessor=tagger_preprocessor)
+    assert str(error.value) == (
+        "BertClassifier reads its text with a BertClassifierPreprocessor, got a BertTokenClassifierPreprocessor: build "
+        "it with BertClassifierPreprocessor.from_preset(...), or let BertClassifier.from_preset make it.")
 
 
 @pytest.mark.parametrize("num_classes", [2, 1])

@@ -387,6 +387,46 @@ def test_a_checkpoint_of_other_settings_is_refused_in_one_line(sst2_dev, tmp_pat
         run(1e-2)
 
 
+def test_a_checkpoint_of_other_data_or_seed_is_refused_and_kept_checkpoints_outlive_training(sst2_dev, tmp_path):
+    """Before: a checkpoint resumed whatever the data, task, starting checkpoint or seed (only the optimizer's
+    settings were compared): a GLUE run of RTE resumed an SST-2 run's epoch and reported its score. And the
+    checkpoints were removed as training ended, before the recipe wrote its outputs: a run killed then started
+    over from epoch 1."""
+    from keras_bert_impl.training.finetuning_resume import data_digest
+
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:128])
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def run(train_labels, seed=0, callbacks=(), keep_checkpoints=False):
+        setup_finetuning(seed=seed)
+        train = pad_to_boundaries(_examples(ids, train_labels), [64], 32)
+        return finetune(_bag_of_words_model(), train, epochs=2, learning_rate=1e-2, loss=loss, seed=seed,
+                        model_dir=str(tmp_path), verbose=0, callbacks=list(callbacks),
+                        run_identity={"train_data": data_digest(sentences[:128], train_labels)},
+                        keep_checkpoints=keep_checkpoints)
+
+    with pytest.raises(KeyboardInterrupt):
+        run(labels[:128], callbacks=[StopAfterEpoch(1)])
+    flipped = 1 - np.asarray(labels[:128])
+    with pytest.raises(ValueError) as error:
+        run(flipped)
+    assert str(error.value) == (
+        f"{tmp_path / 'checkpoints' / 'ckpt-000000001'} was written by a fine-tuning run with "
+        f"train_data={data_digest(sentences[:128], labels[:128])!r}, and this run has "
+        f"train_data={data_digest(sentences[:128], flipped)!r}: run the same command as before to resume it, or "
+        f"remove {tmp_path / 'checkpoints'} (or pass another model_dir) to start again")
+    with pytest.raises(ValueError, match="with seed=0, and this run has seed=7"):
+        run(labels[:128], seed=7)
+
+    finished = run(labels[:128], keep_checkpoints=True)  # resumed: epoch 2 trained, the checkpoint left
+    assert os.listdir(tmp_path / "checkpoints") == ["ckpt-000000002"]
+    again = run(labels[:128], keep_checkpoints=True)  # killed before its outputs were written: run again
+    assert again.history == finished.history and again.best_epoch == finished.best_epoch  # nothing retrained
+    again.remove_checkpoints()
+    assert not os.path.exists(tmp_path / "checkpoints")
+
+
 def test_a_run_stopped_before_its_best_weights_file_resumes_with_the_best_weights(sst2_dev, tmp_path):
     """The best epoch's weights file is written after its checkpoint. A run stopped between the two (here: the best
     epoch 2's file replaced by epoch 1's, as if never rewritten) resumes with epoch 2's weights from the checkpoint:

@@ -979,6 +979,65 @@ def test_accuracy_by_name_is_the_tasks_accuracy(shared_data):
     assert named["accuracy"] == pytest.approx(default["accuracy"]) == pytest.approx(np.mean((logits > 0) == hot))
 
 
+def test_metrics_of_ones_own_are_the_only_metrics_and_f1_means_each_tasks_f1(shared_data):
+    # Before: metrics=["accuracy", "f1"] also logged the default weighted_accuracy (the same number twice); a
+    # multi-label classifier's "f1" and a tagger's compiled, then stopped in fit on Keras's "Could not interpret
+    # metric identifier: f1".
+    texts, labels = _sst2(shared_data, "train", 6)
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    classifier.compile(metrics=["accuracy", "f1"])
+    assert sorted(classifier.evaluate(texts, labels, verbose=0, return_dict=True)) == ["accuracy", "f1", "loss"]
+
+    tags = [["a"], ["b", "c"], [], ["a", "c"], ["c"], ["a", "b", "c"]]
+    multi_label = BertClassifier(_tiny_backbone(), num_classes=3, multi_label=True, label_names=["a", "b", "c"],
+                                 preprocessor=_preprocessor())
+    default = multi_label.evaluate(texts, tags, verbose=0, return_dict=True)
+    multi_label.compile(metrics=["f1"])
+    named = multi_label.evaluate(texts, tags, verbose=0, return_dict=True)
+    assert sorted(named) == ["f1", "loss"] and named["f1"] == pytest.approx(default["micro_f1"])
+
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS)
+    with pytest.raises(ValueError) as error:
+        tagger.compile(metrics=["accuracy", "f1"])
+    assert str(error.value).startswith("metrics=['f1']: a tagger's F1 is over entities (conlleval, seqeval), which a "
+                                       "per-batch Keras metric does not count: compile with metrics=['accuracy']")
+
+
+def test_answer_takes_the_examples_as_predict_does_and_one_question_of_several_contexts():
+    # Before: answer((questions, contexts)), answer(list_of_pairs) and answer(df[["question", "context"]]) stopped
+    # on a missing positional argument, and one question over two contexts on "1 questions but 2 contexts".
+    pd = pytest.importorskip("pandas")
+    questions = ["Who wrote it?", "When was it written?"]
+    contexts = ["It was written by Ada Lovelace in 1843.", "The notes were published in 1843 by Ada Lovelace."]
+    keras.utils.set_random_seed(0)
+    qa = BertSpanExtractor(_tiny_backbone(), preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(
+        PRESET, sequence_length=48, doc_stride=16))
+    expected = qa.answer(questions, contexts)
+    assert qa.answer((questions, contexts)) == expected
+    assert qa.answer(list(zip(questions, contexts))) == expected
+    assert qa.answer(pd.DataFrame({"question": questions, "context": contexts})[["question", "context"]]) == expected
+    alone = [qa.answer(questions[0], context) for context in contexts]  # (each in a batch of its own)
+    assert qa.answer((questions[0], contexts[0])) == alone[0]
+    asked_of_both = qa.answer(questions[0], contexts)
+    assert [(a["text"], a["start"], a["end"]) for a in asked_of_both] == [(a["text"], a["start"], a["end"]) for a in alone]
+    assert [a["score"] for a in asked_of_both] == pytest.approx([a["score"] for a in alone], abs=1e-5)
+
+
+def test_misshapen_tags_and_pairs_are_one_line_naming_the_shape():
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=32)))
+    with pytest.raises(ValueError) as error:  # one sentence, not nested: each tag string was read as its letters
+        tagger.evaluate(["Peter", "Blackburn"], ["B-PER", "I-PER"], verbose=0)
+    assert str(error.value) == (
+        "Example 0: its tags must be a list (one per word), got 'B-PER': `y` is one list of tags per sentence, as "
+        "`x` is one list of words per sentence (one sentence: x=[words], y=[tags]).")
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    with pytest.raises(ValueError) as error:
+        classifier.predict([["a", "b", "c"], ["d", "e", "f"]])
+    assert str(error.value) == ("Raw text is a list of two lists (3 and 3 texts): sentence pairs are a tuple "
+                                "(texts_a, texts_b) of two lists, or a list of [text_a, text_b] pairs.")
+
+
 def test_labelled_examples_cut_to_sequence_length_are_counted_in_one_warning(shared_data, minilm_dir):
     # Before: examples longer than sequence_length were cut without a word (keras-hub's habit), so a user training
     # on long reviews with the default 128 never learnt that the model read only their beginnings. The count is

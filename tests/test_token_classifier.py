@@ -60,7 +60,7 @@ def test_ignored_labels_do_not_count():
 def test_bad_arguments():
     with pytest.raises(ValueError, match=r"`num_classes` must be a positive int \(or give `label_names`\), got 0"):
         BertTokenClassifier(_tiny_backbone(), num_classes=0)
-    with pytest.raises(ValueError, match=r"`dropout` must be in \[0, 1\), got 1.5"):
+    with pytest.raises(ValueError, match=r"`dropout` must be a number in \[0, 1\), got 1.5"):
         BertTokenClassifier(_tiny_backbone(), num_classes=3, dropout=1.5)
 
 

@@ -8,7 +8,14 @@ from keras_bert_impl.layers.sequence_pooling import SequencePooling
 from keras_bert_impl.models.backbone import bert_kernel_initializer
 from keras_bert_impl.models.glue_scores import ClassF1Score, MatthewsCorrelation, PearsonCorrelation
 from keras_bert_impl.models.probabilities import softmax
-from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
+from keras_bert_impl.models.task import (
+    Task,
+    backbone_inputs,
+    check_dropout,
+    check_packable,
+    class_count,
+    freeze_unused_pooler,
+)
 
 POOLINGS = ("pooled", "mean")
 # The cross-entropies `compile` takes by name, which read probabilities (from_logits=False).
@@ -105,7 +112,7 @@ class BertClassifier(Task):
     def __init__(
         self,
         backbone,
-        num_classes,
+        num_classes=None,
         dropout=0.1,
         preprocessor=None,
         label_names=None,
@@ -115,12 +122,9 @@ class BertClassifier(Task):
         multi_label=False,
         **kwargs,
     ):
-        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-            raise ValueError(
-                f"`num_classes` must be a positive int (1 for regression), got {num_classes!r}."
-            )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1), got {dropout!r}.")
+        self.check_arguments(kwargs)
+        num_classes, label_names = class_count(num_classes, label_names, " (1 for regression; or give `label_names`)")
+        dropout = check_dropout(dropout)
         if pooling not in POOLINGS:
             raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
         if activation not in ACTIVATIONS:
@@ -142,7 +146,6 @@ class BertClassifier(Task):
             raise ValueError("activation='sigmoid' scores each class on its own: build the classifier with "
                              "multi_label=True, or use activation='softmax' for one class per example.")
         if label_names is not None:
-            label_names = [str(name) for name in label_names]
             if len(label_names) != num_classes or num_classes == 1:
                 raise ValueError(
                     f"`label_names` must list {num_classes} names for a {num_classes}-class classifier "
@@ -271,10 +274,14 @@ class BertClassifier(Task):
         `"matthews_correlation"` (CoLA), and for a regression `"pearson_correlation"` (STS-B), exact over all the
         examples seen (`glue_scores.py`). A multi-label classifier's `"accuracy"` (or `"acc"`, `"binary_accuracy"`)
         is the per-class accuracy at probability 0.5 (logit 0); Keras's would read the classes as one choice, or
-        threshold the logits at 0.5."""
+        threshold the logits at 0.5. Its `"f1"` (or `"micro_f1"`) is `MultiLabelF1Score` over every (example, class)
+        decision, `"macro_f1"` the mean of the classes' F1."""
         if self.multi_label:
             if name in ("accuracy", "acc", "binary_accuracy"):
                 return keras.metrics.BinaryAccuracy(name=name, threshold=0.0 if self.activation is None else 0.5)
+            if name in ("f1", "micro_f1", "macro_f1"):
+                return MultiLabelF1Score(from_logits=self.activation is None, name=name,
+                                         average="macro" if name == "macro_f1" else "micro")
             return None
         if self.is_regression:
             return PearsonCorrelation(name=name) if name in ("pearson_correlation", "pearson") else None

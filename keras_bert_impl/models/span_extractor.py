@@ -213,8 +213,14 @@ class BertSpanExtractor(Task):
                                    callbacks=callbacks)
         return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
 
-    def answer(self, question, context, batch_size=32, null_score_diff_threshold=None, top_k=1):
+    def answer(self, question, context=None, batch_size=32, null_score_diff_threshold=None, top_k=1):
         """The answer span of `question` in `context`: `{"text", "start", "end", "score"}`.
+
+        `question` and `context` are strings or lists of them (one question
+        over a list of contexts asks it of each, as Hugging Face's pipeline
+        does); without `context`, `question` is the examples in any form
+        `fit` and `predict` take: `(questions, contexts)`, a list of
+        `(question, context)` pairs, or `df[["question", "context"]]`.
 
         Contexts longer than one window are cut into overlapping windows
         (`doc_stride` apart); the answer is the span with the highest
@@ -245,11 +251,20 @@ class BertSpanExtractor(Task):
         self._check_preprocessor()
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"`top_k` must be a positive int, got {top_k!r}.")
-        question = table_as_texts(question, [("question",)], type(self).__name__)  # a Series or dataset column
-        context = table_as_texts(context, [("context",)], type(self).__name__)
-        single = isinstance(question, str)
-        questions = [question] if single else list(question)
-        contexts = [context] if isinstance(context, str) else list(context)
+        if context is None:  # the examples as `predict` takes them
+            examples = self._read_tables(question)[0]
+            single = isinstance(examples, tuple) and len(examples) == 2 and all(isinstance(v, str) for v in examples)
+            questions, contexts = self.preprocessor.as_columns(examples)
+        else:
+            question = table_as_texts(question, [("question",)], type(self).__name__)  # a Series or dataset column
+            context = table_as_texts(context, [("context",)], type(self).__name__)
+            single = isinstance(question, str) and isinstance(context, str)
+            questions = [question] if isinstance(question, str) else list(question)
+            contexts = [context] if isinstance(context, str) else list(context)
+            if len(questions) == 1 and len(contexts) > 1:  # one question of each context
+                questions = questions * len(contexts)
+            elif len(contexts) == 1 and len(questions) > 1:  # several questions of one context
+                contexts = contexts * len(questions)
         windows = self.preprocessor.windows(questions, contexts)
         outputs = self.predict(windows.features, batch_size=batch_size, verbose=0)
         start_logits = np.asarray(outputs["start_logits"], "float64")

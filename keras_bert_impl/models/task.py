@@ -2,6 +2,7 @@
 
 import inspect
 import json
+import numbers
 import os
 import warnings
 
@@ -91,9 +92,20 @@ class Task(FunctionalModel):
         """Whether a fine-tuned transformers checkpoint's `head` fits this model (the same classes)."""
         return True
 
-    def __init__(self, *args, backbone, preprocessor=None, compile_defaults=True, **kwargs):
-        check_arguments(type(self), kwargs, also_known=PREPROCESSOR_ARGUMENTS,
+    @classmethod
+    def check_arguments(cls, kwargs):
+        """One line for a keyword this task does not take (Hugging Face's names point to ours). Subclasses call it
+        first, before their own checks, so `num_labels=2` is named as such rather than as a missing `num_classes`."""
+        check_arguments(cls, kwargs, also_known=PREPROCESSOR_ARGUMENTS,
                         note="`from_preset` also takes its preprocessor's arguments (e.g. `sequence_length`).")
+
+    def __init__(self, *args, backbone, preprocessor=None, compile_defaults=True, **kwargs):
+        self.check_arguments(kwargs)
+        expected = type(self).preprocessor_class() if preprocessor is not None else None
+        if expected is not None and not isinstance(preprocessor, expected):
+            raise ValueError(f"{type(self).__name__} reads its text with a {expected.__name__}, got a "
+                             f"{type(preprocessor).__name__}: build it with {expected.__name__}.from_preset(...), or "
+                             f"let {type(self).__name__}.from_preset make it.")
         super().__init__(*args, **kwargs)
         # Set after Model.__init__, so the torch backend can track them.
         self.backbone = backbone
@@ -142,10 +154,11 @@ class Task(FunctionalModel):
             optimizer = self.default_optimizer()
         if loss == "auto":
             loss = self.default_loss()
+        if weighted_metrics == "auto":
+            # The task's weighted accuracy joins its default metrics only: metrics=["accuracy"] is one accuracy.
+            weighted_metrics = self.default_weighted_metrics() if metrics == "auto" else None
         if metrics == "auto":
             metrics = self.default_metrics()
-        if weighted_metrics == "auto":
-            weighted_metrics = self.default_weighted_metrics()
         self.check_loss(loss)
         metrics, weighted_metrics = (self._metrics_by_name(m) for m in (metrics, weighted_metrics))
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
@@ -688,6 +701,32 @@ class Task(FunctionalModel):
 # The preprocessors' own arguments, which `from_preset` passes to the preprocessor it builds.
 PREPROCESSOR_ARGUMENTS = ("sequence_length", "truncate", "doc_stride", "max_question_length", "masking_rate",
                           "max_predictions_per_seq")
+
+
+def class_count(num_classes, label_names, what):
+    """`(num_classes, label_names)` checked: the count a positive int (NumPy's too; from `label_names` when None),
+    the names strings without repeats. `what` ends "`num_classes` must be a positive int ..."."""
+    if label_names is not None:
+        if isinstance(label_names, (str, bytes)):
+            raise ValueError(f"`label_names` must be a list of names, got the string {label_names!r}.")
+        label_names = [str(name) for name in label_names]
+        repeated = sorted({name for name in label_names if label_names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"`label_names` names each class once; {repeated} appear more than once in {label_names}.")
+        if num_classes is None:
+            num_classes = len(label_names)
+    if isinstance(num_classes, numbers.Integral) and not isinstance(num_classes, (bool, np.bool_)):
+        num_classes = int(num_classes)
+    if not isinstance(num_classes, int) or num_classes < 1:
+        raise ValueError(f"`num_classes` must be a positive int{what}, got {num_classes!r}.")
+    return num_classes, label_names
+
+
+def check_dropout(dropout):
+    """`dropout` as a float in [0, 1), or one line."""
+    if isinstance(dropout, (bool, np.bool_)) or not isinstance(dropout, numbers.Real) or not 0.0 <= dropout < 1.0:
+        raise ValueError(f"`dropout` must be a number in [0, 1), got {dropout!r}.")
+    return float(dropout)
 
 
 def read_task_config(preset, cls):

@@ -5,7 +5,7 @@ import numpy as np
 
 from keras_bert_impl.models.backbone import BertBackbone, bert_kernel_initializer
 from keras_bert_impl.models.probabilities import softmax
-from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler
+from keras_bert_impl.models.task import Task, backbone_inputs, check_dropout, class_count, freeze_unused_pooler
 
 IGNORE_LABEL = -1
 
@@ -75,16 +75,11 @@ class BertTokenClassifier(Task):
         compile_defaults=True,
         **kwargs,
     ):
-        if label_names is not None:
-            label_names = [str(name) for name in label_names]
-            if num_classes is None:
-                num_classes = len(label_names)
-            if len(label_names) != num_classes:
-                raise ValueError(f"`label_names` must list {num_classes} tags, got {len(label_names)}: {label_names!r}.")
-        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-            raise ValueError(f"`num_classes` must be a positive int (or give `label_names`), got {num_classes!r}.")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1), got {dropout!r}.")
+        self.check_arguments(kwargs)
+        num_classes, label_names = class_count(num_classes, label_names, " (or give `label_names`)")
+        if label_names is not None and len(label_names) != num_classes:
+            raise ValueError(f"`label_names` must list {num_classes} tags, got {len(label_names)}: {label_names!r}.")
+        dropout = check_dropout(dropout)
 
         # === Layers ===
         freeze_unused_pooler(backbone)
@@ -169,6 +164,13 @@ class BertTokenClassifier(Task):
         `MaskedTokenAccuracy` (Keras's would count [CLS], [SEP], later WordPieces and padding, label -1, as wrong)."""
         if name in ("accuracy", "acc", "sparse_categorical_accuracy"):
             return MaskedTokenAccuracy(name=name)
+        if name in ("f1", "entity_f1", "seqeval"):
+            raise ValueError(
+                f"metrics=[{name!r}]: a tagger's F1 is over entities (conlleval, seqeval), which a per-batch Keras "
+                "metric does not count: compile with metrics=['accuracy'] (token accuracy) and score entities after "
+                "fit with keras_bert_impl.metrics.conll.conll_entity_scores(gold_tags, predicted_tags), or run "
+                "recipes/finetune_conll.py, which reports entity F1 each epoch."
+            )
         return None
 
     def check_loss(self, loss):
@@ -193,6 +195,11 @@ class BertTokenClassifier(Task):
                                     **options)
 
     def _tag_ids(self, tags, index):
+        if isinstance(tags, (str, bytes)) or np.ndim(tags) == 0:
+            raise ValueError(
+                f"Example {index}: its tags must be a list (one per word), got {tags!r}: `y` is one list of tags per "
+                "sentence, as `x` is one list of words per sentence (one sentence: x=[words], y=[tags])."
+            )
         ids = []
         for tag in tags:
             if isinstance(tag, (int, np.integer)) and not isinstance(tag, bool):

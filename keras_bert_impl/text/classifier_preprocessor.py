@@ -339,6 +339,11 @@ def as_segments(x):
         return [x]
     if all(isinstance(item, (list, tuple)) and len(item) == 2 and all(map(_is_text, item)) for item in x):
         return [[item[0] for item in x], [item[1] for item in x]]
+    if len(x) == 2 and all(isinstance(item, list) and item and all(map(_is_text, item)) for item in x):
+        raise ValueError(
+            f"Raw text is a list of two lists ({len(x[0])} and {len(x[1])} texts): sentence pairs are a tuple "
+            "(texts_a, texts_b) of two lists, or a list of [text_a, text_b] pairs."
+        )
     _check_texts(x)
     raise ValueError(
         "Raw text must be a string, a list of strings, a tuple (texts_a, texts_b) of two lists, "

@@ -133,6 +133,9 @@ class FinetuneResult:
         epoch_seconds: wall time of each epoch's training (evaluation excluded).
         train_steps: optimizer steps per epoch used for the schedule.
         stopped_early: whether early stopping ended training.
+
+    With `finetune(..., keep_checkpoints=True)`, call `remove_checkpoints()` once the run's own outputs are
+    written (every process calls it; process 0 removes them).
     """
 
     history: dict
@@ -142,6 +145,12 @@ class FinetuneResult:
     epoch_seconds: list
     train_steps: int
     stopped_early: bool
+    _remove_checkpoints: object = None
+
+    def remove_checkpoints(self):
+        """Removes the run's checkpoints: the run is finished, its outputs written (nothing left to resume)."""
+        if self._remove_checkpoints is not None:
+            self._remove_checkpoints()
 
 
 def finetune(
@@ -171,6 +180,8 @@ def finetune(
     callbacks=(),
     verbose="auto",
     jit_compile="auto",
+    run_identity=None,
+    keep_checkpoints=False,
 ):
     """Fine-tunes `model` on `train_ds` with BERT's optimizer, evaluating each epoch.
 
@@ -213,6 +224,12 @@ def finetune(
             finishes. In a job of several processes, `model_dir` is one
             folder they all see: process 0 writes the checkpoints, and every
             process resumes from the same one.
+        run_identity: optional dict of what else defines the run, e.g. the task, the starting checkpoint, a
+            digest of the training examples (`finetuning_resume.data_digest`) and the labels: a checkpoint
+            written by a run with other values (or another `seed`) is refused in one line, never resumed.
+        keep_checkpoints: leave the checkpoints when training ends, for the caller to remove with
+            `result.remove_checkpoints()` once its own outputs (predictions, model file) are written: a run
+            stopped while writing them then resumes with its training done, rather than from the start.
         tensorboard: write TensorBoard logs when `model_dir` is set.
         loss, metrics: compile arguments for an uncompiled model (or to override).
         callbacks: extra Keras callbacks.
@@ -345,7 +362,7 @@ def finetune(
             epochs=epochs, steps_per_epoch=steps_per_epoch, learning_rate=learning_rate,
             warmup_proportion=warmup_proportion, weight_decay=weight_decay, clipnorm=clipnorm,
             optimizer=optimizer if isinstance(optimizer, str) else type(optimizer).__name__, monitor=monitor,
-            early_stopping_patience=early_stopping_patience)
+            early_stopping_patience=early_stopping_patience, seed=seed, **(run_identity or {}))
         best_tracker.save_after_checkpoint = True  # a killed run never holds a best file newer than its checkpoint
         # The best weights file of the run is process 0's, in the shared model_dir.
         shared_best = os.path.join(model_dir, BEST_WEIGHTS_NAME)
@@ -380,10 +397,18 @@ def finetune(
                     callbacks=all_callbacks,
                     verbose=verbose,
                 )).history
-        if checkpoints is not None and group is not None:  # all are done with the checkpoints before 0 removes them
-            group.barrier("finetune: finished")
-    if checkpoints is not None and writes:
-        remove_checkpoints(checkpoints)  # finished: nothing left to resume
+
+    def finish():
+        if checkpoints is None:
+            return
+        if group is not None:  # all are done with the checkpoints before 0 removes them
+            with lost_peers_as_one_line(group, latest):
+                group.barrier("finetune: finished")
+        if writes:
+            remove_checkpoints(checkpoints)  # finished: nothing left to resume
+
+    if not keep_checkpoints:
+        finish()
     history = {key: earlier_history.get(key, []) + [float(v) for v in new_history.get(key, [])]
                for key in dict.fromkeys([*earlier_history, *new_history])}
     if restore_best_weights and best_tracker.best_weights is not None:
@@ -396,6 +421,7 @@ def finetune(
         epoch_seconds=list(timer.epoch_seconds),
         train_steps=steps_per_epoch,
         stopped_early=best_tracker.stopped_early,
+        _remove_checkpoints=finish if keep_checkpoints else None,
     )
 
 

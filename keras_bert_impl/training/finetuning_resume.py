@@ -30,6 +30,7 @@ Example:
 10
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -42,6 +43,21 @@ from keras_bert_impl.training.run_checkpoints import CheckpointManager
 from keras_bert_impl.training.torch_random_state import checkpoint_entry
 
 CHECKPOINTS = "checkpoints"
+
+
+def data_digest(*parts):
+    """A short sha256 of a run's training examples (their `repr`): `finetune(..., run_identity=...)` refuses to
+    resume a checkpoint of a run that trained on other data.
+
+    Example:
+    >>> data_digest(["a great film"], [1]) == data_digest(["a great film"], [1]) != data_digest(["a dull film"], [1])
+    True
+    """
+    digest = hashlib.sha256()
+    for part in parts:
+        part = part.tolist() if hasattr(part, "tolist") else part  # (NumPy's repr elides long arrays)
+        digest.update(repr(part).encode("utf-8", "backslashreplace"))
+    return digest.hexdigest()[:16]
 
 
 def run_settings(**settings):

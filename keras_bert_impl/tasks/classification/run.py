@@ -30,6 +30,7 @@ from keras_bert_impl.tasks.flags import check_numbers, check_vocabulary, learnin
 from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
+from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
@@ -212,6 +213,11 @@ def run(config):
         early_stopping_patience=c.early_stopping_patience,
         verbose=c.verbose,
         jit_compile=c.jit_compile,
+        # A checkpoint of another task, data subset or starting point is refused, never resumed.
+        run_identity={"task": task.name, "starting_point": c.init_checkpoint or c.preset,
+                      "sequence_length": c.sequence_length, "packing": c.packing,
+                      "train_data": data_digest(train.text_a, train.text_b, train.labels)},
+        keep_checkpoints=True,  # removed once the outputs below are written: a kill while writing them keeps training
     )
     total_seconds = time.perf_counter() - start
 
@@ -268,6 +274,7 @@ def run(config):
         },
     }
     write_dev_results(c.model_dir, results)
+    result.remove_checkpoints()
     return results
 
 

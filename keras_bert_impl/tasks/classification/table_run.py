@@ -102,6 +102,7 @@ def run(config, inputs=None):
     from keras_bert_impl.checkpoints.atomic_files import atomic_save, atomic_write_json, atomic_write_text
     from keras_bert_impl.tasks.classification.table_files import label_targets, score_outputs
     from keras_bert_impl.training.finetuning import config_of_this_process, finetune
+    from keras_bert_impl.training.finetuning_resume import data_digest
     from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
     train, validation, test, label_names = inputs or read_inputs(config)  # every file, before any model
@@ -113,7 +114,11 @@ def run(config, inputs=None):
                                                     batch_size=config.batch_size, shuffle=True, seed=config.seed)
     result = finetune(classifier, train_ds, epochs=config.epochs, learning_rate=config.learning_rate,
                       warmup_proportion=0.1, model_dir=shared_model_dir, strategy=strategy, seed=config.seed,
-                      verbose=2)
+                      verbose=2, keep_checkpoints=True,  # removed below, once the outputs are written
+                      # A checkpoint of other data, labels or starting point is refused, never resumed.
+                      run_identity={"starting_point": config.preset, "label_names": repr(label_names),
+                                    "sequence_length": config.sequence_length,
+                                    "train_data": data_digest(train.inputs, label_targets(train, label_names))})
     train_seconds = float(sum(result.epoch_seconds))
     start = time.perf_counter()
     with predicting_everywhere(strategy):  # every process scores the whole file
@@ -143,4 +148,5 @@ def run(config, inputs=None):
                           "\n".join(["index\tprediction", *lines]) + "\n")
         results["test_examples"] = len(test)
     atomic_write_json(os.path.join(config.model_dir, "dev_results.json"), results)
+    result.remove_checkpoints()
     return results

@@ -31,6 +31,7 @@ from keras_bert_impl.tasks.span_qa.reading import load_squad_json, read_squad_ex
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
+from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
@@ -204,6 +205,10 @@ def run(config):
             model_dir=shared_model_dir,
             strategy=strategy,
             seed=c.seed,
+            # A checkpoint of other questions, windows or starting point is refused, never resumed.
+            run_identity={"starting_point": c.init_checkpoint or c.preset, "windows": repr(sorted(window.items())),
+                          "train_data": data_digest(train_examples), "packing": c.packing},
+            keep_checkpoints=True,  # removed at the end, once every output is written
         )
         summary.update(
             train_questions=len(train_examples),
@@ -236,4 +241,6 @@ def run(config):
                    predict_packing=packing, predict_token_slots=result.predict_token_slots,
                    predict_real_tokens=result.predict_real_tokens)
     write_squad_outputs(c.model_dir, result, extra_eval=summary)
+    if c.epochs > 0:
+        fit.remove_checkpoints()
     return result, summary

@@ -40,6 +40,7 @@ from keras_bert_impl.tasks.tagging.reading import (
 from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
+from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
@@ -259,6 +260,11 @@ def run(config):
             strategy=strategy,
             seed=c.seed,
             verbose=2,
+            # A checkpoint of other sentences, tags, windows or starting point is refused, never resumed.
+            run_identity={"starting_point": c.preset or c.init_checkpoint, "label_names": repr(label_names),
+                          "sequence_length": c.sequence_length, "document_context": c.document_context,
+                          "train_data": data_digest(train.sentences)},
+            keep_checkpoints=True,  # removed at the end, once every output is written
         )
         train_sentences = len(train.sentences)
         summary.update(
@@ -291,4 +297,6 @@ def run(config):
             model.label_names = model.label_names or list(label_names)
         with predicting_everywhere(strategy):
             summary["entities"] = model.predict_entities(c.predict_text)
+    if c.epochs > 0:
+        fit.remove_checkpoints()
     return summary
