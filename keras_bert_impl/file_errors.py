@@ -30,6 +30,12 @@ import os
 import re
 
 UTF8_BOM = b"\xef\xbb\xbf"
+GZIP_MAGIC = b"\x1f\x8b"
+# Byte-order marks of the encodings that are not UTF-8, longest first (UTF-32 LE's starts with UTF-16 LE's).
+_OTHER_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32", "UTF-32LE"), (b"\x00\x00\xfe\xff", "UTF-32", "UTF-32BE"),
+    (b"\xff\xfe", "UTF-16", "UTF-16LE"), (b"\xfe\xff", "UTF-16", "UTF-16BE"),
+)
 _LINE_BREAK = re.compile(r"[ \t]*[\r\n]+[ \t]*")
 
 
@@ -85,7 +91,37 @@ class FileFormatError(ValueError):
         return type(self), (self.path, self.line, self.column, self.problem)
 
 
-def decode_utf8(data, path, error_class=FileFormatError, *, advice=None, first_line=1, first_offset=0):
+def not_text_problem(data, path, reads_gz=False):
+    """What the start of a file that failed to decode as UTF-8 says it is, or None: UTF-16 or UTF-32 (a byte-order
+    mark), or gzip-compressed data (its magic bytes), with what to do. Not Windows-1252, whose `iconv -f
+    WINDOWS-1252` would turn such a file into garbage.
+
+    Example:
+    >>> not_text_problem("hi".encode("utf-16"), "a.tsv")
+    'the file is UTF-16 (it starts with the byte-order mark 0xff 0xfe), not UTF-8: re-encode it as UTF-8, e.g. \
+iconv -f UTF-16 -t UTF-8 a.tsv > utf8_a.tsv'
+    >>> not_text_problem(b"\\x1f\\x8b\\x08\\x00", "corpus.txt.gz")
+    'the file is gzip-compressed (it starts with the bytes 0x1f 0x8b), not text: decompress it first, e.g. \
+gunzip -c corpus.txt.gz > corpus.txt'
+    """
+    name = os.path.basename(os.fspath(path))
+    for mark, encoding, _ in _OTHER_BOMS:
+        if data.startswith(mark):
+            marks = " ".join(f"0x{byte:02x}" for byte in mark)
+            return (f"the file is {encoding} (it starts with the byte-order mark {marks}), not UTF-8: re-encode it "
+                    f"as UTF-8, e.g. iconv -f {encoding} -t UTF-8 {name} > utf8_{name}")
+    if data.startswith(GZIP_MAGIC):
+        plain = name[:-3] if name.lower().endswith(".gz") and len(name) > 3 else f"unzipped_{name}"
+        problem = (f"the file is gzip-compressed (it starts with the bytes 0x1f 0x8b), not text: decompress it "
+                   f"first, e.g. gunzip -c {name} > {plain}")
+        if reads_gz and not name.lower().endswith(".gz"):
+            problem += f", or name it {name}.gz (this reader decompresses .gz files itself)"
+        return problem
+    return None
+
+
+def decode_utf8(data, path, error_class=FileFormatError, *, advice=None, first_line=1, first_offset=0,
+                reads_gz=False):
     """Decodes the bytes of a UTF-8 file, or of a piece of it, naming file, line, column and byte on failure.
 
     A byte-order mark at the start of the file is dropped.
@@ -99,6 +135,8 @@ def decode_utf8(data, path, error_class=FileFormatError, *, advice=None, first_l
         advice: text appended to the message (what else the user may do).
         first_line, first_offset: where `data` starts in the file (1-based
             line, 0-based byte offset); a piece starting mid-line is not supported.
+        reads_gz: the reader decompresses a file named `.gz` (the message about
+            a gzip file of another name then says so).
 
     Returns:
         The text (str).
@@ -108,7 +146,11 @@ def decode_utf8(data, path, error_class=FileFormatError, *, advice=None, first_l
             <o> of the file is not valid UTF-8; the file looks like
             Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv ...`;
             the column counts characters of the line (the byte-order mark not
-            included), the offset bytes of the file.
+            included), the offset bytes of the file. A file that starts with a
+            UTF-16 or UTF-32 byte-order mark, or with gzip's magic bytes, is
+            named as such instead, without line and column
+            (`not_text_problem`): `<file>: the file is UTF-16 (...), not UTF-8:
+            re-encode it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8 ...`.
 
     Example:
     >>> decode_utf8(b"\\xef\\xbb\\xbfword O\\n", "a.conll")
@@ -123,6 +165,9 @@ def decode_utf8(data, path, error_class=FileFormatError, *, advice=None, first_l
     try:
         return data[start:].decode("utf-8")
     except UnicodeDecodeError as error:
+        other = not_text_problem(data, path, reads_gz) if first_offset == 0 else None
+        if other:  # `advice` (say, --errors replace) would not help here
+            raise error_class(path, None, None, other) from None
         bad = start + error.start
         line_start = max(data.rfind(b"\n", 0, bad) + 1, start)
         line = first_line + data.count(b"\n", 0, bad)
@@ -136,4 +181,4 @@ def decode_utf8(data, path, error_class=FileFormatError, *, advice=None, first_l
         raise error_class(path, line, column, problem + (advice or "")) from None
 
 
-__all__ = ["FileFormatError", "decode_utf8", "file_location", "one_line"]
+__all__ = ["FileFormatError", "decode_utf8", "file_location", "not_text_problem", "one_line"]

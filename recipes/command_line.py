@@ -18,10 +18,14 @@ TensorFlow is imported.
 
 import argparse
 import os
+import re
 import sys
+import tempfile
 import traceback
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu")
+LARGEST_SEED = 2**32 - 1  # NumPy's seeds, which keras.utils.set_random_seed sets, are 0 .. 2**32 - 1
+INTERRUPTED_STATUS = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -47,7 +51,8 @@ def add_run_arguments(parser, seed, model_dir_aliases=()):
     parser.add_argument("--mixed_precision", default="auto",
                         help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
                              "float32 elsewhere; none, bf16 or fp16")
-    parser.add_argument("--seed", type=int, default=seed)
+    parser.add_argument("--seed", type=seed_value, default=seed,
+                        help=f"random seed, 0 to {LARGEST_SEED} (2**32 - 1; default {seed})")
     parser.add_argument("--compilation_cache", default="auto",
                         help="JAX's persistent XLA compilation cache: auto (default: ~/.cache/keras_bert_impl/"
                              "jax_compilation_cache on a GPU or TPU, off on a CPU), none, or a folder")
@@ -69,6 +74,59 @@ def positive(kind):
     return parse
 
 
+def seed_value(text):
+    """An argparse `type` for --seed: an integer from 0 to 2**32 - 1, NumPy's range (`--seed -1` is the one line
+    `error: argument --seed: must be an integer from 0 to 4294967295 (2**32 - 1), got -1 (see --help)`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {LARGEST_SEED} (2**32 - 1), got {text!r}")
+    if not 0 <= value <= LARGEST_SEED:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 to {LARGEST_SEED} (2**32 - 1), got {text}")
+    return value
+
+
+def check_model_dir(model_dir):
+    """Refuses, in one line, a local `--model_dir` that is a file or cannot be written (pretrain.py's check):
+    before any work, not as the TensorBoard writer's PermissionDeniedError inside `fit`. Nothing is created;
+    `gs://` and other remote paths are not checked.
+
+    >>> check_model_dir("/proc/no_run_here")
+    Traceback (most recent call last):
+    ...
+    ValueError: --model_dir /proc/no_run_here cannot be written (/proc is read-only or not ours): pass a writable directory
+    """
+    if "://" in str(model_dir):
+        return
+    model_dir = os.fspath(model_dir)
+    existing = os.path.abspath(model_dir)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        what = "is a file" if existing == os.path.abspath(model_dir) else f"is inside a file ({existing})"
+        raise ValueError(f"--model_dir {model_dir} {what}, not a directory: pass a new directory or one "
+                         "holding a run to resume")
+    if not _writable(existing):
+        raise ValueError(f"--model_dir {model_dir} cannot be written ({existing} is read-only or not ours): "
+                         "pass a writable directory")
+    for sub in ("checkpoints", "logs"):  # what fit writes to (the resume checkpoints, TensorBoard)
+        path = os.path.join(model_dir, sub)
+        if os.path.exists(path) and (not os.path.isdir(path) or not _writable(path)):
+            raise ValueError(f"--model_dir {model_dir}: {path} is not a writable directory: make it writable, "
+                             "or pass another --model_dir")
+
+
+def _writable(directory):
+    """True when a file can be created in `directory` (also for root on a read-only mount)."""
+    try:
+        fd, path = tempfile.mkstemp(dir=directory, prefix=".write-test-")
+    except OSError:
+        return False
+    os.close(fd)
+    os.remove(path)
+    return True
+
+
 def add_lora_argument(parser):
     """--lora_rank: train LoRA factors of that rank on every block's query/key/value projection, the rest of the
     backbone frozen (`BertBackbone.enable_lora`)."""
@@ -79,14 +137,16 @@ def add_lora_argument(parser):
 
 def start_job(args):
     """What every fine-tuning job does first, before it compiles anything: refuses a --strategy this backend does
-    not run, joins the other processes of a JAX or PyTorch `--strategy multiworker` job (before JAX's first
-    computation), and turns on JAX's compilation cache (--compilation_cache)."""
+    not run and a --model_dir that cannot be written (`check_model_dir`), joins the other processes of a JAX or
+    PyTorch `--strategy multiworker` job (before JAX's first computation), and turns on JAX's compilation cache
+    (--compilation_cache)."""
     import keras
 
     from keras_bert_impl.training.compilation_cache import enable_compilation_cache
     from keras_bert_impl.training.strategy import check_finetuning_strategy, get_strategy
 
     check_finetuning_strategy(args.strategy)
+    check_model_dir(args.model_dir)
     cluster = {name: getattr(args, name, None) for name in ("coordinator_address", "num_processes", "process_id")}
     if args.strategy == "multiworker" and keras.backend.backend() in ("jax", "torch"):
         get_strategy("multiworker", **cluster)  # the task's own get_strategy then finds the processes joined
@@ -118,24 +178,44 @@ def run_recipe(args, run, config):
     import dataclasses
 
     def job():
-        start_job(args)
-        if dataclasses.is_dataclass(config) and isinstance(config, type):
-            return run(config_from_args(args, config))
-        return run(config(args))
+        from keras_bert_impl.training.strategy import NoTPUError
 
-    return exit_on_user_error(job, debug=args.debug)
+        start_job(args)
+        try:
+            if dataclasses.is_dataclass(config) and isinstance(config, type):
+                return run(config_from_args(args, config))
+            return run(config(args))
+        except NoTPUError as error:  # its advice names pretrain.py's --tpu, which these recipes do not have
+            raise ValueError(no_tpu_line(error.reason)) from error
+
+    return exit_on_user_error(job, debug=args.debug, checkpoints=os.path.join(args.model_dir, "checkpoints"))
+
+
+def no_tpu_line(reason):
+    """The fine-tuning recipes' one line for `--strategy tpu` where no TPU answers (they take the TPU of this VM).
+
+    >>> no_tpu_line("NotFoundError: TPUs not found in the cluster")  # doctest: +NORMALIZE_WHITESPACE
+    '--strategy tpu: no TPU was found on this machine (NotFoundError: TPUs not found in the cluster); the fine-tuning
+    recipes use the TPU of the Cloud TPU VM they run on: run there, or pass --strategy auto, cpu or gpu'
+    """
+    return (f"--strategy tpu: no TPU was found on this machine ({reason}); the fine-tuning recipes use the TPU of "
+            "the Cloud TPU VM they run on: run there, or pass --strategy auto, cpu or gpu")
 
 
 USER_ERRORS = (OSError, ValueError)
 
 
-def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS):
+def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=None):
     """Returns `job()`; a user error ends the process with one line `error: ...` on stderr and exit status 2.
 
     User errors are a missing or bad file or a bad flag value (`user_errors`: `OSError`, `ValueError`), and the
     loss of another process of a multiworker job (`LostProcessError`). With `debug`, the exception's traceback
     instead. In a job of several JAX or PyTorch processes, every error, a bug's traceback too, ends the process at
     once (`leave`): the others then fail fast with their own one line instead of waiting in a collective.
+
+    Ctrl-C (`KeyboardInterrupt`) ends it with one line saying that the same command resumes, and exit status 130
+    (`interrupted_line`; `checkpoints`: the run's checkpoint directory, named with its newest checkpoint). A
+    checkpoint being written is never picked up half-written (`run_checkpoints`: written aside, renamed last).
     """
     from keras_bert_impl.training.pretraining_errors import LostProcessError
 
@@ -144,12 +224,37 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS):
     except SystemExit:
         raise
     except BaseException as error:
+        if not debug and isinstance(error, KeyboardInterrupt):
+            leave(interrupted_line(checkpoints), status=INTERRUPTED_STATUS)
         if not debug and isinstance(error, (LostProcessError, *user_errors)):
             leave(f"error: {' '.join(str(error).split())}", status=2)
         if not several_processes_joined():
             raise
         traceback.print_exc()
         leave("error: the traceback above ended this process of the multiworker job", status=1)
+
+
+def interrupted_line(checkpoints=None):
+    """The line Ctrl-C ends a run with: rerunning the same command resumes from the newest checkpoint in
+    `checkpoints` (a directory of `ckpt-<step>` checkpoints, each finished by its manifest.json), or starts again.
+
+    >>> interrupted_line()
+    'Interrupted: rerun the same command to resume from the last checkpoint in --model_dir.'
+    >>> interrupted_line("/nonexistent/run/checkpoints")
+    'Interrupted before the first checkpoint (/nonexistent/run/checkpoints): rerun the same command to start again.'
+    """
+    if checkpoints is None:
+        return "Interrupted: rerun the same command to resume from the last checkpoint in --model_dir."
+    try:
+        names = [name for name in os.listdir(checkpoints)
+                 if re.fullmatch(r"ckpt-\d+", name) and os.path.exists(os.path.join(checkpoints, name,
+                                                                                      "manifest.json"))]
+    except OSError:  # not there yet, or remote
+        names = []
+    if not names:
+        return f"Interrupted before the first checkpoint ({checkpoints}): rerun the same command to start again."
+    newest = max(names, key=lambda name: int(name.split("-")[1]))
+    return f"Interrupted: rerun the same command to resume from the last checkpoint ({os.path.join(checkpoints, newest)})."
 
 
 def several_processes_joined():

@@ -15,10 +15,11 @@ error is one line `error: ...` and exit status 2 (--debug shows the traceback).
 """
 
 import argparse
+import os
 import sys
 
 import keras
-from command_line import exit_on_user_error
+from command_line import exit_on_user_error, seed_value
 
 from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES
@@ -69,7 +70,7 @@ def parse_args(argv=None):
     p.add_argument("--keep_checkpoints", type=int, default=d.keep_checkpoints)
     p.add_argument("--log_every", type=int, default=d.log_every)
     p.add_argument("--validation_steps", type=int, default=d.validation_steps)
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=seed_value, default=d.seed)
     p.add_argument("--whole_word_masking", action="store_true")
     p.add_argument("--nsp", default=True, action=argparse.BooleanOptionalAction)
     p.add_argument("--init_checkpoint", default=None, help="preset name or directory to continue from")
@@ -142,7 +143,8 @@ def main(argv=None):
     # A bad flag, a bad or missing file, a model_dir that cannot be used, a non-finite loss, a full disk, a lost
     # process: one line, no traceback (--debug shows it), and main returns the exit status 2.
     try:
-        result = exit_on_user_error(job, debug=debug, user_errors=(OSError, ValueError, RuntimeError, NaNLossError))
+        result = exit_on_user_error(job, debug=debug, user_errors=(OSError, ValueError, RuntimeError, NaNLossError),
+                                    checkpoints=os.path.join(config.model_dir, "checkpoints"))
     except SystemExit as leaving:  # in one process; a process of a multiworker job has left at once already
         return leaving.code
     validation, floor = result["validation"], result.get("unigram_floor")

@@ -314,3 +314,50 @@ def test_regression_and_output_scores():
     table = tf_.LabelledTable("dev.tsv", ["a", "b", "c"], None, [1.0, 2.0, 3.0], [2, 3, 4], "score", regression=True)
     assert tf_.score_outputs(table, np.array([[1.0], [2.0], [4.0]]))["spearman"] == 1.0
     assert tf_.label_targets(table).dtype == np.float32
+
+
+# The classifier recipe has no format flag: the advice for an unknown extension names none.
+@pytest.mark.parametrize("name, problem", [
+    ("train.csv.gz", "it is gzip-compressed ('.gz'), and tables are read as plain .csv, .tsv or .jsonl files: "
+                     "decompress it first, e.g. gunzip -c train.csv.gz > train.csv"),
+    ("fake.xlsx", "it is a spreadsheet ('.xlsx'), and tables are read as .csv, .tsv or .jsonl text files: save the "
+                  "sheet as CSV UTF-8 (File > Save As) and pass that file"),
+    ("a.txt", "cannot tell the format from the extension '.txt': name the file .csv, .tsv or .jsonl after the "
+              "format it holds"),
+])
+def test_unknown_extension_advice_names_no_format_flag(tmp_path, name, problem):
+    path = tmp_path / name
+    path.write_bytes(b"text,label\nhi,a\n")
+    with pytest.raises(TableFormatError) as raised:
+        read_table(path, "text", "label")
+    assert str(raised.value) == f"{path}: {problem}"
+
+
+# UTF-16 and gzip were diagnosed as Windows-1252, with an iconv command that made garbage of them.
+@pytest.mark.parametrize("encoding, marks", [("utf-16-le", "0xff 0xfe"), ("utf-16-be", "0xfe 0xff")])
+def test_utf16_table_is_named_with_the_iconv_that_reads_it(tmp_path, encoding, marks):
+    path = tmp_path / "utf16.tsv"
+    path.write_bytes("\ufefftext\tlabel\nhi\ta\n".encode(encoding))
+    with pytest.raises(TableFormatError) as raised:
+        read_table(path, "text", "label")
+    assert str(raised.value) == (f"{path}: the file is UTF-16 (it starts with the byte-order mark {marks}), not "
+                                 "UTF-8: re-encode it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8 utf16.tsv > "
+                                 "utf8_utf16.tsv")
+
+
+def test_gzip_file_under_a_table_name_is_named_as_gzip(tmp_path):
+    import gzip
+
+    from keras_bert_impl.file_errors import decode_utf8
+
+    path = tmp_path / "train.csv"
+    path.write_bytes(gzip.compress(b"text,label\nhi,a\n"))
+    with pytest.raises(TableFormatError) as raised:
+        read_table(path, "text", "label")
+    assert str(raised.value) == (f"{path}: the file is gzip-compressed (it starts with the bytes 0x1f 0x8b), not "
+                                 "text: decompress it first, e.g. gunzip -c train.csv > unzipped_train.csv")
+    with pytest.raises(ValueError) as raised:  # a reader that decompresses .gz files says so
+        decode_utf8(path.read_bytes(), "train.json", reads_gz=True, advice=", or prepare it with ...")
+    assert str(raised.value) == ("train.json: the file is gzip-compressed (it starts with the bytes 0x1f 0x8b), not "
+                                 "text: decompress it first, e.g. gunzip -c train.json > unzipped_train.json, or "
+                                 "name it train.json.gz (this reader decompresses .gz files itself)")

@@ -71,3 +71,47 @@ def test_resolve_jit_compile_turns_xla_on_where_one_program_runs_the_step():
     assert resolve_jit_compile("auto", one, backend="torch") is False
     for explicit in (True, False):
         assert resolve_jit_compile(explicit, one, backend="tensorflow") is explicit
+
+
+def test_tpu_strategy_without_tpu_raises_no_tpu_error_with_a_short_reason():
+    from keras_bert_impl.training.strategy import NoTPUError
+
+    with pytest.raises(NoTPUError) as raised:
+        get_strategy("tpu", tpu="grpc://127.0.0.1:1")
+    assert raised.value.target == "grpc://127.0.0.1:1"
+    assert raised.value.reason.startswith("nothing answers on 127.0.0.1:1: ")
+    assert "\n" not in str(raised.value)
+
+
+def _as_backend(monkeypatch, backend):
+    import keras
+
+    monkeypatch.setattr(keras.backend, "backend", lambda: backend)
+
+
+def test_jax_gpu_strategy_without_a_gpu_is_one_line(monkeypatch):
+    """JAX's list_devices("gpu") raises `RuntimeError: Unknown backend: 'gpu' requested ...` on a CPU-only machine."""
+    import keras
+
+    def list_devices(device_type=None):
+        if device_type == "gpu":
+            raise RuntimeError("Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are "
+                               "present. Platforms present are: cpu")
+        return ["cpu:0"]
+
+    _as_backend(monkeypatch, "jax")
+    monkeypatch.setattr(keras.distribution, "list_devices", list_devices)
+    with pytest.raises(ValueError) as raised:
+        get_strategy("gpu")
+    assert str(raised.value) == "--strategy gpu: JAX sees no GPU on this machine (use cpu)."
+
+
+def test_torch_gpu_strategy_without_a_gpu_is_refused(monkeypatch):
+    """It used to train on the CPU without a word, where TensorFlow and JAX refuse."""
+    torch = pytest.importorskip("torch")
+    _as_backend(monkeypatch, "torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError) as raised:
+        get_strategy("gpu")
+    assert str(raised.value) == "--strategy gpu: PyTorch sees no GPU on this machine (use cpu)."
+    assert get_strategy("cpu").num_replicas_in_sync == 1

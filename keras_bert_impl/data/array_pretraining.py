@@ -19,7 +19,8 @@ documents (shuffled every epoch) -> groups of `documents_per_batch` documents
 ```
 
 Every pass over the data draws new pairs and new masks; the same `seed` gives
-the same batches. The pairing and masking steps are the TensorFlow pipeline's,
+the same batches. Held-out data passes `redraw_each_iteration=False`: every
+iteration then gives the same batches. The pairing and masking steps are the TensorFlow pipeline's,
 number for number (`tests/test_array_pretraining.py` feeds both the same random
 numbers and compares the outputs); only the order of documents and examples
 comes from NumPy's generator instead of tf.data's shuffle buffers. Whole-word
@@ -165,15 +166,19 @@ class ArrayPretrainingBatches:
         documents_per_batch: documents paired together; NotNext segments come
             from other documents of the same group.
         shuffle_buffer_size: examples drawn from at random.
+        redraw_each_iteration: True (training): each new iteration continues
+            the same random streams, so it draws new pairs and masks. False
+            (held-out data): each iteration starts the streams from `seed`
+            again, so every iteration gives the same batches (as
+            `pretraining_dataset(redraw_each_iteration=False)`).
 
     Iterating yields dicts of int32 arrays with the keys and shapes of
-    `pretraining_dataset`'s batches. Each new iteration continues the same
-    random streams, so it draws new pairs and masks.
+    `pretraining_dataset`'s batches.
     """
 
     def __init__(self, files, *, sequence_length=128, max_predictions_per_seq=20, batch_size=32, masking_rate=0.15,
                  short_seq_prob=0.1, seed=None, shuffle=True, repeat=True, nsp=True, documents_per_batch=16,
-                 shuffle_buffer_size=2048):
+                 shuffle_buffer_size=2048, redraw_each_iteration=True):
         check_pipeline_arguments(
             sequence_length=sequence_length, max_predictions_per_seq=max_predictions_per_seq, batch_size=batch_size,
             masking_rate=masking_rate, short_seq_prob=short_seq_prob, nsp=nsp,
@@ -204,21 +209,26 @@ class ArrayPretrainingBatches:
         self.masking_rate, self.short_seq_prob, self.nsp = masking_rate, short_seq_prob, nsp
         self.shuffle, self.repeat = shuffle, repeat
         self.documents_per_batch, self.shuffle_buffer_size = documents_per_batch, shuffle_buffer_size
-        streams = np.random.SeedSequence(seed).spawn(4)
-        self._order_rng, self._pair_rng, self._pick_rng, self._mask_rng = (
-            np.random.default_rng(stream) for stream in streams)
+        self.redraw_each_iteration = redraw_each_iteration
+        self._entropy = np.random.SeedSequence(seed).entropy  # seed None: drawn once, kept for every iteration
+        self._generators = self._new_generators()
+
+    def _new_generators(self):
+        """The order, pair, pick and mask generators, started from the seed."""
+        streams = np.random.SeedSequence(self._entropy).spawn(4)
+        return tuple(np.random.default_rng(stream) for stream in streams)
 
     def vocabulary_size(self):
         return len(self.vocabulary)
 
-    def _document_stream(self):
+    def _document_stream(self, order_rng):
         while True:
-            order = self._order_rng.permutation(self.num_documents) if self.shuffle else np.arange(self.num_documents)
+            order = order_rng.permutation(self.num_documents) if self.shuffle else np.arange(self.num_documents)
             yield from order
             if not self.repeat:
                 return
 
-    def _group_examples(self, group):
+    def _group_examples(self, group, pair_rng):
         group = np.asarray(group, np.int64)
         sentence_ranges = [np.arange(self._first_sentence[d], self._first_sentence[d + 1]) for d in group]
         sentences = np.concatenate(sentence_ranges)
@@ -227,13 +237,13 @@ class ArrayPretrainingBatches:
         return array_sentence_pairs.documents_to_examples(
             self.token_ids[np.concatenate(token_ranges)], self.sentence_lengths[sentences],
             np.repeat(np.arange(len(group)), [len(s) for s in sentence_ranges]), group,
-            array_sentence_pairs.GeneratorDraws(self._pair_rng), sequence_length=self.sequence_length,
+            array_sentence_pairs.GeneratorDraws(pair_rng), sequence_length=self.sequence_length,
             short_seq_prob=self.short_seq_prob, nsp=self.nsp, cls_token_id=self.special_ids["cls"],
             sep_token_id=self.special_ids["sep"], pad_token_id=self.special_ids["pad"])
 
-    def _mask(self, examples):
+    def _mask(self, examples, mask_rng):
         outputs = array_masking.mask_batch(
-            examples["token_ids"], examples["lengths"], array_sentence_pairs.GeneratorDraws(self._mask_rng),
+            examples["token_ids"], examples["lengths"], array_sentence_pairs.GeneratorDraws(mask_rng),
             max_predictions_per_seq=self.max_predictions_per_seq, masking_rate=self.masking_rate,
             vocab_size=self.vocabulary_size(), mask_token_id=self.special_ids["mask"],
             special_token_ids=[self.special_ids[k] for k in ("cls", "sep", "pad")],
@@ -244,7 +254,11 @@ class ArrayPretrainingBatches:
         return {key: outputs[key] for key in OUTPUT_KEYS if key in outputs}
 
     def __iter__(self):
-        documents = self._document_stream()
+        generators = self._generators if self.redraw_each_iteration else self._new_generators()
+        return self._batches(*generators)
+
+    def _batches(self, order_rng, pair_rng, pick_rng, mask_rng):
+        documents = self._document_stream(order_rng)
         pool, exhausted = None, False
         while True:
             size = 0 if pool is None else len(pool["lengths"])
@@ -253,17 +267,17 @@ class ArrayPretrainingBatches:
                 if not group:
                     exhausted = True
                     break
-                examples = self._group_examples(group)
+                examples = self._group_examples(group, pair_rng)
                 pool = examples if pool is None else {k: np.concatenate([pool[k], v]) for k, v in examples.items()}
                 size = len(pool["lengths"])
             if size < self.batch_size:
                 return
             if self.shuffle:
-                taken = self._pick_rng.choice(size, self.batch_size, replace=False)
+                taken = pick_rng.choice(size, self.batch_size, replace=False)
             else:
                 taken = np.arange(self.batch_size)
             keep = np.ones(size, bool)
             keep[taken] = False
             batch = {k: v[taken] for k, v in pool.items()}
             pool = {k: v[keep] for k, v in pool.items()}
-            yield self._mask(batch)
+            yield self._mask(batch, mask_rng)

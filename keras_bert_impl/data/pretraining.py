@@ -19,7 +19,9 @@ Tokenisation, pair building and masking run in `map` with parallel calls;
 every random choice uses stateless ops fed by `tf.data.Dataset.random`
 streams that are re-drawn on every iteration, so the same `seed` gives the
 same batches and every epoch (every pass over the data, with or without
-`repeat`) gets new pairs and new masks.
+`repeat`) gets new pairs and new masks. Held-out data passes
+`redraw_each_iteration=False`: every iteration (every `model.evaluate`, the
+unigram floor) then reads the same pairs and masks.
 
 Example:
 
@@ -61,10 +63,10 @@ def _read_records(path, file_index):
     return records.enumerate().map(lambda i, record: (record[0], record[1], base + i))
 
 
-def _seed_stream(seed, salt):
-    """Infinite dataset of [2] int64 stateless seeds, new on every iteration."""
+def _seed_stream(seed, salt, redraw_each_iteration=True):
+    """Infinite dataset of [2] int64 stateless seeds: new on every iteration, or the same ones every time."""
     stream_seed = None if seed is None else seed * 7919 + salt
-    return tf.data.Dataset.random(seed=stream_seed, rerandomize_each_iteration=True).batch(2)
+    return tf.data.Dataset.random(seed=stream_seed, rerandomize_each_iteration=redraw_each_iteration).batch(2)
 
 
 def _check_tokenizer(tokenizer):
@@ -118,7 +120,7 @@ def check_pretraining_files(files):
 def pretraining_dataset(files, tokenizer, *, sequence_length=128, max_predictions_per_seq=20, batch_size=32,
                         masking_rate=0.15, short_seq_prob=0.1, whole_word_masking=False, seed=None,
                         shuffle=True, repeat=True, nsp=True, input_context=None, documents_per_batch=16,
-                        shuffle_buffer_size=2048):
+                        shuffle_buffer_size=2048, redraw_each_iteration=True):
     """A `tf.data.Dataset` of masked BERT pretraining batches built from raw text.
 
     Args:
@@ -154,6 +156,12 @@ def pretraining_dataset(files, tokenizer, *, sequence_length=128, max_prediction
         documents_per_batch: documents tokenised and paired together; NotNext
             segments come from other documents of the same group.
         shuffle_buffer_size: examples in the shuffle buffer.
+        redraw_each_iteration: True (training): every new iteration of the
+            dataset reshuffles and draws new pairs and masks. False (held-out
+            data): every iteration gives the same batches, so two evaluations,
+            or an evaluation and `unigram_floor`, read the same masked
+            positions. Within one iteration, `repeat` still draws new ones on
+            each pass.
 
     Returns:
         A `tf.data.Dataset` of dicts of int32 tensors: `token_ids`,
@@ -208,7 +216,7 @@ def pretraining_dataset(files, tokenizer, *, sequence_length=128, max_prediction
     if shard_by_file:
         file_ds = file_ds.shard(num_pipelines, pipeline_id)
     if shuffle and not shard_by_document:
-        file_ds = file_ds.shuffle(len(files), seed=salted(1), reshuffle_each_iteration=True)
+        file_ds = file_ds.shuffle(len(files), seed=salted(1), reshuffle_each_iteration=redraw_each_iteration)
     documents = file_ds.interleave(
         _read_records if from_records else read_documents,
         cycle_length=min(len(files), 4),
@@ -218,7 +226,7 @@ def pretraining_dataset(files, tokenizer, *, sequence_length=128, max_prediction
     if shard_by_document:
         documents = documents.shard(num_pipelines, pipeline_id)
     if shuffle:
-        documents = documents.shuffle(1000, seed=salted(2), reshuffle_each_iteration=True)
+        documents = documents.shuffle(1000, seed=salted(2), reshuffle_each_iteration=redraw_each_iteration)
     if repeat:
         documents = documents.repeat()
     documents = (documents.ragged_batch if from_records else documents.batch)(documents_per_batch)
@@ -270,12 +278,12 @@ def pretraining_dataset(files, tokenizer, *, sequence_length=128, max_prediction
             word_starts=word_starts,
         )
 
-    examples = tf.data.Dataset.zip((documents, _seed_stream(seed, 3))).map(
+    examples = tf.data.Dataset.zip((documents, _seed_stream(seed, 3, redraw_each_iteration))).map(
         make_examples, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic
     )
     examples = examples.unbatch()
     if shuffle:
-        examples = examples.shuffle(shuffle_buffer_size, seed=salted(4), reshuffle_each_iteration=True)
+        examples = examples.shuffle(shuffle_buffer_size, seed=salted(4), reshuffle_each_iteration=redraw_each_iteration)
     batches = examples.batch(batch_size, drop_remainder=True)
 
     @tf.autograph.experimental.do_not_convert
@@ -299,7 +307,7 @@ def pretraining_dataset(files, tokenizer, *, sequence_length=128, max_prediction
             value.set_shape([batch_size] + list(value.shape[1:]))
         return {key: outputs[key] for key in OUTPUT_KEYS if key in outputs}
 
-    batches = tf.data.Dataset.zip((batches, _seed_stream(seed, 5))).map(
+    batches = tf.data.Dataset.zip((batches, _seed_stream(seed, 5, redraw_each_iteration))).map(
         mask, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic
     )
     options = tf.data.Options()

@@ -117,8 +117,9 @@ class CheckpointEveryEpoch(keras.callbacks.Callback):
     On PyTorch the checkpoint also holds every process's global random generators, which
     Keras's unseeded dropout draws from (`torch_random_state`).
 
-    `on_saved(path)` is called after each save (the run records its configuration then, so a
-    model_dir holds a recorded configuration only once it holds a checkpoint).
+    `on_saved(path)` is called after each save (the run records its configuration again then, so a
+    setting that may change on resume is recorded once a checkpoint used it; the first record is written
+    before training starts, so no checkpoint exists without one).
     """
 
     def __init__(self, manager, optimizer, iterator, steps_per_epoch, state=None, on_saved=None, chief=None):
@@ -178,20 +179,40 @@ class NaNGuard(keras.callbacks.Callback):
             )
 
 
+PROBE_MIN_WORDS = 10  # probe lines of at least this many words are preferred
+PROBE_SCAN_LINES = 100_000  # lines read at most looking for them, once shorter ones are in hand
+
+
 def probe_sentences(files, tokenizer, sequence_length, count=3, every=6):
-    """A few fixed held-out sentences with every `every`-th word piece masked, for the text summary."""
-    lines = []
+    """A few fixed held-out sentences with every `every`-th word piece masked, for the text summary.
+
+    The first `count` lines of at least `PROBE_MIN_WORDS` words; a corpus of
+    shorter sentences (legitimate) gives its longest lines instead, so that
+    the probe is never empty.
+
+    Raises:
+        ValueError: `files` hold no non-blank line (the start-up file check
+            refuses such text files before).
+    """
+    lines, shorter, scanned = [], [], 0
     for path in files:
         with tf.io.gfile.GFile(path) as f:
             for line in f:
                 line = line.strip()
-                if len(line.split()) >= 10:
+                scanned += 1
+                if len(line.split()) >= PROBE_MIN_WORDS:
                     lines.append(line)
-                if len(lines) >= count:
+                elif line:
+                    shorter.append((-len(line.split()), scanned, line))
+                    shorter = sorted(shorter)[:count]  # the longest, the first of equal length
+                if len(lines) >= count or (scanned >= PROBE_SCAN_LINES and len(lines) + len(shorter) >= count):
                     break
-        if len(lines) >= count:
+        if len(lines) >= count or (scanned >= PROBE_SCAN_LINES and len(lines) + len(shorter) >= count):
             break
-    ids = tokenizer.tokenize(tf.constant(lines)).to_list()
+    lines += [line for _, _, line in sorted(shorter)][: count - len(lines)]
+    if not lines:
+        raise ValueError(f"{', '.join(files)}: no non-blank line to build the held-out probe sentences from")
+    ids = tokenizer.tokenize(tf.constant(lines, tf.string)).to_list()
     max_predictions = max(1, (sequence_length - 2) // every)
     batch = {k: [] for k in ("token_ids", "segment_ids", "padding_mask", "mask_positions",
                              "mask_ids", "mask_weights")}

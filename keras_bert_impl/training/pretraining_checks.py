@@ -1,13 +1,16 @@
 """Checks before a pretraining run does any work, and the run configuration recorded for resume.
 
 `check_flags` and `check_model_dir` run first (every bad flag or directory is
-one line naming the flag); the settings that define a run are recorded in
-`<model_dir>/run_config.json` once the first checkpoint exists
-(`record_run_config`) and compared on resume (`check_resumable`): only
-`MAY_CHANGE_ON_RESUME` may differ.
+one line naming the flag); the settings that define a run (`run_settings`:
+the flags, the model configuration and the sha256 of the vocabulary's tokens)
+are recorded atomically in `<model_dir>/run_config.json` before training starts,
+so before any checkpoint can exist (`record_run_config`), and compared on
+resume (`check_resumable`): only `MAY_CHANGE_ON_RESUME` may differ, and a
+checkpoint without a recorded configuration is refused.
 """
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -21,12 +24,14 @@ from keras_bert_impl.training.position_init import POSITION_INITS
 from keras_bert_impl.training.steps_per_execution import check_steps_per_execution
 from keras_bert_impl.training.weight_init import WEIGHT_INITS
 
-# Settings recorded in `<model_dir>/run_config.json` (after the first checkpoint) and compared on resume.
+# Settings recorded in `<model_dir>/run_config.json` (before training starts) and compared on resume.
+# `vocabulary_sha256` identifies --vocab by content (the model config holds only its size): a vocab of the
+# same size in another order would resume the embeddings of the old one.
 RUN_DEFINING_SETTINGS = (
     "model_config", "sequence_length", "max_predictions_per_seq", "global_batch_size", "num_steps",
     "warmup_steps", "learning_rate", "optimizer", "adam_beta2", "weight_decay", "mixed_precision", "seed",
     "whole_word_masking", "nsp", "lowercase", "checkpoint_every", "train_files",
-    "init_checkpoint", "gradient_accumulation_steps",
+    "init_checkpoint", "gradient_accumulation_steps", "vocabulary_sha256",
 )
 # Of those, the ones a resumed run may change: extend a run (--num_steps), or rerun after a
 # non-finite loss with a lower --learning_rate or a longer --warmup_steps. The optimizer's
@@ -40,11 +45,29 @@ RUN_CONFIG_FILE = "run_config.json"
 LEGACY_KEYS = {"seq_length": "sequence_length"}
 # Settings that earlier versions did not record, with the value those versions used.
 LEGACY_DEFAULTS = {"adam_beta2": 0.999}
+# Settings that earlier versions did not record and whose value is unknown: not compared when the recorded
+# configuration lacks them (the next checkpoint records them).
+UNRECORDED_BEFORE = ("vocabulary_sha256",)
 
 
-def run_settings(config, model_config):
+def vocabulary_sha256(tokens):
+    """The sha256 (hex) of the vocabulary's tokens in id order, one per line: what identifies `--vocab`."""
+    tokens = [t.decode() if isinstance(t, bytes) else str(t) for t in tokens]
+    return hashlib.sha256("\n".join(tokens).encode("utf-8")).hexdigest()
+
+
+def run_settings(config, model_config, vocabulary=None):
+    """The run-defining settings of `config` (`RUN_DEFINING_SETTINGS`), as recorded in run_config.json.
+
+    Args:
+        config: the resolved `PretrainingConfig`.
+        model_config: the backbone's constructor arguments.
+        vocabulary: the tokenizer's tokens in id order (`tokenizer.get_vocabulary()`); recorded as their
+            sha256, so that a resume with another `--vocab` of the same size is refused.
+    """
     values = dataclasses.asdict(config)
     values["model_config"] = model_config
+    values["vocabulary_sha256"] = None if vocabulary is None else vocabulary_sha256(vocabulary)
     return {key: values[key] for key in RUN_DEFINING_SETTINGS}
 
 
@@ -67,23 +90,42 @@ def read_run_config(model_dir):
 
 
 def _flag(key):
-    return "--config/--dropout (the model configuration)" if key == "model_config" else f"--{key}"
+    if key == "model_config":
+        return "--config/--dropout (the model configuration)"
+    if key == "vocabulary_sha256":
+        return "--vocab (sha256 of its tokens)"
+    return f"--{key}"
 
 
-def check_resumable(model_dir, settings):
+def check_resumable(model_dir, settings, checkpoint=None):
     """Refuses to resume `model_dir` with settings other than those it records, except `MAY_CHANGE_ON_RESUME`.
 
     Called only when `model_dir` holds a checkpoint: a model_dir without one
-    has nothing to resume, whatever a failed earlier start left in it.
+    has nothing to resume, whatever a failed earlier start left in it. A
+    checkpoint without `run_config.json` (left by a version that recorded it
+    only after the first checkpoint, killed in between) is refused: the
+    flags of this command could not be checked against the run's.
+
+    Args:
+        model_dir: the run's directory.
+        settings: `run_settings(...)` of this command.
+        checkpoint: the checkpoint that would be resumed, named in the error.
 
     Returns:
         The `(key, recorded, now)` of the settings that changed and may change.
     """
     saved = read_run_config(model_dir)
     if saved is None:
-        return []
+        raise ValueError(
+            f"--model_dir {model_dir} holds the checkpoint {checkpoint or os.path.join(model_dir, 'checkpoints')} "
+            f"but no {RUN_CONFIG_FILE} (the settings the run was started with), so this command's flags cannot be "
+            "checked against the run's; refusing to resume it: use a new --model_dir"
+        )
     saved = {**LEGACY_DEFAULTS, **saved}
     settings = json.loads(json.dumps(settings))
+    for key in UNRECORDED_BEFORE:
+        if key not in saved:
+            settings.pop(key, None)
     differ = [(key, saved.get(key), settings.get(key)) for key in sorted(set(saved) | set(settings))
               if saved.get(key) != settings.get(key)]
     refused = [d for d in differ if d[0] not in MAY_CHANGE_ON_RESUME]
@@ -99,7 +141,11 @@ def check_resumable(model_dir, settings):
 
 
 def record_run_config(model_dir, settings):
-    """Writes `<model_dir>/run_config.json` atomically (after a checkpoint), unless it already says the same."""
+    """Writes `<model_dir>/run_config.json` atomically, unless it already says the same.
+
+    The run calls it before training starts (so the settings are on disk before any checkpoint can be) and
+    after each checkpoint (to record a changed `MAY_CHANGE_ON_RESUME` setting once a checkpoint used it).
+    """
     settings = json.loads(json.dumps(settings))
     if read_run_config(model_dir) == settings:
         return

@@ -153,7 +153,11 @@ def backbone_config(config, vocabulary_size):
         if not os.path.isfile(name):
             raise FileNotFoundError(f"--config {name!r}: no such JSON file.")
         with open(name) as f:
-            arguments = json.load(f)
+            try:
+                arguments = json.load(f)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"--config {name}, line {error.lineno}, column {error.colno}: not valid JSON "
+                                 f"({error.msg})") from None
         if not isinstance(arguments, dict):
             raise ValueError(f"--config {name!r}: expected a JSON object of BertBackbone arguments.")
         try:  # before the run starts, with the file named (a Hugging Face config.json's keys are pointed to ours)
@@ -198,7 +202,7 @@ def run_pretraining(config, dataset_fn=None):
     """
     import tensorflow as tf
 
-    from keras_bert_impl.data.pretraining import check_pretraining_files, pretraining_dataset
+    from keras_bert_impl.data.pretraining import check_pretraining_files
     from keras_bert_impl.text.tokenizer import BertTokenizer
     from keras_bert_impl.training import pretraining_callbacks as callbacks_lib
     from keras_bert_impl.training.pretraining_inputs import split_features_labels
@@ -228,7 +232,7 @@ def run_pretraining(config, dataset_fn=None):
         raise ValueError(f"--vocab {config.vocab}: no such file (a WordPiece vocab.txt)")
     tokenizer = BertTokenizer(config.vocab, lowercase=config.lowercase)
     model_config = backbone_config(config, tokenizer.vocabulary_size())
-    settings = run_settings(config, model_config)
+    settings = run_settings(config, model_config, tokenizer.get_vocabulary())
 
     # === Resume: only a model_dir with a checkpoint holds a run; its recorded flags must match ===
     manager = CheckpointManager(os.path.join(config.model_dir, "checkpoints"), keep=config.keep_checkpoints)
@@ -237,7 +241,7 @@ def run_pretraining(config, dataset_fn=None):
     if latest:
         with open(os.path.join(latest, "state.json")) as f:
             start_step = json.load(f)["step"]
-        changed = check_resumable(config.model_dir, settings)
+        changed = check_resumable(config.model_dir, settings, checkpoint=latest)
         if config.num_steps < start_step:
             raise ValueError(
                 f"--num_steps={config.num_steps} is below step {start_step} of the checkpoint {latest}: a run "
@@ -269,14 +273,7 @@ def run_pretraining(config, dataset_fn=None):
         )
     keras.mixed_precision.set_global_policy(mixed_precision_policy(config.mixed_precision))
 
-    build_dataset = dataset_fn or (
-        lambda files, tokenizer, batch_size, seed, repeat, shuffle, input_context: pretraining_dataset(
-            files, tokenizer, sequence_length=config.sequence_length,
-            max_predictions_per_seq=config.max_predictions_per_seq, batch_size=batch_size,
-            whole_word_masking=config.whole_word_masking, seed=seed, shuffle=shuffle,
-            repeat=repeat, nsp=config.nsp, input_context=input_context,
-        )
-    )
+    build_dataset = dataset_fn or default_dataset_fn(config)
     split = lambda features: split_features_labels(features, nsp=config.nsp)  # noqa: E731
 
     # === Model and optimizer, under the strategy ===
@@ -339,8 +336,7 @@ def run_pretraining(config, dataset_fn=None):
 
     validation_data = validation_feed = None
     if config.validation_files:
-        validation_data = build_dataset(config.validation_files, tokenizer, config.global_batch_size,
-                                        config.seed + 1, True, False, None).map(split)
+        validation_data = held_out_dataset(build_dataset, config, tokenizer).map(split)
         # Several processes: JAX's feed their rows of the same global held-out batches, PyTorch's the whole batches.
         validation_feed = processes.local_rows(validation_data, strategy) if processes else validation_data
 
@@ -364,6 +360,10 @@ def run_pretraining(config, dataset_fn=None):
     probe = callbacks_lib.probe_sentences(config.validation_files or config.train_files, tokenizer,
                                           config.sequence_length)
     chief = callbacks_lib.is_chief(strategy)  # the one writer: the TF chief, JAX process 0
+    if chief and not latest:
+        # The run's settings are on disk (atomically) before its first checkpoint can be: a run killed between
+        # the two would otherwise leave a checkpoint that any flags could resume.
+        record_run_config(config.model_dir, settings)
     run_callbacks = [
         restoring_at_first_batch(restored),  # PyTorch: each process's dropout stream goes on where it was
         callbacks_lib.NaNGuard(start_step, manager),
@@ -404,7 +404,7 @@ def run_pretraining(config, dataset_fn=None):
         if validation_data is not None:
             validation = model.evaluate(validation_feed, steps=config.validation_steps, verbose=0,
                                         return_dict=True)
-            # The same held-out batches (a new iterator over the same seeded pipeline), the same weights.
+            # The same held-out batches (`held_out_dataset`: every iterator reads the same ones), the same weights.
             floor = unigram_floor(validation_data, config.validation_steps)
             if floor is not None:
                 floor["token"] = tokenizer.id_to_token(floor["token_id"])
@@ -439,6 +439,38 @@ def run_pretraining(config, dataset_fn=None):
         "export_dir": export_dir,
         "model": model,
     }
+
+
+def default_dataset_fn(config):
+    """The run's `dataset_fn`: `pretraining_dataset` with `config`'s packing and masking.
+
+    Training data (`shuffle=True`) is reshuffled and gets new pairs and masks on every iteration (every epoch);
+    held-out data (`shuffle=False`) gets the same batches on every iteration (`redraw_each_iteration`).
+    """
+    from keras_bert_impl.data.pretraining import pretraining_dataset
+
+    def build(files, tokenizer, batch_size, seed, repeat, shuffle, input_context):
+        return pretraining_dataset(
+            files, tokenizer, sequence_length=config.sequence_length,
+            max_predictions_per_seq=config.max_predictions_per_seq, batch_size=batch_size,
+            whole_word_masking=config.whole_word_masking, seed=seed, shuffle=shuffle,
+            repeat=repeat, nsp=config.nsp, input_context=input_context, redraw_each_iteration=shuffle,
+        )
+
+    return build
+
+
+def held_out_dataset(build_dataset, config, tokenizer):
+    """The run's held-out batches: the same `--validation_steps` batches on every iteration.
+
+    Built without shuffling, with seed `--seed + 1`, and (the default pipeline) with the same pairs and masks on
+    every iteration (`pretraining_dataset(redraw_each_iteration=False)`); `take(validation_steps).repeat()`
+    makes Keras's evaluation after each epoch, which goes on with one iterator, read those batches again too.
+    So the accuracy after each checkpoint, the final `model.evaluate` and `unigram_floor` all read the same
+    masked positions, in an uninterrupted run as in a resumed one.
+    """
+    return build_dataset(config.validation_files, tokenizer, config.global_batch_size, config.seed + 1, True,
+                         False, None).take(config.validation_steps).repeat()
 
 
 def _log_final_validation(logs_dir, step, validation, floor):

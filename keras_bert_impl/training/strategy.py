@@ -221,8 +221,8 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coor
         local = keras.distribution.list_devices()
         if name == "mirrored" or (name == "auto" and len(local) > 1 and devices is None):
             return JaxDataParallelStrategy(devices or local)
-        if name == "gpu" and not keras.distribution.list_devices("gpu"):
-            raise ValueError("--strategy gpu: JAX sees no GPU on this machine.")
+        if name == "gpu" and not _jax_gpus():
+            raise ValueError("--strategy gpu: JAX sees no GPU on this machine (use cpu).")
         return SingleDeviceStrategy(name)
     if name == "mirrored":
         raise ValueError(
@@ -230,7 +230,24 @@ def get_strategy(name="auto", tpu=None, devices=None, connect_timeout=10.0, coor
             "several GPUs start one process per GPU: torchrun --nproc_per_node N recipes/pretrain.py --strategy "
             "multiworker, or use KERAS_BACKEND=tensorflow (MirroredStrategy) or jax (DataParallel)."
         )
+    if name == "gpu" and not _torch_sees_a_gpu():
+        raise ValueError("--strategy gpu: PyTorch sees no GPU on this machine (use cpu).")
     return SingleDeviceStrategy(name)
+
+
+def _jax_gpus():
+    """JAX's GPU devices; none (not JAX's `RuntimeError: Unknown backend: 'gpu' requested`) where it has no GPU."""
+    try:
+        return keras.distribution.list_devices("gpu")
+    except RuntimeError:
+        return []
+
+
+def _torch_sees_a_gpu():
+    """Whether PyTorch has a CUDA (or ROCm) device: without one, Keras's torch backend runs on the CPU unasked."""
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def check_finetuning_strategy(name, backend=None):
@@ -352,6 +369,31 @@ def _tensorflow_strategy(name, tpu, devices, connect_timeout):
     return tf.distribute.get_strategy()
 
 
+class NoTPUError(RuntimeError):
+    """No TPU answered at `target` (`--tpu`, default "local"); `reason` is the cause's first sentence.
+
+    A `RuntimeError` whose message gives pretrain.py's advice (its `--tpu` flag); the fine-tuning recipes, which
+    have no `--tpu`, turn it into their own one line from `target` and `reason`.
+
+    Example:
+    >>> str(NoTPUError("local", "NotFoundError: TPUs not found in the cluster", "Name one with --tpu."))
+    "No TPU was found at --tpu 'local' (NotFoundError: TPUs not found in the cluster). Name one with --tpu."
+    """
+
+    def __init__(self, target, reason, hint):
+        self.target, self.reason, self.hint = target, reason, hint
+        super().__init__(f"No TPU was found at --tpu {target!r} ({reason}). {hint}")
+
+    def __reduce__(self):
+        return type(self), (self.target, self.reason, self.hint)
+
+
+def _first_sentence(text):
+    """The first sentence of the first line of `text` (TensorFlow's TPU errors go on for a screen)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line.split(". ")[0].rstrip(".")
+
+
 def _tpu_strategy(tf, tpu, connect_timeout):
     target = tpu or "local"
     hint = (
@@ -365,10 +407,9 @@ def _tpu_strategy(tf, tpu, connect_timeout):
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except Exception as error:  # NotFoundError, URLError, ValueError, ... all mean "no TPU"
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise RuntimeError(
-            f"No TPU was found at --tpu {target!r} ({type(error).__name__}: {first_line}). {hint}"
-        ) from None
+        first = _first_sentence(str(error))
+        raise NoTPUError(target, f"{type(error).__name__}: {first}" if first else type(error).__name__,
+                         hint) from None
     return tf.distribute.TPUStrategy(resolver)
 
 
@@ -378,7 +419,5 @@ def _check_reachable(address, timeout, hint):
         with socket.create_connection((parsed.hostname, parsed.port or 8470), timeout=timeout):
             pass
     except OSError as error:
-        raise RuntimeError(
-            f"No TPU was found at --tpu {address!r}: nothing answers on "
-            f"{parsed.hostname}:{parsed.port or 8470} ({error}). {hint}"
-        ) from None
+        raise NoTPUError(address, f"nothing answers on {parsed.hostname}:{parsed.port or 8470}: {error}",
+                         hint) from None

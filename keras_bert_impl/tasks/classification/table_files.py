@@ -163,12 +163,34 @@ def table_format(path, file_format=None):
         return name
     extension = os.path.splitext(os.fspath(path))[1].lower()
     if extension not in _EXTENSIONS:
-        raise TableFormatError(
-            path, None, None,
-            f"cannot tell the format from the extension {extension or '(none)'!r}: name the file "
-            f".csv, .tsv or .jsonl, or give the format explicitly (csv, tsv or jsonl)",
-        )
+        raise TableFormatError(path, None, None, _unknown_extension_problem(path, extension))
     return _EXTENSIONS[extension]
+
+
+_SPREADSHEETS = (".xlsx", ".xlsm", ".xls", ".ods", ".numbers")
+
+
+def _unknown_extension_problem(path, extension):
+    """What to do with a table file whose extension names no format we read (the recipe has no format flag).
+
+    Example:
+    >>> _unknown_extension_problem("data/train.csv.gz", ".gz")
+    "it is gzip-compressed ('.gz'), and tables are read as plain .csv, .tsv or .jsonl files: decompress it first, \
+e.g. gunzip -c train.csv.gz > train.csv"
+    >>> _unknown_extension_problem("a.txt", ".txt")
+    "cannot tell the format from the extension '.txt': name the file .csv, .tsv or .jsonl after the format it holds"
+    """
+    name = os.path.basename(os.fspath(path))
+    if extension == ".gz":
+        plain = name[:-3]
+        plain = plain if os.path.splitext(plain)[1].lower() in _EXTENSIONS else f"{plain or 'table'}.csv"
+        return (f"it is gzip-compressed ('.gz'), and tables are read as plain .csv, .tsv or .jsonl files: "
+                f"decompress it first, e.g. gunzip -c {name} > {plain}")
+    if extension in _SPREADSHEETS:
+        return (f"it is a spreadsheet ({extension!r}), and tables are read as .csv, .tsv or .jsonl text files: "
+                f"save the sheet as CSV UTF-8 (File > Save As) and pass that file")
+    return (f"cannot tell the format from the extension {extension or '(none)'!r}: name the file .csv, .tsv or "
+            f".jsonl after the format it holds")
 
 
 def read_table(
