@@ -77,6 +77,7 @@ def test_fit_predict_and_the_loss_is_transformers_binary_cross_entropy(minilm_di
     scores = model.predict_labels(lines[:1], return_scores=True)[0]
     assert sorted(s["label"] for s in scores) == sorted(WORDS)
     np.testing.assert_allclose(sorted((s["score"] for s in scores), reverse=True), [s["score"] for s in scores])
+    assert model.predict_labels(lines[:1], top_k=2)[0] == scores[:2]  # the two likeliest, as the pipeline's top_k=2
 
 
 def test_a_transformers_multi_label_checkpoint_both_ways(tmp_path, minilm_dir, examples):

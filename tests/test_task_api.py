@@ -688,6 +688,13 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
         probabilities, keras.ops.convert_to_numpy(keras.ops.softmax(logits_model.predict(texts, verbose=0))), atol=1e-4)
     scored = softmax_model.predict_labels(texts[:2], return_scores=True)
     np.testing.assert_allclose([row["score"] for row in scored], probabilities[:2].max(axis=-1), atol=1e-6)
+    # top_k, as Hugging Face's text-classification pipeline: every class here, likeliest first, from either model.
+    for model in (logits_model, softmax_model):
+        ranked = model.predict_labels(texts[:2], top_k=2)
+        assert [[row["label"] for row in text] for text in ranked] == [
+            [["negative", "positive"][i] for i in np.argsort(-p)] for p in model.predict(texts[:2], verbose=0)]
+        assert [text[0] for text in ranked] == model.predict_labels(texts[:2], return_scores=True)
+        np.testing.assert_allclose([sum(row["score"] for row in text) for text in ranked], 1.0, atol=1e-5)
     assert BertClassifier.from_config(softmax_model.get_config()).activation == "softmax"
     with pytest.raises(ValueError) as error:
         BertClassifier(_tiny_backbone(), num_classes=2, activation="relu")
@@ -707,6 +714,8 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
      "`class_weight` needs classes, but this classifier is a regression (num_classes=1)."),
     (lambda c, r: r.predict_labels(["a"], return_scores=True),
      "return_scores gives class probabilities; this classifier is a regression (num_classes=1)."),
+    (lambda c, r: c.predict_labels(["a"], top_k=3), "`top_k` must be an int from 1 to num_classes=2, got 3."),
+    (lambda c, r: r.predict_labels(["a"], top_k=1), "`top_k` ranks classes; this classifier is a regression (num_classes=1)."),
     # Before: batch_size=0 silently trained in batches of 32; texts without labels got Keras's "Unrecognized data type".
     (lambda c, r: c.fit(["a", "b"], [0, 1], batch_size=0, verbose=0), "`batch_size` must be a positive int, got 0."),
     (lambda c, r: c.fit(["a", "b"], [0, 1], validation_data=["c"], verbose=0),

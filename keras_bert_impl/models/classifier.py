@@ -530,7 +530,7 @@ class BertClassifier(Task):
 
     # === Pipelines ===
 
-    def predict_labels(self, texts, batch_size=32, return_scores=False, threshold=None):
+    def predict_labels(self, texts, batch_size=32, return_scores=False, threshold=None, top_k=None):
         """Predicted label names (or class ids without `label_names`), or float scores for regression.
 
         Args:
@@ -543,6 +543,10 @@ class BertClassifier(Task):
                 probability, likeliest first (the pipeline with `top_k=None`).
             threshold: multi-label only: a class is predicted when its
                 probability is above it (default 0.5).
+            top_k: per text, the `top_k` likeliest classes as
+                `{"label", "score"}` dicts, likeliest first (Hugging Face's
+                text-classification pipeline's `top_k`; scores are softmax
+                probabilities, sigmoid ones for multi-label).
 
         Returns:
             One label (or score) per text; multi-label: one list of labels
@@ -553,6 +557,8 @@ class BertClassifier(Task):
         ['positive', 'negative']
         >>> classifier.predict_labels(["a great film"], return_scores=True)  # doctest: +SKIP
         [{'label': 'positive', 'score': 0.97}]
+        >>> classifier.predict_labels(["a great film"], top_k=2)  # doctest: +SKIP
+        [[{'label': 'positive', 'score': 0.97}, {'label': 'negative', 'score': 0.03}]]
         >>> entity_types.predict_labels(["EU rejects German call to boycott British lamb ."])  # doctest: +SKIP
         [['ORG', 'MISC']]
         """
@@ -561,6 +567,14 @@ class BertClassifier(Task):
         if threshold is not None and not self.multi_label:
             raise ValueError("`threshold` picks the classes of a multi_label classifier; this one predicts one class "
                              "per example (the likeliest).")
+        if top_k is not None:
+            if self.is_regression:
+                raise ValueError("`top_k` ranks classes; this classifier is a regression (num_classes=1).")
+            if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= self.num_classes:
+                raise ValueError(f"`top_k` must be an int from 1 to num_classes={self.num_classes}, got {top_k!r}.")
+            if return_scores or threshold is not None:
+                raise ValueError("`top_k` gives each text's likeliest classes with their scores: pass it without "
+                                 "`return_scores` or `threshold`.")
         threshold = 0.5 if threshold is None else threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
             raise ValueError(f"`threshold` must be a probability in [0, 1], got {threshold!r}.")
@@ -568,6 +582,14 @@ class BertClassifier(Task):
         if self.is_regression:
             return [float(v) for v in outputs[:, 0]]
         names = list(range(self.num_classes)) if self.label_names is None else self.label_names
+        if top_k is not None:
+            if self.multi_label:
+                probabilities = outputs if self.activation == "sigmoid" else 1.0 / (1.0 + np.exp(-outputs))
+            else:
+                probabilities = outputs if self.activation == "softmax" else softmax(outputs)
+            order = np.argsort(-probabilities, axis=-1, kind="stable")[:, :top_k]
+            return [[{"label": names[i], "score": float(row[i])} for i in ranks]
+                    for row, ranks in zip(probabilities, order)]
         if self.multi_label:
             probabilities = outputs if self.activation == "sigmoid" else 1.0 / (1.0 + np.exp(-outputs))
             order = np.argsort(-probabilities, axis=-1, kind="stable")
