@@ -206,11 +206,13 @@ class CheckpointManager:
         if state["num_model_variables"] != len(model.variables) or state[
             "num_optimizer_variables"
         ] != len(optimizer.variables):
+            written_by = ("a fine-tuning run (its model_dir is not a pretraining run's)" if "finetune" in state
+                          else "a different model or optimizer configuration")
             raise ValueError(
                 f"Checkpoint {path} holds {state['num_model_variables']} model / "
                 f"{state['num_optimizer_variables']} optimizer variables, but the model has "
-                f"{len(model.variables)} / {len(optimizer.variables)}: it was written by a "
-                "different model or optimizer configuration."
+                f"{len(model.variables)} / {len(optimizer.variables)}: it was written by {written_by}. "
+                f"{_START_AGAIN.format(directory=os.path.dirname(path))}"
             )
         variables_file = os.path.join(path, VARIABLES)
         try:
@@ -475,10 +477,16 @@ def _describe(error):
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
+# What to do with a checkpoint of another model (said after what differs).
+_START_AGAIN = ("Run the command that wrote it to resume that run, or remove {directory} (or use another model_dir) "
+                "to start this one.")
+
+
 def _assign(variable, value, path):
     if tuple(variable.shape) != tuple(value.shape):
         raise ValueError(
             f"Checkpoint {path}: variable {variable.path} has shape {tuple(variable.shape)} "
-            f"but the checkpoint holds {tuple(value.shape)}."
+            f"but the checkpoint holds {tuple(value.shape)} (another model: e.g. another number of classes). "
+            f"{_START_AGAIN.format(directory=os.path.dirname(path))}"
         )
     variable.assign(value)
