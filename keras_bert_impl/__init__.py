@@ -20,6 +20,7 @@ import keras
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier, MultiLabelF1Score
+from keras_bert_impl.models.entity_f1 import EntityF1
 from keras_bert_impl.models.glue_scores import ClassF1Score, MatthewsCorrelation, PearsonCorrelation
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.span_extractor import BertSpanExtractor, SpanLoss
@@ -85,6 +86,7 @@ __all__ = [
     "BertTextEmbedder",
     "BertTokenClassifier",
     "ClassF1Score",
+    "EntityF1",
     "MaskedTokenAccuracy",
     "MatthewsCorrelation",
     "MultiLabelF1Score",

@@ -1005,11 +1005,29 @@ def test_metrics_of_ones_own_are_the_only_metrics_and_f1_means_each_tasks_f1(sha
     named = multi_label.evaluate(texts, tags, verbose=0, return_dict=True)
     assert sorted(named) == ["f1", "loss"] and named["f1"] == pytest.approx(default["micro_f1"])
 
-    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS)
+    # A tagger's "f1" is conlleval's entity F1 (EntityF1; tests/test_entity_f1.py shows it exact), in fit's step too.
+    from keras_bert_impl.metrics.conll import conll_entity_scores
+
+    sentences = _conll_sentences(shared_data, 8)
+    words, tags = [[w for w, _ in s] for s in sentences], [[t for _, t in s] for s in sentences]
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=64)))
+    tagger.compile(metrics=["accuracy", "f1"])
+    assert "f1" in tagger.fit(words, tags, batch_size=4, epochs=1, verbose=0).history
+    scores = tagger.evaluate(words, tags, batch_size=4, verbose=0, return_dict=True)
+    assert sorted(scores) == ["accuracy", "f1", "loss"]
+    gold, predicted = [], []  # each row's words: the labelled tokens, read in Python by conlleval's rules
+    for batch in tagger.preprocessor.make_dataset(words, [[CONLL_TAGS.index(t) for t in s] for s in tags],
+                                                  batch_size=4):
+        logits = keras.ops.convert_to_numpy(tagger.predict_on_batch({k: v.numpy() for k, v in batch[0].items()}))
+        for row, label in zip(logits, batch[1].numpy()):
+            gold.append([CONLL_TAGS[i] for i in label[label >= 0]])
+            predicted.append([CONLL_TAGS[i] for i in row[label >= 0].argmax(-1)])
+    assert scores["f1"] == pytest.approx(conll_entity_scores(gold, predicted)["f1"], abs=1e-6)
     with pytest.raises(ValueError) as error:
-        tagger.compile(metrics=["accuracy", "f1"])
-    assert str(error.value).startswith("metrics=['f1']: a tagger's F1 is over entities (conlleval, seqeval), which a "
-                                       "per-batch Keras metric does not count: compile with metrics=['accuracy']")
+        BertTokenClassifier(_tiny_backbone(), num_classes=3).compile(metrics=["f1"])
+    assert str(error.value) == ("metrics=['f1'] is the F1 over entities, which the tags' names define (B-PER, I-PER, "
+                                "...): build the tagger with label_names=[...].")
 
 
 def test_answer_takes_the_examples_as_predict_does_and_one_question_of_several_contexts():

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from keras_bert_impl.models.backbone import BertBackbone, bert_kernel_initializer
+from keras_bert_impl.models.entity_f1 import EntityF1
 from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import Task, backbone_inputs, check_dropout, class_count, freeze_unused_pooler
 
@@ -161,16 +162,17 @@ class BertTokenClassifier(Task):
 
     def metric_for_name(self, name):
         """`"accuracy"` (or `"acc"`, `"sparse_categorical_accuracy"`) is the accuracy over the tagged tokens,
-        `MaskedTokenAccuracy` (Keras's would count [CLS], [SEP], later WordPieces and padding, label -1, as wrong)."""
+        `MaskedTokenAccuracy` (Keras's would count [CLS], [SEP], later WordPieces and padding, label -1, as wrong);
+        `"f1"` (or `"entity_f1"`, `"seqeval"`) is conlleval's entity F1, `EntityF1`."""
         if name in ("accuracy", "acc", "sparse_categorical_accuracy"):
             return MaskedTokenAccuracy(name=name)
         if name in ("f1", "entity_f1", "seqeval"):
-            raise ValueError(
-                f"metrics=[{name!r}]: a tagger's F1 is over entities (conlleval, seqeval), which a per-batch Keras "
-                "metric does not count: compile with metrics=['accuracy'] (token accuracy) and score entities after "
-                "fit with keras_bert_impl.metrics.conll.conll_entity_scores(gold_tags, predicted_tags), or run "
-                "recipes/finetune_conll.py, which reports entity F1 each epoch."
-            )
+            if self.label_names is None:
+                raise ValueError(
+                    f"metrics=[{name!r}] is the F1 over entities, which the tags' names define (B-PER, I-PER, ...): "
+                    "build the tagger with label_names=[...]."
+                )
+            return EntityF1(self.label_names, name=name)
         return None
 
     def check_loss(self, loss):
