@@ -1050,6 +1050,17 @@ def test_answer_takes_the_examples_as_predict_does_and_one_question_of_several_c
     assert [a["score"] for a in asked_of_both] == pytest.approx([a["score"] for a in alone], abs=1e-5)
 
 
+def test_calling_a_task_on_raw_strings_points_to_predict():
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    with pytest.raises(ValueError) as error:  # before: "expects 3 input(s) ... but it received 2 input tensors"
+        classifier(["a great film", "dull"])
+    assert str(error.value) == ("BertClassifier is called on packed features {token_ids, segment_ids, padding_mask}, "
+                                "not raw text: use BertClassifier.predict(texts), or call it on "
+                                "model.preprocessor(texts).")
+    outputs = classifier(classifier.preprocessor(["a great film", "dull"]))
+    assert tuple(outputs.shape) == (2, 2)
+
+
 def test_misshapen_tags_and_pairs_are_one_line_naming_the_shape():
     tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
         keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=32)))

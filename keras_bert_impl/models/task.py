@@ -277,6 +277,16 @@ class Task(FunctionalModel):
 
     # === Raw strings ===
 
+    def __call__(self, *args, **kwargs):
+        """The model on packed features (`keras.Model.__call__`); raw strings are one line pointing to `predict`
+        (Keras would say the model "expects 3 input(s) but it received N input tensors", N the number of strings)."""
+        if args and _looks_like_text(args[0]):
+            raise ValueError(
+                f"{type(self).__name__} is called on packed features {{{', '.join(BACKBONE_INPUTS)}}}, not raw text: "
+                f"use {type(self).__name__}.predict(texts), or call it on model.preprocessor(texts)."
+            )
+        return super().__call__(*args, **kwargs)
+
     def _is_raw(self, x):
         if isinstance(x, dict) or x is None:
             return False
