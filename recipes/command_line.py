@@ -20,7 +20,6 @@ import argparse
 import os
 import re
 import sys
-import tempfile
 import traceback
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu")
@@ -87,44 +86,11 @@ def seed_value(text):
 
 
 def check_model_dir(model_dir):
-    """Refuses, in one line, a local `--model_dir` that is a file or cannot be written (pretrain.py's check):
-    before any work, not as the TensorBoard writer's PermissionDeniedError inside `fit`. Nothing is created;
-    `gs://` and other remote paths are not checked.
+    """Refuses, in one line, a local `--model_dir` that is a file or cannot be written, before any work
+    (`keras_bert_impl.training.pretraining_checks.check_writable_model_dir`, pretraining's check)."""
+    from keras_bert_impl.training.pretraining_checks import check_writable_model_dir
 
-    >>> check_model_dir("/proc/no_run_here")
-    Traceback (most recent call last):
-    ...
-    ValueError: --model_dir /proc/no_run_here cannot be written (/proc is read-only or not ours): pass a writable directory
-    """
-    if "://" in str(model_dir):
-        return
-    model_dir = os.fspath(model_dir)
-    existing = os.path.abspath(model_dir)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        what = "is a file" if existing == os.path.abspath(model_dir) else f"is inside a file ({existing})"
-        raise ValueError(f"--model_dir {model_dir} {what}, not a directory: pass a new directory or one "
-                         "holding a run to resume")
-    if not _writable(existing):
-        raise ValueError(f"--model_dir {model_dir} cannot be written ({existing} is read-only or not ours): "
-                         "pass a writable directory")
-    for sub in ("checkpoints", "logs"):  # what fit writes to (the resume checkpoints, TensorBoard)
-        path = os.path.join(model_dir, sub)
-        if os.path.exists(path) and (not os.path.isdir(path) or not _writable(path)):
-            raise ValueError(f"--model_dir {model_dir}: {path} is not a writable directory: make it writable, "
-                             "or pass another --model_dir")
-
-
-def _writable(directory):
-    """True when a file can be created in `directory` (also for root on a read-only mount)."""
-    try:
-        fd, path = tempfile.mkstemp(dir=directory, prefix=".write-test-")
-    except OSError:
-        return False
-    os.close(fd)
-    os.remove(path)
-    return True
+    check_writable_model_dir(model_dir)
 
 
 def add_lora_argument(parser):

@@ -239,21 +239,8 @@ def check_model_dir(model_dir):
 
     if "://" in str(model_dir):
         return
+    check_writable_model_dir(model_dir)
     model_dir = os.fspath(model_dir)
-    existing = os.path.abspath(model_dir)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        what = "is a file" if existing == os.path.abspath(model_dir) else f"is inside a file ({existing})"
-        raise ValueError(f"--model_dir {model_dir} {what}, not a directory: pass a new directory or one "
-                         "holding a run to resume")
-    if not _writable(existing):
-        raise ValueError(f"--model_dir {model_dir} cannot be written ({existing} is read-only or not "
-                         "ours): pass a writable directory")
-    for sub in ("checkpoints", "logs"):
-        path = os.path.join(model_dir, sub)
-        if os.path.exists(path) and (not os.path.isdir(path) or not _writable(path)):
-            raise ValueError(f"--model_dir {model_dir}: {path} is not a writable directory")
     export_dir = os.path.join(model_dir, "export")
     if os.path.exists(export_dir):
         if not os.path.isdir(export_dir):
@@ -266,6 +253,37 @@ def check_model_dir(model_dir):
                 f"{' ...' if len(foreign) > 5 else ''}, which a pretraining run does not write; the run exports "
                 "the backbone there at the end: move those files, or use another --model_dir"
             )
+
+
+def check_writable_model_dir(model_dir):
+    """Refuses, in one line, a local `model_dir` that is a file or cannot be written, nor its `checkpoints/` and
+    `logs/` (what a run writes to as it trains: not the TensorBoard writer's PermissionDeniedError inside `fit`).
+    Nothing is created; `gs://` and other remote paths are not checked. Pretraining and the fine-tuning recipes
+    (`recipes/command_line.start_job`) both check their `--model_dir` with it.
+
+    >>> check_writable_model_dir("/proc/no_run_here")
+    Traceback (most recent call last):
+    ...
+    ValueError: --model_dir /proc/no_run_here cannot be written (/proc is read-only or not ours): pass a writable directory
+    """
+    if "://" in str(model_dir):
+        return
+    model_dir = os.fspath(model_dir)
+    existing = os.path.abspath(model_dir)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        what = "is a file" if existing == os.path.abspath(model_dir) else f"is inside a file ({existing})"
+        raise ValueError(f"--model_dir {model_dir} {what}, not a directory: pass a new directory or one "
+                         "holding a run to resume")
+    if not _writable(existing):
+        raise ValueError(f"--model_dir {model_dir} cannot be written ({existing} is read-only or not ours): "
+                         "pass a writable directory")
+    for sub in ("checkpoints", "logs"):  # what a run writes as it trains (the resume checkpoints, TensorBoard)
+        path = os.path.join(model_dir, sub)
+        if os.path.exists(path) and (not os.path.isdir(path) or not _writable(path)):
+            raise ValueError(f"--model_dir {model_dir}: {path} is not a writable directory: make it writable, "
+                             "or pass another --model_dir")
 
 
 def _writable(directory):
