@@ -151,6 +151,12 @@ def test_stsb_pairs_regression_from_jsonl_and_tsv(shared_data, tmp_path):
     reloaded = _reload(str(out / "model.keras"), str(test), str(dev), "sentence1", "sentence2", "score", True)
     assert reloaded["predictions"] == pytest.approx(scores, rel=1e-5, abs=1e-5)
     assert reloaded["dev"] == pytest.approx({k: results[k] for k in ("pearson", "spearman")}, abs=1e-6)
+    # The same output_dir again, without a test file: the earlier run's predictions do not stay beside the new model.
+    again = _run("--train_file", train, "--validation_file", dev, "--text_column", "sentence1", "--text_pair_column",
+                 "sentence2", "--label_column", "score", "--regression", "--output_dir", out, "--epochs", 1,
+                 "--batch_size", 8, "--sequence_length", 64, "--learning_rate", 5e-5, "--seed", 1)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert not (out / "test_predictions.tsv").exists() and not (out / "checkpoints").exists()
 
 
 def test_multi_label_entity_types_from_jsonl_and_csv(shared_data, tmp_path):

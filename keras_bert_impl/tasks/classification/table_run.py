@@ -138,6 +138,9 @@ def run(config, inputs=None):
     }
     os.makedirs(config.model_dir, exist_ok=True)
     atomic_save(os.path.join(config.model_dir, "model.keras"), classifier.save)
+    stale = os.path.join(config.model_dir, "test_predictions.tsv")
+    if test is None and os.path.exists(stale):  # an earlier run's, of another model: not beside this one's outputs
+        os.remove(stale)
     if test is not None:
         with predicting_everywhere(strategy):
             predictions = classifier.predict_labels(test.inputs, batch_size=config.batch_size)
