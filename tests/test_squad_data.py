@@ -409,3 +409,14 @@ def test_windows_1252_byte_names_file_line_column_and_offset(data_slices, tmp_pa
         "valid UTF-8; the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 "
         "-t UTF-8 dev-cp1252.json > utf8_dev-cp1252.json"
     )
+
+
+def test_a_gzip_file_named_json_is_named_as_gzip_with_the_name_that_reads_it(tmp_path):
+    # Before: "byte 0x8b at byte offset 1 ... looks like Windows-1252", with an iconv command that makes garbage.
+    path = tmp_path / "dev.json"
+    path.write_bytes(gzip.compress(b'{"data": [], "version": "1.1"}'))
+    with pytest.raises(squad.SquadFormatError) as error:
+        squad.load_squad_json(path)
+    assert str(error.value).endswith(
+        "the file is gzip-compressed (it starts with the bytes 0x1f 0x8b), not text: decompress it first, e.g. "
+        "gunzip -c dev.json > unzipped_dev.json, or name it dev.json.gz (this reader decompresses .gz files itself)")

@@ -103,7 +103,7 @@ def load_squad_json(path):
             data = f.read()
     except (gzip.BadGzipFile, EOFError) as error:
         raise SquadFormatError(f"{path}: not a valid gzip file ({error}).") from error
-    text = decode_utf8(data, path, SquadEncodingError)
+    text = decode_utf8(data, path, SquadEncodingError, reads_gz=True)  # (a .json.gz is read as it is)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
