@@ -127,3 +127,9 @@ def test_answer_applies_the_null_rule_of_span_decoding():
     assert 0.0 < no_answer["score"] < 1.0
     kept = model.answer(question, context, null_score_diff_threshold=2.0)  # odds 2 are not > 2
     assert kept["text"] == "cat" and kept["null_odds"] == pytest.approx(2.0)
+    # Hugging Face's pipeline's name for it: handle_impossible_answer=True is the threshold 0.
+    assert model.answer(question, context, handle_impossible_answer=True) == no_answer
+    with pytest.raises(ValueError) as error:
+        model.answer(question, context, handle_impossible_answer=True, null_score_diff_threshold=1.0)
+    assert str(error.value) == ("Give `null_score_diff_threshold` or `handle_impossible_answer=True` (which is "
+                                "null_score_diff_threshold=0.0), not both.")

@@ -1064,6 +1064,12 @@ def test_calling_a_task_on_raw_strings_points_to_predict():
 def test_misshapen_tags_and_pairs_are_one_line_naming_the_shape():
     tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
         keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=32)))
+    assert tagger.predict_entities("Peter Blackburn", aggregation_strategy="first") == tagger.predict_entities(
+        "Peter Blackburn")  # Hugging Face's name for what predict_entities does
+    with pytest.raises(ValueError) as error:
+        tagger.predict_entities("Peter Blackburn", aggregation_strategy="simple")
+    assert str(error.value) == ("predict_entities aggregates as Hugging Face's aggregation_strategy='first' (each word "
+                                "takes its first WordPiece's tag, as the tagger is trained), got 'simple'.")
     with pytest.raises(ValueError) as error:  # one sentence, not nested: each tag string was read as its letters
         tagger.evaluate(["Peter", "Blackburn"], ["B-PER", "I-PER"], verbose=0)
     assert str(error.value) == (

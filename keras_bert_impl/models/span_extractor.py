@@ -213,7 +213,8 @@ class BertSpanExtractor(Task):
                                    callbacks=callbacks)
         return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
 
-    def answer(self, question, context=None, batch_size=32, null_score_diff_threshold=None, top_k=1):
+    def answer(self, question, context=None, batch_size=32, null_score_diff_threshold=None, top_k=1,
+               handle_impossible_answer=False):
         """The answer span of `question` in `context`: `{"text", "start", "end", "score"}`.
 
         `question` and `context` are strings or lists of them (one question
@@ -242,6 +243,8 @@ class BertSpanExtractor(Task):
         of `keras_bert_impl.models.span_decoding` that
         `tasks.span_qa.prediction.answer_questions` applies too; every answer
         then has `null_odds`. None (default): always the best span (v1.1).
+        `handle_impossible_answer=True` (Hugging Face's pipeline's name) is
+        `null_score_diff_threshold=0.0`: "" when the [CLS] span beats the best one.
 
         Example:
         >>> qa = BertSpanExtractor.from_preset("all_minilm_l6_v2_en")
@@ -249,6 +252,11 @@ class BertSpanExtractor(Task):
         'Ada Lovelace'
         """
         self._check_preprocessor()
+        if handle_impossible_answer:
+            if null_score_diff_threshold is not None:
+                raise ValueError("Give `null_score_diff_threshold` or `handle_impossible_answer=True` (which is "
+                                 "null_score_diff_threshold=0.0), not both.")
+            null_score_diff_threshold = 0.0
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"`top_k` must be a positive int, got {top_k!r}.")
         if context is None:  # the examples as `predict` takes them

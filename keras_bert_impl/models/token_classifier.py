@@ -222,7 +222,7 @@ class BertTokenClassifier(Task):
                 ) from None
         return ids
 
-    def predict_entities(self, texts, batch_size=32):
+    def predict_entities(self, texts, batch_size=32, aggregation_strategy="first"):
         """Named entities of raw text: for each text, a list of `{"text", "type", "start", "end", "score"}`.
 
         Each text is split into words as CoNLL-2003 is tokenised
@@ -236,12 +236,17 @@ class BertTokenClassifier(Task):
         Args:
             texts: a string or a list of strings.
             batch_size: int.
+            aggregation_strategy: `"first"`, the only one: Hugging Face's name for what this does (each word
+                takes its first WordPiece's tag); its `"simple"`, `"average"` and `"max"` are refused in one line.
 
         Returns:
             A list of entities for a string; a list of such lists for a list.
         """
         from keras_bert_impl.metrics.conll import extract_entities
 
+        if aggregation_strategy != "first":
+            raise ValueError(f"predict_entities aggregates as Hugging Face's aggregation_strategy='first' (each word "
+                             f"takes its first WordPiece's tag, as the tagger is trained), got {aggregation_strategy!r}.")
         self._check_preprocessor()
         if self.label_names is None:
             raise ValueError("predict_entities needs the model's `label_names` (the tags in id order).")
