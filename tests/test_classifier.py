@@ -124,6 +124,9 @@ def test_head_arguments_as_users_write_them(backbone):
         BertClassifier(backbone, label_names=["a", "b", "a"])
     assert str(error.value) == "`label_names` names each class once; ['a'] appear more than once in ['a', 'b', 'a']."
     with pytest.raises(ValueError) as error:
+        BertClassifier(backbone, label_names="positive")
+    assert str(error.value) == "`label_names` must be a list of names, got the string 'positive'."
+    with pytest.raises(ValueError) as error:
         BertClassifier(backbone, num_classes=2, dropout=None)
     assert str(error.value) == "`dropout` must be a number in [0, 1), got None."
     with pytest.raises(ValueError) as error:

@@ -715,6 +715,8 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
     (lambda c, r: r.predict_labels(["a"], return_scores=True),
      "return_scores gives class probabilities; this classifier is a regression (num_classes=1)."),
     (lambda c, r: c.predict_labels(["a"], top_k=3), "`top_k` must be an int from 1 to num_classes=2, got 3."),
+    (lambda c, r: c.predict_labels(["a"], top_k=1, return_scores=True),
+     "`top_k` gives each text's likeliest classes with their scores: pass it without `return_scores` or `threshold`."),
     (lambda c, r: r.predict_labels(["a"], top_k=1), "`top_k` ranks classes; this classifier is a regression (num_classes=1)."),
     # Before: batch_size=0 silently trained in batches of 32; texts without labels got Keras's "Unrecognized data type".
     (lambda c, r: c.fit(["a", "b"], [0, 1], batch_size=0, verbose=0), "`batch_size` must be a positive int, got 0."),

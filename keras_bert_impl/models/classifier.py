@@ -582,26 +582,20 @@ class BertClassifier(Task):
         if self.is_regression:
             return [float(v) for v in outputs[:, 0]]
         names = list(range(self.num_classes)) if self.label_names is None else self.label_names
-        if top_k is not None:
-            if self.multi_label:
-                probabilities = outputs if self.activation == "sigmoid" else 1.0 / (1.0 + np.exp(-outputs))
-            else:
-                probabilities = outputs if self.activation == "softmax" else softmax(outputs)
-            order = np.argsort(-probabilities, axis=-1, kind="stable")[:, :top_k]
-            return [[{"label": names[i], "score": float(row[i])} for i in ranks]
-                    for row, ranks in zip(probabilities, order)]
         if self.multi_label:
             probabilities = outputs if self.activation == "sigmoid" else 1.0 / (1.0 + np.exp(-outputs))
-            order = np.argsort(-probabilities, axis=-1, kind="stable")
-            if return_scores:
-                return [[{"label": names[i], "score": float(row[i])} for i in ranks]
-                        for row, ranks in zip(probabilities, order)]
+        else:
+            probabilities = outputs if self.activation == "softmax" else softmax(outputs)
+        order = np.argsort(-probabilities, axis=-1, kind="stable")  # likeliest first
+        if top_k is not None or (self.multi_label and return_scores):
+            return [[{"label": names[i], "score": float(row[i])} for i in ranks[:top_k]]
+                    for row, ranks in zip(probabilities, order)]
+        if self.multi_label:
             return [[names[i] for i in ranks if row[i] > threshold] for row, ranks in zip(probabilities, order)]
         ids = outputs.argmax(axis=-1)
         labels = [names[i] for i in ids]
         if not return_scores:
             return labels
-        probabilities = outputs if self.activation == "softmax" else softmax(outputs)
         return [{"label": label, "score": float(probabilities[row, i])} for row, (label, i) in enumerate(zip(labels, ids))]
 
 
