@@ -29,6 +29,7 @@ from keras_bert_impl.training.pretraining_checks import RECOMPUTE_ACTIVATION_CHO
 from keras_bert_impl.training.pretraining_errors import NaNLossError
 from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 from keras_bert_impl.training.steps_per_execution import parse_steps_per_execution
+from keras_bert_impl.training.triton_gemm import TRITON_GEMM_CHOICES, apply_triton_gemm
 
 
 def parse_args(argv=None):
@@ -119,23 +120,29 @@ def parse_args(argv=None):
     p.add_argument("--compilation_cache", default="auto",
                    help="JAX's persistent XLA compilation cache: auto (default: ~/.cache/keras_bert_impl/"
                         "jax_compilation_cache on a GPU or TPU, off on a CPU), none, or a folder")
+    p.add_argument("--triton_gemm", default="auto", choices=TRITON_GEMM_CHOICES,
+                   help="XLA's own Triton kernels for some matmuls on a GPU: auto (default: off on JAX, so cuBLAS runs "
+                        "every matmul, 5%% faster for BERT-base on an H200, docs/benchmarks.md; XLA's choice on "
+                        "TensorFlow and PyTorch; an XLA_FLAGS that names the option wins), on (XLA's choice), or off")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     args = vars(p.parse_args(argv))
     debug = args.pop("debug")
-    compilation_cache = args.pop("compilation_cache")
-    return PretrainingConfig(**args), debug, compilation_cache
+    process_settings = {name: args.pop(name) for name in ("compilation_cache", "triton_gemm")}
+    return PretrainingConfig(**args), debug, process_settings
 
 
 def main(argv=None):
-    config, debug, compilation_cache = parse_args(argv)
+    config, debug, process_settings = parse_args(argv)
 
     def job():
+        # XLA reads XLA_FLAGS when JAX first starts a device: before jax.distributed and the cache's device query.
+        apply_triton_gemm(process_settings["triton_gemm"])
         if config.strategy == "multiworker" and keras.backend.backend() == "jax":
             # jax.distributed.initialize must precede every JAX call, the compilation cache's device query included;
             # the flags are checked first, so that a bad one fails at once instead of after the others have joined.
             check_flags(config.resolved())
             initialize_jax_processes(config.coordinator_address, config.num_processes, config.process_id)
-        directory = enable_compilation_cache(compilation_cache)  # before anything compiles
+        directory = enable_compilation_cache(process_settings["compilation_cache"])  # before anything compiles
         if directory:
             print(f"XLA compilation cache: {directory} (--compilation_cache none turns it off)", file=sys.stderr)
         return run_pretraining(config)

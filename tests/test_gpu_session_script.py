@@ -51,11 +51,13 @@ def test_lease_starts_no_run_once_its_budget_is_spent(tmp_path):
                             env=dict(os.environ, OUT=str(tmp_path), PYTHON="true", BUDGET_S="0"))
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in (tmp_path / "lease.jsonl").read_text().splitlines()]
-    assert [line["run"] for line in lines][:8] == ["best_base_b256", "ablation_cudnn_layer_norm",
-                                                   "ablation_no_triton_gemm", "ablation_layer_norm_autodiff",
-                                                   "ablation_recompute_off", "profile_base_b256_lengths",
-                                                   "squad_base_bf16_finetune", "pretrain_convergence_bf16_vs_fp32"]
-    assert len(lines) == 14 and all(line["skipped"].endswith("s of the budget left") for line in lines)
+    assert [line["run"] for line in lines][:10] == ["best_base_b256", "squad_base_bf16_finetune",
+                                                    "ablation_cudnn_layer_norm", "ablation_no_triton_gemm",
+                                                    "pretrain_convergence_bf16_vs_fp32",
+                                                    "ablation_layer_norm_autodiff", "ablation_recompute_off",
+                                                    "profile_base_b256_lengths", "large_seq128_best",
+                                                    "base_seq512_best"]
+    assert len(lines) == 16 and all(line["skipped"].endswith("s of the budget left") for line in lines)
 
 
 def test_a_second_lease_call_starts_from_the_named_run(tmp_path):
