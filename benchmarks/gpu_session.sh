@@ -172,72 +172,50 @@ case $step in
         --steps_per_execution "$spe" --eval_batches 8
     ;;
   lease)
-    # Issue 18 in one call of a 15-minute lease, the open questions first. Sessions 18, 19 and 21 measured the
-    # batch sweep, attention as lengths vs mask, the peers at 256, BERT-large and seq 512 at their best settings,
-    # SQuAD prediction (buckets, lengths, the compilation cache, packed rows), Philox, dropout 0, batch 512 and
-    # command buffers on an H100 (docs/benchmarks.md). Session 40's lease is an H200: the same arithmetic, 1.4x
-    # the memory bandwidth, and session 21's profile put half the step (28.5 of 57.5 ms) in memory-bound kernels.
-    # Order (session 40): the same-call baseline with session 22's changes (never timed on a GPU); the goal
-    # table's one empty row (SQuAD fine-tuning epochs vs HF); the two flags aimed at the memory-bound half; the
-    # bf16-vs-fp32 correctness row; what session 22's changes are worth; the profile; the table's other rows on
-    # this chip; then the rest. The entries after a cut are in the log's "[name] {...}" progress lines.
-    # --train_only: no inference model, one compilation less.
+    # Issue 18 in one call of a 15-minute lease, the open questions first. Sessions 18, 19, 21 (H100) and 40 (H200)
+    # measured the batch sweep, attention as lengths vs mask, the peers, BERT-large, seq 512, SQuAD prediction and
+    # fine-tuning, Philox, dropout 0, batch 512, command buffers, cuDNN's LayerNorm, Triton GEMM off (+5.0%, now
+    # recipes/pretrain.py's default on JAX: --triton_gemm auto) and session 22's two changes (+1.9%, +1.5%)
+    # (docs/benchmarks.md). Order after session 40: the same-call baseline at the recipes' defaults (cuBLAS for
+    # every matmul); Triton GEMMs on again (a second measure of the +5.0% the default rests on); the bf16-vs-fp32
+    # correctness row (session 40's deadline cut it after its fp32 half); the goal table's seq 512 and BERT-large
+    # rows at the defaults; then the ablations still open, each against the baseline. The entries after a cut
+    # are in the log's "[name] {...}" progress lines. --train_only: no inference model, one compilation less.
     best=(--attention_dropout 0 --attention_padding lengths --train_only)
+    cublas=--xla_gpu_enable_triton_gemm=false
     quarter=$((batch / 4))
-    speed best_${config}_b${batch} --configs "$config" --peers "" --batch_size "$batch" "${best[@]}"
-    # The goal table's last row, never measured on a GPU: fine-tuning epochs, ours vs HF, on the same batches
-    # (the 8,841 training windows of the dev split, BERT-base shapes with random weights, bf16 on both sides).
-    record squad_${config}_bf16_finetune $PY benchmarks/squad.py --features .gpu_inputs/squad_train \
-        --train_questions 0 --epochs "$squad_epochs" --random_weights --mixed_precision bf16 \
-        --preset .gpu_inputs/${config/tiny/minilm}_config --hf_dir .gpu_inputs/${config/tiny/minilm}_config \
-        --torch_device "$torch_device" --predict_passes 2
-    # Session 22 counted each kernel's bytes on the CPU (hlo_traffic.py, a deviceless H100 compile; the JSON in
-    # docs/results/2026-11-27-deviceless-h100/): cuDNN's LayerNorm kernels with autodiff's LayerNorm graph (the
-    # one the rewrite matches) move the fewest bytes, 45.9 GB against the baseline's 47.4.
-    XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true speed ablation_cudnn_layer_norm --configs "$config" \
-        --peers "" --batch_size "$batch" "${best[@]}" --layer_norm_backward autodiff
-    # cuBLAS for every matmul: it accumulates the residual gradients into the gradients' matmuls (beta = 1),
-    # 43.95 GB of memory-bound bytes deviceless instead of 47.41 (docs/results/2026-11-27-deviceless-h100/).
-    XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_no_triton_gemm --configs "$config" --peers "" \
-        --batch_size "$batch" "${best[@]}"
-    # Issue 18's correctness row, never run on a GPU: bf16 against fp32 held-out MLM accuracy at equal steps.
+    XLA_FLAGS=$cublas speed best_${config}_b${batch} --configs "$config" --peers "" --batch_size "$batch" "${best[@]}"
+    speed ablation_triton_gemm_on --configs "$config" --peers "" --batch_size "$batch" "${best[@]}"
+    # Issue 18's correctness row: bf16 against fp32 held-out MLM accuracy at equal steps (mini, 3 seeds).
     record pretrain_convergence_bf16_vs_fp32 $PY benchmarks/pretrain_convergence.py \
         --token_arrays .gpu_inputs/gutenberg --configs mini \
         --steps "$((convergence_steps / 2))" --warmup_steps "$warmup" --batch_size "$convergence_batch" \
         --learning_rate 1e-3 --implementations keras_bert_impl --mixed_precision none,bf16 --model_seeds 0,1,2 \
         --steps_per_execution "$spe" --eval_batches 8
-    # Autodiff's LayerNorm backward pass (53.3 GB) and the stored GELU intermediate (52.2 GB): what each saved.
-    speed ablation_layer_norm_autodiff --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
-        --layer_norm_backward autodiff
-    speed ablation_recompute_off --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
-        --recompute_activation off
-    # The step's costliest kernels again, now each with its optimized HLO (profile_ops_lengths.json's "hlo"),
-    # and without the position and segment scatters (one-hot lookups since session 22).
-    record profile_${config}_b${batch}_lengths $PY benchmarks/step_profile.py --config "$config" \
-        --mixed_precision bf16 --batch_size "$batch" --attention_dropout 0 --attention_padding lengths \
-        --ops_output "$OUT/profile_ops_lengths.json"
-    # The goal table's other two rows on this chip, at session 21's best settings.
-    speed ${large}_seq128_best --configs "$large" --peers "" --batch_size "$((batch / 2))" "${best[@]}"
-    speed ${config}_seq512_best --configs "$config" --peers "" --sequence_length 512 --predictions 80 \
-        --batch_size "$quarter" "${best[@]}"
-    # Dropout's bits: 16 threefry bits an element, a quarter of the hash evaluations (2.1 ms a step in session
-    # 21), but the bits leave the dropout kernel: 3.3 GB more through memory.
-    speed ablation_dropout_threefry16 --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
-        --dropout_rng threefry16
-    # Query, key and value from three matmuls: no slice of the 3 x hidden output, but 3.4 GB more in all.
-    speed ablation_qkv_split --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" --qkv_projection split
+    XLA_FLAGS=$cublas speed ${config}_seq512_best --configs "$config" --peers "" --sequence_length 512 \
+        --predictions 80 --batch_size "$quarter" "${best[@]}"
+    XLA_FLAGS=$cublas speed ${large}_seq128_best --configs "$large" --peers "" --batch_size "$((batch / 2))" \
+        "${best[@]}"
+    # Dropout's bits: 16 threefry bits an element, a quarter of the hash evaluations, but the bits leave the
+    # dropout kernel: 3.3 GB more through memory (deviceless). Session 40's profile: all masks in one 2.3 ms kernel.
+    XLA_FLAGS=$cublas speed ablation_dropout_threefry16 --configs "$config" --peers "" --batch_size "$batch" \
+        "${best[@]}" --dropout_rng threefry16
+    # Query, key and value from three matmuls: no slice of the 3 x hidden output (0.9 ms on the H200), but 3.4 GB
+    # more in all.
+    XLA_FLAGS=$cublas speed ablation_qkv_split --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
+        --qkv_projection split
     # cuBLASLt: bias (and the benchmark's tanh GELU) fused into the matmul's epilogue; the same bytes deviceless.
-    XLA_FLAGS=--xla_gpu_enable_cublaslt=true speed ablation_cublaslt --configs "$config" --peers "" \
+    XLA_FLAGS="$cublas --xla_gpu_enable_cublaslt=true" speed ablation_cublaslt --configs "$config" --peers "" \
         --batch_size "$batch" "${best[@]}"
-    # Keras's float8 training on the encoder's matmuls without Triton GEMMs (cuBLASLt FP8 calls): 10 GB fewer
+    # Keras's float8 training on the encoder's matmuls (cuBLASLt FP8 calls without Triton GEMMs): 10 GB fewer
     # matmul bytes but 27 GB more memory-bound ones counted deviceless (predicted: no gain at seq 128).
-    XLA_FLAGS=--xla_gpu_enable_triton_gemm=false speed ablation_float8 --configs "$config" --peers "" \
-        --batch_size "$batch" "${best[@]}" --float8 on
+    XLA_FLAGS=$cublas speed ablation_float8 --configs "$config" --peers "" --batch_size "$batch" "${best[@]}" \
+        --float8 on
     # Keras picks the mask path's fused attention by asking the device it runs on: a deviceless compile cannot
     # answer this one.
     record hlo_attention_mask $PY benchmarks/hlo_fusions.py --config "$config" --mixed_precision bf16 \
         --batch_size "$hlo_batch" --dropout 0.1 --attention_dropout 0 --attention_padding mask
-    speed sweep_${config}_b64 --configs "$config" --peers "" --batch_size "$quarter" --train_only
+    XLA_FLAGS=$cublas speed sweep_${config}_b64 --configs "$config" --peers "" --batch_size "$quarter" --train_only
     ;;
   *)
     echo "unknown step '$step': expected prepare, sweep, ablations, attention, squad, sizes, profile, convergence or lease" >&2
