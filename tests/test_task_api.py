@@ -695,6 +695,9 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
             [["negative", "positive"][i] for i in np.argsort(-p)] for p in model.predict(texts[:2], verbose=0)]
         assert [text[0] for text in ranked] == model.predict_labels(texts[:2], return_scores=True)
         np.testing.assert_allclose([sum(row["score"] for row in text) for text in ranked], 1.0, atol=1e-5)
+        # The pipeline's top_k=None (and its older return_all_scores=True): every class; before, the top class alone.
+        assert model.predict_labels(texts[:2], top_k=None) == ranked
+        assert model.predict_labels(texts[:2], return_all_scores=True) == ranked
     assert BertClassifier.from_config(softmax_model.get_config()).activation == "softmax"
     with pytest.raises(ValueError) as error:
         BertClassifier(_tiny_backbone(), num_classes=2, activation="relu")
@@ -718,6 +721,8 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
     (lambda c, r: c.predict_labels(["a"], top_k=1, return_scores=True),
      "`top_k` gives each text's likeliest classes with their scores: pass it without `return_scores` or `threshold`."),
     (lambda c, r: r.predict_labels(["a"], top_k=1), "`top_k` ranks classes; this classifier is a regression (num_classes=1)."),
+    (lambda c, r: c.predict_labels(["a"], top_k=2, return_all_scores=True),
+     "`return_all_scores=True` is Hugging Face's older `top_k=None`: pass one of the two."),
     # Before: batch_size=0 silently trained in batches of 32; texts without labels got Keras's "Unrecognized data type".
     (lambda c, r: c.fit(["a", "b"], [0, 1], batch_size=0, verbose=0), "`batch_size` must be a positive int, got 0."),
     (lambda c, r: c.fit(["a", "b"], [0, 1], validation_data=["c"], verbose=0),
@@ -882,6 +887,38 @@ def test_pandas_tables_and_hugging_face_columns_read_as_the_lists_they_hold(shar
     assert str(error.value) == (
         "`x` is a DataFrame of 5 columns ['Quality', '#1 ID', '#2 ID', '#1 String', '#2 String']; BertClassifier reads "
         "x=df['text'] or x=df[['text_a', 'text_b']]: select those columns.")
+    # A two-column DataFrame of (sentence, label) given whole: read as a sentence pair, the labels leaked into the
+    # input (string labels trained silently; int ones stopped on "item 0 is int 0, expected a string").
+    sst2 = pd.read_csv(shared_data / "glue" / "SST-2" / "train.tsv", sep="\t", quoting=csv.QUOTE_NONE).head(4)
+    named = sst2.assign(label=sst2["label"].map({0: "negative", 1: "positive"}))
+    for x, y in ((sst2, sst2["label"]), (named, named["label"]), (named.rename(columns={"label": "sentiment"}),
+                                                                   named["label"].rename("sentiment"))):
+        with pytest.raises(ValueError) as error:
+            classifier.fit(x, y, verbose=0)
+        assert str(error.value) == (
+            f"`x` is a DataFrame of columns ['sentence', {y.name!r}], and {y.name!r} holds the labels, not text: give "
+            "x the text alone, as in x=df['sentence'], and the labels as y.")
+    # Booleans as labels (`df.label == 1`) are class ids 1 and 0 (before: "label True is not a class id").
+    assert (classifier.evaluate(sst2["sentence"], sst2["label"] == 1, verbose=0)
+            == classifier.evaluate(sst2["sentence"], sst2["label"], verbose=0))
+    assert (classifier.evaluate(sst2["sentence"], (sst2["label"] == 1).tolist(), verbose=0)
+            == classifier.evaluate(sst2["sentence"], sst2["label"].tolist(), verbose=0))
+    with pytest.raises(ValueError) as error:  # predict has no y: a column named as labels are, or of numbers
+        classifier.predict(sst2.rename(columns={"label": "polarity"}), verbose=0)
+    assert str(error.value) == ("`x` column 'polarity' holds int values (e.g. 0), not text; BertClassifier reads text "
+                                "columns: select them.")
+
+    # The preprocessor reads tables as `fit` does (before: `preprocessor(df[["sentence"]])` packed the column's name,
+    # "[CLS] sentence [SEP]", and `make_dataset(df, labels)` counted the DataFrame's two columns as its examples).
+    preprocessor = classifier.preprocessor
+    np.testing.assert_array_equal(preprocessor(sst2[["sentence"]])["token_ids"],
+                                  preprocessor(sst2["sentence"].tolist())["token_ids"])
+    assert (list(preprocessor.make_dataset(sst2[["sentence"]], sst2[["label"]], batch_size=4))[0][0]["token_ids"]
+            .shape[0] == 4)
+    with pytest.raises(ValueError) as error:
+        preprocessor.make_dataset(sst2, sst2["label"], batch_size=4)
+    assert str(error.value).startswith("`x` is a DataFrame of columns ['sentence', 'label'], and 'label' holds the "
+                                       "labels, not text")
 
     # A Hugging Face dataset's columns (`datasets.Column` since datasets 4: Keras stopped on "Unrecognized data type").
     rows = datasets.Dataset.from_pandas(table)
@@ -1111,10 +1148,13 @@ def test_labelled_examples_cut_to_sequence_length_are_counted_in_one_warning(sha
             "backbone's max_sequence_length) to keep more."]
     classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=preprocessor)
     with pytest.warns(TruncationWarning) as caught:
+        fit_line = inspect.currentframe().f_lineno + 1
         classifier.fit(texts[:100], labels[:100], validation_data=(texts[100:], labels[100:]), verbose=0)
     cut = [int(np.sum(single[:100] > 16)), int(np.sum(single[100:] > 16))]
     assert sorted(str(w.message).split(" are longer")[0] for w in caught if w.category is TruncationWarning) == sorted([  # (validation read first)
         f"`validation_data`: {cut[1]} of 100 examples ({cut[1] / 100:.1%})", f"{cut[0]} of 100 examples ({cut[0] / 100:.1%})"])
+    # The warning names the user's line (their fit call), not the package's (before: classifier_preprocessor.py).
+    assert {(w.filename, w.lineno) for w in caught if w.category is TruncationWarning} == {(__file__, fit_line)}
     with warnings.catch_warnings():
         warnings.simplefilter("error", TruncationWarning)
         preprocessor.make_dataset(texts)  # texts to predict on: no warning

@@ -27,6 +27,16 @@ CROSS_ENTROPY_NAMES = {"sparse_categorical_crossentropy": "SparseCategoricalCros
 ACTIVATIONS = (None, "linear", "softmax", "sigmoid")
 
 
+
+class _TopClass:
+    """`predict_labels`'s `top_k` when not given: the likeliest class alone (`None` is the pipeline's every class)."""
+
+    def __repr__(self):
+        return "<the likeliest class>"
+
+
+TOP_CLASS = _TopClass()
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertClassifier(Task):
     """Classification or regression head on a `BertBackbone`: pooled [CLS] output -> dropout -> dense.
@@ -445,7 +455,7 @@ class BertClassifier(Task):
                 raise ValueError(
                     f"Example {index}: label {values[index]!r} is not a number (num_classes=1 is regression)."
                 ) from None
-        if values.dtype.kind in "iu":
+        if values.dtype.kind in "iub":  # True / False: class ids 1 / 0 (`df.label == 1`)
             ids = values.astype("int64")
         else:
             names = {name: i for i, name in enumerate(self.label_names or ())}
@@ -463,7 +473,7 @@ class BertClassifier(Task):
                             f"Example {index}: label {value!r} is not one of the label_names {self.label_names}."
                         )
                     ids[index] = names[value]
-                elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) or (
+                elif isinstance(value, (int, np.integer, np.bool_)) or (
                         isinstance(value, (float, np.floating)) and float(value).is_integer()):
                     ids[index] = int(value)
                 else:
@@ -530,7 +540,8 @@ class BertClassifier(Task):
 
     # === Pipelines ===
 
-    def predict_labels(self, texts, batch_size=32, return_scores=False, threshold=None, top_k=None):
+    def predict_labels(self, texts, batch_size=32, return_scores=False, threshold=None, top_k=TOP_CLASS,
+                       return_all_scores=False):
         """Predicted label names (or class ids without `label_names`), or float scores for regression.
 
         Args:
@@ -546,7 +557,10 @@ class BertClassifier(Task):
             top_k: per text, the `top_k` likeliest classes as
                 `{"label", "score"}` dicts, likeliest first (Hugging Face's
                 text-classification pipeline's `top_k`; scores are softmax
-                probabilities, sigmoid ones for multi-label).
+                probabilities, sigmoid ones for multi-label); `None`: every
+                class, as the pipeline's `top_k=None`. Not given: the
+                likeliest class alone, in the forms above.
+            return_all_scores: Hugging Face's older name for `top_k=None`.
 
         Returns:
             One label (or score) per text; multi-label: one list of labels
@@ -567,7 +581,14 @@ class BertClassifier(Task):
         if threshold is not None and not self.multi_label:
             raise ValueError("`threshold` picks the classes of a multi_label classifier; this one predicts one class "
                              "per example (the likeliest).")
-        if top_k is not None:
+        if return_all_scores:
+            if top_k is not TOP_CLASS:
+                raise ValueError("`return_all_scores=True` is Hugging Face's older `top_k=None`: pass one of the two.")
+            top_k = None
+        if top_k is TOP_CLASS:
+            top_k = None
+        elif not (top_k is None and self.is_regression):  # a regression's `top_k=None`: its scores, as the pipeline
+            top_k = self.num_classes if top_k is None else top_k  # None: every class, likeliest first
             if self.is_regression:
                 raise ValueError("`top_k` ranks classes; this classifier is a regression (num_classes=1).")
             if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= self.num_classes:

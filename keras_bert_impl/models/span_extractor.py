@@ -7,7 +7,7 @@ from keras_bert_impl.layers.per_example_logits import PerExampleLogits
 from keras_bert_impl.layers.span_head import SpanHead
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_decoding import NULL_POSITION, is_no_answer, null_odds, window_null_score
-from keras_bert_impl.models.table_columns import table_as_texts
+from keras_bert_impl.table_columns import table_as_texts
 from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
 
 

@@ -15,7 +15,7 @@ from keras_bert_impl.models.failed_calls import run_recoverably
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
 from keras_bert_impl.models.loss_tracker import LossTracker
-from keras_bert_impl.models.table_columns import table_as_labels, table_as_texts
+from keras_bert_impl.table_columns import table_as_labels, table_as_texts
 from keras_bert_impl.models.unknown_arguments import check_arguments
 from keras_bert_impl.optimizers import GlobalClipAdamW
 
@@ -359,7 +359,7 @@ class Task(FunctionalModel):
     def _read_tables(self, x, y=None, sample_weight=None):
         """pandas DataFrames and Series, and Hugging Face dataset columns, given as `x`, `y` or `sample_weight` ->
         the lists the preprocessor reads: `x=df[["sentence1", "sentence2"]]` is the pair `(texts_a, texts_b)`."""
-        x = table_as_texts(x, self.raw_text_columns, type(self).__name__)
+        x = table_as_texts(x, self.raw_text_columns, type(self).__name__, y=y)
         return x, table_as_labels(y), table_as_labels(sample_weight)
 
     def _check_raw_labels(self, x, y, method):

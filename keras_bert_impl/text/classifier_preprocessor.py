@@ -1,5 +1,7 @@
 """BertClassifierPreprocessor: raw strings (one or two segments) -> BertClassifier inputs and batches."""
 
+import os
+import sys
 import warnings
 
 import keras
@@ -8,6 +10,7 @@ import tensorflow as tf
 
 from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
 from keras_bert_impl.batching.tf_batches import batches_by_length
+from keras_bert_impl.table_columns import table_as_labels
 from keras_bert_impl.text.packer import SegmentPacker
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_impl.text.tokenizer import BertTokenizer
@@ -58,6 +61,9 @@ class BertClassifierPreprocessor(PreprocessingLayer):
     >>> features["token_ids"].shape.as_list(), labels.numpy().tolist()
     ([2, 8], [1, 0])
     """
+
+
+    raw_text_columns = (("text",), ("text_a", "text_b"))
 
     def __init__(self, tokenizer, sequence_length=128, truncate="longest_first", **kwargs):
         super().__init__(**kwargs)
@@ -179,6 +185,7 @@ class BertClassifierPreprocessor(PreprocessingLayer):
             return self._map_string_dataset(x, batch_size, boundaries)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        x, y, sample_weight = self.read_table(x, y), table_as_labels(y), table_as_labels(sample_weight)
         segments = as_segments(x)
         count = len(segments[0])
         if count == 0:
@@ -224,7 +231,7 @@ class BertClassifierPreprocessor(PreprocessingLayer):
                 f"{cut} of {len(full_lengths)} examples ({cut / len(full_lengths):.1%}) are longer than "
                 f"sequence_length={self.sequence_length} tokens (the longest: {int(full_lengths.max())}) and are cut to "
                 "it: raise preprocessor.sequence_length (up to the backbone's max_sequence_length) to keep more.",
-                TruncationWarning, stacklevel=2,
+                TruncationWarning, stacklevel=_first_caller_outside_the_package(),
             )
 
     def _map_string_dataset(self, dataset, batch_size, boundaries):
@@ -356,3 +363,12 @@ def _check_texts(texts):
         if not _is_text(text):
             shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
             raise ValueError(f"Raw text: item {index} is {type(text).__name__} {shown}, expected a string.")
+
+
+def _first_caller_outside_the_package():
+    """The `stacklevel` of `warnings.warn` called here that names the user's line (their `fit`), not the package's."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1  # noqa: SLF001  (the frame calling warnings.warn)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level

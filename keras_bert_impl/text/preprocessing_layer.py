@@ -4,6 +4,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_impl.table_columns import table_as_labels, table_as_texts
+
 
 class PreprocessingLayer(keras.layers.Layer):
     """Base of the tokenizer and the preprocessors: a Keras layer whose `call` runs TensorFlow ops on the CPU.
@@ -27,6 +29,9 @@ class PreprocessingLayer(keras.layers.Layer):
     array([b'ABC'], dtype=object)
     """
 
+    # The table columns raw text may be given as, by example names (said when a DataFrame of other columns is given).
+    raw_text_columns = (("text",),)
+
     def __init__(self, **kwargs):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
@@ -39,8 +44,22 @@ class PreprocessingLayer(keras.layers.Layer):
     def __call__(self, *args, **kwargs):
         # Straight to `call`: no weights to build, no autocasting, and a user's input error reaches them as
         # the one line `call` raised, not wrapped in Keras's "Exception encountered when calling" report.
+        if args:  # a DataFrame or Series as `x`: the lists it holds, as `Task.fit` reads it
+            args = (self.read_table(args[0], args[1] if len(args) > 1 else kwargs.get("y")),) + args[1:]
         with tf.device("cpu"):
             return self.call(*args, **kwargs)
+
+    def read_table(self, x, y=None):
+        """A pandas DataFrame or Series, or a Hugging Face dataset column, as `x` -> the list (or pair of lists) it
+        holds (`keras_bert_impl.table_columns.table_as_texts`: a DataFrame of other columns, or one holding the
+        labels `y`, is one line); anything else as it is.
+
+        Example:
+        >>> import pandas as pd
+        >>> PreprocessingLayer().read_table(pd.DataFrame({"sentence": ["a b", "c"]}))
+        ['a b', 'c']
+        """
+        return table_as_texts(x, self.raw_text_columns, type(self).__name__, y=y)
 
     def compute_output_spec(self, *args, **kwargs):
         # String ops have no symbolic Keras spec; preprocessing is never part of the functional graph.

@@ -7,6 +7,11 @@ of one column is that column, of two columns the pair of lists `(texts_a, texts_
 span QA's `(questions, contexts)`). Neither pandas nor datasets is imported: each is recognised by what it has.
 """
 
+import numpy as np
+
+# Column names that hold labels, not text: refused in `x` (see `table_as_texts`).
+LABEL_COLUMN_NAMES = {"label", "labels", "label_id", "label_ids", "target", "targets", "y", "class", "score"}
+
 
 def is_table(value):
     """Whether `value` is a pandas DataFrame (or quacks like one).
@@ -45,7 +50,7 @@ def is_hugging_face_dataset(value):
     return type(value).__module__.startswith("datasets") and hasattr(value, "column_names")
 
 
-def table_as_texts(x, columns, model="this model"):
+def table_as_texts(x, columns, model="this model", y=None):
     """A DataFrame given as `x` -> its column as a list (one column) or its two columns as a tuple of two lists; a
     Series or a Hugging Face dataset's column -> a list (of texts, or of word lists); a whole Hugging Face dataset,
     or a DataFrame of other columns -> a one-line error (which columns hold the text is the user's to say); anything
@@ -56,6 +61,13 @@ def table_as_texts(x, columns, model="this model"):
         columns: the column sets the task reads, by example names, for the error (e.g. `[("text",), ("text_a",
             "text_b")]`).
         model: the task's name, for the error.
+        y: the labels given beside `x`: a DataFrame whose column is `y` (by name) is refused, as is one with a
+            column named as labels usually are (`label`, `labels`, `target`, ...): read as text, it would leak the
+            labels into the input (a two-column DataFrame is a sentence pair).
+
+    Raises:
+        ValueError: a whole Hugging Face dataset; a DataFrame of another number of columns, holding the labels,
+            or a column of numbers or booleans.
 
     Example:
     >>> import pandas as pd
@@ -83,7 +95,20 @@ def table_as_texts(x, columns, model="this model"):
         shown = " or ".join(f"x=df[{c[0]!r}]" if len(c) == 1 else f"x=df[{list(c)!r}]" for c in columns)
         raise ValueError(f"`x` is a DataFrame of {len(names)} columns {names}; {model} reads {shown}: select those "
                          "columns.")
+    label_columns = [name for name in names
+                     if (is_series(y) and name == y.name) or str(name).lower() in LABEL_COLUMN_NAMES]
+    if label_columns:
+        text_columns = [name for name in names if name not in label_columns]
+        shown = (f"x=df[{text_columns[0]!r}]" if len(text_columns) == 1 else
+                 f"x=df[{text_columns!r}]" if text_columns else "x=df[[the text columns]]")
+        raise ValueError(f"`x` is a DataFrame of columns {names}, and {label_columns[0]!r} holds the labels, not "
+                         f"text: give x the text alone, as in {shown}, and the labels as y.")
     lists = tuple(x[name].tolist() for name in names)
+    for name, values in zip(names, lists):
+        number = next((value for value in values if isinstance(value, (bool, int, float, np.number, np.bool_))), None)
+        if number is not None:
+            raise ValueError(f"`x` column {name!r} holds {type(number).__name__} values (e.g. {number!r}), not "
+                             f"text; {model} reads text columns: select them.")
     return lists[0] if len(lists) == 1 else lists
 
 
