@@ -5,7 +5,9 @@ and exit status 2, for a bad flag (`OneLineParser`) as for a missing or bad
 file found while the job runs (`exit_on_user_error`); `--debug` shows the
 traceback instead. This module sits beside the recipes, not in the package,
 and imports only the standard library: a bad flag fails before Keras or
-TensorFlow is imported.
+TensorFlow is imported. Ctrl-C ends a recipe with one line and exit status 130
+at any point, its imports included (`one_line_on_ctrl_c`, which every recipe
+calls before its first import of Keras or TensorFlow).
 
     >>> parser = OneLineParser(prog="finetune_example.py")
     >>> add_run_arguments(parser, seed=42)
@@ -19,7 +21,9 @@ TensorFlow is imported.
 import argparse
 import os
 import re
+import signal
 import sys
+import threading
 import traceback
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu")
@@ -179,18 +183,22 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
     instead. In a job of several JAX or PyTorch processes, every error, a bug's traceback too, ends the process at
     once (`leave`): the others then fail fast with their own one line instead of waiting in a collective.
 
-    Ctrl-C (`KeyboardInterrupt`) ends it with one line saying that the same command resumes, and exit status 130
-    (`interrupted_line`; `checkpoints`: the run's checkpoint directory, named with its newest checkpoint). A
+    Ctrl-C (`KeyboardInterrupt`, or any exception after a Ctrl-C that `one_line_on_ctrl_c` noted) ends it with one
+    line saying that the same command resumes, and exit status 130 (`interrupted_line`; `checkpoints`: the run's
+    checkpoint directory, named with its newest checkpoint). A
     checkpoint being written is never picked up half-written (`run_checkpoints`: written aside, renamed last).
     """
     from keras_bert_impl.training.pretraining_errors import LostProcessError
 
+    _run_state["job"] = "running"
     try:
-        return job()
+        result = job()
+        _run_state["job"] = "done"
+        return result
     except SystemExit:
         raise
     except BaseException as error:
-        if not debug and isinstance(error, KeyboardInterrupt):
+        if not debug and (isinstance(error, KeyboardInterrupt) or _run_state["interrupted"]):
             leave(interrupted_line(checkpoints), status=INTERRUPTED_STATUS)
         if not debug and isinstance(error, (LostProcessError, *user_errors)):
             leave(f"error: {' '.join(str(error).split())}", status=2)
@@ -198,6 +206,77 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
             raise
         traceback.print_exc()
         leave("error: the traceback above ended this process of the multiworker job", status=1)
+
+
+# Where the recipe is (`exit_on_user_error`'s job not started, running or done), and whether Ctrl-C came
+# (`one_line_on_ctrl_c`): the line of a Ctrl-C outside the job, or of one that surfaced as another exception.
+_run_state = {"job": None, "interrupted": False}
+
+
+def one_line_on_ctrl_c():
+    """Makes Ctrl-C at any point of this process end with one line on stderr and exit status 130, as Ctrl-C during
+    the job does (`exit_on_user_error`): also while the recipe imports TensorFlow and Keras (seconds), reads its
+    flags, or prints its results after the job. A recipe calls it when run as a script, before its first import of
+    Keras or TensorFlow. With `--debug` on the command line it does nothing (the traceback), nor where SIGINT is
+    ignored (a job started with `nohup` or in the background of a script).
+
+    Ctrl-C is noted before it raises `KeyboardInterrupt`: an import cut off in C code may replace that exception
+    with another (NumPy's `Importing the numpy C-extensions failed` ImportError), which then ends the process with
+    the same line; a `KeyboardInterrupt` lost where Python cannot raise it (a gc callback such as JAX's, a
+    `__del__`: `Exception ignored in ...`) is delivered again, instead of the run going on. The line says where the
+    run was: `Interrupted while starting, before any work: rerun the same command.`, or, once the job has returned,
+    `Interrupted after the run had finished, while printing its results: its outputs are in --model_dir.` The
+    process then leaves at once (`os._exit`): a module cut off half-imported is not finalized, which could hang or
+    print.
+    """
+    if "--debug" in sys.argv[1:] or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+
+    def on_ctrl_c(signum, frame):
+        _run_state["interrupted"] = True
+        signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as without this handler
+
+    previous = sys.excepthook
+
+    def hook(kind, error, trace):
+        if not (issubclass(kind, KeyboardInterrupt) or _run_state["interrupted"]):
+            return previous(kind, error, trace)
+        print(interrupted_outside_job_line(), file=sys.stderr, flush=True)
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001 (a closed or broken stdout: the line above is what matters)
+            pass
+        os._exit(INTERRUPTED_STATUS)
+
+    previous_unraisable = sys.unraisablehook
+
+    def unraisable(info):
+        if issubclass(info.exc_type, KeyboardInterrupt):  # raised in a gc callback or a __del__, and lost there
+            # The Ctrl-C again, 50 ms later, from another thread: a signal is handled in the main thread at the next
+            # line of Python it runs, which is no longer this hook, nor (most probably) a callback again.
+            again = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+            again.daemon = True
+            again.start()
+            return
+        previous_unraisable(info)
+
+    signal.signal(signal.SIGINT, on_ctrl_c)
+    sys.excepthook = hook
+    sys.unraisablehook = unraisable
+
+
+def interrupted_outside_job_line():
+    """The line of a Ctrl-C before the job started or after it returned (`one_line_on_ctrl_c`).
+
+    >>> interrupted_outside_job_line()
+    'Interrupted while starting, before any work: rerun the same command.'
+    """
+    if _run_state["job"] == "done":
+        return ("Interrupted after the run had finished, while printing its results: its outputs are in "
+                "--model_dir.")
+    if _run_state["job"] == "running":  # (the job's own Ctrl-C is `exit_on_user_error`'s, with its checkpoint)
+        return interrupted_line()
+    return "Interrupted while starting, before any work: rerun the same command."
 
 
 def interrupted_line(checkpoints=None):

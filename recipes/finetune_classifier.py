@@ -28,7 +28,9 @@ same `--strategy multiworker`, docs/finetuning.md):
 import json
 import sys
 
-from command_line import OneLineParser, add_lora_argument, add_run_arguments, config_from_args, positive, run_recipe
+from command_line import (
+    OneLineParser, add_lora_argument, add_run_arguments, config_from_args, one_line_on_ctrl_c, positive, run_recipe,
+)
 
 
 def parse_flags(argv=None):
@@ -81,4 +83,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    one_line_on_ctrl_c()  # before main imports Keras and TensorFlow (seconds): Ctrl-C then is one line too
     sys.exit(main())

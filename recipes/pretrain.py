@@ -18,8 +18,12 @@ import argparse
 import os
 import sys
 
+from command_line import exit_on_user_error, one_line_on_ctrl_c, seed_value
+
+if __name__ == "__main__":
+    one_line_on_ctrl_c()  # before the imports below (Keras, TensorFlow: seconds): Ctrl-C then is one line too
+
 import keras
-from command_line import exit_on_user_error, seed_value
 
 from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import ATTENTION_PADDING_CHOICES

@@ -1,5 +1,5 @@
-"""Pretraining: the run's settings are on disk before its first checkpoint, --vocab is compared on resume,
-the held-out batches are the same on every iteration, and a corpus of short sentences pretrains.
+"""Pretraining: the run's settings are on disk before its first checkpoint, --vocab and the training files' contents
+are compared on resume, the held-out batches are the same on every iteration, and a corpus of short sentences pretrains.
 
 One micro run (2 steps, in this process) on a corpus of the bundled books' sentences of under 10 words serves
 every test; the resume checks run before any model is built, so they are fast.
@@ -93,6 +93,11 @@ def test_the_run_config_is_on_disk_before_the_first_checkpoint(short_run):
     assert short_run["recorded_at_save"] == [recorded]
     assert recorded["seed"] == 0 and recorded["sequence_length"] == 32
     assert recorded["vocabulary_sha256"] == _vocabulary_sha256(VOCAB)
+    train = short_run["arguments"]["train_files"][0]
+    with open(train, "rb") as f:
+        content = f.read()
+    assert recorded["train_file_fingerprints"] == {
+        train: {"bytes": len(content), "sha256": hashlib.sha256(content).hexdigest()}}
 
 
 def test_a_checkpoint_without_a_run_config_is_refused_in_one_line(short_run, capsys):
@@ -136,6 +141,98 @@ def test_a_run_config_recorded_before_the_vocabulary_hash_still_resumes(short_ru
     recorded = json.loads((short_run["model_dir"] / "run_config.json").read_text())
     settings = dict(recorded)
     del recorded["vocabulary_sha256"]
+    (tmp_path / "run_config.json").write_text(json.dumps(recorded))
+    assert check_resumable(str(tmp_path), settings) == []
+
+
+# === Defect: a training file replaced at the same path resumed silently (only its path was compared) ===
+
+def _run_on_own_train_file(short_run, name):
+    """A copy of the short run whose training file is its own copy (`<name>/train.txt`), recorded as the run's."""
+    from keras_bert_impl.training.pretraining_checks import training_file_fingerprints
+
+    model_dir = short_run["tmp_path"] / name
+    shutil.copytree(short_run["model_dir"], model_dir)
+    shutil.rmtree(model_dir / "export")
+    train = model_dir / "train.txt"
+    shutil.copy(short_run["arguments"]["train_files"][0], train)
+    recorded = json.loads((model_dir / "run_config.json").read_text())
+    recorded["train_files"] = [str(train)]
+    recorded["train_file_fingerprints"] = training_file_fingerprints([str(train)])
+    (model_dir / "run_config.json").write_text(json.dumps(recorded))
+    return model_dir, train
+
+
+def _resume_argv(short_run, model_dir, train):
+    argv = _argv(short_run, model_dir)
+    argv[argv.index("--train_files") + 1] = str(train)
+    return argv
+
+
+def test_a_training_file_replaced_by_a_longer_one_is_refused_naming_the_sizes(short_run, capsys):
+    model_dir, train = _run_on_own_train_file(short_run, "longer_train_file")
+    before = train.stat().st_size
+    with open(train, "a", encoding="utf-8") as f:
+        f.write("\nA document added after the run started.\nIt has two lines.\n")
+    before_files = sorted(str(p.relative_to(model_dir)) for p in model_dir.rglob("*"))
+    assert load_script("recipes/pretrain.py").main(_resume_argv(short_run, model_dir, train)) == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        f"error: --model_dir {model_dir} holds a run with a different configuration; refusing to resume it. "
+        f"Differences: --train_files changed since the run started ({train}: size {before:,} -> "
+        f"{train.stat().st_size:,} bytes). Only --num_steps, --learning_rate, --warmup_steps may change on resume: "
+        "put the original training file back, or use a new --model_dir."]
+    assert sorted(str(p.relative_to(model_dir)) for p in model_dir.rglob("*")) == before_files
+
+
+def test_a_training_file_replaced_by_one_of_the_same_size_is_refused(short_run, capsys):
+    model_dir, train = _run_on_own_train_file(short_run, "same_size_train_file")
+    content = train.read_bytes()
+    train.write_bytes(content.replace(b"the", b"THE", 1))
+    assert len(train.read_bytes()) == len(content) and train.read_bytes() != content
+    assert load_script("recipes/pretrain.py").main(_resume_argv(short_run, model_dir, train)) == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        f"error: --model_dir {model_dir} holds a run with a different configuration; refusing to resume it. "
+        f"Differences: --train_files changed since the run started ({train}: same size, other content). Only "
+        "--num_steps, --learning_rate, --warmup_steps may change on resume: put the original training file back, "
+        "or use a new --model_dir."]
+
+
+def test_changed_training_files_are_named_each_with_what_changed(tmp_path):
+    from keras_bert_impl.training.pretraining_checks import check_resumable, training_file_fingerprints
+
+    for name, text in (("a.txt", "One line.\n"), ("b.txt", "Two.\n"), ("gone.txt", "Three.\n")):
+        (tmp_path / name).write_text(text)
+    pattern = str(tmp_path / "*.txt")
+    settings = {"adam_beta2": 0.999, "train_files": [pattern],
+                "train_file_fingerprints": training_file_fingerprints([pattern])}
+    (tmp_path / "run_config.json").write_text(json.dumps(settings))
+    assert check_resumable(str(tmp_path), settings) == []
+    (tmp_path / "a.txt").write_text("One longer line.\n")
+    (tmp_path / "b.txt").write_text("Owt.\n")
+    os.remove(tmp_path / "gone.txt")
+    (tmp_path / "new.txt").write_text("Four.\n")
+    settings["train_file_fingerprints"] = training_file_fingerprints([pattern])
+    with pytest.raises(ValueError) as error:
+        check_resumable(str(tmp_path), settings)
+    assert str(error.value) == (
+        f"--model_dir {tmp_path} holds a run with a different configuration; refusing to resume it. "
+        f"Differences: --train_files changed since the run started ({tmp_path}/a.txt: size 10 -> 17 bytes; "
+        f"{tmp_path}/b.txt: same size, other content; {tmp_path}/gone.txt: no longer there; {tmp_path}/new.txt: "
+        "new (not there when the run started)). Only --num_steps, --learning_rate, --warmup_steps may change on "
+        "resume: put the original training files back, or use a new --model_dir.")
+    # Another --train_files is named as the flag that differs; the files' contents add nothing.
+    with pytest.raises(ValueError) as error:
+        check_resumable(str(tmp_path), dict(settings, train_files=[str(tmp_path / "a.txt")]))
+    assert "--train_files changed" not in str(error.value)
+    assert str(error.value).endswith("restore the other flags, or use a new --model_dir.")
+
+
+def test_a_run_config_recorded_before_the_training_file_fingerprints_still_resumes(short_run, tmp_path):
+    from keras_bert_impl.training.pretraining_checks import check_resumable
+
+    recorded = json.loads((short_run["model_dir"] / "run_config.json").read_text())
+    settings = dict(recorded, train_file_fingerprints={"changed.txt": {"bytes": 1, "sha256": "0" * 64}})
+    del recorded["train_file_fingerprints"]
     (tmp_path / "run_config.json").write_text(json.dumps(recorded))
     assert check_resumable(str(tmp_path), settings) == []
 

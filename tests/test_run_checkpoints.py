@@ -135,3 +135,84 @@ def test_the_manifest_is_written_last_and_verifies(tmp_path, monkeypatch):
     with open(os.path.join(path, "state.json")) as f:
         assert json.load(f)["checkpoint_format"] == run_checkpoints.FORMAT
     assert manager.verify(path) == [] and manager.latest() == path
+
+
+# === A full disk at the last fine-tuning epoch: the previous checkpoint is kept while the new one is written, so a
+# disk with room for one checkpoint fails; the message says so, with the bytes needed and free ===
+
+def _disk_full_at_savez(monkeypatch, calls_before=0):
+    """`np.savez` fails with ENOSPC (after `calls_before` good calls), as a full disk makes it fail."""
+    real_savez, calls = np.savez, []
+
+    def savez(file, **arrays):
+        calls.append(1)
+        if len(calls) <= calls_before:
+            return real_savez(file, **arrays)
+        file.write(b"PK\x03\x04 partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(run_checkpoints.np, "savez", savez)
+
+
+def test_a_full_disk_says_how_many_bytes_the_checkpoint_needs_beside_the_previous_one(tmp_path, monkeypatch):
+    manager = CheckpointManager(str(tmp_path), keep=1)
+    model, optimizer = _model_and_optimizer(0)
+    good = manager.save(1, model, optimizer)
+    needed = sum(np.asarray(v.numpy()).nbytes for v in [*model.variables, *optimizer.variables])
+    _disk_full_at_savez(monkeypatch)
+    monkeypatch.setattr(run_checkpoints, "_free_bytes", lambda directory: 4_096 if directory == str(tmp_path) else 0)
+    with pytest.raises(CheckpointWriteError) as info:
+        manager.save(2, model, optimizer)
+    assert str(info.value) == (
+        f"[Errno 28] Could not write checkpoint {tmp_path}/ckpt-000000002 (No space left on device). The previous "
+        f"checkpoint {good} is intact and a restart resumes from it. The new checkpoint needs about {needed:,} bytes "
+        f"beside the previous one, which is kept until the new one is complete; 4,096 bytes are free in {tmp_path}. "
+        "Free disk space (or point --model_dir elsewhere) and run the same command again.")
+    assert sorted(os.listdir(tmp_path)) == ["ckpt-000000001"] and manager.latest() == good
+    # The first checkpoint of a run: nothing beside it.
+    with pytest.raises(CheckpointWriteError) as info:
+        CheckpointManager(str(tmp_path / "new"), keep=1).save(1, model, optimizer)
+    assert str(info.value).endswith(
+        f"No earlier intact checkpoint exists. The new checkpoint needs about {needed:,} bytes; 0 bytes are free in "
+        f"{tmp_path / 'new'}. Free disk space (or point --model_dir elsewhere) and run the same command again.")
+
+
+def test_a_full_disk_at_the_last_finetuning_epoch_keeps_the_previous_checkpoint_and_a_rerun_finishes(
+        tmp_path, monkeypatch, capsys):
+    import tensorflow as tf
+
+    from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+
+    rng = np.random.default_rng(0)
+    features, labels = rng.normal(size=(64, 4)).astype("float32"), rng.integers(0, 3, size=64).astype("int32")
+
+    def run(model_dir):
+        setup_finetuning(seed=0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+        model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        train = tf.data.Dataset.from_tensor_slices((features, labels)).shuffle(64, seed=0).batch(16)
+        finetune(model, train, epochs=3, learning_rate=1e-2, model_dir=str(model_dir), seed=0, verbose=0,
+                 restore_best_weights=False, tensorboard=False)
+        return [np.array(keras.ops.convert_to_numpy(w)) for w in model.weights]
+
+    straight = run(tmp_path / "straight")
+    model_dir = tmp_path / "full_disk"
+    checkpoints = model_dir / "checkpoints"
+    with monkeypatch.context() as patch:
+        _disk_full_at_savez(patch, calls_before=2)  # epochs 1 and 2 are written, epoch 3's checkpoint is not
+        with pytest.raises(CheckpointWriteError) as info:
+            run(model_dir)
+    message = str(info.value)
+    assert message.startswith(f"[Errno 28] Could not write checkpoint {checkpoints}/ckpt-000000003 (No space left "
+                              f"on device). The previous checkpoint {checkpoints}/ckpt-000000002 is intact and a "
+                              "restart resumes from it. The new checkpoint needs about "), message
+    assert "beside the previous one, which is kept until the new one is complete;" in message
+    assert f"bytes are free in {checkpoints}. Free disk space" in message and "\n" not in message
+    assert os.listdir(checkpoints) == ["ckpt-000000002"]
+    assert CheckpointManager(str(checkpoints)).verify(str(checkpoints / "ckpt-000000002")) == []
+    capsys.readouterr()
+    resumed = run(model_dir)  # with room again: epoch 3 from the checkpoint of epoch 2
+    assert f"Resuming from {checkpoints}/ckpt-000000002: 2 epoch(s) done" in capsys.readouterr().err
+    for a, b in zip(straight, resumed):
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+    assert not checkpoints.exists()

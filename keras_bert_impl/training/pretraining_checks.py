@@ -2,11 +2,12 @@
 
 `check_flags` and `check_model_dir` run first (every bad flag or directory is
 one line naming the flag); the settings that define a run (`run_settings`:
-the flags, the model configuration and the sha256 of the vocabulary's tokens)
-are recorded atomically in `<model_dir>/run_config.json` before training starts,
-so before any checkpoint can exist (`record_run_config`), and compared on
-resume (`check_resumable`): only `MAY_CHANGE_ON_RESUME` may differ, and a
-checkpoint without a recorded configuration is refused.
+the flags, the model configuration, the sha256 of the vocabulary's tokens and
+the size and sha256 of every training file) are recorded atomically in
+`<model_dir>/run_config.json` before training starts, so before any checkpoint
+can exist (`record_run_config`), and compared on resume (`check_resumable`):
+only `MAY_CHANGE_ON_RESUME` may differ, and a checkpoint without a recorded
+configuration is refused.
 """
 
 import dataclasses
@@ -26,12 +27,14 @@ from keras_bert_impl.training.weight_init import WEIGHT_INITS
 
 # Settings recorded in `<model_dir>/run_config.json` (before training starts) and compared on resume.
 # `vocabulary_sha256` identifies --vocab by content (the model config holds only its size): a vocab of the
-# same size in another order would resume the embeddings of the old one.
+# same size in another order would resume the embeddings of the old one. `train_file_fingerprints` identifies
+# the --train_files by content (`training_file_fingerprints`): a corpus replaced at the same path would resume
+# the old one's input position in other text.
 RUN_DEFINING_SETTINGS = (
     "model_config", "sequence_length", "max_predictions_per_seq", "global_batch_size", "num_steps",
     "warmup_steps", "learning_rate", "optimizer", "adam_beta2", "weight_decay", "mixed_precision", "seed",
     "whole_word_masking", "nsp", "lowercase", "checkpoint_every", "train_files",
-    "init_checkpoint", "gradient_accumulation_steps", "vocabulary_sha256",
+    "init_checkpoint", "gradient_accumulation_steps", "vocabulary_sha256", "train_file_fingerprints",
 )
 # Of those, the ones a resumed run may change: extend a run (--num_steps), or rerun after a
 # non-finite loss with a lower --learning_rate or a longer --warmup_steps. The optimizer's
@@ -47,13 +50,45 @@ LEGACY_KEYS = {"seq_length": "sequence_length"}
 LEGACY_DEFAULTS = {"adam_beta2": 0.999}
 # Settings that earlier versions did not record and whose value is unknown: not compared when the recorded
 # configuration lacks them (the next checkpoint records them).
-UNRECORDED_BEFORE = ("vocabulary_sha256",)
+UNRECORDED_BEFORE = ("vocabulary_sha256", "train_file_fingerprints")
+_HASH_BLOCK = 1 << 22  # 4 MiB read at a time: a corpus of a few GB is hashed in seconds, in little memory
 
 
 def vocabulary_sha256(tokens):
     """The sha256 (hex) of the vocabulary's tokens in id order, one per line: what identifies `--vocab`."""
     tokens = [t.decode() if isinstance(t, bytes) else str(t) for t in tokens]
     return hashlib.sha256("\n".join(tokens).encode("utf-8")).hexdigest()
+
+
+def training_file_fingerprints(patterns):
+    """`{path: {"bytes": size, "sha256": hex}}` of every file `patterns` (names or globs) match: what identifies
+    `--train_files` by content. Each file is read in blocks, once. A remote file (`gs://...`) is identified by
+    its size alone (`"sha256": None`): hashing would download the whole corpus at every start.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+    ...     _ = f.write("It was a dark night.\\n")
+    >>> training_file_fingerprints([f.name])[f.name]["bytes"]
+    21
+    >>> os.remove(f.name)
+    """
+    import tensorflow as tf
+
+    fingerprints = {}
+    for pattern in [patterns] if isinstance(patterns, str) else patterns or ():
+        for path in sorted(tf.io.gfile.glob(str(pattern))):
+            if tf.io.gfile.isdir(path):
+                continue
+            if "://" in path:
+                fingerprints[path] = {"bytes": tf.io.gfile.stat(path).length, "sha256": None}
+                continue
+            digest, size = hashlib.sha256(), 0
+            with open(path, "rb") as f:
+                while block := f.read(_HASH_BLOCK):
+                    digest.update(block)
+                    size += len(block)
+            fingerprints[path] = {"bytes": size, "sha256": digest.hexdigest()}
+    return fingerprints
 
 
 def run_settings(config, model_config, vocabulary=None):
@@ -64,10 +99,14 @@ def run_settings(config, model_config, vocabulary=None):
         model_config: the backbone's constructor arguments.
         vocabulary: the tokenizer's tokens in id order (`tokenizer.get_vocabulary()`); recorded as their
             sha256, so that a resume with another `--vocab` of the same size is refused.
+
+    The training files are recorded by size and sha256 (`training_file_fingerprints`), so that a resume after a
+    file was replaced at the same path is refused.
     """
     values = dataclasses.asdict(config)
     values["model_config"] = model_config
     values["vocabulary_sha256"] = None if vocabulary is None else vocabulary_sha256(vocabulary)
+    values["train_file_fingerprints"] = training_file_fingerprints(config.train_files)
     return {key: values[key] for key in RUN_DEFINING_SETTINGS}
 
 
@@ -87,6 +126,33 @@ def read_run_config(model_dir):
         if old in saved and new not in saved:
             saved[new] = saved.pop(old)
     return saved
+
+
+def _file_changes(old, new):
+    """How the training files differ, one phrase a file: `<path>: size 1,234,567 -> 2,345,678 bytes`,
+    `<path>: same size, other content`, `<path>: no longer there`, `<path>: new`."""
+    old, new = old or {}, new or {}
+    changes = []
+    for path in sorted(set(old) | set(new)):
+        before, now = old.get(path), new.get(path)
+        if before == now:
+            continue
+        if now is None:
+            changes.append(f"{path}: no longer there")
+        elif before is None:
+            changes.append(f"{path}: new (not there when the run started)")
+        elif before.get("bytes") != now.get("bytes"):
+            changes.append(f"{path}: size {before.get('bytes'):,} -> {now.get('bytes'):,} bytes")
+        else:
+            changes.append(f"{path}: same size, other content")
+    return changes
+
+
+def _difference(key, old, new, model_dir):
+    """One refused difference of `check_resumable`'s message."""
+    if key == "train_file_fingerprints":
+        return ("--train_files changed since the run started (" + "; ".join(_file_changes(old, new)) + ")")
+    return f"{_flag(key)}: {json.dumps(old)} in {model_dir} vs {json.dumps(new)} now"
 
 
 def _flag(key):
@@ -129,13 +195,21 @@ def check_resumable(model_dir, settings, checkpoint=None):
     differ = [(key, saved.get(key), settings.get(key)) for key in sorted(set(saved) | set(settings))
               if saved.get(key) != settings.get(key)]
     refused = [d for d in differ if d[0] not in MAY_CHANGE_ON_RESUME]
+    if any(key == "train_files" for key, _, _ in refused):  # other files: their contents say nothing more
+        refused = [d for d in refused if d[0] != "train_file_fingerprints"]
     if refused:
+        advice = []
+        if any(key != "train_file_fingerprints" for key, _, _ in refused):
+            advice.append("restore the other flags")
+        for key, old, new in refused:
+            if key == "train_file_fingerprints":
+                several = len(_file_changes(old, new)) > 1
+                advice.append(f"put the original training file{'s' if several else ''} back")
         raise ValueError(
             f"--model_dir {model_dir} holds a run with a different configuration; refusing to resume it. "
-            "Differences: " + "; ".join(f"{_flag(key)}: {json.dumps(old)} in {model_dir} vs {json.dumps(new)} now"
-                                        for key, old, new in refused)
+            "Differences: " + "; ".join(_difference(key, old, new, model_dir) for key, old, new in refused)
             + ". Only " + ", ".join(_flag(key) for key in MAY_CHANGE_ON_RESUME)
-            + " may change on resume: restore the other flags, or use a new --model_dir."
+            + " may change on resume: " + " and ".join(advice) + ", or use a new --model_dir."
         )
     return differ
 

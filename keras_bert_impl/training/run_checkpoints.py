@@ -142,6 +142,7 @@ class CheckpointManager:
         """Writes checkpoint `step` atomically and prunes old ones; returns its path."""
         final = self.path(step)
         tmp = os.path.join(self.directory, f".tmp-ckpt-{step:09d}-{uuid.uuid4().hex[:8]}")
+        needed = None  # the variables' bytes: about the size of the checkpoint
         try:
             os.makedirs(self.directory, exist_ok=True)
             self._remove_temporaries()
@@ -151,6 +152,7 @@ class CheckpointManager:
                 arrays[f"model_{i:05d}"] = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
             for i, v in enumerate(optimizer.variables):
                 arrays[f"optimizer_{i:05d}"] = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+            needed = sum(array.nbytes for array in arrays.values())
             with open(os.path.join(tmp, VARIABLES), "wb") as f:
                 np.savez(f, **arrays)
                 f.flush()
@@ -181,6 +183,7 @@ class CheckpointManager:
                 f"Could not write checkpoint {final}{where} ({error.strerror or error}). "
                 + (f"The previous checkpoint {previous} is intact and a restart resumes from it."
                    if previous else "No earlier intact checkpoint exists.")
+                + (_space_needed(self.directory, needed, previous) if error.errno in _DISK_FULL else "")
                 + " Free disk space (or point --model_dir elsewhere) and run the same command again.",
             ) from error
         except BaseException:
@@ -263,6 +266,32 @@ class CheckpointManager:
 
 
 # --- writing -------------------------------------------------------------------------------------
+
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _free_bytes(directory):
+    """The bytes free to this user in `directory`'s filesystem, or None where that cannot be known."""
+    try:
+        return shutil.disk_usage(directory).free
+    except OSError:
+        return None
+
+
+def _space_needed(directory, needed, previous):
+    """The sentence of a full disk's `CheckpointWriteError`: how much the new checkpoint needs, beside the previous
+    one (kept until the new one is complete: a checkpoint is never lost nor half-written), and what is free.
+
+    >>> print(_space_needed("/nonexistent/m/checkpoints", 2_000_000, "/nonexistent/m/checkpoints/ckpt-000000004"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+     The new checkpoint needs about 2,000,000 bytes beside the previous one, which is kept until the new one is
+     complete.
+    """
+    free = _free_bytes(directory)
+    size = f"about {needed:,} bytes" if needed is not None else "room"
+    beside = " beside the previous one, which is kept until the new one is complete" if previous else ""
+    where = f"; {free:,} bytes are free in {directory}." if free is not None else "."
+    return f" The new checkpoint needs {size}{beside}{where}"
 
 
 def _write_iterator(iterator, prefix):
