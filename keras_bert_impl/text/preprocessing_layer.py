@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.table_columns import table_as_labels, table_as_texts
+from keras_bert_impl.table_columns import table_as_texts
 
 
 class PreprocessingLayer(keras.layers.Layer):
