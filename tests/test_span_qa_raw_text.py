@@ -66,14 +66,15 @@ def test_every_answer_form_gives_the_same_labels():
     context = "In 2019 Zoë opened a café in Tōkyō, near the station; a second one followed in Ōsaka in 2021."
     start = context.index("Tōkyō")
     forms = ["Tōkyō", {"text": "Tōkyō", "start": start}, {"text": ["Tōkyō", "in Tōkyō"], "answer_start": [start, 0]},
-             ("Tōkyō", start), {"text": "Tōkyō", "answer_start": start}]
+             ("Tōkyō", start), {"text": "Tōkyō", "answer_start": start},
+             [{"text": "Tōkyō", "answer_start": start}, {"text": "in Tōkyō", "answer_start": start - 3}]]
     labels = [preprocessor.windows([question], [context], [form]).labels for form in forms]
     starts = labels[0]["start_logits"]
     assert len(starts) > 1 and (starts > 0).sum() >= 1  # several windows, and the answer lies in at least one
     for other in labels[1:]:
         np.testing.assert_array_equal(other["start_logits"], starts)
         np.testing.assert_array_equal(other["end_logits"], labels[0]["end_logits"])
-    for no_answer in ("", None, {"text": [], "answer_start": []}):
+    for no_answer in ("", None, {"text": [], "answer_start": []}, []):
         empty = preprocessor.windows([question], [context], [no_answer]).labels
         assert not empty["start_logits"].any() and not empty["end_logits"].any()  # [CLS] in every window
 
@@ -84,8 +85,11 @@ def test_every_answer_form_gives_the_same_labels():
         (["Paris"], "answer 0 'Paris' is not in its context: 'It opened in Tōkyō in 2019.'"),
         ([{"text": "Tōkyō", "start": 3}], "answer 0: characters 3-8 of its context are 'opene', not the answer 'Tōkyō'."),
         ([{"text": "Tōkyō", "start": "13"}], "answer 0: its start must be a character offset (int), got '13'."),
-        ([7], "answer 0 is 7: give the answer text, {'text': ..., 'start': character offset}, {'text': [...], "
-              "'answer_start': [...]} (SQuAD), a (text, start) pair, or '' / None for no answer."),
+        ([7], "answer 0 is 7: give the answer text, {'text': ..., 'start': character offset}, a (text, start) pair, "
+              "[{'text': ..., 'answer_start': ...}, ...] (a SQuAD JSON file's answers), {'text': [...], "
+              "'answer_start': [...]} (Hugging Face datasets' answers), or '' / None for no answer."),
+        ([[{"text": "Tōkyō", "answer_start": 3}]],
+         "answer 0: characters 3-8 of its context are 'opene', not the answer 'Tōkyō'."),
         ([(" ", 2)], "answer 0 ' ' (characters 2-3) covers no token of its context: it is only white space or "
                       "characters the tokenizer drops."),
         (["Tōkyō", "2019"], "1 questions but 2 answers: give one answer per question."),
@@ -179,6 +183,31 @@ def test_fit_on_raw_questions_contexts_and_answers_learns_the_answers(squad_slic
     assert logits["start_logits"].shape == (len(windows.example), 128)
     np.testing.assert_allclose(logits["start_logits"], qa.predict(windows.features, verbose=0)["start_logits"],
                                atol=1e-5)
+
+
+@pytest.mark.multibackend
+def test_the_squad_json_answers_train_as_their_first_answer(squad_slice):
+    """A SQuAD JSON file's own `answers` (a list of `{"text", "answer_start"}` dicts per question) are labelled as
+    the first of them, as Hugging Face `datasets`' `{"text": [...], "answer_start": [...]}`. Before, the list was
+    refused: `answer 0 is [{'answer_start': 177, 'text': 'Denver Broncos'}, ...: give the answer text, ...`."""
+    qas = [(p["context"], q) for p in _paragraphs(squad_slice)[:3] for q in p["qas"]]
+    questions, contexts = [q["question"] for _, q in qas], [c for c, _ in qas]
+    answers = [q["answers"] for _, q in qas]  # the JSON's lists of dicts, as the file gives them
+    assert any(len({a["answer_start"] for a in each}) > 1 for each in answers)  # some differ after the first
+    preprocessor = BertSpanExtractorPreprocessor.from_preset(PRESET, sequence_length=128, doc_stride=64)
+    as_given = preprocessor.windows(questions, contexts, answers).labels
+    first = preprocessor.windows(questions, contexts, [each[0] for each in answers]).labels
+    hugging_face = preprocessor.windows(questions, contexts, [
+        {"text": [a["text"] for a in each], "answer_start": [a["answer_start"] for a in each]} for each in answers]).labels
+    assert (first["start_logits"] > 0).sum() >= len(qas)
+    for labels in (as_given, hugging_face):
+        for key in ("start_logits", "end_logits"):
+            np.testing.assert_array_equal(labels[key], first[key])
+    backbone = keras_bert_impl.BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8,
+                                            intermediate_dim=16, max_sequence_length=128)
+    qa = BertSpanExtractor(backbone, preprocessor=preprocessor)
+    history = qa.fit((questions[:8], contexts[:8]), answers[:8], batch_size=8, verbose=0).history
+    assert np.isfinite(history["loss"][0])
 
 
 @pytest.mark.multibackend

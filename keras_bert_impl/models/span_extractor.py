@@ -72,8 +72,9 @@ class BertSpanExtractor(Task):
     `BertSpanExtractor.from_preset(preset)` adds a
     `BertSpanExtractorPreprocessor`: then `fit(x=(questions, contexts),
     y=answers)` and `evaluate` train and score on raw text (answers as text,
-    `{"text", "start"}` or SQuAD's `{"text": [...], "answer_start": [...]}`;
-    see the preprocessor), and `answer(question, context)` reads raw text of
+    `{"text", "start"}`, the SQuAD JSON's `[{"text", "answer_start"}, ...]` or
+    Hugging Face `datasets`' `{"text": [...], "answer_start": [...]}`; see the
+    preprocessor), and `answer(question, context)` reads raw text of
     any length (sliding windows). The pooler is unused and frozen.
 
     Args:

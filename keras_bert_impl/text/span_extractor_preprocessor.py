@@ -68,10 +68,12 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
 
     Answers, one per question, in any of these forms: the answer text
     (`"Denver Broncos"`: its first occurrence in the context), a dict
-    `{"text": ..., "start": character offset}`, SQuAD's and Hugging Face
-    `datasets`' `{"text": [...], "answer_start": [...]}` (the first answer),
-    a `(text, start)` pair, or `""` / `None` for "no answer" (SQuAD v2.0:
-    every window is labelled [CLS]).
+    `{"text": ..., "start": character offset}`, a `(text, start)` pair, a
+    question's `answers` as the SQuAD JSON file gives them, a list of
+    `{"text": ..., "answer_start": ...}` dicts, or as Hugging Face
+    `datasets` gives them, `{"text": [...], "answer_start": [...]}` (of
+    several answers, the first), or `""` / `None` / `[]` for "no answer"
+    (SQuAD v2.0: every window is labelled [CLS]).
 
     Args:
         tokenizer: a `BertTokenizer`.
@@ -323,9 +325,9 @@ def as_columns(x):
 def answer_character_spans(answers, contexts):
     """Each answer as `(start, end)` characters in its context, or None for "no answer"; one clear error otherwise.
 
-    The forms: the answer text (found at its first occurrence), `{"text", "start"}`,
-    `{"text": [...], "answer_start": [...]}` (SQuAD / Hugging Face `datasets`, first answer),
-    `(text, start)`, and `""` / `None` / `{"text": []}` for no answer.
+    The forms: the answer text (found at its first occurrence), `{"text", "start"}`, `(text, start)`, the SQuAD
+    JSON's `[{"text", "answer_start"}, ...]` and Hugging Face `datasets`' `{"text": [...], "answer_start": [...]}`
+    (both: the first answer), and `""` / `None` / `[]` / `{"text": []}` for no answer.
 
     Example:
     >>> answer_character_spans(["Paris", {"text": "1889", "start": 21}, None],
@@ -362,10 +364,13 @@ def _answer_text_and_start(answer, index):
         return answer, None
     if isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], str):
         return answer
+    if isinstance(answer, (list, tuple)) and all(isinstance(each, dict) for each in answer):
+        # The SQuAD JSON file's `answers`: every reference answer, a dict each ([] for none, SQuAD v2.0).
+        return _answer_text_and_start(answer[0], index) if answer else ("", None)
     if isinstance(answer, dict) and "text" in answer:
         text = answer["text"]
         start = answer.get("start", answer.get("answer_start"))
-        if isinstance(text, (list, tuple, np.ndarray)):  # SQuAD / Hugging Face datasets: every reference answer
+        if isinstance(text, (list, tuple, np.ndarray)):  # Hugging Face datasets: every reference answer
             if len(text) == 0:
                 return "", None
             text = text[0]
@@ -374,7 +379,8 @@ def _answer_text_and_start(answer, index):
             return text, start
     raise ValueError(
         f"answer {index} is {_shown(answer)}: give the answer text, {{'text': ..., 'start': character offset}}, "
-        "{'text': [...], 'answer_start': [...]} (SQuAD), a (text, start) pair, or '' / None for no answer."
+        "a (text, start) pair, [{'text': ..., 'answer_start': ...}, ...] (a SQuAD JSON file's answers), "
+        "{'text': [...], 'answer_start': [...]} (Hugging Face datasets' answers), or '' / None for no answer."
     )
 
 
