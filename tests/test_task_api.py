@@ -554,6 +554,60 @@ def test_token_classifier_fits_words_and_tag_names_without_gradient_warnings(sha
     assert isinstance(tagger.predict_entities("John lives in Paris."), list)
 
 
+_LONG_SENTENCE = ("The U.S. didn't pay Germany's 1,000 euros to Acme Inc. yet, said Mr. Smith (the mayor) on Monday "
+                  "in Paris; he won't, and they can't.")
+
+
+@pytest.mark.parametrize("x, y, message", [
+    # Before: `Example 0: 5 words but 4 labels.`, where the user counts 4 words.
+    (["I don't know Paris"], [["O", "O", "O", "B-LOC"]],
+     "Example 0: 5 words but 4 labels; the text splits into ['I', 'do', \"n't\", 'know', 'Paris'] (CoNLL-2003's "
+     "words: give a list of words to split it yourself)."),
+    (["Paris", _LONG_SENTENCE], [["B-LOC"], ["O"] * 30],
+     "Example 1: 35 words but 30 labels; the text splits into 35 words, 10 more than at its spaces: \"didn't\" -> "
+     "['did', \"n't\"], \"Germany's\" -> ['Germany', \"'s\"], 'yet,' -> ['yet', ','], '(the' -> ['(', 'the'], "
+     "'mayor)' -> ['mayor', ')'], and 3 more chunks (CoNLL-2003's words: give a list of words to split it "
+     "yourself)."),
+    ([" ".join(["Paris"] * 25)], [["B-LOC"] * 24],
+     "Example 0: 25 words but 24 labels; the text splits at its spaces only, into 25 words (CoNLL-2003's words: "
+     "give a list of words to split it yourself)."),
+    ([["I", "don't", "know", "Paris"]], [["O", "O", "B-LOC"]], "Example 0: 4 words but 3 labels."),  # words: as given
+    (["Paris", "Rome"], [["B-LOC"]], "2 sentences but 1 lists of tags: give one list of tags (one per word) per "
+                                     "sentence."),  # before: IndexError: list index out of range
+])
+def test_a_tag_count_that_is_not_the_word_count_shows_how_the_text_splits(x, y, message):
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=32)))
+    for call in (lambda: tagger.fit(x, y, verbose=0), lambda: tagger.evaluate(x, y, verbose=0)):
+        with pytest.raises(ValueError) as error:
+            call()
+        assert str(error.value) == message
+
+
+def test_an_empty_sentence_is_refused_in_fit_and_evaluate_and_predicted_as_hugging_face_does():
+    # Before: fit([[]], [[]]) trained on a row with no labelled token, silently (loss 0.0).
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=16)))
+    empty = "Example {}: an empty sentence (no words), so it has nothing to tag: leave it out of x and y."
+    for x, y, message in (
+        ([[]], [[]], empty.format(0)),
+        ([["Paris"], []], [["B-LOC"], []], empty.format(1)),
+        ([[], ["Paris"]], [["O"], ["B-LOC"]], empty.format(0)),  # the empty sentence, not its tag count
+        (["Paris", "  "], [["B-LOC"], []],
+         "Example 1: the text '  ' has no words, so it has nothing to tag: leave it out of x and y."),
+    ):
+        for call in (tagger.fit, tagger.evaluate):
+            with pytest.raises(ValueError) as error:
+                call(x, y, verbose=0)
+            assert str(error.value) == message
+    with pytest.raises(ValueError) as error:
+        tagger.fit([["Paris"]], [["B-LOC"]], validation_data=([[]], [[]]), verbose=0)
+    assert str(error.value) == f"`validation_data`: {empty.format(0)}"
+    # Without labels, as Hugging Face's token-classification pipeline: no entities, and the [CLS] [SEP] row's logits.
+    assert tagger.predict_entities("") == [] and tagger.predict_entities(["", "  "]) == [[], []]
+    assert tagger.predict([[], ["Paris"]], verbose=0).shape == (2, 16, len(CONLL_TAGS))
+
+
 # === Span QA ===
 
 
@@ -660,6 +714,32 @@ def test_text_embedder_matches_sentence_transformers_mean_pooling(minilm_dir):
     np.testing.assert_allclose(ours, reference, atol=1e-5)
     similarity = embedder.similarity(texts[:1], texts)
     assert similarity.shape == (1, 3) and abs(similarity[0, 0] - 1.0) < 1e-5
+
+
+def test_encode_gives_one_vector_for_one_string_and_takes_sentence_transformers_conversions():
+    # Before: encode("one string") gave (1, 384), and convert_to_numpy / convert_to_tensor were a plain TypeError.
+    embedder = BertTextEmbedder.from_preset(PRESET)
+    texts = ["A man is eating food.", "Zoë's café in Tōkyō 🙂", "The sky is blue."]
+    batch = embedder.encode(texts)
+    one = embedder.encode(texts[0])
+    assert one.shape == (384,) and one.dtype == np.float32  # sentence-transformers: a string gives one vector
+    np.testing.assert_allclose(one, batch[0], atol=1e-5)
+    assert embedder.encode(texts[:1]).shape == (1, 384) and embedder.encode_queries(texts[0]).shape == (384,)
+    np.testing.assert_array_equal(embedder.encode(texts, convert_to_numpy=True), batch)
+    tensor = embedder.encode(texts, convert_to_tensor=True)  # the Keras backend's tensor (torch.Tensor on PyTorch)
+    assert keras.ops.is_tensor(tensor) and tuple(tensor.shape) == (3, 384) and not isinstance(tensor, np.ndarray)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(tensor), batch, atol=1e-6)
+    assert tuple(embedder.encode(texts[0], convert_to_numpy=False, convert_to_tensor=True).shape) == (384,)
+    # similarity reads one vector as one row (sentence-transformers' util.cos_sim), and tensors as arrays.
+    expected = embedder.similarity(texts[:1], texts)
+    for a, b in ((texts[0], texts), (one, batch), (one, tensor), (texts[0], tensor)):
+        np.testing.assert_allclose(embedder.similarity(a, b), expected, atol=1e-5)
+    with pytest.raises(ValueError) as error:
+        embedder.encode(texts, convert_to_numpy=False)
+    assert str(error.value) == (
+        "encode(convert_to_numpy=False) asks for sentence-transformers' list of one tensor per text, which "
+        "BertTextEmbedder does not give: leave convert_to_numpy=True (a NumPy array) or pass convert_to_tensor=True "
+        "(one tensor of the Keras backend).")
 
 
 def test_every_task_from_preset():

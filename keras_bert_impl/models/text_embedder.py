@@ -73,19 +73,46 @@ class BertTextEmbedder(Task):
     def default_loss(self):
         return keras.losses.CosineSimilarity()
 
-    def encode(self, texts, batch_size=32):
-        """Embeddings `(n, hidden)` (float32 NumPy) of raw strings or a feature dict."""
-        if isinstance(texts, str):
-            texts = [texts]
-        return np.asarray(self.predict(texts, batch_size=batch_size, verbose=0), "float32")
+    def encode(self, texts, batch_size=32, convert_to_numpy=True, convert_to_tensor=False):
+        """Embeddings of raw strings or a feature dict: float32 NumPy `(n, hidden)`, or `(hidden,)` for one string.
+
+        As sentence-transformers' `encode`: a single string gives one vector
+        (a list of one string gives `(1, hidden)`); `convert_to_numpy=True`
+        (the default) is the NumPy array; `convert_to_tensor=True` gives the
+        same values as a tensor of the Keras backend (a `torch.Tensor` on
+        PyTorch, as sentence-transformers gives). `convert_to_numpy=False`
+        alone, sentence-transformers' list of one tensor per text, is refused
+        in one line.
+        """
+        if not convert_to_numpy and not convert_to_tensor:
+            raise ValueError("encode(convert_to_numpy=False) asks for sentence-transformers' list of one tensor per "
+                             "text, which BertTextEmbedder does not give: leave convert_to_numpy=True (a NumPy array) "
+                             "or pass convert_to_tensor=True (one tensor of the Keras backend).")
+        single = isinstance(texts, str)
+        embeddings = np.asarray(self.predict([texts] if single else texts, batch_size=batch_size, verbose=0), "float32")
+        if single:
+            embeddings = embeddings[0]
+        return keras.ops.convert_to_tensor(embeddings) if convert_to_tensor else embeddings
 
     encode_documents = encode
     encode_queries = encode
 
     def similarity(self, a, b):
-        """Cosine similarity matrix `(len(a), len(b))` of two lists of texts or two embedding arrays."""
-        a = self.encode(a) if not isinstance(a, np.ndarray) else a
-        b = self.encode(b) if not isinstance(b, np.ndarray) else b
+        """Cosine similarity matrix `(len(a), len(b))` of two sets of texts, embeddings or embedding tensors.
+
+        A single text or a single vector counts as one row, as in sentence-transformers' `util.cos_sim`.
+        """
+        a, b = self._embeddings(a), self._embeddings(b)
         a = a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-12)
         b = b / np.maximum(np.linalg.norm(b, axis=-1, keepdims=True), 1e-12)
         return a @ b.T
+
+    def _embeddings(self, values):
+        """Texts, a NumPy array or a backend tensor -> a 2-D NumPy array of embeddings."""
+        if isinstance(values, np.ndarray):
+            embeddings = values
+        elif keras.ops.is_tensor(values):
+            embeddings = keras.ops.convert_to_numpy(values)
+        else:
+            embeddings = self.encode(values)
+        return np.atleast_2d(embeddings)

@@ -65,6 +65,62 @@ def split_words(text):
     return words
 
 
+# A raw sentence of more words than this is shown in a label-count error by the chunks between its spaces that split.
+_SHOWN_WORDS = 20
+_SHOWN_CHUNKS = 5
+
+
+def check_labelled_examples(examples, word_lists, label_lists):
+    """Refuses, in one line naming the example, labelled examples the tagger cannot learn from as given: a count of
+    tag lists that is not the count of sentences, an empty sentence (nothing to tag), and a sentence whose word
+    count is not its label count (for a raw string, with the words it splits into).
+
+    Example:
+    >>> check_labelled_examples(["I don't know Paris"], [["I", "do", "n't", "know", "Paris"]], [[0, 0, 0, 1]])
+    Traceback (most recent call last):
+    ...
+    ValueError: Example 0: 5 words but 4 labels; the text splits into ['I', 'do', "n't", 'know', 'Paris'] \
+(CoNLL-2003's words: give a list of words to split it yourself).
+    """
+    if len(label_lists) != len(word_lists):
+        raise ValueError(f"{len(word_lists)} sentences but {len(label_lists)} lists of tags: give one list of tags "
+                         "(one per word) per sentence.")
+    for index, (example, words, labels) in enumerate(zip(examples, word_lists, label_lists)):
+        raw = isinstance(example, str)
+        if not words:
+            what = f"the text {_shown(example)} has no words" if raw else "an empty sentence (no words)"
+            raise ValueError(f"Example {index}: {what}, so it has nothing to tag: leave it out of x and y.")
+        if len(labels) != len(words):
+            message = f"Example {index}: {len(words)} words but {len(labels)} labels"
+            if not raw:
+                raise ValueError(f"{message}.")
+            raise ValueError(f"{message}; {_how_it_splits(example)} (CoNLL-2003's words: give a list of words to "
+                             "split it yourself).")
+
+
+def _how_it_splits(text):
+    """How `split_words` splits `text`: every word, or for a long text the chunks between spaces that it splits."""
+    words = split_words(text)
+    if len(words) <= _SHOWN_WORDS:
+        return f"the text splits into {[word for word, _, _ in words]!r}"
+    chunks = list(re.finditer(r"\S+", text))
+    split = []
+    for chunk in chunks:
+        parts = [word for word, start, end in words if chunk.start() <= start and end <= chunk.end()]
+        if len(parts) > 1:
+            split.append(f"{chunk.group()!r} -> {parts!r}")
+    if not split:
+        return f"the text splits at its spaces only, into {len(words)} words"
+    more = f", and {len(split) - _SHOWN_CHUNKS} more chunks" if len(split) > _SHOWN_CHUNKS else ""
+    return (f"the text splits into {len(words)} words, {len(words) - len(chunks)} more than at its spaces: "
+            f"{', '.join(split[:_SHOWN_CHUNKS])}{more}")
+
+
+def _shown(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _whole(word):
     """Whether `word` stays one word: an abbreviation, or a clitic standing alone (`'s`)."""
     return _ABBREVIATION.fullmatch(word) is not None or _CLITIC.fullmatch(word) is not None
@@ -266,6 +322,8 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
         word_lists = self.as_word_lists(x)
         if not word_lists:
             raise ValueError("No examples: the list of sentences is empty.")
+        if y is not None:
+            check_labelled_examples([x] if isinstance(x, str) else list(x), word_lists, y)
         features, labels = self.encode_words(word_lists, y, pad=False)
         rows = features["token_ids"]
         token_ids = tf.ragged.constant(rows, dtype=tf.int32)
