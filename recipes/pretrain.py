@@ -120,7 +120,10 @@ def parse_args(argv=None):
                         "replica and on JAX, off on PyTorch, Keras's choice with several tf.distribute replicas)")
     p.add_argument("--profile_steps", default=None, help="'START,END' steps to trace with the TF profiler")
     p.add_argument("--deterministic", action="store_true", help="TF op determinism (exact resume on CPU)")
-    p.add_argument("--verbose", type=int, default=1)
+    p.add_argument("--verbose", type=int, default=None,
+                   help="Keras's progress output: 1 (a bar updated every step; the default on a terminal), 2 (one "
+                        "line per checkpoint epoch; the default when the output goes to a file or a pipe, where "
+                        "the bar's updates would fill the log: 400 KB for the main job) or 0")
     p.add_argument("--compilation_cache", default="auto",
                    help="JAX's persistent XLA compilation cache: auto (default: ~/.cache/keras_bert_impl/"
                         "jax_compilation_cache on a GPU or TPU, off on a CPU), none, or a folder")
@@ -131,6 +134,8 @@ def parse_args(argv=None):
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     args = vars(p.parse_args(argv))
     debug = args.pop("debug")
+    if args["verbose"] is None:
+        args["verbose"] = 1 if sys.stdout.isatty() else 2
     process_settings = {name: args.pop(name) for name in ("compilation_cache", "triton_gemm")}
     return PretrainingConfig(**args), debug, process_settings
 
@@ -164,6 +169,11 @@ def main(argv=None):
         print("Held-out MLM accuracy: {:.4f}  (mlm_loss {:.4f}{})".format(
             accuracy, validation.get("mlm_loss", float("nan")),
             f", NSP accuracy {validation['nsp_accuracy']:.4f}" if "nsp_accuracy" in validation else ""))
+    curve = result.get("history", {}).get("val_mlm_accuracy") or []
+    if len(curve) > 1:  # the held-out accuracy after each checkpoint of this process's training: it should rise
+        steps = [result["resumed_from_step"] + (i + 1) * config.checkpoint_every for i in range(len(curve))]
+        print("Held-out MLM accuracy at each checkpoint: "
+              + " | ".join(f"step {step}: {value:.4f}" for step, value in zip(steps, curve)))
     if validation and floor:
         print(f"Unigram floor:        {floor['accuracy']:.4f}  (always guessing {floor['token']!r}; "
               f"the model scores {accuracy / floor['accuracy']:.1f}x that on the same "
@@ -186,6 +196,12 @@ def main(argv=None):
     print(f"TensorBoard logs: {result['logs_dir']}   (tensorboard --logdir {result['logs_dir']})")
     print(f"Exported backbone: {result['export_dir']}   (--init_checkpoint for fine-tuning; with the trained heads, "
           "BertPretrainer.from_preset(it).fill_mask(\"... [MASK] ...\"))")
+    finetune = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "finetune_glue.py"))
+    small = result["model"].backbone.hidden_dim <= 256  # tiny, mini: BERT's 2e-5 leaves them at chance on SST-2
+    print(f"Fine-tune it: python {finetune} --task sst2 --data_dir GLUE_DIR --init_checkpoint {result['export_dir']} "
+          + ("--learning_rate 3e-4 " if small else "") + f"--model_dir {os.path.join(config.model_dir, 'sst2')}"
+          + ("   (a model this small needs 3e-4: BERT's default 2e-5 leaves it at chance; docs/pretraining.md)"
+             if small else ""))
     return 0
 
 

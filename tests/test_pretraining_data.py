@@ -496,6 +496,17 @@ def test_check_pretraining_files_names_file_line_and_byte_before_any_iteration(r
     binary.write_bytes(b"\x00\x01\x02" * 100)
     with pytest.raises(ValueError, match=r"model.bin, line 1, column 1: a NUL byte \(at byte offset 0\)"):
         check_pretraining_files(str(binary))
+    # An executable or an image has a byte that is not UTF-8 before its first NUL: it is named as a binary file, not
+    # as Windows-1252 text with an iconv command that would turn it into garbage text.
+    for name, head, where in (("tool", b"\x7fELF\x02\x01\x01\x00" + bytes(16) + b"\xd0\x11", "line 1, column 8: a NUL "
+                               "byte (at byte offset 7)"),
+                              ("image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "line 3, column 1: a NUL byte "
+                               "(at byte offset 8)")):
+        (tmp_path / name).write_bytes(head + b"\xff text\n" * 10)
+        with pytest.raises(ValueError) as error:
+            check_pretraining_files(str(tmp_path / name))
+        assert str(error.value) == (f"{tmp_path / name}, {where}: this is a binary file, not UTF-8 text with one "
+                                    "sentence a line")
     blank = tmp_path / "blank.txt"
     blank.write_text("\n \n\t\n")
     with pytest.raises(ValueError, match="blank.txt holds only blank lines"):

@@ -1,5 +1,6 @@
 """recipes/pretrain.py end to end in real subprocesses: exact resume after SIGKILL, TensorBoard, bad input."""
 
+import io
 import json
 import os
 import re
@@ -72,6 +73,14 @@ def test_uninterrupted_run_reports_and_exports(reference_run):
     assert 0 < float(floor.group(1)) < 0.5 and int(floor.group(3)) > 0
     assert f"TensorBoard logs: {model_dir}/logs" in result.stdout
     assert f"Exported backbone: {model_dir}/export" in result.stdout
+    # The held-out accuracy after each of the 4 checkpoints (the rise is visible without TensorBoard), and a command
+    # that fine-tunes the export with a learning rate that trains a tiny model (the default 2e-5 stayed at chance).
+    assert re.search(r"^Held-out MLM accuracy at each checkpoint: step 2: 0\.\d{4} \| step 4: 0\.\d{4} \| "
+                     r"step 6: 0\.\d{4} \| step 8: 0\.\d{4}$", result.stdout, re.M), result.stdout
+    finetune = os.path.relpath(os.path.join(REPO, "recipes", "finetune_glue.py"))
+    assert (f"Fine-tune it: python {finetune} --task sst2 --data_dir GLUE_DIR --init_checkpoint {model_dir}/export "
+            f"--learning_rate 3e-4 --model_dir {model_dir}/sst2   (a model this small needs 3e-4: BERT's default "
+            "2e-5 leaves it at chance; docs/pretraining.md)") in result.stdout.splitlines(), result.stdout
     # The trained model's guesses at held-out masked words: "word: guess, guess, guess | ..." on each of 2 lines.
     lines = result.stdout.split("Held-out masked words (the word: the model's 3 guesses)")[1].splitlines()[1:3]
     assert all(re.fullmatch(r"  (\S+: \S+, \S+, \S+)( \| \S+: \S+, \S+, \S+)*", line) for line in lines), lines
@@ -279,6 +288,8 @@ def _bad_start_cases(tmp_path):
     binary.write_bytes(bytes(range(256)) * 4)
     blank = tmp_path / "blank.txt"
     blank.write_text("\n  \n\n")
+    executable = tmp_path / "tool"
+    executable.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(16) + b"\xd0\x11\xff\n" * 50)
     a_file = tmp_path / "a_file"
     a_file.write_text("not a directory")
     return {
@@ -292,6 +303,14 @@ def _bad_start_cases(tmp_path):
                               "token in each segment: it must be >= 5"),
         "checkpoint_every_0": (("--checkpoint_every", "0"), None, "--checkpoint_every=0: must be an integer >= 1"),
         "num_steps_0": (("--num_steps", "0"), None, "--num_steps=0: must be an integer >= 1"),
+        # A short trial of the main job (`--num_steps 200`, checkpoints every 500): the line says what to add.
+        "num_steps_200_of_500": (("--num_steps", "200", "--checkpoint_every", "500"), None,
+                                 "--num_steps=200 must be a multiple of --checkpoint_every=500 (training runs in "
+                                 "epochs of checkpoint_every steps): add --checkpoint_every 200, or pass --num_steps "
+                                 "500"),
+        "num_steps_7_of_2": (("--num_steps", "7"), None,
+                             "--num_steps=7 must be a multiple of --checkpoint_every=2 (training runs in epochs of "
+                             "checkpoint_every steps): add --checkpoint_every 1, or pass --num_steps 8"),
         "attention_init_stddev_0": (("--attention_init_stddev", "0"), None,
                                     "--attention_init_stddev=0.0: must be a finite number > 0 (BERT's is 0.02)"),
         "weight_init_uniform": (("--weight_init", "uniform"), None,
@@ -314,6 +333,10 @@ def _bad_start_cases(tmp_path):
         "binary_corpus": (("--train_files", str(binary)), None,
                           f"--train_files: {binary}, line 1, column 1: a NUL byte (at byte offset 0): this is "
                           "a binary file, not UTF-8 text with one sentence a line"),
+        # An executable: a byte that is not UTF-8 comes before its first NUL (it was named as Windows-1252 text).
+        "executable_corpus": (("--train_files", str(executable)), None,
+                              f"--train_files: {executable}, line 1, column 8: a NUL byte (at byte offset 7): this "
+                              "is a binary file, not UTF-8 text with one sentence a line"),
         "blank_lines_only": (("--train_files", str(blank)), None,
                              f"--train_files: {blank} holds only blank lines: a pretraining text file needs at "
                              "least one sentence"),
@@ -324,8 +347,8 @@ def _bad_start_cases(tmp_path):
 
 
 BAD_STARTS = ("warmup_30_of_4", "mistyped_train_files", "sequence_length_3",
-              "checkpoint_every_0", "num_steps_0", "attention_init_stddev_0", "weight_init_uniform", "position_init_learned",
-              "vocabulary_padding_0", "adam_beta2_1", "cp1252_corpus", "cp1252_validation", "binary_corpus",
+              "checkpoint_every_0", "num_steps_0", "num_steps_200_of_500", "num_steps_7_of_2", "attention_init_stddev_0", "weight_init_uniform", "position_init_learned",
+              "vocabulary_padding_0", "adam_beta2_1", "cp1252_corpus", "cp1252_validation", "binary_corpus", "executable_corpus",
               "blank_lines_only", "model_dir_is_a_file")
 
 
@@ -400,6 +423,50 @@ def test_failed_start_leaves_model_dir_usable_and_debug_shows_the_traceback(tmp_
     assert result.returncode == 0, result.stderr[-4000:]
     assert json.loads((model_dir / "run_config.json").read_text())["sequence_length"] == 32
     assert os.listdir(model_dir / "checkpoints") == ["ckpt-000000002"]
+
+
+def test_a_second_run_in_the_same_model_dir_is_refused_and_a_killed_holder_leaves_no_stale_lock(
+        tmp_path, vocab, capsys):
+    """Two processes in one --model_dir used to both train: one's checkpoint save removed the other's half-written
+    checkpoint, which stopped on a misleading `Could not write checkpoint ... Free disk space`, and the two mixed
+    their checkpoints. The run holds the directory's lock (`training/run_lock.py`); the kernel frees it when the
+    holder dies, so after a SIGKILL the same command runs at once."""
+    model_dir = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from keras_bert_impl.training.run_lock import hold_model_dir\n"
+         "with hold_model_dir(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(600)\n", str(model_dir)],
+        env=_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        who = (model_dir / ".run.lock").read_text().strip()
+        assert who.startswith(f"pid {holder.pid} on ") and ", started " in who
+        # In this process: without --deterministic, whose TensorFlow op determinism would stay on for later tests.
+        argv = [arg for arg in _command(model_dir, vocab, tmp_path, "--num_steps", "2", "--validation_steps", "1")[2:]
+                if arg != "--deterministic"]
+        assert _recipe().main(argv) == 2
+        assert _error_lines(capsys.readouterr().err) == [
+            f"error: --model_dir {model_dir} is in use by another run ({who}): two runs in one --model_dir would "
+            "overwrite each other's checkpoints; wait for it to end (or stop it), then run the same command again to "
+            "resume, or pass another --model_dir"]
+        assert sorted(os.listdir(model_dir)) == [".run.lock"]  # the refused run wrote nothing
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _recipe().main(argv) == 0  # SIGKILL released the lock
+    assert os.listdir(model_dir / "checkpoints") == ["ckpt-000000002"]
+
+
+def test_verbose_defaults_to_a_line_per_epoch_when_the_output_is_not_a_terminal(monkeypatch):
+    """Keras redraws its bar with backspaces at every step even into a file (it treats every POSIX stdout as a
+    terminal): `python recipes/pretrain.py > log` wrote 400 KB of bar updates for the main job. The default is now
+    one line per epoch there, and the bar on a terminal; --verbose still wins."""
+    recipe = _recipe()
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert recipe.parse_args([])[0].verbose == 2
+    assert recipe.parse_args(["--verbose", "1"])[0].verbose == 1
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert recipe.parse_args([])[0].verbose == 1
 
 
 def test_global_batch_not_divisible_by_replicas_is_refused():

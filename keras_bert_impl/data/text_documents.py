@@ -11,9 +11,31 @@ documents, UTF-8 (checked: the error names the file and the line).
 
 import tensorflow as tf
 
-from keras_bert_impl.file_errors import FileFormatError, decode_utf8
+from keras_bert_impl.file_errors import UTF8_BOM, FileFormatError, decode_utf8, not_text_problem
 
 _PREPARE_ADVICE = ", or prepare it with recipes/prepare_corpus.py --errors replace"
+_BINARY_HEAD = 8000  # a NUL byte in the first 8,000 bytes: a binary file (git's test)
+
+
+def _binary_file_error(head, path):
+    """The `FileFormatError` of a file whose first bytes `head` hold a NUL byte (a binary file), or None.
+
+    Checked before any line is decoded: an executable or an image usually has a byte that is not UTF-8 before its
+    first NUL, and was named as Windows-1252 text with an `iconv` command that would have turned it into garbage
+    text. A file that starts with a UTF-16 / UTF-32 byte-order mark or gzip's magic bytes is left to
+    `decode_utf8`, which names it as such.
+    """
+    nul = head.find(b"\x00", 0, _BINARY_HEAD)
+    if nul < 0 or not_text_problem(head, path) is not None:
+        return None
+    line_start = head.rfind(b"\n", 0, nul) + 1
+    if line_start == 0 and head.startswith(UTF8_BOM):
+        line_start = len(UTF8_BOM)
+    column = len(head[line_start:nul].decode("utf-8", errors="replace")) + 1
+    return FileFormatError(
+        path, head.count(b"\n", 0, nul) + 1, column,
+        f"a NUL byte (at byte offset {nul}): this is a binary file, not UTF-8 text with one sentence a line",
+    )
 
 
 def expand_files(files):
@@ -130,11 +152,16 @@ def check_text_file(path):
 
     try:
         with tf.io.gfile.GFile(path, "rb") as f:
-            pending = b""
+            pending, first_block = b"", True
             while True:
                 block = f.read(1 << 22)
                 if not block:
                     break
+                if first_block:
+                    first_block = False
+                    binary = _binary_file_error(block, path)
+                    if binary is not None:
+                        raise binary
                 lines = (pending + block).split(b"\n")
                 pending = lines.pop()
                 for line in lines:

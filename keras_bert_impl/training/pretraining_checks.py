@@ -293,9 +293,15 @@ def check_flags(config):
     if multiple is not None and (isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1):
         raise ValueError(f"--vocabulary_padding_multiple={multiple!r}: must be an integer >= 1 (e.g. 128)")
     if config.num_steps % config.checkpoint_every:
+        # What to pass instead: the largest --checkpoint_every up to the one given that divides --num_steps (a short
+        # trial run, `--num_steps 200`, gets `--checkpoint_every 200`), or the next multiple for --num_steps.
+        divisor = max(d for d in range(1, min(config.checkpoint_every, config.num_steps) + 1)
+                      if config.num_steps % d == 0)
+        multiple = -(-config.num_steps // config.checkpoint_every) * config.checkpoint_every
         raise ValueError(
             f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every="
-            f"{config.checkpoint_every} (training runs in epochs of checkpoint_every steps)"
+            f"{config.checkpoint_every} (training runs in epochs of checkpoint_every steps): add --checkpoint_every "
+            f"{divisor}, or pass --num_steps {multiple}"
         )
     check_steps_per_execution(config.steps_per_execution, config.checkpoint_every)
     from keras_bert_impl.training.pretraining_callbacks import _parse_profile_steps

@@ -10,6 +10,7 @@ the input pipeline's position (the tf.data iterator itself on one device; a
 deterministic skip of the consumed batches with several replicas).
 """
 
+import contextlib
 import dataclasses
 import inspect
 import json
@@ -44,6 +45,7 @@ from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F4
 from keras_bert_impl.training.process_cluster import lost_peers_as_one_line
 from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
+from keras_bert_impl.training.run_lock import ModelDirInUseError, hold_model_dir  # noqa: F401 (raised by the run)
 from keras_bert_impl.training.steps_per_execution import on_accelerator, resolve_steps_per_execution
 from keras_bert_impl.training.strategy import (
     check_global_batch_size,
@@ -199,7 +201,17 @@ def run_pretraining(config, dataset_fn=None):
         `export_dir` (written by the chief only), `is_chief`, `sequences_per_second`, `jit_compile` (what `--jit_compile`
         resolved to: `strategy.resolve_jit_compile`), `masked_word_guesses` (the chief's: the trained model's top 3
         at the masked words of the held-out probe sentences, `pretraining_callbacks.masked_word_guesses`).
+
+    Raises:
+        ModelDirInUseError: another process is running in `config.model_dir` (`run_lock.hold_model_dir`: the run
+            holds the directory's lock from before it reads the checkpoints until it returns).
     """
+    with contextlib.ExitStack() as held:
+        return _run_pretraining(config, dataset_fn, held)
+
+
+def _run_pretraining(config, dataset_fn, held):
+    """`run_pretraining`'s body; `held` (an `ExitStack`) keeps the model_dir's run lock until the run returns."""
     import tensorflow as tf
 
     from keras_bert_impl.data.pretraining import check_pretraining_files
@@ -233,6 +245,11 @@ def run_pretraining(config, dataset_fn=None):
     tokenizer = BertTokenizer(config.vocab, lowercase=config.lowercase)
     model_config = backbone_config(config, tokenizer.vocabulary_size())
     settings = run_settings(config, model_config, tokenizer.get_vocabulary())
+
+    # === One run at a time in a model_dir: the lock is taken before the checkpoints are read (the writer of a
+    # multi-process job takes it); the kernel frees it when the process ends, however it ends ===
+    if strategy is None or callbacks_lib.is_chief(strategy):
+        held.enter_context(hold_model_dir(config.model_dir))
 
     # === Resume: only a model_dir with a checkpoint holds a run; its recorded flags must match ===
     manager = CheckpointManager(os.path.join(config.model_dir, "checkpoints"), keep=config.keep_checkpoints)

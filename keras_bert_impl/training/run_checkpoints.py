@@ -244,19 +244,24 @@ class CheckpointManager:
         return state
 
     def _newest_intact(self, report=True):
-        """(newest intact path or None, [(path, problems) of the newer corrupt ones])."""
+        """(newest intact path or None, [(path, problems) of the newer corrupt ones]).
+
+        The corrupt ones are reported (`log`, once each) only when an older intact checkpoint is used: when none is
+        intact, `latest`'s one `CheckpointReadError` names them all (it used to follow a line for each).
+        """
         skipped = []
         for step in reversed(self.all_steps()):
             path = self.path(step)
             problems = self.verify(path)
             if not problems:
+                for corrupt, its_problems in skipped if report else ():
+                    key = (corrupt, tuple(its_problems))
+                    if key not in self._reported:
+                        self._reported.add(key)
+                        self.log(f"Skipping checkpoint {corrupt}: {'; '.join(its_problems)}. "
+                                 "Falling back to the next older checkpoint.")
                 return path, skipped
             skipped.append((path, problems))
-            key = (path, tuple(problems))
-            if report and key not in self._reported:
-                self._reported.add(key)
-                self.log(f"Skipping checkpoint {path}: {'; '.join(problems)}. "
-                         "Falling back to the next older checkpoint.")
         return None, skipped
 
     def _remove_temporaries(self):
