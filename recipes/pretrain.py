@@ -196,7 +196,9 @@ def main(argv=None):
     print(f"TensorBoard logs: {result['logs_dir']}   (tensorboard --logdir {result['logs_dir']})")
     print(f"Exported backbone: {result['export_dir']}   (--init_checkpoint for fine-tuning; with the trained heads, "
           "BertPretrainer.from_preset(it).fill_mask(\"... [MASK] ...\"))")
-    finetune = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "finetune_glue.py"))
+    finetune = os.path.join(os.path.dirname(os.path.abspath(__file__)), "finetune_glue.py")
+    if not os.path.relpath(finetune).startswith(".."):  # recipes/finetune_glue.py from the checkout, else the full path
+        finetune = os.path.relpath(finetune)
     small = result["model"].backbone.hidden_dim <= 256  # tiny, mini: BERT's 2e-5 leaves them at chance on SST-2
     print(f"Fine-tune it: python {finetune} --task sst2 --data_dir GLUE_DIR --init_checkpoint {result['export_dir']} "
           + ("--learning_rate 3e-4 " if small else "") + f"--model_dir {os.path.join(config.model_dir, 'sst2')}"
