@@ -179,3 +179,25 @@ def test_an_uncompiled_pretrainer_saves_and_loads_in_a_fresh_process(lines, tmp_
     assert (name, sequence_length) == ("BertPretrainerPreprocessor", 32)
     expected = model.predict({k: np.asarray(v, "int32") for k, v in inputs.items()}, verbose=0)["mlm"]
     np.testing.assert_allclose(np.asarray(logits), expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.multibackend
+def test_validation_data_is_held_out_texts_alone(lines):
+    # Before: validation_data=texts was refused with "add their labels" (which fit refuses), and (texts,) stopped on
+    # Keras's "Unrecognized data type".
+    backbone = _tiny_backbone()
+    model = BertPretrainer(backbone, nsp=False, preprocessor=BertPretrainerPreprocessor.from_preset(PRESET, sequence_length=16))
+    for validation_data in (lines[8:12], (lines[8:12],), np.array(lines[8:12])):
+        history = model.fit(lines[:8], validation_data=validation_data, batch_size=4, verbose=0).history
+        assert sorted(history) == ["loss", "mlm_accuracy", "mlm_loss", "val_loss", "val_mlm_accuracy", "val_mlm_loss"]
+    with pytest.raises(ValueError) as error:
+        model.fit(lines[:8], validation_data=(lines[8:12], [0, 1, 0, 1]), verbose=0)
+    assert str(error.value) == ("`validation_data`: Masked-LM pretraining makes its own labels (the masked pieces): "
+                                "pass the texts alone.")
+
+
+def _tiny_backbone():
+    from keras_bert_impl import BertBackbone
+
+    return BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                        max_sequence_length=64)

@@ -1239,3 +1239,114 @@ def test_labelled_examples_cut_to_sequence_length_are_counted_in_one_warning(sha
         warnings.simplefilter("error", TruncationWarning)
         preprocessor.make_dataset(texts)  # texts to predict on: no warning
         _preprocessor(sequence_length=128).make_dataset(texts, labels)  # none cut
+
+
+# === NumPy arrays, generators and compile's metric objects, alike on every backend ===
+
+
+def test_numpy_arrays_of_text_read_as_their_lists_and_a_0d_array_as_its_one_string():
+    # Before: a 0-d array was read as its characters (predict(np.array("I loved it")) gave 10 rows, encode 10
+    # vectors), or stopped on "iteration over a 0-d array" (predict_entities, answer, fill_mask); the tagger refused
+    # an array of sentences with "put it in the dict as token_ids", which the classifier takes.
+    keras.utils.set_random_seed(0)
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    expected = classifier.predict(["I loved it"], verbose=0)
+    np.testing.assert_allclose(classifier.predict(np.array("I loved it"), verbose=0), expected, atol=1e-6)
+    assert classifier.predict_labels(np.array("I loved it")) == classifier.predict_labels("I loved it")
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=16)))
+    sentences = ["John lives in Paris .", "EU rejects German call"]
+    np.testing.assert_allclose(tagger.predict(np.array(sentences), verbose=0), tagger.predict(sentences, verbose=0),
+                               atol=1e-6)
+    assert tagger.predict_entities(np.array(sentences[0])) == tagger.predict_entities(sentences[0])
+    words = [["EU", "rejects", "German"], ["Peter", "Blackburn"]]
+    tags = [["B-ORG", "O", "B-MISC"], ["B-PER", "I-PER"]]
+    tagger.fit(np.array(words, dtype=object), np.array(tags, dtype=object), verbose=0)
+    qa = BertSpanExtractor(_tiny_backbone(), preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(
+        PRESET, sequence_length=48, doc_stride=16))
+    question, context = "Who wrote it?", "It was written by Ada Lovelace in 1843."
+    assert qa.answer(np.array(question), np.array(context)) == qa.answer(question, context)
+    embedder = BertTextEmbedder(_tiny_backbone(), preprocessor=_preprocessor())
+    assert embedder.encode(np.array(question)).shape == (16,)
+    pretrainer = BertPretrainer(_tiny_backbone(), nsp=False, preprocessor=(
+        keras_bert_impl.BertPretrainerPreprocessor.from_preset(PRESET, sequence_length=16)))
+    assert len(pretrainer.fill_mask(np.array("Paris is the [MASK] of France."), top_k=2)) == 2
+
+
+def test_a_generator_or_pydataset_of_raw_text_is_one_line_on_every_backend():
+    # Before: Keras handed the strings to the model: "Invalid dtype: str..." (PyTorch), "Error interpreting argument
+    # ... as an abstract array" (JAX), "the arrays must be at least rank 1" (TensorFlow).
+    texts, labels = ["a great film", "dull", "fine", "bad"], [1, 0, 1, 0]
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=16))
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, index):
+            return np.array(texts[2 * index : 2 * index + 2]), np.array(labels[2 * index : 2 * index + 2])
+
+    calls = [
+        ("fit", "generator", lambda: classifier.fit(((texts[i : i + 2], labels[i : i + 2]) for i in (0, 2)), verbose=0)),
+        ("fit", "PyDataset", lambda: classifier.fit(Batches(), verbose=0)),
+        ("evaluate", "generator", lambda: classifier.evaluate(((texts, labels) for _ in range(1)), verbose=0)),
+        ("predict", "generator", lambda: classifier.predict((texts[i : i + 2] for i in (0, 2)), verbose=0)),
+    ]
+    for method, kind, call in calls:
+        with pytest.raises(ValueError) as error:
+            call()
+        arguments = "texts" if method == "predict" else "texts, labels"
+        assert str(error.value) == (
+            f"BertClassifier.{method} got a {kind} whose batches hold raw text, which Keras passes to the model "
+            f"untokenized: give the texts themselves ({method}({arguments}), as lists, arrays or tables), a "
+            "tf.data.Dataset of strings, or batches of model.preprocessor(texts).")
+    # A generator of packed features still trains, its first batch included.
+    features = classifier.preprocessor(texts)
+    seen = classifier.fit(((features, np.array(labels)) for _ in range(3)), verbose=0).history
+    assert len(seen["loss"]) == 1
+
+
+def test_metric_objects_given_to_compile_are_counted_once():
+    # Before: they were one of the model's metrics twice, so evaluate's list gave their values twice and
+    # metrics_names listed them again (the pretrainer's defaults too: 5 values for 3 names).
+    texts, labels = ["a great film", "dull", "fine", "bad"], [1, 0, 1, 0]
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=16))
+    classifier.compile(metrics=[keras.metrics.SparseCategoricalAccuracy(name="acc")])
+    values = classifier.evaluate(texts, labels, verbose=0)
+    logs = classifier.evaluate(texts, labels, verbose=0, return_dict=True)
+    assert sorted(logs) == ["acc", "loss"] and values == [logs["loss"], logs["acc"]]
+    assert classifier.metrics_names == ["loss", "compile_metrics"]
+    pretrainer = BertPretrainer(_tiny_backbone(), nsp=False, preprocessor=(
+        keras_bert_impl.BertPretrainerPreprocessor.from_preset(PRESET, sequence_length=16)))
+    logs = pretrainer.evaluate(texts, verbose=0, return_dict=True)
+    assert pretrainer.evaluate(texts, verbose=0) == [logs["loss"], logs["mlm_accuracy"], logs["mlm_loss"]]
+
+
+def test_encode_takes_sentence_transformers_normalize_and_progress_bar_and_fit_names_its_targets():
+    # Before: normalize_embeddings= and show_progress_bar= were a TypeError; fit(texts, other_texts) stopped in
+    # tf.data on "Cast int32 to string is not supported", and fit(pairs, scores) in each backend's broadcasting.
+    embedder = BertTextEmbedder(_tiny_backbone(), normalize=False, preprocessor=_preprocessor(sequence_length=16))
+    texts = ["A man is eating food.", "A man eats a meal.", "The sky is blue.", "It rains."]
+    raw = embedder.encode(texts)
+    unit = embedder.encode(texts, normalize_embeddings=True, show_progress_bar=False)
+    np.testing.assert_allclose(unit, raw / np.linalg.norm(raw, axis=-1, keepdims=True), atol=1e-6)
+    assert embedder.encode(texts[0], normalize_embeddings=True).shape == (16,)
+    embedder.fit(texts, np.ones((4, 16), "float32"), verbose=0)  # target vectors: the loss's cosine similarity
+    for x, y, got in ((texts[:2], texts[2:], "text ('The sky is blue.')"),
+                      ((texts[:2], texts[2:]), [0.5, 0.1], "shape (2,)")):
+        with pytest.raises(ValueError) as error:
+            embedder.fit(x, y, verbose=0)
+        assert str(error.value) == (
+            "BertTextEmbedder's `y` is one target vector per text, an array of shape (n, 16) (the loss is the cosine "
+            f"similarity to it); got {got}. It does not train on sentence pairs with scores (sentence-transformers' "
+            "CosineSimilarityLoss): for a score per pair, fit a BertClassifier(num_classes=1) on (texts_a, texts_b).")
+
+
+def test_answer_with_a_question_and_no_context_says_so():
+    # Before: "Span extraction reads (questions, contexts): ..., got str".
+    qa = BertSpanExtractor(_tiny_backbone(), preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(
+        PRESET, sequence_length=48, doc_stride=16))
+    with pytest.raises(ValueError) as error:
+        qa.answer("Who wrote it?", None)
+    assert str(error.value) == ("answer(question, context) got a question and no context (None): give the context as "
+                                "the second argument, or the examples as answer((questions, contexts)).")

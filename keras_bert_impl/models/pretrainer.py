@@ -171,6 +171,19 @@ class BertPretrainer(Task):
 
         return BertPretrainerPreprocessor
 
+    def _raw_validation(self, validation_data, batch_size):
+        """Held-out texts as `fit(texts)` takes them, without labels: `validation_data=texts`, or `(texts,)` (Keras's
+        form of inputs alone); a `(texts, labels)` tuple is refused as `fit` refuses labels."""
+        if isinstance(validation_data, tuple) and len(validation_data) == 1:
+            validation_data = validation_data[0]
+        texts = self._read_tables(validation_data)[0] if not isinstance(validation_data, tuple) else None
+        if texts is not None and self.preprocessor is not None and self.preprocessor.is_raw_text(texts):
+            try:
+                return self._raw_dataset(texts, batch_size=batch_size)
+            except ValueError as error:  # say which data it is
+                raise ValueError(f"`validation_data`: {error}") from None
+        return super()._raw_validation(validation_data, batch_size)
+
     def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None, **options):
         if self.nsp:
             raise ValueError(

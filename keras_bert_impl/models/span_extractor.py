@@ -8,7 +8,7 @@ from keras_bert_impl.layers.span_head import SpanHead
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_decoding import NULL_POSITION, is_no_answer, null_odds, window_null_score
 from keras_bert_impl.table_columns import table_as_texts
-from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler
+from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler, numpy_text_as_lists
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -262,11 +262,15 @@ class BertSpanExtractor(Task):
             raise ValueError(f"`top_k` must be a positive int, got {top_k!r}.")
         if context is None:  # the examples as `predict` takes them
             examples = self._read_tables(question)[0]
+            if isinstance(examples, str):
+                raise ValueError("answer(question, context) got a question and no context (None): give the context "
+                                 "as the second argument, or the examples as answer((questions, contexts)).")
             single = isinstance(examples, tuple) and len(examples) == 2 and all(isinstance(v, str) for v in examples)
             questions, contexts = self.preprocessor.as_columns(examples)
         else:
-            question = table_as_texts(question, [("question",)], type(self).__name__)  # a Series or dataset column
-            context = table_as_texts(context, [("context",)], type(self).__name__)
+            # A Series or dataset column, or a NumPy array (a 0-d one is its string): a list.
+            question = table_as_texts(numpy_text_as_lists(question), [("question",)], type(self).__name__)
+            context = table_as_texts(numpy_text_as_lists(context), [("context",)], type(self).__name__)
             single = isinstance(question, str) and isinstance(context, str)
             questions = [question] if isinstance(question, str) else list(question)
             contexts = [context] if isinstance(context, str) else list(context)

@@ -4,6 +4,7 @@ import inspect
 import json
 import numbers
 import os
+import types
 import warnings
 
 import keras
@@ -162,8 +163,11 @@ class Task(FunctionalModel):
         self.check_loss(loss)
         metrics, weighted_metrics = (self._metrics_by_name(m) for m in (metrics, weighted_metrics))
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
-        # Recorded once compiled: a compile refused above leaves the model as its last compile made it.
-        self._compile_arguments = arguments
+        # Recorded once compiled: a compile refused above leaves the model as its last compile made it. Untracked:
+        # Keras would add the metric objects given here to the model's own metrics, a second time after the
+        # compiled ones (`evaluate` gave their values twice in its list, and `metrics_names` their names twice).
+        with keras.src.utils.tracking.DotNotTrackScope():
+            self._compile_arguments = arguments
         self._compiled_with_lora = lora_rank(self.backbone) is not None
         if self.compiled_with_default_loss:
             # The reported loss weighs each batch by what the default loss averaged it over (`loss_weight`).
@@ -359,7 +363,7 @@ class Task(FunctionalModel):
     def _read_tables(self, x, y=None, sample_weight=None):
         """pandas DataFrames and Series, and Hugging Face dataset columns, given as `x`, `y` or `sample_weight` ->
         the lists the preprocessor reads: `x=df[["sentence1", "sentence2"]]` is the pair `(texts_a, texts_b)`."""
-        x = table_as_texts(x, self.raw_text_columns, type(self).__name__, y=y)
+        x = table_as_texts(numpy_text_as_lists(x), self.raw_text_columns, type(self).__name__, y=y)
         return x, table_as_labels(y), table_as_labels(sample_weight)
 
     def _check_raw_labels(self, x, y, method):
@@ -390,6 +394,31 @@ class Task(FunctionalModel):
             raise ValueError(f"{takes}; got an array of shape {tuple(x.shape)}: put it in the dict as "
                              f"{expected[0]}, with its {', '.join(expected[1:])}.")
 
+    def _refuse_raw_text_batches(self, x, method):
+        """A Python generator or a `keras.utils.PyDataset` whose batches hold raw strings -> one line. Keras hands such
+        batches to the model untokenized, and each backend stops in its own way ("Invalid dtype: str..." on PyTorch,
+        "Error interpreting argument ... as an abstract array" on JAX, "arrays must be at least rank 1" on TensorFlow).
+        Returns `x`; a generator's first batch, read to look at it, is put back in front."""
+        if isinstance(x, types.GeneratorType):
+            try:
+                first = next(x)
+            except StopIteration:
+                return x  # empty: Keras says so
+            x = _chained(first, x)
+        elif isinstance(x, keras.utils.PyDataset) and x.num_batches:
+            first = x[0]
+        else:
+            return x
+        inputs = first[0] if isinstance(first, tuple) and first else first
+        if _looks_like_text(inputs):
+            kind = "generator" if isinstance(x, types.GeneratorType) else "PyDataset"
+            name = type(self).__name__
+            arguments = "texts" if method == "predict" else "texts, labels"
+            raise ValueError(f"{name}.{method} got a {kind} whose batches hold raw text, which Keras passes to the "
+                             f"model untokenized: give the texts themselves ({method}({arguments}), as lists, arrays "
+                             "or tables), a tf.data.Dataset of strings, or batches of model.preprocessor(texts).")
+        return x
+
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
             shuffle=True, seed=None, validation_split=0.0, class_weight=None, **kwargs):
         """`keras.Model.fit`; `x` may also be raw strings (then `y` are the labels), or a dataset of strings.
@@ -405,6 +434,7 @@ class Task(FunctionalModel):
         self._compile_if_needed()
         self._retrace_if_trainable_changed()
         x, y, sample_weight = self._read_tables(x, y, sample_weight)
+        x = self._refuse_raw_text_batches(x, "fit")
         if isinstance(validation_data, tuple):
             validation_data = self._read_tables(*validation_data)[:len(validation_data)]
         self._check_raw_labels(x, y, "fit")
@@ -455,6 +485,7 @@ class Task(FunctionalModel):
         """`keras.Model.evaluate`; `x` may also be raw strings (`y` the labels)."""
         self._compile_if_needed()
         x, y, sample_weight = self._read_tables(x, y, sample_weight)
+        x = self._refuse_raw_text_batches(x, "evaluate")
         self._check_raw_labels(x, y, "evaluate")
         self._check_feature_inputs(x, "evaluate")
         if self._is_raw(x):
@@ -465,7 +496,7 @@ class Task(FunctionalModel):
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""
-        x = self._read_tables(x)[0]
+        x = self._refuse_raw_text_batches(self._read_tables(x)[0], "predict")
         self._check_feature_inputs(x, "predict")
         if self._is_raw(x) and not _is_dataset(x):
             self._check_preprocessor()
@@ -820,6 +851,27 @@ def joined_processes():
         if jax.process_count() > 1:
             return jax.process_count(), "JAX"
     return 1, None
+
+
+def numpy_text_as_lists(x):
+    """A NumPy array of strings (or, dtype object, of word lists) -> the Python list every preprocessor reads (a 0-d
+    array: its one string, not its characters), also as a part of an `(a, b)` tuple; anything else as it is.
+
+    Example:
+    >>> numpy_text_as_lists(np.array("I loved it")), numpy_text_as_lists((np.array(["a"]), np.array(["b"])))
+    ('I loved it', (['a'], ['b']))
+    """
+    if isinstance(x, np.ndarray) and x.dtype.kind in ("U", "S", "O"):
+        return x.tolist()
+    if isinstance(x, tuple) and any(isinstance(part, np.ndarray) and part.dtype.kind in ("U", "S", "O") for part in x):
+        return tuple(numpy_text_as_lists(part) for part in x)
+    return x
+
+
+def _chained(first, rest):
+    """`first`, then what generator `rest` yields: a generator again, as Keras takes only those."""
+    yield first
+    yield from rest
 
 
 def _is_dataset(x):

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 
 from keras_bert_impl.layers.sequence_pooling import SequencePooling
-from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler
+from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler, numpy_text_as_lists
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -73,23 +73,37 @@ class BertTextEmbedder(Task):
     def default_loss(self):
         return keras.losses.CosineSimilarity()
 
-    def encode(self, texts, batch_size=32, convert_to_numpy=True, convert_to_tensor=False):
+    def _raw_dataset(self, x, y=None, sample_weight=None, **kwargs):
+        if y is not None:
+            check_target_vectors(y, self.backbone.hidden_dim)
+        return super()._raw_dataset(x, y, sample_weight, **kwargs)
+
+    def encode(self, texts, batch_size=32, convert_to_numpy=True, convert_to_tensor=False, normalize_embeddings=False,
+               show_progress_bar=None):
         """Embeddings of raw strings or a feature dict: float32 NumPy `(n, hidden)`, or `(hidden,)` for one string.
 
-        As sentence-transformers' `encode`: a single string gives one vector
-        (a list of one string gives `(1, hidden)`); `convert_to_numpy=True`
-        (the default) is the NumPy array; `convert_to_tensor=True` gives the
-        same values as a tensor of the Keras backend (a `torch.Tensor` on
-        PyTorch, as sentence-transformers gives). `convert_to_numpy=False`
-        alone, sentence-transformers' list of one tensor per text, is refused
-        in one line.
+        As sentence-transformers' `encode`: a single string (or a 0-d NumPy
+        array of one) gives one vector (a list of one string gives
+        `(1, hidden)`); `convert_to_numpy=True` (the default) is the NumPy
+        array; `convert_to_tensor=True` gives the same values as a tensor of
+        the Keras backend (a `torch.Tensor` on PyTorch, as sentence-transformers
+        gives). `convert_to_numpy=False` alone, sentence-transformers' list of
+        one tensor per text, is refused in one line. `normalize_embeddings=True`
+        scales each vector to length 1 (the default model already gives such
+        vectors: `normalize=True`); `show_progress_bar=True` shows Keras's
+        progress bar.
         """
         if not convert_to_numpy and not convert_to_tensor:
             raise ValueError("encode(convert_to_numpy=False) asks for sentence-transformers' list of one tensor per "
                              "text, which BertTextEmbedder does not give: leave convert_to_numpy=True (a NumPy array) "
                              "or pass convert_to_tensor=True (one tensor of the Keras backend).")
+        texts = numpy_text_as_lists(texts)  # a 0-d array: its one string
         single = isinstance(texts, str)
-        embeddings = np.asarray(self.predict([texts] if single else texts, batch_size=batch_size, verbose=0), "float32")
+        verbose = "auto" if show_progress_bar else 0
+        embeddings = np.asarray(self.predict([texts] if single else texts, batch_size=batch_size, verbose=verbose),
+                                "float32")
+        if normalize_embeddings:
+            embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
         if single:
             embeddings = embeddings[0]
         return keras.ops.convert_to_tensor(embeddings) if convert_to_tensor else embeddings
@@ -116,3 +130,33 @@ class BertTextEmbedder(Task):
         else:
             embeddings = self.encode(values)
         return np.atleast_2d(embeddings)
+
+
+def check_target_vectors(y, dim):
+    """Refuses, in one line, labels that are not one target vector per text (`fit` on raw text trains each text's
+    embedding toward its vector): texts (sentence-transformers' pairs) or scores stopped inside tf.data ("Cast int32
+    to string is not supported") or inside the loss, in a message of each backend's own.
+
+    Example:
+    >>> check_target_vectors(np.zeros((2, 4)), 4)
+    >>> check_target_vectors(["a man", "a person"], 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: BertTextEmbedder's `y` is one target vector per text, an array of shape (n, 4) (the loss is the \
+cosine similarity to it); got text ('a man'). It does not train on sentence pairs with scores (sentence-transformers' \
+CosineSimilarityLoss): for a score per pair, fit a BertClassifier(num_classes=1) on (texts_a, texts_b).
+    """
+    try:
+        values = np.asarray(y, dtype="float32")
+        got = f"shape {values.shape}"
+    except (TypeError, ValueError):
+        values = None
+        first = next(iter(np.ravel(np.asarray(y, dtype=object))), None)
+        got = f"text ({first!r})" if isinstance(first, (str, bytes)) else f"{type(y).__name__} {str(y)[:40]}"
+    if values is None or values.ndim != 2 or values.shape[1] != dim:
+        raise ValueError(
+            f"BertTextEmbedder's `y` is one target vector per text, an array of shape (n, {dim}) (the loss is the "
+            f"cosine similarity to it); got {got}. It does not train on sentence pairs with scores "
+            "(sentence-transformers' CosineSimilarityLoss): for a score per pair, fit a BertClassifier(num_classes=1) "
+            "on (texts_a, texts_b)."
+        )
