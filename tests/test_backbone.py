@@ -97,3 +97,33 @@ def test_presets_table_is_a_class_property():
 def test_tiny_preset_params_equal_count_params():
     config = BertBackbone.presets["bert_tiny_en_uncased"]["config"]
     assert BertBackbone(**config).count_params() == 4_385_920
+
+
+def test_on_pytorch_the_weights_are_the_modules_parameters_from_the_start(tmp_path):
+    # Before: a backbone or task that had not been fit yet had no torch parameters (Keras registered its
+    # ParameterDict as a plain attribute while the model was being built): torch.optim.AdamW(model.parameters())
+    # stopped on "an empty parameter list", and torch.onnx export (format="onnx") took the weights for constants
+    # ("Cannot insert a Tensor that requires grad as a constant").
+    if keras.backend.backend() != "torch":
+        pytest.skip("torch.nn.Module parameters are PyTorch's")
+    import torch
+
+    from keras_bert_impl import BertClassifier
+
+    backbone = BertBackbone(**SMALL)
+    classifier = BertClassifier(backbone, num_classes=2)
+    loaded_path = tmp_path / "classifier.keras"
+    classifier.save(loaded_path)
+    loaded = keras.saving.load_model(loaded_path)
+    for model in (backbone, classifier, loaded):
+        parameters = {id(parameter) for parameter in model.parameters()}
+        assert {id(weight.value) for weight in model.weights} <= parameters, type(model).__name__
+    # A step of a torch optimizer over model.parameters() trains the Keras weights.
+    optimizer = torch.optim.SGD(classifier.parameters(), lr=1.0)
+    before = ops.convert_to_numpy(classifier.output_dense.kernel).copy()
+    classifier(_inputs())[:, 1].sum().backward()
+    optimizer.step()
+    assert not np.allclose(ops.convert_to_numpy(classifier.output_dense.kernel), before)
+    pytest.importorskip("onnx")
+    classifier.export(tmp_path / "classifier.onnx", format="onnx", verbose=False)
+    assert (tmp_path / "classifier.onnx").stat().st_size > 0

@@ -147,3 +147,31 @@ def test_on_pytorch_a_savedmodel_export_is_one_line_naming_the_way_there(tmp_pat
         "model.export(path, format='onnx') for the token-id model."
     )
     assert not (tmp_path / "exported").exists()
+
+
+def test_a_pretrainer_exports_its_token_id_model_on_jax_and_is_one_line_on_pytorch(tmp_path):
+    # Before: on JAX Keras named the three feature lengths apart and stopped in the position embedding ("Symbolic
+    # dimension comparison 'd' <= '512' is inconclusive"); on PyTorch "'dict' object has no attribute 'shape'".
+    from keras_bert_impl import BertPretrainer
+
+    backbone = BertBackbone(vocabulary_size=40, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                            max_sequence_length=16)
+    pretrainer = BertPretrainer(backbone, nsp=False)
+    path = tmp_path / "mlm"
+    if TORCH:
+        with pytest.raises(ValueError) as error:
+            pretrainer.export(path)
+        assert str(error.value).startswith("Keras exports a SavedModel from the PyTorch backend only through torch_xla")
+        return
+    pretrainer.export(path, verbose=False)
+    import tensorflow as tf
+
+    served = tf.saved_model.load(str(path))
+    for length, predictions in ((5, 2), (9, 3)):  # any length and number of masked positions
+        rng = np.random.default_rng(length)
+        inputs = {"token_ids": rng.integers(5, 40, (2, length)).astype("int32"),
+                  "segment_ids": np.zeros((2, length), "int32"), "padding_mask": np.ones((2, length), "int32"),
+                  "mask_positions": np.tile(np.arange(1, 1 + predictions, dtype="int32"), (2, 1))}
+        expected = pretrainer.predict(inputs, verbose=0)["mlm"]
+        outputs = served.serve({name: tf.constant(value) for name, value in inputs.items()})
+        np.testing.assert_allclose(outputs["mlm"].numpy(), expected, atol=1e-5)

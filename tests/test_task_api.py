@@ -1350,3 +1350,22 @@ def test_answer_with_a_question_and_no_context_says_so():
         qa.answer("Who wrote it?", None)
     assert str(error.value) == ("answer(question, context) got a question and no context (None): give the context as "
                                 "the second argument, or the examples as answer((questions, contexts)).")
+
+
+def test_an_unknown_argument_of_fit_or_evaluate_is_the_same_line_on_every_backend():
+    # Before: "JAXTrainer.fit() got an unexpected keyword argument 'batchsize'" (TorchTrainer, TensorFlowTrainer on
+    # the others), and evaluate's "Arguments not recognized: {'batchsize': 8}".
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=16))
+    for call, message in (
+        (lambda: classifier.fit(["a", "b"], [0, 1], batchsize=2, verbose=0),
+         "BertClassifier.fit got an unknown argument `batchsize` (did you mean `batch_size`?)."),
+        (lambda: classifier.fit(["a", "b"], [0, 1], num_train_epochs=2, verbose=0),
+         "BertClassifier.fit got an unknown argument `num_train_epochs` (did you mean `epochs`?)."),
+        (lambda: classifier.evaluate(["a", "b"], [0, 1], batchsize=2, verbose=0),
+         "BertClassifier.evaluate got an unknown argument `batchsize` (did you mean `batch_size`?)."),
+    ):
+        with pytest.raises(TypeError) as error:
+            call()
+        assert str(error.value) == message
+    history = classifier.fit(["a", "b"], [0, 1], validation_data=(["c"], [1]), epochs=1, verbose=0).history
+    assert "val_loss" in history  # (fit's own evaluate passes Keras's private keywords)

@@ -28,6 +28,11 @@ class FunctionalModel(keras.Model):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._initialized = True
+        if keras.config.backend() == "torch" and "_torch_params" in self.__dict__:
+            # Keras set its `torch.nn.ParameterDict` of every weight while this model was not initialised, so it went
+            # in as a plain attribute: set again, it is the module's parameters (`model.parameters()` gave none, so a
+            # torch optimizer had nothing to train, and torch.onnx / torch.jit tracing took the weights for constants).
+            self._torch_params = self.__dict__.pop("_torch_params")
 
     def __setattr__(self, name, value):
         is_property = isinstance(getattr(type(self), name, None), property)

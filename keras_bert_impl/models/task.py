@@ -17,7 +17,7 @@ from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
 from keras_bert_impl.models.loss_tracker import LossTracker
 from keras_bert_impl.table_columns import table_as_labels, table_as_texts
-from keras_bert_impl.models.unknown_arguments import check_arguments
+from keras_bert_impl.models.unknown_arguments import check_arguments, check_method_arguments
 from keras_bert_impl.optimizers import GlobalClipAdamW
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -431,6 +431,7 @@ class Task(FunctionalModel):
         (classifiers: `{class id or label name: weight}`) weighs the training
         examples.
         """
+        check_method_arguments(self, "fit", kwargs, keras.Model.fit)
         self._compile_if_needed()
         self._retrace_if_trainable_changed()
         x, y, sample_weight = self._read_tables(x, y, sample_weight)
@@ -483,6 +484,7 @@ class Task(FunctionalModel):
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; `x` may also be raw strings (`y` the labels)."""
+        check_method_arguments(self, "evaluate", kwargs, keras.Model.evaluate)
         self._compile_if_needed()
         x, y, sample_weight = self._read_tables(x, y, sample_weight)
         x = self._refuse_raw_text_batches(x, "evaluate")
@@ -558,6 +560,12 @@ class Task(FunctionalModel):
         """
         takes_features = isinstance(self.input, dict) and sorted(self.input) == sorted(BACKBONE_INPUTS)
         if format != "tf_saved_model" or input_signature is not None or kwargs or not takes_features:
+            if format == "tf_saved_model":
+                from keras_bert_impl.text import saved_model_export  # (TensorFlow writes SavedModels)
+
+                saved_model_export.check_backend_writes_saved_models()
+                if keras.backend.backend() == "jax" and input_signature is None and "jax2tf_kwargs" not in kwargs:
+                    kwargs["jax2tf_kwargs"] = saved_model_export.jax2tf_shapes(self)
             return super().export(filepath, format=format, verbose=verbose, input_signature=input_signature, **kwargs)
         from keras_bert_impl.text.saved_model_export import export_saved_model  # (TensorFlow writes SavedModels)
 

@@ -65,3 +65,41 @@ def check_arguments(cls, kwargs, also_known=(), note=""):
     hint = f" (did you mean `{meant}`?)" if meant else ""
     raise TypeError(f"{cls.__name__} got an unknown argument `{name}`{hint}: it takes {', '.join(parameters)}"
                     f"{'; ' + note if note else '.'}")
+
+
+# Hugging Face `Trainer` / `TrainingArguments` names for the arguments of `fit` and `evaluate`.
+HUGGING_FACE_TRAINING_NAMES = {
+    "num_train_epochs": "epochs",
+    "per_device_train_batch_size": "batch_size",
+    "per_device_eval_batch_size": "batch_size",
+    "train_batch_size": "batch_size",
+    "eval_dataset": "validation_data",
+    "labels": "y",
+}
+
+
+def check_method_arguments(model, method, kwargs, takes):
+    """Raises `TypeError` in one line, the same on every backend, for a keyword the Keras method `takes` does not
+    take (Keras's own message names the backend's trainer, as `JAXTrainer.fit() got an unexpected keyword argument`,
+    or says "Arguments not recognized" in `evaluate`). Names starting with `_` (Keras's own, as `fit` passes to
+    `evaluate`) pass.
+
+    Example:
+    >>> import keras
+    >>> check_method_arguments(keras.Model(), "fit", {"batchsize": 8}, keras.Model.fit)
+    Traceback (most recent call last):
+    ...
+    TypeError: Model.fit got an unknown argument `batchsize` (did you mean `batch_size`?).
+    """
+    parameters = []  # the model's own method's, then Keras's
+    for function in (getattr(type(model), method), takes):
+        parameters += [p for p in inspect.signature(function).parameters
+                       if p not in ("self", "args", "kwargs") and p not in parameters]
+    unknown = sorted(name for name in set(kwargs) - set(parameters) if not name.startswith("_"))
+    if not unknown:
+        return
+    name = unknown[0]
+    meant = HUGGING_FACE_TRAINING_NAMES.get(name) or next(
+        iter(difflib.get_close_matches(name, parameters, n=1, cutoff=0.6)), None)
+    hint = f" (did you mean `{meant}`?)" if meant else f": it takes {', '.join(parameters)}"
+    raise TypeError(f"{type(model).__name__}.{method} got an unknown argument `{name}`{hint}.")

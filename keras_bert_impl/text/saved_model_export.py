@@ -68,13 +68,7 @@ def export_saved_model(task, filepath, verbose=True):
     Returns:
         The endpoints written: name -> its input names.
     """
-    if keras.backend.backend() == "torch":
-        raise ValueError(
-            "Keras exports a SavedModel from the PyTorch backend only through torch_xla: export from the TensorFlow "
-            "or JAX backend instead (save the model with model.save('model.keras'), load it there with "
-            "keras.saving.load_model after `import keras_bert_impl`, then export), or use "
-            "model.export(path, format='onnx') for the token-id model."
-        )
+    check_backend_writes_saved_models()
     archive = keras.export.ExportArchive()
     archive.track(task)
     serve_features = _add_features_endpoint(archive, task)
@@ -94,6 +88,34 @@ def export_saved_model(task, filepath, verbose=True):
         listed = ", ".join(f"{name}({', '.join(inputs)})" for name, inputs in endpoints.items())
         print(f"Saved {type(task).__name__} as a SavedModel at {os.fspath(filepath)}: {listed}.")
     return endpoints
+
+
+def check_backend_writes_saved_models():
+    """Refuses, in one line, a SavedModel export from the PyTorch backend (Keras writes one there only through
+    torch_xla, and stops otherwise inside its tracing: "'dict' object has no attribute 'shape'")."""
+    if keras.backend.backend() == "torch":
+        raise ValueError(
+            "Keras exports a SavedModel from the PyTorch backend only through torch_xla: export from the TensorFlow "
+            "or JAX backend instead (save the model with model.save('model.keras'), load it there with "
+            "keras.saving.load_model after `import keras_bert_impl`, then export), or use "
+            "model.export(path, format='onnx') for the token-id model."
+        )
+
+
+def jax2tf_shapes(model):
+    """`jax2tf_kwargs` for Keras's own SavedModel export of `model` (a task whose inputs are more than the packed
+    features, e.g. the pretrainer's `mask_positions`) on JAX: the packed features share one symbolic batch size
+    and length, bounded by the position table (Keras names every unknown length apart, and the position embedding
+    then stops on "Symbolic dimension comparison 'd' <= '512' is inconclusive"); other inputs keep a length of
+    their own."""
+    names = iter(f"length_{index}" for index in range(len(model.input)))
+    shapes = {name: "(batch, length)" if name in FEATURE_NAMES else f"(batch, {next(names)})" for name in model.input}
+    return {
+        "polymorphic_shapes": [shapes],
+        "polymorphic_constraints": [f"length <= {model.backbone.max_sequence_length}"],
+        "native_serialization_platforms": JAX_PLATFORMS,
+        "with_gradient": False,
+    }
 
 
 def _add_features_endpoint(archive, task):
