@@ -124,6 +124,8 @@ def test_on_pytorch_the_weights_are_the_modules_parameters_from_the_start(tmp_pa
     classifier(_inputs())[:, 1].sum().backward()
     optimizer.step()
     assert not np.allclose(ops.convert_to_numpy(classifier.output_dense.kernel), before)
-    pytest.importorskip("onnx")
-    classifier.export(tmp_path / "classifier.onnx", format="onnx", verbose=False)
-    assert (tmp_path / "classifier.onnx").stat().st_size > 0
+    import importlib.util
+
+    if importlib.util.find_spec("onnx") is not None:  # (torch.onnx needs it; not a dependency)
+        classifier.export(tmp_path / "classifier.onnx", format="onnx", verbose=False)
+        assert (tmp_path / "classifier.onnx").stat().st_size > 0
