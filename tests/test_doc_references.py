@@ -58,3 +58,15 @@ def test_the_sources_name_the_package():
 def test_every_dotted_name_exists():
     missing = [f"{where}: {name}" for name, where in sorted(_names().items()) if not _resolves(name)]
     assert not missing, "names of no module or attribute of the package:\n" + "\n".join(missing)
+
+
+def test_the_architecture_page_names_every_module():
+    """docs/architecture.md is the newcomer's map: a module it does not name is a room nobody was shown."""
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    package = REPO / "keras_bert_impl"
+    unnamed = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path.name != "__init__.py" and not re.search(rf"(?<![\w]){re.escape(path.name)}(?![\w])", page)
+    )
+    assert not unnamed, "docs/architecture.md does not name these modules (add a line each to 'What each folder holds'):\n" + "\n".join(unnamed)
