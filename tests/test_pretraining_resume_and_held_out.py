@@ -335,3 +335,30 @@ def test_a_corpus_of_short_sentences_pretrains_and_probes_its_longest_lines(shor
         tokens[probe["mask_positions"][row][real]] = probe["mask_ids"][row][real]
         length = int(probe["padding_mask"][row].sum())
         assert tokens[1:length - 1].tolist() == [int(t) for t in tokenizer.tokenize([line]).to_list()[0]][:30]
+
+
+# === Defect: a second resume named the previous resume's --learning_rate as the one the run was started with ===
+
+def test_every_resume_names_the_value_the_run_was_started_with(tmp_path):
+    from keras_bert_impl.training.pretraining_checks import check_resumable, record_run_config, resume_change_message
+
+    settings = {"sequence_length": 32, "num_steps": 2, "learning_rate": 1e-3, "warmup_steps": 1, "adam_beta2": 0.999}
+    record_run_config(str(tmp_path), settings, fresh=True)  # the run starts
+    first = dict(settings, num_steps=4, learning_rate=5e-4)  # resumed with a lower learning rate
+    assert [resume_change_message(*c) for c in check_resumable(str(tmp_path), first)] == [
+        "Resuming with --learning_rate 0.0005 (the run was started with 0.001).",
+        "Resuming with --num_steps 4 (the run was started with 2)."]
+    record_run_config(str(tmp_path), first)  # after the resumed run's checkpoint
+    record_run_config(str(tmp_path), first)  # the next checkpoint: unchanged
+    second = dict(settings, num_steps=6, learning_rate=2e-4)
+    assert [resume_change_message(*c) for c in check_resumable(str(tmp_path), second)] == [
+        "Resuming with --learning_rate 0.0002 (the run was started with 0.001; its last checkpoint was written "
+        "with 0.0005).",
+        "Resuming with --num_steps 6 (the run was started with 2; its last checkpoint was written with 4)."]
+    record_run_config(str(tmp_path), second)
+    recorded = json.loads((tmp_path / "run_config.json").read_text())
+    assert recorded["learning_rate"] == 2e-4 and recorded["started_with"] == {"num_steps": 2, "learning_rate": 1e-3}
+    assert check_resumable(str(tmp_path), second) == []  # the same command again: nothing changed, nothing said
+    # A record left by a failed start without a checkpoint is no earlier run's: a fresh start replaces it whole.
+    record_run_config(str(tmp_path), settings, fresh=True)
+    assert json.loads((tmp_path / "run_config.json").read_text()) == settings

@@ -44,6 +44,9 @@ RUN_DEFINING_SETTINGS = (
 # are not recorded and may always change.
 MAY_CHANGE_ON_RESUME = ("num_steps", "learning_rate", "warmup_steps")
 RUN_CONFIG_FILE = "run_config.json"
+# The key of run_config.json that keeps the values the run was started with of the `MAY_CHANGE_ON_RESUME`
+# settings a resume changed (the top-level values are those of the last checkpoint's command).
+STARTED_WITH_KEY = "started_with"
 # Keys of run_config.json files written by earlier versions -> today's names.
 LEGACY_KEYS = {"seq_length": "sequence_length"}
 # Settings that earlier versions did not record, with the value those versions used.
@@ -178,7 +181,8 @@ def check_resumable(model_dir, settings, checkpoint=None):
         checkpoint: the checkpoint that would be resumed, named in the error.
 
     Returns:
-        The `(key, recorded, now)` of the settings that changed and may change.
+        The `(key, started, last, now)` of the settings that changed and may change: the value the run was
+        started with, the one its last checkpoint was written with (`record_run_config`) and this command's.
     """
     saved = read_run_config(model_dir)
     if saved is None:
@@ -187,6 +191,7 @@ def check_resumable(model_dir, settings, checkpoint=None):
             f"but no {RUN_CONFIG_FILE} (the settings the run was started with), so this command's flags cannot be "
             "checked against the run's; refusing to resume it: use a new --model_dir"
         )
+    started = saved.pop(STARTED_WITH_KEY, None) or {}
     saved = {**LEGACY_DEFAULTS, **saved}
     settings = json.loads(json.dumps(settings))
     for key in UNRECORDED_BEFORE:
@@ -211,17 +216,41 @@ def check_resumable(model_dir, settings, checkpoint=None):
             + ". Only " + ", ".join(_flag(key) for key in MAY_CHANGE_ON_RESUME)
             + " may change on resume: " + " and ".join(advice) + ", or use a new --model_dir."
         )
-    return differ
+    return [(key, started.get(key, old), old, new) for key, old, new in differ]
 
 
-def record_run_config(model_dir, settings):
+def resume_change_message(key, started, last, now):
+    """The line a resumed run prints for a `MAY_CHANGE_ON_RESUME` setting it changes (`check_resumable`'s tuple).
+
+    >>> resume_change_message("learning_rate", 0.001, 0.0005, 0.0002)
+    'Resuming with --learning_rate 0.0002 (the run was started with 0.001; its last checkpoint was written with 0.0005).'
+    >>> resume_change_message("num_steps", 2, 2, 4)
+    'Resuming with --num_steps 4 (the run was started with 2).'
+    """
+    line = f"Resuming with --{key} {now} (the run was started with {started}"
+    if last != started:
+        line += f"; its last checkpoint was written with {last}"
+    return line + ")."
+
+
+def record_run_config(model_dir, settings, fresh=False):
     """Writes `<model_dir>/run_config.json` atomically, unless it already says the same.
 
     The run calls it before training starts (so the settings are on disk before any checkpoint can be) and
-    after each checkpoint (to record a changed `MAY_CHANGE_ON_RESUME` setting once a checkpoint used it).
+    after each checkpoint (to record a changed `MAY_CHANGE_ON_RESUME` setting once a checkpoint used it). The
+    value a run was started with of each such setting a resume changed stays under `STARTED_WITH_KEY`, so that
+    every later resume names the original value (not the previous resume's). `fresh`: the run starts from step 0
+    (a record left by a failed start without a checkpoint is no earlier run's).
     """
     settings = json.loads(json.dumps(settings))
-    if read_run_config(model_dir) == settings:
+    recorded = read_run_config(model_dir)
+    if recorded is not None and not fresh:
+        last = {key: value for key, value in recorded.items() if key != STARTED_WITH_KEY}
+        started = {**{key: last[key] for key in MAY_CHANGE_ON_RESUME
+                      if key in last and last[key] != settings.get(key)}, **(recorded.get(STARTED_WITH_KEY) or {})}
+        if started:
+            settings[STARTED_WITH_KEY] = started
+    if recorded == settings:
         return
     atomic_write_json(os.path.join(model_dir, RUN_CONFIG_FILE), settings)
 

@@ -39,6 +39,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
     check_resumable,
     read_run_config,
     record_run_config,
+    resume_change_message,
     run_settings,
 )
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
@@ -264,8 +265,8 @@ def _run_pretraining(config, dataset_fn, held):
                 f"--num_steps={config.num_steps} is below step {start_step} of the checkpoint {latest}: a run "
                 f"cannot be shortened; pass --num_steps >= {start_step}, or use a new --model_dir"
             )
-        for key, old, new in changed:
-            print(f"Resuming with --{key} {new} (the run was started with {old}).", flush=True)
+        for change in changed:
+            print(resume_change_message(*change), flush=True)
 
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
@@ -380,7 +381,7 @@ def _run_pretraining(config, dataset_fn, held):
     if chief and not latest:
         # The run's settings are on disk (atomically) before its first checkpoint can be: a run killed between
         # the two would otherwise leave a checkpoint that any flags could resume.
-        record_run_config(config.model_dir, settings)
+        record_run_config(config.model_dir, settings, fresh=True)
     run_callbacks = [
         restoring_at_first_batch(restored),  # PyTorch: each process's dropout stream goes on where it was
         callbacks_lib.NaNGuard(start_step, manager),
