@@ -128,6 +128,9 @@ class BertSpanExtractor(Task):
     hugging_face_head_prefix = "qa_outputs"
     raw_labels = ("answers", "(questions, contexts), answers")
     raw_text_columns = (("question", "context"),)
+    # `export`'s `serve(question, context)`: `answer` in the graph, sliding windows included.
+    serving_text_inputs = {"serve": ("question", "context")}
+    serving_text_graph = "answer"
 
     def hugging_face_head_dense(self):
         return self.span_head.dense

@@ -75,9 +75,12 @@ class Task(FunctionalModel):
     # The table columns `x` may be, by example names (said when a table of other columns is given).
     raw_text_columns = (("text",),)
     # The SavedModel endpoints `export` writes that take raw text: endpoint -> its `[batch]` string inputs (the first
-    # is also `serving_default`). Empty: the task's text runs through Python (span windows, word alignment), and the
-    # SavedModel takes packed features only.
+    # is also `serving_default`). Empty: the SavedModel takes packed features only.
     serving_text_inputs = {}
+    # None: the text endpoints pack the preprocessor's features and return `serving_outputs`; else the name of the
+    # graph in `text/saved_model_export.py` that runs the task's whole text pipeline ("entities": the tagger's
+    # `predict_entities`; "answer": the span extractor's `answer`, windows included).
+    serving_text_graph = None
 
     def hugging_face_head_dense(self):
         """The `Dense` layer that holds a transformers checkpoint's task head (`hugging_face_head_prefix`)."""
@@ -548,9 +551,11 @@ class Task(FunctionalModel):
 
         With `format="tf_saved_model"` (the default) and no `input_signature`, the SavedModel's `serve` endpoint
         (also `serving_default`) tokenizes and packs `[batch]` strings inside the graph and returns the task's named
-        outputs (`serving_outputs`: a classifier's `logits`, `probabilities`, `label_id`, `label`); `serve_features`
-        takes packed token ids (`keras_bert_impl.text.saved_model_export` says more). Other formats, or an
-        `input_signature`, export the token-id model as Keras does.
+        outputs (`serving_outputs`: a classifier's `logits`, `probabilities`, `label_id`, `label`; a tagger's words,
+        tags and entities as `predict_entities` finds them; a span extractor's `serve(question, context)` gives the
+        answer of `answer`, windows and all); `serve_features` takes packed token ids
+        (`keras_bert_impl.text.saved_model_export` says more). Other formats, or an `input_signature`, export the
+        token-id model as Keras does.
 
         Example:
         >>> classifier.export("sentiment_savedmodel")  # doctest: +SKIP

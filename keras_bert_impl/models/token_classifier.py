@@ -143,6 +143,14 @@ class BertTokenClassifier(Task):
     def serving_outputs(self, outputs):
         return {"logits": outputs}  # per WordPiece; the first piece of each word is the word's
 
+    # `export`'s `serve(text)`: `predict_entities` in the graph (words, their tags, the entities).
+    serving_text_graph = "entities"
+
+    @property
+    def serving_text_inputs(self):
+        """`serve(text)` where the tags have names (`predict_entities` needs them); else packed features only."""
+        return {"serve": ("text",)} if self.label_names is not None else {}
+
     @classmethod
     def preprocessor_class(cls):
         from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
