@@ -7,6 +7,13 @@ Example:
 
 import argparse
 
+import sys
+
+if __name__ == "__main__" and "tensorflow" not in sys.modules:  # (not when a test runs it in its own process)
+    from command_line import quiet_native_logs
+
+    quiet_native_logs()  # before the imports below (TensorFlow): its start-up log lines off stderr
+
 from keras_bert_impl.text.vocabulary import build_vocabulary, print_progress
 
 

@@ -29,7 +29,9 @@ import json
 import sys
 
 from command_line import (
-    OneLineParser, add_lora_argument, add_run_arguments, config_from_args, one_line_on_ctrl_c, positive, run_recipe,
+    OneLineParser, add_lora_argument, add_run_arguments, config_from_args, one_line_on_ctrl_c, positive,
+    quiet_native_logs,
+    run_recipe,
 )
 
 
@@ -83,5 +85,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    quiet_native_logs()  # TensorFlow's start-up log lines off stderr (--debug: all of them)
     one_line_on_ctrl_c()  # before main imports Keras and TensorFlow (seconds): Ctrl-C then is one line too
     sys.exit(main())

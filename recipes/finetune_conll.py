@@ -36,7 +36,9 @@ Tag raw text with the fine-tuned model (no training; `--epochs 0` needs a fine-t
 
 import json
 
-from command_line import OneLineParser, add_lora_argument, add_run_arguments, one_line_on_ctrl_c, run_recipe
+from command_line import (
+    OneLineParser, add_lora_argument, add_run_arguments, one_line_on_ctrl_c, quiet_native_logs, run_recipe,
+)
 
 
 def parse_args(argv=None):
@@ -97,5 +99,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    quiet_native_logs()  # TensorFlow's start-up log lines off stderr (--debug: all of them)
     one_line_on_ctrl_c()  # before main imports Keras and TensorFlow (seconds): Ctrl-C then is one line too
     main()

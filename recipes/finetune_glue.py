@@ -22,7 +22,9 @@ import json
 import os
 import sys
 
-from command_line import OneLineParser, add_lora_argument, add_run_arguments, one_line_on_ctrl_c, run_recipe
+from command_line import (
+    OneLineParser, add_lora_argument, add_run_arguments, one_line_on_ctrl_c, quiet_native_logs, run_recipe,
+)
 
 TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
@@ -107,5 +109,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    quiet_native_logs()  # TensorFlow's start-up log lines off stderr (--debug: all of them)
     one_line_on_ctrl_c()  # before main imports Keras and TensorFlow (seconds): Ctrl-C then is one line too
     sys.exit(main())

@@ -20,6 +20,13 @@ Example:
 import argparse
 import json
 
+import sys
+
+if __name__ == "__main__" and "tensorflow" not in sys.modules:  # (not when a test runs it in its own process)
+    from command_line import quiet_native_logs
+
+    quiet_native_logs()  # before the imports below (TensorFlow): its start-up log lines off stderr
+
 from keras_bert_impl.data.array_pretraining import write_document_arrays
 from keras_bert_impl.data.document_records import tokenize_documents, write_document_records
 from keras_bert_impl.text.tokenizer import BertTokenizer

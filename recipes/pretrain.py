@@ -18,9 +18,10 @@ import argparse
 import os
 import sys
 
-from command_line import exit_on_user_error, one_line_on_ctrl_c, seed_value
+from command_line import exit_on_user_error, one_line_on_ctrl_c, quiet_native_logs, seed_value
 
 if __name__ == "__main__":
+    quiet_native_logs()  # TensorFlow's start-up log lines off stderr (--debug: all of them)
     one_line_on_ctrl_c()  # before the imports below (Keras, TensorFlow: seconds): Ctrl-C then is one line too
 
 import keras

@@ -230,3 +230,98 @@ def test_a_ctrl_c_lost_in_a_callback_comes_again_instead_of_the_run_going_on():
     result = subprocess.run([sys.executable, "-c", script], cwd=os.path.join(REPO, "recipes"), capture_output=True,
                             text=True, timeout=300, preexec_fn=_default_sigint)
     assert (result.returncode, result.stdout, result.stderr) == (130, "", STARTING + "\n")
+
+
+# === Defect: TensorFlow's start-up log lines (oneDNN, cuda drivers, "This TensorFlow binary is optimized", absl's
+# notice, cuInit) cluttered the stderr of every recipe; TensorFlow 2.19+ logs them through absl, whatever
+# TF_CPP_MIN_LOG_LEVEL says ===
+
+NATIVE_LINES = (  # as TensorFlow 2.21 wrote them on a CPU machine, and the cuDNN line of a GPU machine
+    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+    b"I0000 00:00:1796012865.443431   13738 port.cc:153] oneDNN custom operations are on. You may see slightly "
+    b"different numerical results due to floating-point round-off errors from different computation orders.\n"
+    b"I0000 00:00:1796012865.443741   13738 cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU "
+    b"will not be used.\n"
+    b"I0000 00:00:1796012865.484045   13738 cpu_feature_guard.cc:227] This TensorFlow binary is optimized to use "
+    b"available CPU instructions in performance-critical operations.\n"
+    b"To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow with the "
+    b"appropriate compiler flags.\n"
+    b"E0000 00:00:1758131045.203198 3722035 cuda_dnn.cc:8579] Unable to register cuDNN factory: Attempting to "
+    b"register factory for plugin cuDNN when one has already been registered\r\n"
+    b"2025-09-17 14:44:05.176998: E external/local_xla/xla/stream_executor/cuda/cuda_fft.cc:467] Unable to register "
+    b"cuFFT factory: Attempting to register factory for plugin cuFFT when one has already been registered\n"
+    b"E0000 00:00:1796012868.886684   13738 util.cc:131] oneDNN supports DT_INT64 only on platforms with AVX-512. "
+    b"Falling back to the default Eigen-based implementation if present.\n"
+    b"E0000 00:00:1796012868.016785   13738 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: "
+    b"Failed call to cuInit: UNKNOWN ERROR (303)\n"
+)
+
+
+def _filtered(data, level=2, nvidia_driver=False):
+    source_read, source_write = os.pipe()
+    target_read, target_write = os.pipe()
+    os.write(source_write, data)
+    os.close(source_write)
+    command_line._forward_lines(source_read, target_write, command_line.native_noise(level, nvidia_driver))
+    os.close(source_read)
+    os.close(target_write)
+    with os.fdopen(target_read, "rb") as target:
+        return target.read()
+
+
+def test_the_native_filter_drops_only_whole_start_up_lines():
+    real = (b"E0000 00:00:1796012868.1   13738 bfc_allocator.cc:1] Allocator ran out of memory\n"
+            b"Traceback (most recent call last):\nerror: --train_file x.csv: no such file\n")
+    progress = b"\r 50%|#####     | 1/2"  # a partial line (a progress bar on stderr) passes at once
+    assert _filtered(NATIVE_LINES + real + progress) == real + progress
+    # With an NVIDIA driver, a failed cuInit is news; at TF_CPP_MIN_LOG_LEVEL=1 the errors and warnings stay.
+    assert _filtered(NATIVE_LINES, nvidia_driver=True).endswith(b"(303)\n")
+    assert _filtered(NATIVE_LINES, level=1) == b"".join(
+        line for line in NATIVE_LINES.splitlines(keepends=True) if line.startswith((b"E", b"2025")))
+    assert _filtered(b"I0000 00:00:1.2  1 port.cc:153] an info line without its newline") == b""
+
+
+@pytest.mark.parametrize("level, argv, shown", [
+    (None, [], ("2", "")),  # the default: quiet
+    (None, ["--debug"], ("None", "I0000")),  # --debug: every line, TF_CPP_MIN_LOG_LEVEL untouched
+    ("0", [], ("0", "I0000")),  # the user's level is kept, and followed
+    ("1", [], ("1", "")),
+])
+def test_quiet_native_logs_follows_the_users_level_and_debug_shows_everything(level, argv, shown):
+    script = ("import os, sys\n"
+              "import command_line\n"
+              "command_line.quiet_native_logs()\n"
+              "print(os.environ.get('TF_CPP_MIN_LOG_LEVEL'))\n"
+              "os.write(2, b'I0000 00:00:1796012865.4   13738 port.cc:153] oneDNN custom operations are on.\\n')\n")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    if level is not None:
+        env["TF_CPP_MIN_LOG_LEVEL"] = level
+    result = subprocess.run([sys.executable, "-c", script, *argv], cwd=os.path.join(REPO, "recipes"),
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert (result.returncode, result.stdout.strip(), result.stderr[:5]) == (0, *shown), result.stderr
+
+
+def test_the_filter_outlives_a_killed_recipe_and_passes_its_last_words():
+    script = ("import os, signal, sys\n"
+              "import command_line\n"
+              "command_line.quiet_native_logs()\n"
+              "os.write(2, b'I0000 00:00:1796012865.4   13738 port.cc:153] oneDNN custom operations are on.\\n')\n"
+              "print('error: the last words', file=sys.stderr, flush=True)\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run([sys.executable, "-c", script], cwd=os.path.join(REPO, "recipes"), capture_output=True,
+                            text=True, timeout=300, env=env)
+    assert (result.returncode, result.stderr) == (-signal.SIGKILL, "error: the last words\n")
+
+
+def test_a_recipe_that_imported_tensorflow_prints_only_its_one_line(tmp_path):
+    """finetune_classifier.py imports TensorFlow before it reads its files: its stderr is the one error line."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    missing = tmp_path / "train.csv"
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "recipes", "finetune_classifier.py"), "--train_file", str(missing),
+         "--validation_file", str(missing), "--text_column", "sentence", "--label_column", "label",
+         "--model_dir", str(tmp_path / "run"), "--strategy", "cpu"],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: "), result.stderr
