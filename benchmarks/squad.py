@@ -331,9 +331,10 @@ def run_huggingface(args, train_features, eval_features, eval_gold):
         seconds.append(time.perf_counter() - start)
         outputs.append((start_logits, end_logits))
     start = time.perf_counter()
-    processed = postprocess_predictions(eval_features, *outputs[0])
+    processed = postprocess_predictions(eval_features, *outputs[0], nbest=False)  # as predict_squad
     postprocess_seconds = time.perf_counter() - start
-    if any(postprocess_predictions(eval_features, *o).predictions != processed.predictions for o in outputs[1:]):
+    if any(postprocess_predictions(eval_features, *o, nbest=False).predictions != processed.predictions
+           for o in outputs[1:]):
         raise AssertionError("a later prediction pass changed answers")
     metrics = evaluate_v1(eval_gold, processed.predictions)
     report = {}

@@ -71,9 +71,11 @@ def byte_to_char_offsets(text, byte_starts, byte_ends):
     """
     byte_starts = np.asarray(byte_starts, np.int64)
     byte_ends = np.asarray(byte_ends, np.int64)
-    encoded_lengths = np.fromiter((len(ch.encode("utf-8")) for ch in text), dtype=np.int64, count=len(text))
-    if int(encoded_lengths.sum()) == len(text):  # ASCII: bytes are characters
+    if text.isascii():  # bytes are characters
         return byte_starts, byte_ends
+    # Each character's UTF-8 length from its code point (1 below U+0080, 2 below U+0800, 3 below U+10000, else 4).
+    code_points = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    encoded_lengths = 1 + (code_points >= 0x80) + (code_points >= 0x800) + (code_points >= 0x10000).astype(np.int64)
     char_of_byte = np.append(np.repeat(np.arange(len(text), dtype=np.int64), encoded_lengths), len(text))
     starts = char_of_byte[byte_starts]
     ends = char_of_byte[np.maximum(byte_ends - 1, 0)] + 1

@@ -127,6 +127,7 @@ def predict_squad(
         max_answer_length=max_answer_length,
         version_2_with_negative=version_2,
         null_score_diff_threshold=0.0 if null_score_diff_threshold is None else null_score_diff_threshold,
+        nbest=False,  # the result keeps no n-best lists: the answers and null odds alone are array operations
     )
     postprocess_seconds = time.perf_counter() - start
     has_gold = gold is not None and _has_gold_answers(gold)

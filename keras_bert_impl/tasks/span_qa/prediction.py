@@ -10,7 +10,9 @@
   end_logit[CLS]` over the windows, and `null_odds[id] = null_score -
   best_span_score` (the official `na_probs`): the one null rule,
   `keras_bert_impl.models.span_decoding`, which `BertSpanExtractor.answer`
-  applies too.
+  applies too. Every window is searched at once with array operations
+  (`span_decoding.window_spans`); `nbest=False` (what `predict_squad` uses)
+  also finds each example's best answer without Python per candidate.
 - `apply_null_threshold(best_answers, null_odds, threshold)`: "" where
   `null_odds > threshold` (`evaluation.tune_null_threshold` picks the
   threshold that maximises F1 on a dev file, as the BERT paper does).
@@ -26,15 +28,21 @@ Example:
 {'text': 'The cat', 'score': 11.2, 'probability': 0.93, 'start': 0, 'end': 7}
 """
 
-import collections
 import dataclasses
+import itertools
 
 import numpy as np
 
 from keras_bert_impl.layers.span_head import MASKED_LOGIT
 from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import check_packable
-from keras_bert_impl.models.span_decoding import is_no_answer, null_odds, null_score
+from keras_bert_impl.models.span_decoding import (
+    example_null_scores,
+    is_no_answer,
+    null_odds,
+    window_null_scores,
+    window_spans,
+)
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.reading import SquadExample
 
@@ -60,12 +68,12 @@ class SquadPredictions:
     null_odds: dict
 
 
-def _top_indices(logits, valid, k):
-    candidates = np.flatnonzero(valid)
-    if candidates.size > k:
-        order = np.argpartition(-logits[candidates], k - 1)[:k]
-        candidates = candidates[order]
-    return candidates[np.argsort(-logits[candidates], kind="stable")]
+def _first_per_group(groups, num_groups):
+    """For each group id in `range(num_groups)`, the first index `i` with `groups[i] == id`, -1 where none."""
+    first = np.full(num_groups, -1, np.int64)
+    ids, index = np.unique(groups, return_index=True)
+    first[ids] = index
+    return first
 
 
 def postprocess_predictions(
@@ -76,8 +84,17 @@ def postprocess_predictions(
     max_answer_length=30,
     version_2_with_negative=False,
     null_score_diff_threshold=0.0,
+    nbest=True,
 ):
     """Turns window logits into answer texts (see the module docstring).
+
+    The search runs on every window at once (`span_decoding.window_spans`: the top starts and ends of each
+    window by one partial sort, their pairs, scores and masks as `(windows, n_best_size, n_best_size)` arrays).
+    An example's candidates rank by score; equal scores in window order, then the start's rank, then the end's
+    rank (equal logits rank the lower position first). The best answer of every example is found by array
+    operations; the n-best lists sort only the candidates that can be among an example's `2 * n_best_size`
+    best and walk them in Python until `n_best_size` distinct texts are found (reading on, in order, where
+    texts repeat more).
 
     Args:
         features: `keras_bert_impl.tasks.span_qa.features.SquadFeatures`.
@@ -88,6 +105,8 @@ def postprocess_predictions(
         max_answer_length: longest answer in tokens.
         version_2_with_negative: SQuAD v2.0: consider "no answer".
         null_score_diff_threshold: v2.0: predict "" if `null_odds` exceeds it.
+        nbest: False leaves `SquadPredictions.nbest` empty (`predict_squad`: the
+            predictions, best answers and null odds are the same, sooner).
 
     Returns:
         `SquadPredictions`.
@@ -99,65 +118,122 @@ def postprocess_predictions(
             f"Got logits for {len(start_logits)}/{len(end_logits)} windows, but there are "
             f"{len(features)} windows: predict over `features` in order without dropping any."
         )
-    windows_of_example = collections.defaultdict(list)
-    for window, example_index in enumerate(features.example_index):
-        windows_of_example[int(example_index)].append(window)
+    examples = features.examples
+    num_examples, num_windows = len(examples), len(features)
+    example_of_window = np.asarray(features.example_index, np.int64)
+    length = min(start_logits.shape[1], features.token_char_start.shape[1])
+    char_start = features.token_char_start[:, :length]
+    char_end = features.token_char_end[:, :length]
+    in_context = char_start >= 0
+    found = window_spans(start_logits[:, :length], end_logits[:, :length],
+                         in_context & features.token_is_max_context[:, :length], in_context,
+                         n_best_size, max_answer_length)
+    k = found["start"].shape[1]
+    score = found["score"].reshape(num_windows, k * k)
+    valid = found["valid"].reshape(num_windows, k * k)
+    spans_of_window = valid.sum(axis=1)
+    masked = np.where(valid, score, -np.inf)
+
+    def fields_of(window, flat):
+        """score, start logit, end logit, start char, end char of the pairs `flat` (i * k + j) of `window`."""
+        i, j = flat // k, flat % k
+        return (score[window, flat], found["start_logit"][window, i], found["end_logit"][window, j],
+                char_start[window, found["start"][window, i]], char_end[window, found["end"][window, j]])
+
+    example_null, has_window = example_null_scores(window_null_scores(start_logits, end_logits), example_of_window,
+                                                   num_examples)
+    example_null, has_window = example_null.tolist(), has_window.tolist()
+    if nbest and k:
+        # A window's (2 * n_best_size)-th best score bounds its example's: only spans scoring at least the highest
+        # such bound of an example's windows can be among the example's 2 * n_best_size best, so only they are
+        # sorted (all of one score at least, and in full order: a prefix of the example's whole ranking).
+        head_size = max(2 * n_best_size, 1)
+        if k * k > head_size:
+            window_bound = np.partition(masked, k * k - head_size, axis=1)[:, k * k - head_size]
+        else:
+            window_bound = np.full(num_windows, -np.inf, masked.dtype)
+        bound = np.full(num_examples, -np.inf, masked.dtype)
+        np.maximum.at(bound, example_of_window, window_bound)
+        keep = valid & (score >= bound[example_of_window][:, None])
+        window, flat = np.nonzero(keep)  # row-major: window, start rank, end rank
+        example_of_candidate = example_of_window[window]
+        order = np.lexsort((-score[window, flat], example_of_candidate))
+        rows = list(zip(*(field[order].tolist() for field in fields_of(window, flat))))
+        kept = np.bincount(example_of_candidate, minlength=num_examples)[:num_examples]
+        row_offsets = np.concatenate([[0], np.cumsum(kept)]).tolist()
+        more = (np.bincount(example_of_window, weights=spans_of_window, minlength=num_examples)[:num_examples]
+                > kept).tolist()
+
+        def rest_of(example_index):
+            """The example's spans after the kept ones, best first (made when first read)."""
+            windows = np.flatnonzero(example_of_window == example_index)
+            window, flat = np.nonzero(valid[windows] & ~keep[windows])
+            window = windows[window]
+            order = np.argsort(-score[window, flat], kind="stable")
+            yield from zip(*(field[order].tolist() for field in fields_of(window, flat)))
+    elif k:
+        # The best span of each window (the first of equal scores), then of each example (the first window's).
+        best_flat = masked.argmax(axis=1)
+        rows_with = np.arange(num_windows)
+        only_minus_inf = (spans_of_window > 0) & ~valid[rows_with, best_flat]  # every valid span scores -inf
+        best_flat[only_minus_inf] = valid[only_minus_inf].argmax(axis=1)
+        window_best = masked[rows_with, best_flat]
+        has_span = spans_of_window > 0
+        example_best = np.full(num_examples, -np.inf, masked.dtype)
+        np.maximum.at(example_best, example_of_window[has_span], window_best[has_span])
+        is_best = has_span & (window_best == example_best[example_of_window])
+        best_window = _first_per_group(example_of_window[is_best], num_examples)
+        best_window = np.flatnonzero(is_best)[best_window] if is_best.any() else best_window
+        with_span = np.flatnonzero(_first_per_group(example_of_window[has_span], num_examples) >= 0)
+        best = [None] * num_examples
+        windows = best_window[with_span]
+        for example_index, row in zip(with_span.tolist(), zip(*(f.tolist() for f in fields_of(windows,
+                                                                                             best_flat[windows])))):
+            best[example_index] = row
+    else:
+        best = [None] * num_examples
+        rows, row_offsets, more = [], [0] * (num_examples + 1), [False] * num_examples
 
     predictions, best_answers, nbest_all, all_null_odds = {}, {}, {}, {}
-    for example_index, example in enumerate(features.examples):
-        windows = windows_of_example.get(example_index, [])
-        candidates = []
-        example_null_score = null_score(start_logits, end_logits, windows)
-        for w in windows:
-            length = min(start_logits.shape[1], features.token_char_start.shape[1])
-            starts = start_logits[w, :length]
-            ends = end_logits[w, :length]
-            char_start = features.token_char_start[w, :length]
-            char_end = features.token_char_end[w, :length]
-            in_context = char_start >= 0
-            start_indexes = _top_indices(starts, in_context & features.token_is_max_context[w, :length], n_best_size)
-            end_indexes = _top_indices(ends, in_context, n_best_size)
-            if start_indexes.size == 0 or end_indexes.size == 0:
-                continue
-            span_lengths = end_indexes[None, :] - start_indexes[:, None] + 1
-            valid = (span_lengths >= 1) & (span_lengths <= max_answer_length)
-            rows, cols = np.nonzero(valid)
-            s_idx, e_idx = start_indexes[rows], end_indexes[cols]
-            scores = starts[s_idx] + ends[e_idx]
-            candidates.extend(
-                zip(
-                    scores.tolist(),
-                    starts[s_idx].tolist(),
-                    ends[e_idx].tolist(),
-                    char_start[s_idx].tolist(),
-                    char_end[e_idx].tolist(),
-                )
-            )
-        candidates.sort(key=lambda c: -c[0])
-        nbest, seen = [], set()
-        for score, s_logit, e_logit, c_start, c_end in candidates:
-            text = example.context[c_start:c_end]
-            if text in seen:
-                continue
-            seen.add(text)
-            nbest.append({"text": text, "score": score, "start_logit": s_logit, "end_logit": e_logit, "start": c_start, "end": c_end})
-            if len(nbest) >= n_best_size:
-                break
-        best_text = nbest[0]["text"] if nbest else ""
-        best_score = nbest[0]["score"] if nbest else None
-        if version_2_with_negative and example_null_score is not None:
-            null_entry = {"text": "", "score": example_null_score, "start_logit": None, "end_logit": None,
-                          "start": -1, "end": -1}
-            nbest = sorted(nbest + [null_entry], key=lambda entry: -entry["score"])[: max(n_best_size, 1) + 1]
-            odds = null_odds(example_null_score, best_score)  # with no valid span the null answer wins
-            all_null_odds[example.qas_id] = odds
-            predictions[example.qas_id] = "" if is_no_answer(odds, null_score_diff_threshold) else best_text
+    for example_index, example in enumerate(examples):
+        context = example.context
+        if nbest:
+            entries, seen = [], set()
+            candidates = rows[row_offsets[example_index] : row_offsets[example_index + 1]]
+            if more[example_index]:  # read on only where the kept texts repeat too often
+                candidates = itertools.chain(candidates, rest_of(example_index))
+            for score_, s_logit, e_logit, c_start, c_end in candidates:
+                text = context[c_start:c_end]
+                if text in seen:
+                    continue
+                seen.add(text)
+                entries.append({"text": text, "score": score_, "start_logit": s_logit, "end_logit": e_logit,
+                                "start": c_start, "end": c_end})
+                if len(entries) >= n_best_size:
+                    break
+            best_text = entries[0]["text"] if entries else ""
+            best_score = entries[0]["score"] if entries else None
         else:
-            predictions[example.qas_id] = best_text
-        for entry, probability in zip(nbest, softmax([entry["score"] for entry in nbest])):
-            entry["probability"] = float(probability)
-        best_answers[example.qas_id] = best_text
-        nbest_all[example.qas_id] = nbest
+            row = best[example_index]
+            best_text = context[row[3] : row[4]] if row is not None else ""
+            best_score = row[0] if row is not None else None
+        qas_id = example.qas_id
+        if version_2_with_negative and has_window[example_index]:
+            example_null_score = example_null[example_index]
+            odds = null_odds(example_null_score, best_score)  # with no valid span the null answer wins
+            all_null_odds[qas_id] = odds
+            predictions[qas_id] = "" if is_no_answer(odds, null_score_diff_threshold) else best_text
+            if nbest:
+                null_entry = {"text": "", "score": example_null_score, "start_logit": None, "end_logit": None,
+                              "start": -1, "end": -1}
+                entries = sorted(entries + [null_entry], key=lambda entry: -entry["score"])[: max(n_best_size, 1) + 1]
+        else:
+            predictions[qas_id] = best_text
+        if nbest:
+            for entry, probability in zip(entries, softmax([entry["score"] for entry in entries]).tolist()):
+                entry["probability"] = probability
+            nbest_all[qas_id] = entries
+        best_answers[qas_id] = best_text
     return SquadPredictions(predictions=predictions, best_answers=best_answers, nbest=nbest_all,
                             null_odds=all_null_odds)
 
