@@ -254,7 +254,10 @@ def test_ragged_csv_and_missing_test_column_exit_2(sst2_files, tmp_path):
 
 def test_missing_file_and_bad_flags_exit_2(sst2_files, tmp_path):
     train, _, _ = sst2_files
-    _assert_one_line_error(_error_run(tmp_path, train, tmp_path / "absent.csv"), "No such file", "absent.csv")
+    error = _assert_one_line_error(_error_run(tmp_path, train, tmp_path / "absent.csv"))
+    assert error == f"error: --validation_file {tmp_path / 'absent.csv'}: no such file; expected a .csv, .tsv or .jsonl table"
+    error = _assert_one_line_error(_error_run(tmp_path, tmp_path, train))  # (was "[Errno 21] Is a directory: ...")
+    assert error == f"error: --train_file {tmp_path}: a directory; expected a .csv, .tsv or .jsonl table"
     result = _run("--train_file", train, "--validation_file", train, "--text_column", "text",
                   "--output_dir", tmp_path / "out")
     _assert_one_line_error(result, "--label_column")

@@ -63,6 +63,11 @@ def read_inputs(config):
     """Reads and checks all input files: (train, validation, test or None, label names or None)."""
     from keras_bert_impl.tasks.classification.table_files import label_vocabulary, read_table
 
+    for flag, path in (("train_file", config.train_file), ("validation_file", config.validation_file),
+                       ("test_file", config.test_file)):
+        if path is not None and not os.path.isfile(path):  # (was the bare "[Errno 2] No such file or directory")
+            what = "a directory" if os.path.isdir(path) else "no such file"
+            raise FileNotFoundError(f"--{flag} {path}: {what}; expected a .csv, .tsv or .jsonl table")
     columns = dict(text_column=config.text_column, text_pair_column=config.text_pair_column)
     labels = dict(label_column=config.label_column, regression=config.regression,
                   label_separator=config.label_separator if config.multi_label else None)
