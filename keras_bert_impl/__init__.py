@@ -22,7 +22,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier, MultiLabelF1Score
 from keras_bert_impl.models.entity_f1 import EntityF1
 from keras_bert_impl.models.glue_scores import ClassF1Score, MatthewsCorrelation, PearsonCorrelation
-from keras_bert_impl.models.pretrainer import BertPretrainer
+from keras_bert_impl.models.pretrainer import BertMaskedLM, BertPretrainer
 from keras_bert_impl.models.span_extractor import BertSpanExtractor, SpanLoss
 from keras_bert_impl.models.text_embedder import BertTextEmbedder
 from keras_bert_impl.models.token_classifier import BertTokenClassifier, MaskedTokenAccuracy
@@ -58,6 +58,14 @@ _TRAINING_OBJECTS = {
     "WarmupLinearDecay": "keras_bert_impl.training.schedule",
 }
 
+# keras-hub's names, so that code written for `keras_hub.models` runs with the import changed (the same classes:
+# a model is saved under our name). `BertMaskedLM` builds a `BertPretrainer(nsp=False)`.
+BertTextClassifier = BertClassifier
+_KERAS_HUB_PREPROCESSING = {
+    "BertTextClassifierPreprocessor": "BertClassifierPreprocessor",
+    "BertMaskedLMPreprocessor": "BertPretrainerPreprocessor",
+}
+
 for _name, _module in {**_PREPROCESSING, **_TRAINING_OBJECTS}.items():
     _register_on_first_use(_name, _module)
 
@@ -71,8 +79,9 @@ def __getattr__(name):
         module = importlib.import_module(f"keras_bert_impl.{name}")
         globals()[name] = module
         return module
-    if name in _PREPROCESSING:
-        value = getattr(importlib.import_module(_PREPROCESSING[name]), name)
+    if name in _PREPROCESSING or name in _KERAS_HUB_PREPROCESSING:
+        ours = _KERAS_HUB_PREPROCESSING.get(name, name)
+        value = getattr(importlib.import_module(_PREPROCESSING[ours]), ours)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'keras_bert_impl' has no attribute {name!r}")
@@ -81,8 +90,10 @@ def __getattr__(name):
 __all__ = [
     "BertBackbone",
     "BertClassifier",
+    "BertMaskedLM",
     "BertPretrainer",
     "BertSpanExtractor",
+    "BertTextClassifier",
     "BertTextEmbedder",
     "BertTokenClassifier",
     "ClassF1Score",
@@ -94,5 +105,6 @@ __all__ = [
     "SpanLoss",
     "__version__",
     *(name for name in _PREPROCESSING if name != "ClassifierPreprocessor"),
+    *_KERAS_HUB_PREPROCESSING,
     *_LAZY_MODULES,
 ]

@@ -350,6 +350,33 @@ class BertPretrainer(Task):
         return x, y, sample_weight
 
 
+class BertMaskedLM:
+    """keras-hub's name for a masked-LM-only BERT: builds a `BertPretrainer` with `nsp=False`.
+
+    Code written for `keras_hub.models.BertMaskedLM` runs with the import
+    changed: `BertMaskedLM.from_preset(preset)` and `BertMaskedLM(backbone,
+    preprocessor)` give a `BertPretrainer(nsp=False)` (the model is saved
+    and loaded under that one name), whose `fit(texts)` masks raw strings
+    on the fly. `nsp=True` may still be passed.
+
+    Example:
+    >>> model = BertMaskedLM.from_preset("all_minilm_l6_v2_en", sequence_length=32)
+    >>> type(model).__name__, model.nsp, model.preprocessor.sequence_length
+    ('BertPretrainer', False, 32)
+    """
+
+    def __new__(cls, backbone, preprocessor=None, **kwargs):
+        kwargs.setdefault("nsp", False)
+        return BertPretrainer(backbone, preprocessor=preprocessor, **kwargs)
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, preprocessor="auto", dtype=None, **kwargs):
+        """`BertPretrainer.from_preset(preset, nsp=False, ...)`."""
+        kwargs.setdefault("nsp", False)
+        return BertPretrainer.from_preset(preset, load_weights=load_weights, preprocessor=preprocessor, dtype=dtype,
+                                          **kwargs)
+
+
 def _filled(text, slot, piece, marker):
     """`text` with its `slot`-th `marker` replaced by `piece` (a `##` continuation glued to the text before it).
 

@@ -443,6 +443,9 @@ class Task(FunctionalModel):
             validation_data = self._read_tables(*validation_data)[:len(validation_data)]
         self._check_raw_labels(x, y, "fit")
         self._check_feature_inputs(x, "fit")
+        x, y, sample_weight = _lists_as_arrays(x, y, sample_weight)
+        if isinstance(validation_data, tuple) and isinstance(validation_data[0], dict):
+            validation_data = _lists_as_arrays(*validation_data)[:len(validation_data)]
         if self._is_raw(x) and not _is_dataset(x):
             self._check_one_process()
             if validation_split and validation_data is None:
@@ -493,6 +496,7 @@ class Task(FunctionalModel):
         x = self._refuse_raw_text_batches(x, "evaluate")
         self._check_raw_labels(x, y, "evaluate")
         self._check_feature_inputs(x, "evaluate")
+        x, y, sample_weight = _lists_as_arrays(x, y, sample_weight)
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size)
             y = sample_weight = batch_size = None
@@ -503,6 +507,7 @@ class Task(FunctionalModel):
         """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""
         x = self._refuse_raw_text_batches(self._read_tables(x)[0], "predict")
         self._check_feature_inputs(x, "predict")
+        x = _lists_as_arrays(x)[0]
         if self._is_raw(x) and not _is_dataset(x):
             self._check_preprocessor()
             count = self._count_examples(x)
@@ -879,6 +884,29 @@ def numpy_text_as_lists(x):
     if isinstance(x, tuple) and any(isinstance(part, np.ndarray) and part.dtype.kind in ("U", "S", "O") for part in x):
         return tuple(numpy_text_as_lists(part) for part in x)
     return x
+
+
+def _lists_as_arrays(x, y=None, sample_weight=None):
+    """With a dict of features as `x`, its values and the labels and weights given as Python lists -> NumPy arrays
+    (keras-hub's examples pass `y=[0, 3]` beside NumPy features; Keras's own `fit` stops on that mix with
+    "Unrecognized data type" and prints the whole dict). Raw text, datasets and arrays pass as they are.
+
+    >>> x, y, _ = _lists_as_arrays({"token_ids": [[1, 2]]}, [3])
+    >>> type(x["token_ids"]).__name__, y.tolist()
+    ('ndarray', [3])
+    """
+    if not isinstance(x, dict):
+        return x, y, sample_weight
+
+    def as_array(value):
+        if isinstance(value, dict):
+            return {key: as_array(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            array = np.asarray(value)
+            return array if array.dtype.kind in "biuf" else value
+        return value
+
+    return as_array(x), as_array(y), as_array(sample_weight)
 
 
 def _chained(first, rest):

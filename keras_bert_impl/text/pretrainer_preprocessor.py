@@ -94,9 +94,7 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
     def rows(self, texts):
         """The rows of `texts`: ragged int32 `[rows, None]` of `[CLS] pieces [SEP]`, each text cut every
         `sequence_length - 2` pieces; a text without pieces (only white space) gives none."""
-        texts = [texts] if isinstance(texts, (str, bytes)) else list(texts)
-        if not texts:
-            raise ValueError("No examples: the list of texts is empty.")
+        texts = self._texts(texts)
         room = self.sequence_length - 2
         pieces = []
         for start in range(0, len(texts), _TOKENIZE_CHUNK):
@@ -115,6 +113,40 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
         cls = tf.fill([count, 1], tf.constant(self.tokenizer.cls_token_id, chunks.dtype))
         sep = tf.fill([count, 1], tf.constant(self.tokenizer.sep_token_id, chunks.dtype))
         return tf.cast(tf.concat([cls, chunks, sep], axis=1), tf.int32)
+
+    def _texts(self, texts):
+        """`texts` as a list of strings (or of scalar string tensors); refuses, in one line, what would be read
+        wrongly: a symbolic tensor (inside `tf.data.Dataset.map`), or sentence pairs."""
+        if isinstance(texts, tf.Tensor) and not tf.executing_eagerly():
+            error = ValueError(
+                f"{type(self).__name__} cuts each text into rows of sequence_length - 2 = {self.sequence_length - 2} "
+                "pieces (a long text gives several rows), so it is not a tf.data map function: pass the texts to "
+                "preprocessor.make_dataset(texts, batch_size=...), which masks every batch anew, or to "
+                "BertPretrainer.fit(texts)."
+            )
+            error.ag_pass_through = True  # AutoGraph (tf.data's map) raises it as it is, not in an "in user code" report
+            raise error
+        if isinstance(texts, (str, bytes)):
+            return [texts]
+        if isinstance(texts, (tf.Tensor, np.ndarray)) and len(texts.shape) == 0:
+            return [texts]
+        if isinstance(texts, (tf.Tensor, np.ndarray)) and len(texts.shape) > 1:
+            self._pairs(texts)
+        texts = list(texts)
+        if not texts:
+            raise ValueError("No examples: the list of texts is empty.")
+        if not isinstance(texts[0], (str, bytes)) and len(getattr(texts[0], "shape", None) or ()) + isinstance(
+                texts[0], (list, tuple)) > 0:
+            self._pairs(texts)
+        return texts
+
+    def _pairs(self, texts):
+        raise ValueError(
+            f"{type(self).__name__} takes a string or a list of strings, each cut into rows; got {len(texts)} "
+            "lists or tensors of texts (keras-hub's sentence pairs `(first, second)`): masked-LM rows here are one "
+            "text each, so join each pair into one string (f'{a} {b}'), or pretrain with next-sentence pairs cut "
+            "from documents: recipes/pretrain.py --train_files ..."
+        )
 
     def encode_masked_texts(self, texts):
         """Texts with `[MASK]` written where a piece is missing -> one `[CLS] pieces [SEP]` id list per text.
