@@ -216,3 +216,37 @@ def test_a_full_disk_at_the_last_finetuning_epoch_keeps_the_previous_checkpoint_
     for a, b in zip(straight, resumed):
         np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
     assert not checkpoints.exists()
+
+
+# === Defect: a finished fine-tuning run killed while it removed its checkpoints left ckpt-<n>/manifest.json alone,
+# and every rerun of the same command stopped on "No intact checkpoint in ...: state.json: missing" ===
+
+def _killed_half_way(path, ignore_errors=False):
+    """`shutil.rmtree` cut off by SIGKILL: every file but manifest.json deleted, then the process is gone."""
+    for root, _, files in os.walk(path):
+        for name in files:
+            if name != "manifest.json":
+                os.remove(os.path.join(root, name))
+    raise KeyboardInterrupt("killed")
+
+
+@pytest.mark.parametrize("removal", ["finished fine-tuning run", "pruned by a save"])
+def test_a_kill_while_checkpoints_are_removed_leaves_none_half_deleted(tmp_path, monkeypatch, removal):
+    import shutil
+
+    from keras_bert_impl.training.finetuning_resume import remove_checkpoints
+
+    manager = CheckpointManager(str(tmp_path / "checkpoints"), keep=1)
+    model, optimizer = _model_and_optimizer(0)
+    manager.save(1, model, optimizer)
+    monkeypatch.setattr(shutil, "rmtree", _killed_half_way)
+    with pytest.raises(KeyboardInterrupt):
+        remove_checkpoints(manager) if removal.startswith("finished") else manager.save(2, model, optimizer)
+    monkeypatch.undo()
+    # The rerun's view: no checkpoint at all (a finished run starts again), or the new one, intact.
+    expected = None if removal.startswith("finished") else manager.path(2)
+    assert CheckpointManager(str(tmp_path / "checkpoints")).latest() == expected
+    assert all(name.startswith(".tmp-ckpt-") or name == os.path.basename(expected or "")
+               for name in os.listdir(tmp_path / "checkpoints"))
+    manager.save(3, model, optimizer)  # the next save removes what the kill left
+    assert os.listdir(tmp_path / "checkpoints") == ["ckpt-000000003"]

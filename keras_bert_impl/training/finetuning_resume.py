@@ -170,7 +170,12 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
 
 
 def remove_checkpoints(manager):
-    """A finished run's checkpoints are removed: its outputs are the best weights and the task's files."""
+    """A finished run's checkpoints are removed: its outputs are the best weights and the task's files. Each is
+    renamed aside before it is deleted (`CheckpointManager.remove`): a kill meanwhile leaves no half-deleted
+    checkpoint that a rerun would refuse."""
+    if os.path.isdir(manager.directory):
+        for step in manager.all_steps():
+            manager.remove(manager.path(step))
     shutil.rmtree(manager.directory, ignore_errors=True)
 
 

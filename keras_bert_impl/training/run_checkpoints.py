@@ -193,8 +193,20 @@ class CheckpointManager:
         # checkpoint skipped on resume, and must not push the one just written out.
         older = [s for s in self.all_steps() if s <= step]
         for old in older[: -self.keep]:
-            shutil.rmtree(self.path(old), ignore_errors=True)
+            self.remove(self.path(old))
         return final
+
+    def remove(self, path):
+        """Removes checkpoint `path` so that a kill at any moment leaves it whole or gone: it is renamed to a
+        `.tmp-ckpt-*` name first (which `latest` ignores and the next save removes), then deleted. (Deleted in
+        place, a checkpoint killed half-way was a manifest without its files: a finished fine-tuning run killed
+        while it removed its checkpoints then refused every rerun with 'No intact checkpoint'.)"""
+        doomed = os.path.join(self.directory, f".tmp-ckpt-removed-{os.path.basename(path)}-{uuid.uuid4().hex[:8]}")
+        try:
+            os.rename(path, doomed)
+        except OSError:
+            doomed = path  # gone already, or not renamable: deleted where it is
+        shutil.rmtree(doomed, ignore_errors=True)
 
     def restore(self, path, model, optimizer, iterator=None):
         """Loads checkpoint `path` into `model`, `optimizer` (built) and `iterator`; returns its state.
