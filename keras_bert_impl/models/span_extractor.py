@@ -6,7 +6,9 @@ import numpy as np
 from keras_bert_impl.layers.per_example_logits import PerExampleLogits
 from keras_bert_impl.layers.span_head import SpanHead
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.span_decoding import NULL_POSITION, is_no_answer, null_odds, window_null_score
+from keras_bert_impl.models.span_decoding import (
+    NULL_POSITION, best_spans_in_window, is_no_answer, null_odds, window_null_score,
+)
 from keras_bert_impl.table_columns import table_as_texts
 from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler, numpy_text_as_lists
 
@@ -301,18 +303,12 @@ class BertSpanExtractor(Task):
             ends = end_logits[w, first : first + count]
             log_p_start = starts - log_z_start
             log_p_end = ends - log_z_end
-            # score[s, e] = start_logit[s] + end_logit[e] for allowed spans.
-            scores = starts[:, None] + ends[None, :]
-            offsets = np.arange(count)
-            allowed = (offsets[None, :] >= offsets[:, None]) & (offsets[None, :] - offsets[:, None] < self.max_answer_length)
-            allowed &= windows.max_context[w][:, None]
-            if not allowed.any():
-                continue
-            flat = np.where(allowed, scores, -np.inf).ravel()
-            kept = min(top_k, int(allowed.sum()))
-            for index in np.argsort(-flat, kind="stable")[:kept]:
-                s, e = np.unravel_index(int(index), scores.shape)
-                candidates[i].append((float(scores[s, e]), windows.token_index[w][s], windows.token_index[w][e],
+            # The best spans start <= end < start + max_answer_length with a max-context start, scored
+            # start_logit + end_logit (only the band of the score matrix is computed).
+            scores, best_starts, best_ends = best_spans_in_window(starts, ends, windows.max_context[w],
+                                                                  self.max_answer_length, top_k)
+            for score, s, e in zip(scores.tolist(), best_starts.tolist(), best_ends.tolist()):
+                candidates[i].append((score, windows.token_index[w][s], windows.token_index[w][e],
                                       float(np.exp(log_p_start[s] + log_p_end[e]))))
         answers = []
         for i, found in enumerate(candidates):
