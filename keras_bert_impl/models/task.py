@@ -1,4 +1,4 @@
-"""Task: the shared base of BertClassifier, BertTokenClassifier, BertSpanExtractor and BertPretrainer."""
+"""Task: the shared base of BertClassifier, BertTokenClassifier, BertSpanExtractor, BertTextEmbedder and BertPretrainer."""
 
 import inspect
 import json
