@@ -387,6 +387,29 @@ def test_a_checkpoint_of_other_settings_is_refused_in_one_line(sst2_dev, tmp_pat
         run(1e-2)
 
 
+def test_a_checkpoint_of_another_batch_size_names_the_batch_size(sst2_dev, tmp_path):
+    """A rerun with another --batch_size was refused naming only steps_per_epoch, which no flag sets."""
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:128])
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def run(batch_size, callbacks=()):
+        setup_finetuning(seed=0)
+        train = pad_to_boundaries(_examples(ids, labels[:128]), [64], batch_size)
+        return finetune(_bag_of_words_model(), train, epochs=2, learning_rate=1e-2, loss=loss,
+                        model_dir=str(tmp_path), verbose=0, callbacks=list(callbacks))
+
+    with pytest.raises(KeyboardInterrupt):
+        run(32, [StopAfterEpoch(1)])
+    with pytest.raises(ValueError) as error:
+        run(16)
+    assert str(error.value) == (
+        f"{tmp_path / 'checkpoints' / 'ckpt-000000001'} was written by a fine-tuning run with steps_per_epoch=4, "
+        "and this run has steps_per_epoch=8 (the batches of an epoch: the batch size, --batch_size, or the number "
+        "of training examples changed): run the same command as before to resume it, or remove "
+        f"{tmp_path / 'checkpoints'} (or pass another model_dir) to start again")
+
+
 def test_a_checkpoint_of_other_data_or_seed_is_refused_and_kept_checkpoints_outlive_training(sst2_dev, tmp_path):
     """Before: a checkpoint resumed whatever the data, task, starting checkpoint or seed (only the optimizer's
     settings were compared): a GLUE run of RTE resumed an SST-2 run's epoch and reported its score. And the

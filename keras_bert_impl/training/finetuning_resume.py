@@ -144,7 +144,8 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
         if saved.get(key) != value:
             raise ValueError(
                 f"{path} was written by a fine-tuning run with {key}={saved.get(key)!r}, and this run has "
-                f"{key}={value!r}: run the same command as before to resume it, or remove "
+                f"{key}={value!r}{_STEPS_PER_EPOCH_HINT if key == 'steps_per_epoch' else ''}: "
+                "run the same command as before to resume it, or remove "
                 f"{os.path.dirname(path)} (or pass another model_dir) to start again"
             )
     model.optimizer.build(model.trainable_variables)
@@ -167,6 +168,12 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
     timer.epoch_seconds = list(state["epoch_seconds"])
     print(f"Resuming from {path}: {state['step']} epoch(s) done", file=sys.stderr)
     return state["step"], state["history"], state
+
+
+# Nobody passes steps_per_epoch: the batch size and the number of training examples make it (was only
+# "steps_per_epoch=4, and this run has steps_per_epoch=8" for a rerun with another --batch_size).
+_STEPS_PER_EPOCH_HINT = (" (the batches of an epoch: the batch size, --batch_size, or the number of training "
+                         "examples changed)")
 
 
 def remove_checkpoints(manager):
