@@ -196,6 +196,12 @@ case $step in
         --predictions 80 --batch_size "$quarter" "${best[@]}"
     XLA_FLAGS=$cublas speed ${large}_seq128_best --configs "$large" --peers "" --batch_size "$((batch / 2))" \
         "${best[@]}"
+    # SQuAD fine-tuning with cuBLAS for every matmul (the fine-tuning recipes' --triton_gemm auto since session 41,
+    # carried over from pretraining unmeasured): epoch 1 is compilation (session 40, Triton on: 111.5 s, then 6.62 s
+    # an epoch against HF's 11.27); fewer Triton kernels to autotune may shorten it. 2 epochs: compile + one.
+    XLA_FLAGS=$cublas record squad_base_bf16_finetune_cublas $PY benchmarks/squad.py --features .gpu_inputs/squad_train \
+        --train_questions 0 --epochs "$((squad_epochs < 2 ? squad_epochs : 2))" --random_weights --mixed_precision bf16 \
+        --preset .gpu_inputs/base_config --hf_dir .gpu_inputs/base_config --torch_device "$torch_device" --predict_passes 2
     # Dropout's bits: 16 threefry bits an element, a quarter of the hash evaluations, but the bits leave the
     # dropout kernel: 3.3 GB more through memory (deviceless). Session 40's profile: all masks in one 2.3 ms kernel.
     XLA_FLAGS=$cublas speed ablation_dropout_threefry16 --configs "$config" --peers "" --batch_size "$batch" \

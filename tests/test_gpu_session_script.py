@@ -53,10 +53,11 @@ def test_lease_starts_no_run_once_its_budget_is_spent(tmp_path):
     lines = [json.loads(line) for line in (tmp_path / "lease.jsonl").read_text().splitlines()]
     assert [line["run"] for line in lines] == ["best_base_b256", "ablation_triton_gemm_on",
                                                "pretrain_convergence_bf16_vs_fp32", "base_seq512_best",
-                                               "large_seq128_best", "ablation_dropout_threefry16",
+                                               "large_seq128_best", "squad_base_bf16_finetune_cublas",
+                                               "ablation_dropout_threefry16",
                                                "ablation_qkv_split", "ablation_cublaslt", "ablation_float8",
                                                "hlo_attention_mask", "sweep_base_b64"]
-    assert len(lines) == 11 and all(line["skipped"].endswith("s of the budget left") for line in lines)
+    assert len(lines) == 12 and all(line["skipped"].endswith("s of the budget left") for line in lines)
 
 
 def test_a_second_lease_call_starts_from_the_named_run(tmp_path):

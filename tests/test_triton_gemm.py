@@ -65,3 +65,42 @@ def test_the_recipe_says_a_contradiction_in_one_line(monkeypatch, capsys):
     assert err[-1].endswith("--triton_gemm off contradicts XLA_FLAGS, which sets "
                             "--xla_gpu_enable_triton_gemm=true: drop one of the two"), err
     assert not any("Traceback" in line for line in err)
+
+
+def test_the_fine_tuning_recipes_set_it_in_start_job_before_anything_asks_for_devices(monkeypatch):
+    """The fine-tuning recipes take `--triton_gemm` too (`recipes/command_line.py`); `start_job` sets it first, before
+    the strategy check and the compilation cache, which ask JAX for its devices."""
+    import argparse
+
+    import keras
+
+    command_line = load_script("recipes/command_line.py")
+    parser = argparse.ArgumentParser()
+    command_line.add_run_arguments(parser, seed=0)
+    args = parser.parse_args(["--model_dir", "unused"])
+    assert args.triton_gemm == "auto"
+    order = []
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.setattr("keras_bert_impl.training.triton_gemm.apply_triton_gemm",
+                        lambda setting: order.append(("triton_gemm", setting)))
+    monkeypatch.setattr("keras_bert_impl.training.strategy.check_finetuning_strategy",
+                        lambda strategy: order.append(("strategy", strategy)))
+    monkeypatch.setattr(command_line, "check_model_dir", lambda model_dir: None)
+    monkeypatch.setattr("keras_bert_impl.training.compilation_cache.enable_compilation_cache",
+                        lambda setting: order.append(("cache", setting)))
+    command_line.start_job(args)
+    assert order == [("triton_gemm", "auto"), ("strategy", "auto"), ("cache", "auto")]
+    assert keras.backend.backend()  # (imported by start_job)
+
+
+def test_a_fine_tuning_recipe_says_a_contradiction_in_one_line(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_enable_triton_gemm=true")
+    recipe = load_script("recipes/finetune_glue.py")
+    with pytest.raises(SystemExit) as exit_status:
+        recipe.main(["--task", "sst2", "--data_dir", str(tmp_path), "--model_dir", str(tmp_path / "out"),
+                     "--triton_gemm", "off"])
+    assert exit_status.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("--triton_gemm off contradicts XLA_FLAGS, which sets "
+                            "--xla_gpu_enable_triton_gemm=true: drop one of the two"), err
+    assert not any("Traceback" in line for line in err)
