@@ -270,3 +270,18 @@ def test_make_dataset_knows_its_number_of_batches(shared_data, split_name, optio
     assert len(dataset) == sum(1 for _ in dataset) == sum(1 for _ in dataset)  # two epochs
     if options.get("training") and not options.get("drop_remainder"):
         assert len(dataset) > -(-150 // 16)  # one partial batch per length bucket
+
+
+@pytest.mark.parametrize("ending", [b"\n\n", b"\r\n\r\n", b"\n\n\n"])
+def test_empty_last_lines_are_ignored(glue_dir, tmp_path, ending):
+    """A dev.tsv saved with an empty last line (BOM and CRLF too) was 'line 6: 1 fields (a missing field)'."""
+    task_dir = _copy_task(glue_dir, tmp_path, "RTE", "dev.tsv")
+    data = (task_dir / "dev.tsv").read_bytes().rstrip(b"\n")
+    if ending.startswith(b"\r"):
+        data = b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n")
+    (task_dir / "dev.tsv").write_bytes(data + ending)
+    assert len(read_split("rte", tmp_path, "dev").labels) == 4
+    # A blank line before the last row is still a row with missing fields.
+    (task_dir / "dev.tsv").write_bytes(data + ending + b"9999\ta\tb\tentailment\n")
+    with pytest.raises(GlueFormatError, match=r"dev.tsv, line 6: 1 fields \(a missing field\); expected 4"):
+        read_split("rte", tmp_path, "dev")

@@ -249,8 +249,8 @@ def split_path(task, data_dir, split):
 def read_tsv_lines(path):
     """Yields `(line_number, fields)` of a TSV file with quoting off.
 
-    Handles a UTF-8 byte-order mark, LF/CRLF line ends and a missing final
-    newline; a byte that is not UTF-8 raises `GlueEncodingError` (a
+    Handles a UTF-8 byte-order mark, LF/CRLF line ends, a missing final
+    newline and empty last lines; a byte that is not UTF-8 raises `GlueEncodingError` (a
     `GlueFormatError`) naming the file, the line, the column and the byte.
 
     Example:
@@ -264,7 +264,7 @@ def read_tsv_lines(path):
         data = f.read()
     offset = 3 if data.startswith(UTF8_BOM) else 0
     lines = data[offset:].split(b"\n")
-    if lines and lines[-1] == b"":
+    while lines and lines[-1] in (b"", b"\r"):  # the final newline, and empty last lines (was "1 fields")
         lines.pop()
     for number, raw in enumerate(lines, start=1):
         line = decode_utf8(raw, path, GlueEncodingError, first_line=number, first_offset=offset)
