@@ -158,3 +158,17 @@ backbone_presets = {
     }
     for name, (description, lowercase, config, sources) in _TABLE.items()
 }
+
+
+class PresetsAttribute:
+    """`SomeClass.presets`: the preset table, on every class with a `from_preset` (keras-hub's `Class.presets`).
+
+    Example:
+    >>> class Model:
+    ...     presets = PresetsAttribute()
+    >>> "bert_base_en_uncased" in Model.presets, Model.presets is Model().presets
+    (True, True)
+    """
+
+    def __get__(self, instance, owner):
+        return backbone_presets

@@ -157,3 +157,17 @@ def test_features_with_labels_as_python_lists_train_as_arrays_do():
     np.testing.assert_allclose(losses[0][1], losses[1][1], rtol=1e-6)
     np.testing.assert_allclose(losses[0][2], losses[1][2], rtol=1e-6)
     np.testing.assert_allclose(losses[0][3], losses[1][3], rtol=1e-6)
+
+
+def test_every_class_with_from_preset_lists_the_presets():
+    """keras-hub's `BertTextClassifier.presets` (and its tokenizer's, preprocessors'): the names `from_preset` takes,
+    on every class that has it (only BertBackbone had them)."""
+    names = {"BertBackbone", "BertClassifier", "BertTextClassifier", "BertTokenClassifier", "BertSpanExtractor",
+             "BertTextEmbedder", "BertPretrainer", "BertMaskedLM", "BertTokenizer", "BertClassifierPreprocessor",
+             "BertTextClassifierPreprocessor", "BertTokenClassifierPreprocessor", "BertSpanExtractorPreprocessor",
+             "BertPretrainerPreprocessor", "BertMaskedLMPreprocessor"}
+    expected = keras_bert_impl.BertBackbone.presets
+    assert {"bert_base_en_uncased", PRESET} <= set(expected)
+    for name in sorted(names):
+        cls = getattr(keras_bert_impl, name)
+        assert hasattr(cls, "from_preset") and cls.presets is expected, name

@@ -10,6 +10,7 @@ from keras_bert_impl.layers.transformer_encoder import TransformerEncoder, get_a
 from keras_bert_impl.models import lora
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.unknown_arguments import check_arguments
+from keras_bert_impl.presets import PresetsAttribute
 
 
 def bert_kernel_initializer(stddev=0.02):
@@ -286,11 +287,7 @@ class BertBackbone(FunctionalModel):
         lora.load_lora_weights(self, filepath)
 
     # === Presets ===
-    @classmethod
-    def _presets(cls):
-        from keras_bert_impl.presets import backbone_presets
-
-        return backbone_presets
+    presets = PresetsAttribute()
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, dtype=None, **kwargs):
@@ -323,17 +320,6 @@ class BertBackbone(FunctionalModel):
 
         save_backbone_preset(self, preset_dir, vocabulary=vocabulary, lowercase=lowercase,
                              write_task_files=write_task_files)
-
-
-class _ClassProperty:
-    def __init__(self, fget):
-        self.fget = fget
-
-    def __get__(self, instance, owner):
-        return self.fget(owner)
-
-
-BertBackbone.presets = _ClassProperty(lambda cls: cls._presets())
 
 
 def _check_positive_ints(**values):

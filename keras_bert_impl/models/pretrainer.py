@@ -365,6 +365,8 @@ class BertMaskedLM:
     ('BertPretrainer', False, 32)
     """
 
+    presets = BertPretrainer.presets
+
     def __new__(cls, backbone, preprocessor=None, **kwargs):
         kwargs.setdefault("nsp", False)
         return BertPretrainer(backbone, preprocessor=preprocessor, **kwargs)

@@ -19,6 +19,7 @@ from keras_bert_impl.models.loss_tracker import LossTracker
 from keras_bert_impl.table_columns import table_as_labels, table_as_texts
 from keras_bert_impl.models.unknown_arguments import check_arguments, check_method_arguments
 from keras_bert_impl.optimizers import GlobalClipAdamW
+from keras_bert_impl.presets import PresetsAttribute
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 # Hugging Face tokenizers' names for the features (named in the one line that says a feature is missing).
@@ -76,6 +77,7 @@ class Task(FunctionalModel):
     raw_text_columns = (("text",),)
     # The SavedModel endpoints `export` writes that take raw text: endpoint -> its `[batch]` string inputs (the first
     # is also `serving_default`). Empty: the SavedModel takes packed features only.
+    presets = PresetsAttribute()  # the names `from_preset` takes (keras-hub's `Class.presets`)
     serving_text_inputs = {}
     # None: the text endpoints pack the preprocessor's features and return `serving_outputs`; else the name of the
     # graph in `text/saved_model_export.py` that runs the task's whole text pipeline ("entities": the tagger's

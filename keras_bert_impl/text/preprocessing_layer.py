@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_impl.presets import PresetsAttribute
 from keras_bert_impl.table_columns import table_as_texts
 
 
@@ -31,6 +32,7 @@ class PreprocessingLayer(keras.layers.Layer):
 
     # The table columns raw text may be given as, by example names (said when a DataFrame of other columns is given).
     raw_text_columns = (("text",),)
+    presets = PresetsAttribute()  # the names `from_preset` takes (keras-hub's `Class.presets`)
 
     def __init__(self, **kwargs):
         kwargs.setdefault("trainable", False)
