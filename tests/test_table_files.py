@@ -251,6 +251,11 @@ def test_ragged_rows(sst2_csv, tmp_path):
     tsv.write_text("sentence\tlabel\nfine\t1\ncut short\n", encoding="utf-8")
     assert "1 fields where the header" in _raises(RaggedRowError, lambda: read_table(tsv, "sentence", "label"),
                                                    tsv, 3, "label")
+    # A text with a quoted line break, as a CSV holds it: a TSV is unquoted, so that is two short rows.
+    tsv.write_text('sentence\tlabel\nfine\t1\n"two\nlines"\t1\n', encoding="utf-8")
+    assert _raises(RaggedRowError, lambda: read_table(tsv, "sentence", "label"), tsv, 3, "label") == (
+        f"{tsv}, line 3, column 'label': 1 fields where the header (line 1) has 2 (sentence, label); a TSV field "
+        "cannot hold a line break either: a text that spans lines needs a .csv, quoted")
 
 
 def test_unterminated_quote(tmp_path):

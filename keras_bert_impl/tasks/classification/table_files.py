@@ -352,6 +352,8 @@ def _ragged_hint(fmt, got, expected):
         return '; quote a text that holds commas, e.g. "a fine, moving film"'
     if fmt == "tsv" and got > expected:
         return "; a TSV field cannot hold a tab"
+    if fmt == "tsv":  # (a quoted text with a line break, as a CSV holds it, read as two short rows)
+        return "; a TSV field cannot hold a line break either: a text that spans lines needs a .csv, quoted"
     return ""
 
 
