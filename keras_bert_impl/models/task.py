@@ -61,6 +61,7 @@ class Task(FunctionalModel):
     preprocessor, a task needs no TensorFlow and takes feature dicts only.
     """
 
+    presets = PresetsAttribute()  # the names `from_preset` takes (keras-hub's `Class.presets`)
     # The heads `from_preset` read from the checkpoint (set there).
     heads_loaded = ()
     # Head arguments that change the head's layers or their meaning: `from_preset` does not load a preset's saved
@@ -77,7 +78,6 @@ class Task(FunctionalModel):
     raw_text_columns = (("text",),)
     # The SavedModel endpoints `export` writes that take raw text: endpoint -> its `[batch]` string inputs (the first
     # is also `serving_default`). Empty: the SavedModel takes packed features only.
-    presets = PresetsAttribute()  # the names `from_preset` takes (keras-hub's `Class.presets`)
     serving_text_inputs = {}
     # None: the text endpoints pack the preprocessor's features and return `serving_outputs`; else the name of the
     # graph in `text/saved_model_export.py` that runs the task's whole text pipeline ("entities": the tagger's
