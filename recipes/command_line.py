@@ -196,6 +196,7 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
     from keras_bert_impl.training.pretraining_errors import LostProcessError
 
     _run_state["job"] = "running"
+    outputs_before = _outputs_written()
     try:
         result = job()
         _run_state["job"] = "done"
@@ -204,7 +205,8 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
         raise
     except BaseException as error:
         if not debug and (isinstance(error, KeyboardInterrupt) or _run_state["interrupted"]):
-            leave(interrupted_line(checkpoints), status=INTERRUPTED_STATUS)
+            finished = _outputs_written() > outputs_before  # this job's run wrote its outputs
+            leave(CLEANING_UP if finished else interrupted_line(checkpoints), status=INTERRUPTED_STATUS)
         if not debug and isinstance(error, (LostProcessError, *user_errors)):
             leave(f"error: {' '.join(str(error).split())}", status=2)
         if not several_processes_joined():
@@ -339,6 +341,16 @@ def _forward_lines(source, target, noise):
         write(b"".join(out))
     if pending and not is_noise(pending):
         write(pending)
+
+
+CLEANING_UP = ("Interrupted after the run had finished, while removing its checkpoints: its outputs are in "
+               "--model_dir.")
+
+
+def _outputs_written():
+    """How many fine-tuning runs of this process have written their outputs (`finetuning_resume.finished`)."""
+    resume = sys.modules.get("keras_bert_impl.training.finetuning_resume")
+    return 0 if resume is None else resume.finished["outputs_written"]
 
 
 # Where the recipe is (`exit_on_user_error`'s job not started, running or done), and whether Ctrl-C came

@@ -325,3 +325,23 @@ def test_a_recipe_that_imported_tensorflow_prints_only_its_one_line(tmp_path):
         capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: "), result.stderr
+
+
+def test_ctrl_c_while_a_finished_run_removes_its_checkpoints_says_its_outputs_are_written(tmp_path, capsys,
+                                                                                        monkeypatch):
+    """Ctrl-C after the outputs were written, while the checkpoints went: was 'Interrupted before the first
+    checkpoint (...): rerun the same command to start again', and the rerun trained anew."""
+    from keras_bert_impl.training import finetuning_resume
+    from keras_bert_impl.training.finetuning import FinetuneResult
+
+    monkeypatch.setitem(finetuning_resume.finished, "outputs_written", 3)  # earlier runs of this process count not
+    result = FinetuneResult(history={}, best_epoch=1, best_metrics={}, best_weights_path=None, epoch_seconds=[],
+                            train_steps=1, stopped_early=False,
+                            _remove_checkpoints=lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
+    status, err = _exit(result.remove_checkpoints, capsys, checkpoints=str(tmp_path / "checkpoints"))
+    assert (status, err) == (130, "Interrupted after the run had finished, while removing its checkpoints: its "
+                                  "outputs are in --model_dir.\n")
+    status, err = _exit(lambda: (_ for _ in ()).throw(KeyboardInterrupt()), capsys,
+                        checkpoints=str(tmp_path / "checkpoints"))  # the next job's Ctrl-C, before its outputs
+    assert (status, err) == (130, f"Interrupted before the first checkpoint ({tmp_path / 'checkpoints'}): rerun "
+                                  "the same command to start again.\n")

@@ -70,6 +70,7 @@ from keras_bert_impl.training.finetuning_resume import (
     EpochCheckpoint,
     checkpoint_manager,
     epochs_done_in,
+    finished,
     remove_checkpoints,
     resume_from_latest,
     run_settings,
@@ -149,6 +150,7 @@ class FinetuneResult:
 
     def remove_checkpoints(self):
         """Removes the run's checkpoints: the run is finished, its outputs written (nothing left to resume)."""
+        finished["outputs_written"] += 1
         if self._remove_checkpoints is not None:
             self._remove_checkpoints()
 

@@ -170,6 +170,12 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
     return state["step"], state["history"], state
 
 
+# How many runs of this process have written their outputs and gone on to remove their checkpoints
+# (`FinetuneResult.remove_checkpoints`): a Ctrl-C from then on interrupts no work, which recipes/command_line.py
+# says (was "Interrupted before the first checkpoint ...: rerun the same command to start again", and the rerun
+# trained anew).
+finished = {"outputs_written": 0}
+
 # Nobody passes steps_per_epoch: the batch size and the number of training examples make it (was only
 # "steps_per_epoch=4, and this run has steps_per_epoch=8" for a rerun with another --batch_size).
 _STEPS_PER_EPOCH_HINT = (" (the batches of an epoch: the batch size, --batch_size, or the number of training "
