@@ -75,18 +75,19 @@ def test_non_bert_huggingface_config_is_refused(tmp_path):
         detect_format(tmp_path)
 
 
-def test_a_pytorch_model_bin_directory_is_hugging_face_and_sharded_pickles_are_refused(minilm_dir, tmp_path):
+def test_a_pytorch_model_bin_directory_is_hugging_face_sharded_or_not(minilm_dir, tmp_path):
     (tmp_path / "config.json").write_bytes((minilm_dir / "config.json").read_bytes())
     (tmp_path / "pytorch_model.bin").write_bytes(b"read by torch_weights")
     assert detect_format(tmp_path) == "huggingface"
     (tmp_path / "pytorch_model.bin").unlink()
-    (tmp_path / "pytorch_model.bin.index.json").write_text("{}")
+    (tmp_path / "pytorch_model.bin.index.json").write_text("{}")  # (loading it: tests/test_hugging_face_hub.py)
+    assert detect_format(tmp_path) == "huggingface"
+    (tmp_path / "pytorch_model.bin.index.json").unlink()
     with pytest.raises(ValueError) as info:
         detect_format(tmp_path)
     assert str(info.value) == (
-        f"{tmp_path} holds its weights in sharded pytorch_model-*.bin files (pytorch_model.bin.index.json), which are "
-        "not read: convert them once to safetensors where PyTorch is installed (transformers: "
-        "AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)).")
+        f"{tmp_path} has a Hugging Face BERT config.json but no weights: expected model.safetensors (or "
+        "model.safetensors.index.json, pytorch_model.bin, pytorch_model.bin.index.json).")
 
 
 def test_cache_directory_is_used_before_sources(minilm_dir, empty_cache):
@@ -111,4 +112,5 @@ def test_a_config_alone_builds_the_architecture_when_no_weights_are_wanted(minil
     with pytest.raises(ValueError) as error:
         BertBackbone.from_preset(str(tmp_path))
     assert str(error.value) == (f"{tmp_path} has a Hugging Face BERT config.json but no weights: expected "
-                                "model.safetensors (or model.safetensors.index.json, or pytorch_model.bin).")
+                                "model.safetensors (or model.safetensors.index.json, pytorch_model.bin, "
+                                "pytorch_model.bin.index.json).")

@@ -131,11 +131,62 @@ def test_hub_failures_are_one_line_and_leave_no_cache_entry(hub, minilm_dir, tmp
     with pytest.raises(ValueError) as error:
         BertBackbone.from_preset("hf://someone/no-weights")
     assert str(error.value) == (
-        "Hugging Face model 'someone/no-weights' has neither model.safetensors nor pytorch_model.bin (revision main): "
-        "no weights that load (sharded or TensorFlow / Flax weights only?).")
+        "Hugging Face model 'someone/no-weights' has none of model.safetensors, model.safetensors.index.json, "
+        "pytorch_model.bin, pytorch_model.bin.index.json (revision main): no weights that load (TensorFlow / Flax "
+        "weights only?).")
     _publish(root, "someone/no-vocab", minilm_dir, ("config.json", "model.safetensors"))
     with pytest.raises(ValueError) as error:
         BertBackbone.from_preset("hf://someone/no-vocab")
     assert str(error.value) == ("Hugging Face model 'someone/no-vocab' has no vocab.txt (revision main): the "
                                 "WordPiece vocabulary is needed for the tokenizer.")
     assert os.listdir(tmp_path / "cache") == []
+
+
+def _shard(state, directory, kind, parts=3):
+    """Writes `state` (name -> NumPy array) as transformers writes a sharded checkpoint: `parts` files and the index
+    (`model.safetensors.index.json` or `pytorch_model.bin.index.json`) mapping each tensor to its file."""
+    import torch
+    from safetensors.numpy import save_file
+
+    names = sorted(state)
+    weight_map = {}
+    for part in range(parts):
+        if kind == "safetensors":
+            file_name = f"model-{part + 1:05d}-of-{parts:05d}.safetensors"
+            save_file({n: state[n] for n in names[part::parts]}, str(directory / file_name))
+        else:
+            file_name = f"pytorch_model-{part + 1:05d}-of-{parts:05d}.bin"
+            torch.save({n: torch.from_numpy(np.ascontiguousarray(state[n])) for n in names[part::parts]},
+                       directory / file_name)
+        weight_map.update({n: file_name for n in names[part::parts]})
+    index = "model.safetensors.index.json" if kind == "safetensors" else "pytorch_model.bin.index.json"
+    (directory / index).write_text(json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}))
+    return sorted(set(weight_map.values())) + [index]
+
+
+@pytest.mark.parametrize("kind", ["pytorch_model.bin", "safetensors"])
+def test_a_sharded_checkpoint_loads_from_a_directory_and_from_the_hub(kind, hub, minilm_dir, tmp_path):
+    """Sharded weights, as transformers saves a model above its shard size: pytorch_model-0000k-of-0000n.bin files
+    with their index were refused ("convert them once to safetensors"), and neither kind downloaded from the Hub
+    ("neither model.safetensors nor pytorch_model.bin")."""
+    from safetensors.numpy import load_file
+
+    root, _, requests = hub
+    sharded = tmp_path / "sharded"
+    sharded.mkdir()
+    for name in ("config.json", "vocab.txt"):
+        shutil.copy(minilm_dir / name, sharded / name)
+    files = _shard(load_file(str(minilm_dir / "model.safetensors")), sharded, kind)
+    reference = BertBackbone.from_preset(str(minilm_dir)).get_weights()
+    for ours, expected in zip(BertBackbone.from_preset(str(sharded)).get_weights(), reference):
+        np.testing.assert_array_equal(ours, expected)
+    _publish(root, "someone/sharded", sharded, ("config.json", "vocab.txt", *files))
+    for ours, expected in zip(BertBackbone.from_preset("hf://someone/sharded").get_weights(), reference):
+        np.testing.assert_array_equal(ours, expected)
+    assert sorted(os.listdir(tmp_path / "cache" / "hf--someone--sharded")) == sorted(["config.json", "vocab.txt", *files])
+    # A shard the index names but the directory lacks: one line naming both.
+    (sharded / files[0]).unlink()
+    with pytest.raises(FileNotFoundError) as error:
+        BertBackbone.from_preset(str(sharded))
+    assert str(error.value) == (f"{sharded / files[-1]} names the shard {files[0]}, but {sharded / files[0]} does not "
+                                "exist.")

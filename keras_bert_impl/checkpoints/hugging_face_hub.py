@@ -46,7 +46,8 @@ LEGACY_NAMES = {
     )
 }
 REQUIRED_FILES = ("config.json", "vocab.txt")
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # the first the repository has
+# The first the repository has: a file of weights, or the index of its shards (then the shards it names too).
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 OPTIONAL_FILES = ("tokenizer_config.json", "special_tokens_map.json")
 # The variables that keep huggingface_hub and transformers from the network; from_preset honours them too.
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
@@ -106,8 +107,7 @@ def fetch_hub_model(repo, revision, cache_root, progress_stream="stderr"):
             _fetch(repo, revision, name, temp_dir, progress_stream, required=True)
             if name == "config.json":
                 _check_is_bert(repo, os.path.join(temp_dir, name))
-        if not _fetch(repo, revision, WEIGHT_FILES[0], temp_dir, progress_stream, required=False):
-            _fetch(repo, revision, WEIGHT_FILES[1], temp_dir, progress_stream, required=True)
+        _fetch_weights(repo, revision, temp_dir, progress_stream)
         for name in OPTIONAL_FILES:
             _fetch(repo, revision, name, temp_dir, progress_stream, required=False)
         return download.move_into_cache(temp_dir, cache_dir)  # an incomplete entry left by hand is replaced whole
@@ -138,11 +138,6 @@ def _fetch(repo, revision, name, directory, progress_stream, required):
                 f"Hugging Face model {repo!r} (revision {revision}) could not be fetched: {url} answered "
                 f"{error.short_reason}. Check the id; a private or gated model needs HF_TOKEN set.",
                 short_reason=error.short_reason) from None
-        if missing and name == WEIGHT_FILES[1]:
-            raise ValueError(
-                f"Hugging Face model {repo!r} has neither model.safetensors nor pytorch_model.bin (revision "
-                f"{revision}): no weights that load (sharded or TensorFlow / Flax weights only?)."
-            ) from None
         if missing and name == "vocab.txt":
             raise ValueError(
                 f"Hugging Face model {repo!r} has no vocab.txt (revision {revision}): the WordPiece vocabulary is "
@@ -150,6 +145,26 @@ def _fetch(repo, revision, name, directory, progress_stream, required):
             ) from None
         raise download.DownloadError(f"Hugging Face model {repo!r}: {error}", short_reason=error.short_reason) \
             from None
+
+
+def _fetch_weights(repo, revision, directory, progress_stream):
+    """Downloads the first of `WEIGHT_FILES` the repository has; for an index of shards, every shard it names."""
+    from keras_bert_impl.checkpoints.huggingface import read_weight_map
+
+    for name in WEIGHT_FILES:
+        if not _fetch(repo, revision, name, directory, progress_stream, required=False):
+            continue
+        if name.endswith(".index.json"):
+            for shard in sorted(set(read_weight_map(os.path.join(directory, name)).values())):
+                if os.path.basename(shard) != shard:
+                    raise ValueError(f"Hugging Face model {repo!r}: its {name} names the shard {shard!r}, not a file "
+                                     "name of the repository's top folder.")
+                _fetch(repo, revision, shard, directory, progress_stream, required=True)
+        return name
+    raise ValueError(
+        f"Hugging Face model {repo!r} has none of {', '.join(WEIGHT_FILES)} (revision {revision}): no weights that "
+        "load (TensorFlow / Flax weights only?)."
+    )
 
 
 def _check_is_bert(repo, config_path):

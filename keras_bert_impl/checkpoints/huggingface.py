@@ -42,15 +42,6 @@ _ACTIVATION_TO_HF = {"gelu": "gelu", "gelu_approximate": "gelu_pytorch_tanh", "r
 _SAVED_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 
 
-def sharded_pickle_message(directory):
-    """The error text for a Hugging Face directory whose weights are sharded `pytorch_model-*.bin` files only."""
-    return (
-        f"{directory} holds its weights in sharded pytorch_model-*.bin files (pytorch_model.bin.index.json), "
-        "which are not read: convert them once to safetensors where PyTorch is installed (transformers: "
-        "AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True))."
-    )
-
-
 def backbone_config_from_hf(hf_config, source="config.json"):
     """Maps a Hugging Face `BertConfig` dict to BertBackbone constructor arguments.
 
@@ -256,13 +247,16 @@ def _normalise_name(name):
     return re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name))
 
 
-def _read_weight_map(index_path):
+def read_weight_map(index_path):
+    """The `weight_map` (tensor name -> shard file) of a sharded checkpoint's index, `model.safetensors.index.json`
+    or `pytorch_model.bin.index.json`."""
+    kind = "safetensors" if index_path.endswith("safetensors.index.json") else "pytorch_model.bin"
     try:
         with open(index_path, encoding="utf-8") as f:
             weight_map = json.load(f)["weight_map"]
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(
-            f"{index_path} is not a safetensors index: expected JSON with a 'weight_map' of tensor name -> shard file "
+            f"{index_path} is not a {kind} index: expected JSON with a 'weight_map' of tensor name -> shard file "
             f"({type(e).__name__}: {e}); replace it with a complete copy."
         ) from None
     if not isinstance(weight_map, dict):
@@ -284,7 +278,7 @@ class _SafetensorsReader:
             files = {single}
             self.description = single
         else:
-            files = {os.path.join(directory, v) for v in _read_weight_map(index_path).values()}
+            files = {os.path.join(directory, v) for v in read_weight_map(index_path).values()}
             self.description = index_path
         self._handles = {}
         self._file_of = {}
@@ -307,17 +301,28 @@ class _SafetensorsReader:
 
 
 class _PickleReader:
-    """The tensors of `pytorch_model.bin`, read without PyTorch and without running the pickle's code; floats as
-    float32, as `torch.load(...).float()` gives them."""
+    """The tensors of `pytorch_model.bin` (or of its shards, `pytorch_model.bin.index.json`), read without PyTorch and
+    without running the pickle's code; floats as float32, as `torch.load(...).float()` gives them."""
 
     def __init__(self, directory):
         from keras_bert_impl.checkpoints.torch_weights import read_state_dict
 
         path = os.path.join(directory, "pytorch_model.bin")
-        state = read_state_dict(path)
-        self.tensors = {k: v.astype("float32") if v.dtype.kind == "f" else v for k, v in state.items()}
+        if os.path.exists(path):
+            files, self.description = [path], path
+        else:
+            index_path = path + ".index.json"
+            files = sorted({os.path.join(directory, name) for name in read_weight_map(index_path).values()})
+            self.description = index_path
+            for shard in files:
+                if not os.path.isfile(shard):
+                    raise FileNotFoundError(
+                        f"{index_path} names the shard {os.path.basename(shard)}, but {shard} does not exist.")
+        self.tensors = {}
+        for shard in files:
+            state = read_state_dict(shard)
+            self.tensors.update({k: v.astype("float32") if v.dtype.kind == "f" else v for k, v in state.items()})
         self.shapes = {k: tuple(v.shape) for k, v in self.tensors.items()}
-        self.description = path
 
     def read(self, name):
         return self.tensors[name]
@@ -325,13 +330,11 @@ class _PickleReader:
 
 def _weights_reader(directory):
     """The reader of a Hugging Face directory's weights: `model.safetensors` (or its shards), else
-    `pytorch_model.bin`."""
+    `pytorch_model.bin` (or its shards)."""
     if any(os.path.exists(os.path.join(directory, n)) for n in ("model.safetensors", "model.safetensors.index.json")):
         return _SafetensorsReader(directory)
-    if os.path.exists(os.path.join(directory, "pytorch_model.bin")):
+    if any(os.path.exists(os.path.join(directory, n)) for n in ("pytorch_model.bin", "pytorch_model.bin.index.json")):
         return _PickleReader(directory)
-    if os.path.exists(os.path.join(directory, "pytorch_model.bin.index.json")):
-        raise ValueError(sharded_pickle_message(directory))
     raise FileNotFoundError(f"{directory} has no model.safetensors (nor pytorch_model.bin).")
 
 

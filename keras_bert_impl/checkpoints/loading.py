@@ -32,6 +32,8 @@ from keras_bert_impl.checkpoints.hugging_face_hub import fetch_hub_model, hub_mo
 logger = logging.getLogger("keras_bert_impl.checkpoints")
 
 HUGGINGFACE = "huggingface"
+HUGGING_FACE_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                             "pytorch_model.bin.index.json")  # a Hugging Face directory holds one of them
 GOOGLE = "google"
 KERAS_HUB = "keras_hub"
 OWN = "own"
@@ -116,15 +118,11 @@ def detect_format(directory):
                     f"{directory}/config.json has model_type={config['model_type']!r}; "
                     "only Hugging Face 'bert' checkpoints can be loaded into BertBackbone."
                 )
-            if {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"} & set(names):
+            if set(HUGGING_FACE_WEIGHT_FILES) & set(names):
                 return HUGGINGFACE
-            if "pytorch_model.bin.index.json" in names:
-                from keras_bert_impl.checkpoints.huggingface import sharded_pickle_message
-
-                raise ValueError(sharded_pickle_message(directory))
             raise ValueError(
                 f"{directory} has a Hugging Face BERT config.json but no weights: expected "
-                "model.safetensors (or model.safetensors.index.json, or pytorch_model.bin)."
+                "model.safetensors (or model.safetensors.index.json, pytorch_model.bin, pytorch_model.bin.index.json)."
             )
     if "bert_config.json" in names:
         if "bert_model.ckpt.index" in names or any(n.endswith(".ckpt.index") for n in names):
@@ -459,7 +457,7 @@ def _resolve_for_loading(preset, load_weights=True):
             return resolve_preset(preset)
         except ValueError as e:
             message = str(e)
-            if "config.json but no weights" in message or "sharded pytorch_model" in message:
+            if "config.json but no weights" in message:
                 return ResolvedPreset(os.path.abspath(preset), HUGGINGFACE)
             if "bert_config.json but no TF checkpoint" in message:
                 return ResolvedPreset(os.path.abspath(preset), GOOGLE)
