@@ -204,6 +204,9 @@ class BertTokenizer(PreprocessingLayer):
             no_pretokenization=True,
             support_detokenization=False,
         )
+        # The eager `tokenize_with_offsets` traced once (lazily); held in a plain object so that it is not one
+        # of the layer's tracked functions (a SavedModel of the layer would export it).
+        self._offsets_function = _FunctionHolder()
 
     # ------------------------------------------------------------------ info
     @property
@@ -300,8 +303,18 @@ class BertTokenizer(PreprocessingLayer):
 
     def _unknown_if_too_long(self, words):
         """Words of more than `max_chars_per_word` characters -> the unknown token (a whole-word match)."""
+        return self._unknown_if_too_long_mask(words)[0]
+
+    def _unknown_if_too_long_mask(self, words):
+        """`(words with the too long ones replaced by the unknown token, which were too long)`, for a 1-D tensor."""
         too_long = tf.strings.length(words, unit="UTF8_CHAR") > self._max_chars_per_word
-        return tf.where(too_long, tf.constant(self._unknown_token), words)
+        # Copy the strings only when some word is too long (rare in real text).
+        checked = tf.cond(
+            tf.reduce_any(too_long),
+            lambda: tf.where(too_long, tf.constant(self._unknown_token), words),
+            lambda: tf.identity(words),
+        )
+        return checked, too_long
 
     # ---------------------------------------------------------- tokenising
     def tokenize_with_words(self, strings):
@@ -348,35 +361,69 @@ class BertTokenizer(PreprocessingLayer):
         return self._tokenize_batch_with_offsets(strings)
 
     def _tokenize_batch_with_offsets(self, strings):
-        # Normalise code point by code point, so that every byte of the
-        # normalised text can be traced back to the code point it came from.
-        chars = tf.strings.unicode_split(strings, "UTF-8")  # [batch, chars]
-        _, char_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8")
-        char_ends = char_starts + tf.cast(tf.strings.length(chars), tf.int64)
-        normalized_chars = self.normalize(chars.flat_values)
-        normalized = tf.strings.reduce_join(chars.with_flat_values(normalized_chars), axis=-1)
-        # Global byte position (over the whole batch) where each normalised code point ends.
-        char_byte_ends = tf.cumsum(tf.cast(tf.strings.length(normalized_chars), tf.int64))
-        row_byte_base = tf.concat([[0], tf.cumsum(tf.cast(tf.strings.length(normalized), tf.int64))[:-1]], 0)
+        """`tokenize_with_offsets` of a 1-D batch: eagerly through one traced `tf.function`, in a graph inline."""
+        if not tf.executing_eagerly():
+            return self._batch_with_offsets(strings)
+        if self._offsets_function.function is None:
+            # Eagerly, the ~40 ops cost more in dispatch than in work for short texts: trace them once.
+            self._offsets_function.function = tf.function(
+                self._batch_with_offsets, input_signature=[tf.TensorSpec([None], tf.string)]
+            )
+        return self._offsets_function.function(strings)
 
-        words, word_starts, _ = tf_text.regex_split_with_offsets(normalized, " ")  # [batch, words]
+    def _batch_with_offsets(self, strings):
+        # Offsets need each byte of the normalised text traced back to the code point it came from, so the
+        # text is normalised code point by code point. Every code point's normalisation depends on it alone:
+        # it is computed once per distinct code point of the batch (a few hundred) and gathered, not once per
+        # character (the normalisation's ten string passes over a million one-character strings).
+        codepoints, char_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8")  # [batch, chars]
+        char_starts = char_starts.flat_values
+        distinct, index = tf.unique(codepoints.flat_values)
+        # Decoded code points are valid UTF-8 (an invalid byte is U+FFFD already): no transcoding needed.
+        distinct_normalized = bert_normalize(
+            tf.strings.unicode_encode(tf.expand_dims(distinct, -1), "UTF-8"),
+            lowercase=self._lowercase,
+            strip_accents=self._strip_accents,
+            split_on_cjk=self._split_on_cjk,
+        )
+        distinct64 = tf.cast(distinct, tf.int64)
+        distinct_bytes = 1 + sum(tf.cast(distinct64 >= limit, tf.int64) for limit in (0x80, 0x800, 0x10000))
+        char_ends = char_starts + tf.gather(distinct_bytes, index)
+        normalized_chars = tf.gather(distinct_normalized, index)
+        normalized = tf.strings.reduce_join(codepoints.with_flat_values(normalized_chars), axis=-1)
+        # Global byte position (over the whole batch's normalised text) where each code point's text ends.
+        char_byte_ends = tf.cumsum(tf.gather(tf.cast(tf.strings.length(distinct_normalized), tf.int64), index))
+
+        # Words: split on single spaces (a row is its pieces joined by " ", so the k-th piece of a row starts
+        # at the sum of the lengths + 1 of the pieces before it), then drop the empty ones.
+        pieces_of_rows = tf.strings.split(normalized, sep=" ")
+        all_words = pieces_of_rows.flat_values
+        all_lengths = tf.cast(tf.strings.length(all_words), tf.int64)
+        all_bases = tf.cumsum(all_lengths + 1, exclusive=True) - pieces_of_rows.value_rowids()
+        nonempty = all_lengths > 0
+        words = tf.ragged.boolean_mask(pieces_of_rows, pieces_of_rows.with_flat_values(nonempty))
         flat_words = words.flat_values
-        checked_words = self._unknown_if_too_long(flat_words)
+        word_bases = tf.boolean_mask(all_bases, nonempty)
+        word_lengths = tf.boolean_mask(all_lengths, nonempty)
+
+        checked_words, too_long = self._unknown_if_too_long_mask(flat_words)
         pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(checked_words)  # [words, pieces]
+        piece_word = pieces.value_rowids()
         # A too-long word is one [UNK] piece covering the whole word.
-        replaced = tf.gather(tf.not_equal(checked_words, flat_words), pieces.value_rowids())
-        word_bytes = tf.gather(tf.cast(tf.strings.length(flat_words), piece_ends.dtype), pieces.value_rowids())
-        piece_ends = piece_ends.with_flat_values(tf.where(replaced, word_bytes, piece_ends.flat_values))
+        piece_ends = tf.where(
+            tf.gather(too_long, piece_word),
+            tf.gather(word_lengths, piece_word),
+            tf.cast(piece_ends.flat_values, tf.int64),
+        )
 
         # Normalised byte offsets -> global byte positions -> code point index -> original byte offsets.
-        word_base = tf.gather(row_byte_base, words.value_rowids()) + word_starts.flat_values
-        piece_base = tf.gather(word_base, pieces.value_rowids())
+        piece_base = tf.gather(word_bases, piece_word)
         first_byte = piece_base + tf.cast(piece_starts.flat_values, tf.int64)
-        last_byte = piece_base + tf.cast(piece_ends.flat_values, tf.int64) - 1
+        last_byte = piece_base + piece_ends - 1
         first_char = tf.searchsorted(char_byte_ends, first_byte, side="right")
         last_char = tf.searchsorted(char_byte_ends, last_byte, side="right")
-        starts = tf.gather(char_starts.flat_values, first_char)
-        ends = tf.gather(char_ends.flat_values, last_char)
+        starts = tf.gather(char_starts, first_char)
+        ends = tf.gather(char_ends, last_char)
 
         ids = words.with_flat_values(pieces).merge_dims(-2, -1)
         return ids, ids.with_flat_values(starts), ids.with_flat_values(ends)
@@ -443,6 +490,12 @@ class BertTokenizer(PreprocessingLayer):
         arguments = {"vocabulary": assets["vocabulary"], "lowercase": assets["lowercase"]}
         arguments.update(kwargs)
         return cls(**arguments)
+
+
+class _FunctionHolder:
+    """Holds a lazily created `tf.function` out of sight of Keras / SavedModel attribute tracking."""
+
+    function = None
 
 
 def as_string_input(strings):
