@@ -1369,3 +1369,29 @@ def test_an_unknown_argument_of_fit_or_evaluate_is_the_same_line_on_every_backen
         assert str(error.value) == message
     history = classifier.fit(["a", "b"], [0, 1], validation_data=(["c"], [1]), epochs=1, verbose=0).history
     assert "val_loss" in history  # (fit's own evaluate passes Keras's private keywords)
+
+
+def test_fit_evaluate_predict_print_one_line_each_where_the_output_is_not_a_terminal():
+    """`python train.py > log`: Keras draws its progress bar with carriage returns and colour codes on every POSIX
+    system, so the log held each redraw; the tasks' `verbose="auto"` is one line per epoch there (a terminal or a
+    notebook keeps the bar)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import keras_bert_impl\n"
+        "backbone = keras_bert_impl.BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8,\n"
+        "                                        intermediate_dim=16, max_sequence_length=32)\n"
+        "preprocessor = keras_bert_impl.BertClassifierPreprocessor.from_preset('all_minilm_l6_v2_en', sequence_length=16)\n"
+        "model = keras_bert_impl.BertClassifier(backbone, num_classes=2, preprocessor=preprocessor)\n"
+        "texts = ['that loves its characters', 'contains no wit , only labored gags']\n"
+        "model.fit(texts, [1, 0], batch_size=2, epochs=2)\n"
+        "model.evaluate(texts, [1, 0])\n"
+        "model.predict(texts)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert "\r" not in result.stdout and "\x1b[" not in result.stdout, repr(result.stdout[:300])
+    assert [line.split(" - ")[0] for line in lines] == ["Epoch 1/2", "1/1", "Epoch 2/2", "1/1", "1/1", "1/1"], lines

@@ -437,6 +437,7 @@ class Task(FunctionalModel):
         examples.
         """
         check_method_arguments(self, "fit", kwargs, keras.Model.fit)
+        kwargs["verbose"] = progress_verbosity(kwargs.get("verbose", "auto"))
         self._compile_if_needed()
         self._retrace_if_trainable_changed()
         x, y, sample_weight = self._read_tables(x, y, sample_weight)
@@ -493,6 +494,7 @@ class Task(FunctionalModel):
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; `x` may also be raw strings (`y` the labels)."""
         check_method_arguments(self, "evaluate", kwargs, keras.Model.evaluate)
+        kwargs["verbose"] = progress_verbosity(kwargs.get("verbose", "auto"))
         self._compile_if_needed()
         x, y, sample_weight = self._read_tables(x, y, sample_weight)
         x = self._refuse_raw_text_batches(x, "evaluate")
@@ -507,6 +509,7 @@ class Task(FunctionalModel):
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""
+        verbose = progress_verbosity(verbose)
         x = self._refuse_raw_text_batches(self._read_tables(x)[0], "predict")
         self._check_feature_inputs(x, "predict")
         x = _lists_as_arrays(x)[0]
@@ -886,6 +889,24 @@ def numpy_text_as_lists(x):
     if isinstance(x, tuple) and any(isinstance(part, np.ndarray) and part.dtype.kind in ("U", "S", "O") for part in x):
         return tuple(numpy_text_as_lists(part) for part in x)
     return x
+
+
+def progress_verbosity(verbose, stream=None):
+    """Keras's `verbose="auto"` as a person reads it where the output goes: the progress bar (1) in a terminal or a
+    notebook, one line per epoch (2) elsewhere. Keras draws its bar with carriage returns and colour codes whenever
+    it runs on a POSIX system, so a log file of `python train.py > log` got every redraw; any other value passes.
+
+    >>> import io
+    >>> progress_verbosity("auto", io.StringIO()), progress_verbosity(0, io.StringIO())
+    (2, 0)
+    """
+    if not (isinstance(verbose, str) and verbose == "auto"):
+        return verbose
+    import sys
+
+    stream = sys.stdout if stream is None else stream
+    interactive = getattr(stream, "isatty", lambda: False)() or "ipykernel" in sys.modules
+    return 1 if interactive else 2
 
 
 def _lists_as_arrays(x, y=None, sample_weight=None):
