@@ -302,7 +302,7 @@ def quiet_native_logs(argv=None):
 
 def _forward_lines(source, target, noise):
     """Copies `source` to `target` until end of file, less the whole lines that one of `noise` matches in full. A
-    partial line that cannot begin such a line (a progress bar's `\r` update) is passed on at once."""
+    partial line that cannot begin such a line (a progress bar's carriage-return update) is passed on at once."""
 
     def write(data):
         while data:
