@@ -64,3 +64,25 @@ def test_run_config_is_written_whole(tmp_path):
     assert read_run_config(str(tmp_path)) == {"sequence_length": 64, "num_steps": 10}
     assert os.listdir(tmp_path) == ["run_config.json"]
     assert json.loads((tmp_path / "run_config.json").read_text()) == {"sequence_length": 64, "num_steps": 10}
+
+
+def test_atomic_files_and_directories_get_the_modes_open_and_makedirs_would_give(tmp_path):
+    """`tempfile` makes its files 0600 and its directories 0700, and the rename kept that: dev_results.json,
+    run_config.json and a save_to_preset directory were unreadable to the group (a shared results folder, a server
+    running as another user). They now take the umask's modes, as `open` and `os.makedirs` give."""
+    from keras_bert_impl.checkpoints.atomic_files import atomic_directory, atomic_write_json
+
+    old_mask = os.umask(0o027)
+    try:
+        atomic_write_json(tmp_path / "results.json", {"a": 1})
+        with atomic_directory(tmp_path / "preset") as directory:
+            atomic_write_json(os.path.join(directory, "config.json"), {})
+        with open(tmp_path / "plain.json", "w"):
+            pass
+        os.makedirs(tmp_path / "plain_dir")
+    finally:
+        os.umask(old_mask)
+    mode = lambda path: oct(os.stat(path).st_mode & 0o777)  # noqa: E731
+    assert mode(tmp_path / "results.json") == mode(tmp_path / "plain.json") == oct(0o640)
+    assert mode(tmp_path / "preset") == mode(tmp_path / "plain_dir") == oct(0o750)
+    assert mode(tmp_path / "preset" / "config.json") == oct(0o640)

@@ -7,6 +7,25 @@ import shutil
 import tempfile
 
 
+def _umask():
+    """The process's umask, read without changing it where Linux shows it (`os.umask` sets it to read it, which a
+    thread creating a file at that moment would feel)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _usual_mode(directory=False):
+    """The mode `open` (0o666) or `os.makedirs` (0o777) would give under the umask: `tempfile` makes its files 0o600
+    and its directories 0o700, which a rename would keep (a preset or result file unreadable to the group)."""
+    return (0o777 if directory else 0o666) & ~_umask()
+
+
 def atomic_write_bytes(path, data):
     """Writes `data` to `path` via a temporary file in the same directory and `os.replace`.
 
@@ -26,6 +45,7 @@ def atomic_write_bytes(path, data):
     os.makedirs(directory, exist_ok=True)
     fd, temp_path = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
     try:
+        os.chmod(temp_path, _usual_mode())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -125,6 +145,7 @@ def atomic_directory(target, replaceable_files=()):
             )
     temp_dir = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(target) + ".", suffix=".tmp")
     try:
+        os.chmod(temp_dir, _usual_mode(directory=True))
         yield temp_dir
         if os.path.exists(target):
             old = tempfile.mkdtemp(dir=parent, prefix="." + os.path.basename(target) + ".", suffix=".old")
