@@ -155,6 +155,8 @@ def run_recipe(args, run, config):
     def job():
         from keras_bert_impl.training.strategy import NoTPUError
 
+        if not args.debug:
+            one_line_warnings()
         start_job(args)
         try:
             if dataclasses.is_dataclass(config) and isinstance(config, type):
@@ -164,6 +166,22 @@ def run_recipe(args, run, config):
             raise ValueError(no_tpu_line(error.reason)) from error
 
     return exit_on_user_error(job, debug=args.debug, checkpoints=os.path.join(args.model_dir, "checkpoints"))
+
+
+def one_line_warnings():
+    """A warning of the run (`TruncationWarning`: examples cut to --sequence_length, Keras's own) prints as one line
+    `warning: <message>`, not Python's two (`<file of the call>:<line>: <Category>: ...` and that file's source line,
+    which in a recipe is this module's). `--debug` keeps Python's form.
+
+    >>> import warnings
+    >>> python_form = warnings.formatwarning
+    >>> one_line_warnings(); warnings.formatwarning("3 of 16 examples are cut", UserWarning, "x.py", 1)
+    'warning: 3 of 16 examples are cut\\n'
+    >>> warnings.formatwarning = python_form
+    """
+    import warnings
+
+    warnings.formatwarning = lambda message, category, filename, lineno, line=None: f"warning: {message}\n"
 
 
 def no_tpu_line(reason):

@@ -345,3 +345,25 @@ def test_ctrl_c_while_a_finished_run_removes_its_checkpoints_says_its_outputs_ar
                         checkpoints=str(tmp_path / "checkpoints"))  # the next job's Ctrl-C, before its outputs
     assert (status, err) == (130, f"Interrupted before the first checkpoint ({tmp_path / 'checkpoints'}): rerun "
                                   "the same command to start again.\n")
+
+
+def test_a_warning_of_a_recipe_run_is_one_line(tmp_path, capfd, monkeypatch):
+    """A TruncationWarning in a fine-tuning recipe printed Python's two lines: recipes/command_line.py's path and line
+    (where `run` was called) with the category, then that source line. `--debug` keeps Python's form."""
+    import argparse
+    import warnings
+
+    from keras_bert_impl.text import TruncationWarning
+
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # restored after the test
+    parser = argparse.ArgumentParser()
+    command_line.add_run_arguments(parser, seed=0)
+    args = parser.parse_args(["--model_dir", str(tmp_path / "out"), "--compilation_cache", "none"])
+
+    def run(config):
+        warnings.warn("3 of 16 examples (18.8%) are longer than sequence_length=8 tokens", TruncationWarning)
+        return "done"
+
+    assert command_line.run_recipe(args, run, lambda args: None) == "done"
+    assert capfd.readouterr().err.splitlines()[-1:] == [
+        "warning: 3 of 16 examples (18.8%) are longer than sequence_length=8 tokens"]
