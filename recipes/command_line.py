@@ -122,6 +122,9 @@ def start_job(args):
     apply_triton_gemm(getattr(args, "triton_gemm", "auto"))
     check_finetuning_strategy(args.strategy)
     check_model_dir(args.model_dir)
+    note = finished_run_note(args.model_dir)
+    if note:
+        print(note, file=sys.stderr)
     cluster = {name: getattr(args, name, None) for name in ("coordinator_address", "num_processes", "process_id")}
     if args.strategy == "multiworker" and keras.backend.backend() in ("jax", "torch"):
         get_strategy("multiworker", **cluster)  # the task's own get_strategy then finds the processes joined
@@ -130,6 +133,27 @@ def start_job(args):
     directory = enable_compilation_cache(args.compilation_cache)
     if directory:
         print(f"XLA compilation cache: {directory} (--compilation_cache none turns it off)", file=sys.stderr)
+
+
+def finished_run_note(model_dir):
+    """The line a run prints when `model_dir` holds a finished run's outputs (its `model.keras`, and no checkpoints
+    to resume from): this run trains again and replaces them (a stopped run, which has checkpoints, resumes instead).
+
+    >>> import tempfile, os
+    >>> directory = tempfile.mkdtemp(); finished_run_note(directory) is None
+    True
+    >>> open(os.path.join(directory, "model.keras"), "wb").close()
+    >>> finished_run_note(directory).startswith(f"note: {directory} holds a finished run's outputs (model.keras of ")
+    True
+    """
+    import time
+
+    model_file = os.path.join(model_dir, "model.keras")
+    if not os.path.isfile(model_file) or os.path.isdir(os.path.join(model_dir, "checkpoints")):
+        return None
+    written = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(model_file)))
+    return (f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again "
+            "and replaces them (another --model_dir keeps them)")
 
 
 def config_from_args(args, config_class):

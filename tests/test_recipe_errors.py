@@ -367,3 +367,27 @@ def test_a_warning_of_a_recipe_run_is_one_line(tmp_path, capfd, monkeypatch):
     assert command_line.run_recipe(args, run, lambda args: None) == "done"
     assert capfd.readouterr().err.splitlines()[-1:] == [
         "warning: 3 of 16 examples (18.8%) are longer than sequence_length=8 tokens"]
+
+
+def test_a_run_in_a_finished_runs_model_dir_says_it_replaces_its_outputs(tmp_path, capfd):
+    """Rerunning a finished command (its checkpoints removed at the end) trains again and replaces model.keras and the
+    results, silently until now; a stopped run's directory (checkpoints/ present) resumes and says nothing here."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    command_line.add_run_arguments(parser, seed=0)
+    model_dir = tmp_path / "out"
+    model_dir.mkdir()
+    args = parser.parse_args(["--model_dir", str(model_dir), "--compilation_cache", "none"])
+    command_line.start_job(args)
+    assert "note:" not in capfd.readouterr().err
+    (model_dir / "model.keras").write_bytes(b"a finished run's model")
+    os.utime(model_dir / "model.keras", (0, 1_700_000_000))
+    command_line.start_job(args)
+    written = time.strftime("%Y-%m-%d %H:%M", time.localtime(1_700_000_000))
+    assert capfd.readouterr().err.splitlines() == [
+        f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again and "
+        "replaces them (another --model_dir keeps them)"]
+    (model_dir / "checkpoints").mkdir()
+    command_line.start_job(args)
+    assert "note:" not in capfd.readouterr().err
