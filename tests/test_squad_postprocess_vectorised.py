@@ -210,26 +210,10 @@ def test_window_spans_masks_order_length_and_context():
                      (3, 3, 0.699999988079071)]
 
 
-def _full_matrix_spans(starts, ends, start_allowed, max_answer_length, top_k):
-    """`BertSpanExtractor.answer`'s search of one window as it is: the whole count x count score matrix."""
-    count = len(starts)
-    scores = starts[:, None] + ends[None, :]
-    offsets = np.arange(count)
-    allowed = (offsets[None, :] >= offsets[:, None]) & (offsets[None, :] - offsets[:, None] < max_answer_length)
-    allowed &= start_allowed[:, None]
-    if not allowed.any():
-        return []
-    flat = np.where(allowed, scores, -np.inf).ravel()
-    found = []
-    for index in np.argsort(-flat, kind="stable")[: min(top_k, int(allowed.sum()))]:
-        s, e = np.unravel_index(int(index), scores.shape)
-        found.append((float(scores[s, e]), int(s), int(e)))
-    return found
-
-
 def test_best_spans_in_window_equals_the_full_score_matrix(logits):
     from keras_bert_impl.models.span_decoding import best_spans_in_window
 
+    full_matrix_spans = load_script("benchmarks/squad_host.py").previous_answer_window_search  # the code before
     rng = np.random.default_rng(0)
     start, end = logits
     for trial in range(400):
@@ -242,7 +226,7 @@ def test_best_spans_in_window_equals_the_full_score_matrix(logits):
         allowed = rng.random(count) < rng.random()
         max_answer_length, top_k = int(rng.integers(1, 40)), int(rng.integers(1, 6))
         scores, s, e = best_spans_in_window(starts, ends, allowed, max_answer_length, top_k)
-        assert list(zip(scores.tolist(), s.tolist(), e.tolist())) == _full_matrix_spans(
+        assert list(zip(scores.tolist(), s.tolist(), e.tolist())) == full_matrix_spans(
             starts, ends, allowed, max_answer_length, top_k)
 
 
