@@ -177,17 +177,22 @@ def run_recipe(args, run, config):
     import dataclasses
 
     def job():
+        import warnings
+
         from keras_bert_impl.training.strategy import NoTPUError
 
+        python_form = warnings.formatwarning
         if not args.debug:
             one_line_warnings()
-        start_job(args)
         try:
+            start_job(args)
             if dataclasses.is_dataclass(config) and isinstance(config, type):
                 return run(config_from_args(args, config))
             return run(config(args))
         except NoTPUError as error:  # its advice names pretrain.py's --tpu, which these recipes do not have
             raise ValueError(no_tpu_line(error.reason)) from error
+        finally:
+            warnings.formatwarning = python_form  # (the job's own: a caller in the same process keeps its form)
 
     return exit_on_user_error(job, debug=args.debug, checkpoints=os.path.join(args.model_dir, "checkpoints"))
 

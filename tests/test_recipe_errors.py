@@ -347,7 +347,7 @@ def test_ctrl_c_while_a_finished_run_removes_its_checkpoints_says_its_outputs_ar
                                   "the same command to start again.\n")
 
 
-def test_a_warning_of_a_recipe_run_is_one_line(tmp_path, monkeypatch):
+def test_a_warning_of_a_recipe_run_is_one_line(tmp_path):
     """A TruncationWarning in a fine-tuning recipe printed Python's two lines: recipes/command_line.py's path and line
     (where `run` was called) with the category, then that source line. `--debug` keeps Python's form. (The format is
     checked, not stderr: pytest records warnings instead of printing them.)"""
@@ -356,7 +356,7 @@ def test_a_warning_of_a_recipe_run_is_one_line(tmp_path, monkeypatch):
 
     from keras_bert_impl.text import TruncationWarning
 
-    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # restored after the test
+    python_form = warnings.formatwarning
     parser = argparse.ArgumentParser()
     command_line.add_run_arguments(parser, seed=0)
     message = "3 of 16 examples (18.8%) are longer than sequence_length=8 tokens"
@@ -369,6 +369,7 @@ def test_a_warning_of_a_recipe_run_is_one_line(tmp_path, monkeypatch):
         f": TruncationWarning: {message}")
     args = parser.parse_args(["--model_dir", str(tmp_path / "out"), "--compilation_cache", "none"])
     assert command_line.run_recipe(args, run, lambda args: None) == f"warning: {message}\n"
+    assert warnings.formatwarning is python_form  # the run's own: the caller's form is back after it
 
 
 def test_a_run_in_a_finished_runs_model_dir_says_it_replaces_its_outputs(tmp_path, capfd):
