@@ -115,13 +115,13 @@ def test_a_tagger_serves_the_entities_of_predict_entities_on_conll_sentences(sha
 def test_the_graph_splits_words_as_split_words_on_every_conll_sentence(shared_data):
     import tensorflow as tf
 
-    from keras_bert_impl.text.saved_model_export import _split_words
     from keras_bert_impl.text.token_classifier_preprocessor import split_words
+    from keras_bert_impl.text.token_classifier_serving import split_words_in_graph
 
     texts = _conll_texts(shared_data / "conll2003" / "eng.testa", 4000)  # all 3,250
     texts += ["a---", "--b...", "(+301) x's'd n't 's -12.5 .576 AA+ C$ ...'s?!", "x\u00a0y\u2003z\x1cw", "it's.",
               "U.S.'s", "....", "a....", "-.5", "+-3", "Mr. Smith--and", "O'Neill's", "Zoë met 东京's mayor 🙂."]
-    starts, ends = tf.function(_split_words)(tf.constant(texts))
+    starts, ends = tf.function(split_words_in_graph)(tf.constant(texts))
     for text, start, end in zip(texts, starts.to_list(), ends.to_list()):
         assert list(zip(start, end)) == [(s, e) for _, s, e in split_words(text)], text
 

@@ -80,8 +80,9 @@ class Task(FunctionalModel):
     # is also `serving_default`). Empty: the SavedModel takes packed features only.
     serving_text_inputs = {}
     # None: the text endpoints pack the preprocessor's features and return `serving_outputs`; else the name of the
-    # graph in `text/saved_model_export.py` that runs the task's whole text pipeline ("entities": the tagger's
-    # `predict_entities`; "answer": the span extractor's `answer`, windows included).
+    # graph that runs the task's whole text pipeline ("entities": the tagger's `predict_entities`, in
+    # `text/token_classifier_serving.py`; "answer": the span extractor's `answer`, windows included, in
+    # `text/span_extractor_serving.py`).
     serving_text_graph = None
 
     def hugging_face_head_dense(self):
