@@ -19,11 +19,13 @@ calls before its first import of Keras or TensorFlow).
 """
 
 import argparse
+import atexit
 import os
 import re
 import signal
 import sys
 import threading
+import time
 import traceback
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu")
@@ -307,9 +309,11 @@ def quiet_native_logs(argv=None):
     TF_CPP_MIN_LOG_LEVEL becomes 2 (TensorFlow's own INFO and WARNING lines off, errors on) unless the user set
     it. The lines that TensorFlow 2.19+ and XLA log through absl regardless of it are dropped from file descriptor
     2 by a forked filter process (`native_noise` at that level: only whole lines of those forms; every other byte,
-    Python's tracebacks and one-line errors included, passes unchanged and in order). The filter outlives this
-    process, so that what a crash writes last is still shown; it ignores Ctrl-C and ends when the last writer of
-    the pipe is gone.
+    Python's tracebacks and one-line errors included, passes unchanged and in order). The filter holds no other
+    file of this process, ignores Ctrl-C and ends when the last writer of the pipe is gone: it outlives a killed
+    recipe, so that what a crash writes last is still shown. A recipe that ends normally (an error's one line and
+    exit status 2 included) hands fd 2 back to the real stderr and waits for the filter to pass its last lines (up
+    to `FILTER_DRAIN_SECONDS`): the shell's prompt comes after them, not before.
     """
     argv = sys.argv[1:] if argv is None else argv
     if "--debug" in argv or "tensorflow" in sys.modules:  # (too late: a test running a recipe in its own process)
@@ -332,19 +336,58 @@ def quiet_native_logs(argv=None):
     if child == 0:  # the filter: holds no other file of this process (its stdout, a pipe of the caller, included)
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-            for fd in range(max(read_end, write_end, original) + 1):
-                if fd not in (read_end, original):
-                    try:
-                        os.close(fd)
-                    except OSError:
-                        pass
+            keep = sorted((read_end, original))
+            os.closerange(0, keep[0])
+            os.closerange(keep[0] + 1, keep[1])
+            os.closerange(keep[1] + 1, _open_files_limit())
             _forward_lines(read_end, original, noise)
         finally:
             os._exit(0)
     os.close(read_end)
-    os.close(original)
+    os.set_inheritable(original, False)  # (the recipe's own subprocesses write through the filter)
     os.dup2(write_end, 2)
     os.close(write_end)
+    _filter["pid"], _filter["stderr"] = child, original
+    atexit.register(_drain_filter)
+
+
+FILTER_DRAIN_SECONDS = 5.0
+_filter = {"pid": None, "stderr": None}  # quiet_native_logs's filter process, and the real stderr's descriptor
+
+
+def _open_files_limit():
+    try:
+        return min(os.sysconf("SC_OPEN_MAX"), 1 << 20)
+    except (OSError, ValueError):
+        return 1 << 16
+
+
+def _drain_filter():
+    """At a normal exit: fd 2 is the real stderr again (Python's last words during shutdown go there directly), so
+    the filter reads end of file once this process's subprocesses are gone, and is waited for, so that it has
+    passed every line before this process ends."""
+    pid, original = _filter["pid"], _filter["stderr"]
+    if pid is None:
+        return
+    _filter["pid"] = None
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        pass
+    try:
+        os.dup2(original, 2)
+    except OSError:
+        return
+    deadline = time.monotonic() + FILTER_DRAIN_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.005)
 
 
 def _forward_lines(source, target, noise):

@@ -314,6 +314,33 @@ def test_the_filter_outlives_a_killed_recipe_and_passes_its_last_words():
     assert (result.returncode, result.stderr) == (-signal.SIGKILL, "error: the last words\n")
 
 
+def test_a_recipe_ends_after_the_filter_has_passed_its_last_lines(tmp_path):
+    """The process ends only once the filter has written everything (before, the shell's prompt could come first,
+    and a file the caller read at once missed the last lines); the filter holds no file of the recipe but its two."""
+    script = ("import os, sys\n"
+              "import command_line\n"
+              "os.dup2(1, 40)\n"  # a file of the recipe above the filter's own descriptors (it held such files)
+              "command_line.quiet_native_logs()\n"
+              "pid = command_line._filter['pid']\n"
+              "import time\n"
+              "deadline = time.monotonic() + 10\n"  # (the filter closes the files it inherited as it starts)
+              "while os.path.isdir('/proc') and len(os.listdir(f'/proc/{pid}/fd')) > 2 and time.monotonic() < deadline:\n"
+              "    time.sleep(0.01)\n"
+              "print(len(os.listdir(f'/proc/{pid}/fd')) if os.path.isdir('/proc') else 2)\n"
+              "os.write(2, b'I0000 00:00:1796012865.4   13738 port.cc:153] oneDNN custom operations are on.\\n')\n"
+              "for i in range(20000):\n"
+              "    sys.stderr.write(f'line {i} of a long report\\n')\n"
+              "print('error: the last line', file=sys.stderr)\n"
+              "sys.exit(2)\n")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    with open(tmp_path / "stderr.txt", "wb") as stderr:
+        result = subprocess.run([sys.executable, "-c", script], cwd=os.path.join(REPO, "recipes"),
+                                stdout=subprocess.PIPE, stderr=stderr, text=True, timeout=300, env=env)
+    lines = (tmp_path / "stderr.txt").read_text().splitlines()  # read at once: nothing may still be on its way
+    assert (result.returncode, result.stdout.strip()) == (2, "2")
+    assert lines[0] == "line 0 of a long report" and len(lines) == 20001 and lines[-1] == "error: the last line"
+
+
 def test_a_recipe_that_imported_tensorflow_prints_only_its_one_line(tmp_path):
     """finetune_classifier.py imports TensorFlow before it reads its files: its stderr is the one error line."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
