@@ -81,6 +81,8 @@ class MaskedLMHead(keras.layers.Layer):
             vocabulary_size = tied
         get_activation(activation)
         self.vocabulary_size = vocabulary_size
+        if token_embedding is not None:
+            check_float_embedding(token_embedding)
         self.token_embedding = token_embedding
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
@@ -119,6 +121,7 @@ class MaskedLMHead(keras.layers.Layer):
         x = self._activation_fn(self.transform_dense(gathered))
         x = self.layer_norm(x)
         if self.token_embedding is not None:
+            check_float_embedding(self.token_embedding)
             kernel = ops.transpose(ops.cast(self.token_embedding.embeddings, self.compute_dtype))
         else:
             kernel = ops.cast(self.output_kernel, self.compute_dtype)
@@ -156,3 +159,13 @@ class MaskedLMHead(keras.layers.Layer):
             }
         )
         return config
+
+
+def check_float_embedding(token_embedding):
+    """One `ValueError` when the tied embedding is quantized: its matrix, as the output projection, must be float."""
+    if getattr(token_embedding, "quantization_mode", None) is not None:
+        raise ValueError(
+            f"The masked-LM head uses the token embedding's matrix as its output projection, and that layer is "
+            f"{token_embedding.quantization_mode}-quantized: quantize the BertPretrainer (or BertMaskedLM) itself, "
+            "which keeps the token embedding float, rather than its backbone."
+        )

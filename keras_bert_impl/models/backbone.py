@@ -7,7 +7,7 @@ from keras_bert_impl.layers.layer_norm_backward import check_layer_norm_backward
 from keras_bert_impl.layers.one_hot_embedding import OneHotEmbedding
 from keras_bert_impl.layers.position_embedding import PositionEmbedding
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder, get_activation
-from keras_bert_impl.models import lora
+from keras_bert_impl.models import lora, quantization
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.unknown_arguments import check_arguments
 from keras_bert_impl.presets import PresetsAttribute
@@ -67,6 +67,12 @@ class BertBackbone(FunctionalModel):
             fewer beside XLA's cuDNN LayerNorm flag
             (`Float32LayerNormalization(backward=...)`). Same outputs; not
             part of the saved architecture.
+        quantized_layers: None, or `{layer path: quantization}` such as
+            `{"transformer_layer_0/qkv": "int8"}`: those layers are built
+            quantized. `get_config` records what `quantize` did, so a
+            quantized backbone's config, `.keras` file or preset loads
+            quantized; not usually written by hand
+            (`keras_bert_impl.models.quantization`).
         dtype: None, a dtype or a policy name such as `"mixed_bfloat16"`.
 
     Example:
@@ -101,6 +107,7 @@ class BertBackbone(FunctionalModel):
         qkv_projection="fused",
         recompute_activation=True,
         layer_norm_backward="explicit",
+        quantized_layers=None,
         dtype=None,
         **kwargs,
     ):
@@ -211,9 +218,10 @@ class BertBackbone(FunctionalModel):
         self.qkv_projection = qkv_projection
         self.recompute_activation = recompute_activation
         self.layer_norm_backward = layer_norm_backward
+        quantization.quantize_layers(self, quantized_layers)
 
     def get_config(self):
-        return {
+        config = {
             "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
@@ -233,6 +241,10 @@ class BertBackbone(FunctionalModel):
             "recompute_activation": self.recompute_activation,
             "layer_norm_backward": self.layer_norm_backward,
         }
+        quantized = quantization.quantized_layers(self)
+        if quantized:  # (a float backbone's config stays as it always was)
+            config["quantized_layers"] = quantized
+        return config
 
     @classmethod
     def from_config(cls, config):
@@ -285,6 +297,22 @@ class BertBackbone(FunctionalModel):
     def load_lora_weights(self, filepath):
         """Loads `save_lora_weights`'s factors, enabling LoRA with the file's rank and targets if not yet on."""
         lora.load_lora_weights(self, filepath)
+
+    # === Quantization (models/quantization.py) ===
+
+    def quantize(self, mode=None, *args, **kwargs):
+        """Keras's `Model.quantize` (`"int8"`, `"int4"`, `"float8"`: the Dense kernels and the token embedding
+        become quantized), without a warning per layer that has nothing to quantize. `get_config`, `.keras` files
+        and `save_to_preset` record the quantized layers, so the model loads quantized.
+
+        Example:
+        >>> backbone = BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
+        ...                         intermediate_dim=16, max_sequence_length=8)
+        >>> backbone.quantize("int8")
+        >>> backbone.get_layer("transformer_layer_0").qkv_dense.kernel.dtype
+        'int8'
+        """
+        return quantization.quantize_quietly(super().quantize, mode, *args, **kwargs)
 
     # === Presets ===
     presets = PresetsAttribute()

@@ -7,6 +7,7 @@ import numpy as np
 
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
+from keras_bert_impl.models import quantization
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import (
@@ -121,6 +122,16 @@ class BertPretrainer(Task):
     def head_config(self):
         return {"nsp": self.nsp, "vocabulary_padding_multiple": self.vocabulary_padding_multiple}
 
+    def quantize(self, mode=None, *args, filters=None, **kwargs):
+        """`Task.quantize`, leaving the token embedding float: the masked-LM head multiplies by its matrix as the
+        output projection (tied weights), which Keras's quantized `Embedding` does not provide."""
+        tied = self.backbone.token_embedding
+
+        def chosen(layer):
+            return layer is not tied and quantization.matches_filters(layer, filters)
+
+        return super().quantize(mode, *args, filters=chosen, **kwargs)
+
     @classmethod
     def from_preset(cls, preset, load_weights=True, preprocessor="auto", dtype=None, **kwargs):
         """`Task.from_preset`, and the checkpoint's own pretraining heads where it has them.
@@ -154,6 +165,10 @@ class BertPretrainer(Task):
         if saved_nsp != model.nsp:
             # A pretraining export (MLM + NSP) read as MLM only, or the other way: its masked-LM head still loads.
             twin = cls(model.backbone, nsp=saved_nsp, vocabulary_padding_multiple=model.vocabulary_padding_multiple)
+            saved_quantized = saved.get("quantized_layers") or {}
+            quantization.quantize_layers(twin, saved_quantized)
+            quantization.quantize_layers(model, {path: name for path, name in saved_quantized.items()
+                                                 if path.startswith(model.masked_lm_head.name + "/")})
             twin.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
             copy_variables(twin.masked_lm_head, model.masked_lm_head)
         model.heads_loaded = ["masked LM", "next sentence"] if saved_nsp and model.nsp else ["masked LM"]

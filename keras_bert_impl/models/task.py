@@ -15,6 +15,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.failed_calls import run_recoverably
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
+from keras_bert_impl.models import quantization
 from keras_bert_impl.models.loss_tracker import LossTracker
 from keras_bert_impl.table_columns import table_as_labels, table_as_texts
 from keras_bert_impl.models.unknown_arguments import check_arguments, check_method_arguments
@@ -544,6 +545,30 @@ class Task(FunctionalModel):
     def _count_examples(self, x):
         return self.preprocessor.count_examples(x)
 
+    # === Quantization (models/quantization.py) ===
+
+    def quantize(self, mode=None, *args, **kwargs):
+        """Keras's `Model.quantize` on the whole task (`"int8"`, `"int4"`, `"float8"`): backbone and head, without a
+        warning per layer that has nothing to quantize. `save`, `save_to_preset` and `export` keep the quantized
+        layers (they load quantized); `fit` after it trains what stays float (biases, LayerNorms, LoRA factors).
+
+        Example:
+        >>> classifier.quantize("int8")  # doctest: +SKIP
+        >>> classifier.predict_labels(["a great film"])  # doctest: +SKIP
+        """
+        return quantization.quantize_quietly(super().quantize, mode, *args, **kwargs)
+
+    def quantized_head_layers(self):
+        """`{layer path: quantization}` of the task's own quantized layers (the backbone's config records its own)."""
+        return quantization.quantized_layers(self, exclude=self.backbone._flatten_layers())
+
+    def _check_float_weights(self, what):
+        quantized = quantization.quantized_layers(self)
+        if quantized:
+            path, name = next(iter(quantized.items()))
+            raise ValueError(f"{what} holds float weights, and this {type(self).__name__} has {len(quantized)} "
+                             f"quantized layers ({path!r}: {name}, ...): write it before `quantize`.")
+
     # === Saving ===
 
     def save(self, filepath, overwrite=True, include_optimizer=False, **kwargs):
@@ -631,7 +656,8 @@ class Task(FunctionalModel):
         save_weights_atomically(self.inference_copy(), os.path.join(os.fspath(directory), TASK_WEIGHTS_FILE))
         atomic_write_json(
             os.path.join(os.fspath(directory), TASK_CONFIG_FILE),
-            {"class_name": type(self).__name__, "config": self.head_config(), "preprocessor": preprocessor_config},
+            {"class_name": type(self).__name__, "config": self.head_config(), "preprocessor": preprocessor_config,
+             **({"quantized_layers": quantized} if (quantized := self.quantized_head_layers()) else {})},
         )
 
     def save_huggingface(self, directory):
@@ -643,6 +669,7 @@ class Task(FunctionalModel):
         (`BertModel`)."""
         from keras_bert_impl.checkpoints.huggingface import save_huggingface
 
+        self._check_float_weights("A transformers checkpoint")
         model = self.inference_copy()  # LoRA merged
         tokenizer = getattr(self.preprocessor, "tokenizer", None)
         save_huggingface(model.backbone, directory,
@@ -717,6 +744,7 @@ class Task(FunctionalModel):
         model = cls(backbone=backbone, preprocessor=preprocessor, compile_defaults=False, **kwargs)
         model.heads_loaded = []
         if saved is not None and load_weights and not changed & set(cls.head_shape_arguments):
+            quantization.quantize_layers(model, saved.get("quantized_layers"))
             # Before `compile`: the file holds no optimizer state, and Keras warns when a compiled model's has none.
             model.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
         elif checkpoint_head is not None and model.takes_checkpoint_head(checkpoint_head):
@@ -751,6 +779,7 @@ class Task(FunctionalModel):
             ),
             "compile_defaults": self.compile_defaults,
             **self.head_config(),
+            **({"quantized_layers": quantized} if (quantized := self.quantized_head_layers()) else {}),
         }
 
     @classmethod
@@ -759,7 +788,10 @@ class Task(FunctionalModel):
         for key in ("backbone", "preprocessor"):
             if isinstance(config.get(key), dict):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
-        return cls(**config)
+        quantized = config.pop("quantized_layers", None)
+        model = cls(**config)
+        quantization.quantize_layers(model, quantized)
+        return model
 
 
 
