@@ -596,7 +596,8 @@ class Task(FunctionalModel):
         Example:
         >>> classifier.export("sentiment_savedmodel")  # doctest: +SKIP
         Saved BertClassifier as a SavedModel at sentiment_savedmodel: serve(text), serving_default(text), serve_pairs(text_a, text_b), serve_features(token_ids, segment_ids, padding_mask).
-        >>> tf.saved_model.load("sentiment_savedmodel").serve(tf.constant(["a great film"]))["label"]  # doctest: +SKIP
+        >>> served = tf.saved_model.load("sentiment_savedmodel")  # doctest: +SKIP
+        >>> served.serve(tf.constant(["a great film"]))["label"]  # doctest: +SKIP
         <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'positive'], dtype=object)>
         """
         takes_features = isinstance(self.input, dict) and sorted(self.input) == sorted(BACKBONE_INPUTS)
