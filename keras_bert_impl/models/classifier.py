@@ -7,15 +7,15 @@ import numpy as np
 from keras_bert_impl.layers.sequence_pooling import SequencePooling
 from keras_bert_impl.models.backbone import bert_kernel_initializer
 from keras_bert_impl.models.glue_scores import ClassF1Score, MatthewsCorrelation, PearsonCorrelation
-from keras_bert_impl.models.probabilities import softmax
-from keras_bert_impl.models.task import (
-    Task,
+from keras_bert_impl.models.head_building import (
     backbone_inputs,
     check_dropout,
     check_packable,
     class_count,
     freeze_unused_pooler,
 )
+from keras_bert_impl.models.probabilities import softmax
+from keras_bert_impl.models.task import Task
 
 POOLINGS = ("pooled", "mean")
 # The cross-entropies `compile` takes by name, which read probabilities (from_logits=False).

@@ -9,10 +9,9 @@ from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.models import quantization
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.head_building import BACKBONE_INPUTS
 from keras_bert_impl.models.probabilities import softmax
-from keras_bert_impl.models.task import (
-    BACKBONE_INPUTS, TASK_CONFIG_FILE, TASK_WEIGHTS_FILE, Task, copy_variables, read_task_config,
-)
+from keras_bert_impl.models.task import TASK_CONFIG_FILE, TASK_WEIGHTS_FILE, Task, copy_variables, read_task_config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -10,7 +10,9 @@ from keras_bert_impl.models.span_decoding import (
     NULL_POSITION, best_spans_in_window, is_no_answer, null_odds, window_null_score,
 )
 from keras_bert_impl.table_columns import table_as_texts
-from keras_bert_impl.models.task import Task, backbone_inputs, check_packable, freeze_unused_pooler, numpy_text_as_lists
+from keras_bert_impl.models.head_building import backbone_inputs, check_packable, freeze_unused_pooler
+from keras_bert_impl.models.task import Task
+from keras_bert_impl.models.user_inputs import numpy_text_as_lists
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -2,27 +2,28 @@
 
 import inspect
 import json
-import numbers
 import os
 import types
 import warnings
 
 import keras
-import numpy as np
 
 from keras_bert_impl.checkpoints.own_preset import TASK_CONFIG_FILE, TASK_WEIGHTS_FILE
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.failed_calls import run_recoverably
 from keras_bert_impl.models.functional_model import FunctionalModel
+from keras_bert_impl.models.head_building import BACKBONE_INPUTS
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
 from keras_bert_impl.models import quantization
 from keras_bert_impl.models.loss_tracker import LossTracker
 from keras_bert_impl.table_columns import table_as_labels, table_as_texts
 from keras_bert_impl.models.unknown_arguments import check_arguments, check_method_arguments
+from keras_bert_impl.models.user_inputs import (
+    chained, is_dataset, joined_processes, lists_as_arrays, looks_like_text, numpy_text_as_lists, progress_verbosity,
+)
 from keras_bert_impl.optimizers import GlobalClipAdamW
 from keras_bert_impl.presets import PresetsAttribute
 
-BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 # Hugging Face tokenizers' names for the features (named in the one line that says a feature is missing).
 HUGGING_FACE_FEATURE_NAMES = {"input_ids": "token_ids", "token_type_ids": "segment_ids",
                               "attention_mask": "padding_mask"}
@@ -291,7 +292,7 @@ class Task(FunctionalModel):
     def __call__(self, *args, **kwargs):
         """The model on packed features (`keras.Model.__call__`); raw strings are one line pointing to `predict`
         (Keras would say the model "expects 3 input(s) but it received N input tensors", N the number of strings)."""
-        if args and _looks_like_text(args[0]):
+        if args and looks_like_text(args[0]):
             raise ValueError(
                 f"{type(self).__name__} is called on packed features {{{', '.join(BACKBONE_INPUTS)}}}, not raw text: "
                 f"use {type(self).__name__}.predict(texts), or call it on model.preprocessor(texts)."
@@ -305,7 +306,7 @@ class Task(FunctionalModel):
             # A Python list or tuple is never a model input here (those are dicts): the preprocessor reads it, and
             # names the item that is not text, or says that it is empty.
             return self.preprocessor.is_raw_text(x) or isinstance(x, (list, tuple))
-        return _looks_like_text(x)
+        return looks_like_text(x)
 
     def _check_preprocessor(self):
         if self.preprocessor is None:
@@ -360,7 +361,7 @@ class Task(FunctionalModel):
             for warning in caught:  # (e.g. the count of examples cut to sequence_length)
                 warnings.warn(f"`validation_data`: {warning.message}", warning.category, stacklevel=3)
             return dataset
-        if _is_dataset(validation_data) and self._is_raw(validation_data):  # a tf.data.Dataset of strings
+        if is_dataset(validation_data) and self._is_raw(validation_data):  # a tf.data.Dataset of strings
             return self._raw_dataset(validation_data, batch_size=batch_size)
         if isinstance(validation_data, list) and validation_data and all(isinstance(t, str) for t in validation_data):
             raise ValueError("`validation_data` of raw strings is a tuple (texts, labels) or (texts, labels, "
@@ -375,7 +376,7 @@ class Task(FunctionalModel):
 
     def _check_raw_labels(self, x, y, method):
         """Refuses raw text without its labels in one line (Keras would stop inside the traced step, in three)."""
-        if y is None and self.raw_labels is not None and self._is_raw(x) and not _is_dataset(x):
+        if y is None and self.raw_labels is not None and self._is_raw(x) and not is_dataset(x):
             noun, arguments = self.raw_labels
             raise ValueError(f"`y` is missing: {type(self).__name__}.{method} on raw text needs the {noun}, "
                              f"as in {method}({arguments}).")
@@ -384,7 +385,7 @@ class Task(FunctionalModel):
         """Refuses, in one line, model inputs Keras would stop on in several: a feature dict without the model's
         keys (e.g. Hugging Face's `input_ids`), or a numeric array where the features' dict goes."""
         expected = list(getattr(self, "_inputs_struct", None) or ())
-        if not expected or x is None or self._is_raw(x) or _is_dataset(x):
+        if not expected or x is None or self._is_raw(x) or is_dataset(x):
             return
         takes = (f"{type(self).__name__}.{method} takes raw text or a dict of the features "
                  f"{{{', '.join(expected)}}}")
@@ -411,13 +412,13 @@ class Task(FunctionalModel):
                 first = next(x)
             except StopIteration:
                 return x  # empty: Keras says so
-            x = _chained(first, x)
+            x = chained(first, x)
         elif isinstance(x, keras.utils.PyDataset) and x.num_batches:
             first = x[0]
         else:
             return x
         inputs = first[0] if isinstance(first, tuple) and first else first
-        if _looks_like_text(inputs):
+        if looks_like_text(inputs):
             kind = "generator" if isinstance(x, types.GeneratorType) else "PyDataset"
             name = type(self).__name__
             arguments = "texts" if method == "predict" else "texts, labels"
@@ -448,10 +449,10 @@ class Task(FunctionalModel):
             validation_data = self._read_tables(*validation_data)[:len(validation_data)]
         self._check_raw_labels(x, y, "fit")
         self._check_feature_inputs(x, "fit")
-        x, y, sample_weight = _lists_as_arrays(x, y, sample_weight)
+        x, y, sample_weight = lists_as_arrays(x, y, sample_weight)
         if isinstance(validation_data, tuple) and isinstance(validation_data[0], dict):
-            validation_data = _lists_as_arrays(*validation_data)[:len(validation_data)]
-        if self._is_raw(x) and not _is_dataset(x):
+            validation_data = lists_as_arrays(*validation_data)[:len(validation_data)]
+        if self._is_raw(x) and not is_dataset(x):
             self._check_one_process()
             if validation_split and validation_data is None:
                 x, y, sample_weight, validation_data = self._split_off_validation(x, y, sample_weight, validation_split)
@@ -463,7 +464,7 @@ class Task(FunctionalModel):
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
             y = sample_weight = batch_size = None
-        if _is_dataset(x):
+        if is_dataset(x):
             shuffle = False  # a dataset shuffles itself; Keras would only warn
         return run_recoverably(self, "train_function", lambda: super(Task, self).fit(
             x=x, y=y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
@@ -502,7 +503,7 @@ class Task(FunctionalModel):
         x = self._refuse_raw_text_batches(x, "evaluate")
         self._check_raw_labels(x, y, "evaluate")
         self._check_feature_inputs(x, "evaluate")
-        x, y, sample_weight = _lists_as_arrays(x, y, sample_weight)
+        x, y, sample_weight = lists_as_arrays(x, y, sample_weight)
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size)
             y = sample_weight = batch_size = None
@@ -514,8 +515,8 @@ class Task(FunctionalModel):
         verbose = progress_verbosity(verbose)
         x = self._refuse_raw_text_batches(self._read_tables(x)[0], "predict")
         self._check_feature_inputs(x, "predict")
-        x = _lists_as_arrays(x)[0]
-        if self._is_raw(x) and not _is_dataset(x):
+        x = lists_as_arrays(x)[0]
+        if self._is_raw(x) and not is_dataset(x):
             self._check_preprocessor()
             count = self._count_examples(x)
             dataset = self._raw_dataset(x, batch_size=batch_size, predicting=True)
@@ -795,36 +796,9 @@ class Task(FunctionalModel):
         return model
 
 
-
 # The preprocessors' own arguments, which `from_preset` passes to the preprocessor it builds.
 PREPROCESSOR_ARGUMENTS = ("sequence_length", "truncate", "doc_stride", "max_question_length", "masking_rate",
                           "max_predictions_per_seq")
-
-
-def class_count(num_classes, label_names, what):
-    """`(num_classes, label_names)` checked: the count a positive int (NumPy's too; from `label_names` when None),
-    the names strings without repeats. `what` ends "`num_classes` must be a positive int ..."."""
-    if label_names is not None:
-        if isinstance(label_names, (str, bytes)):
-            raise ValueError(f"`label_names` must be a list of names, got the string {label_names!r}.")
-        label_names = [str(name) for name in label_names]
-        repeated = sorted({name for name in label_names if label_names.count(name) > 1})
-        if repeated:
-            raise ValueError(f"`label_names` names each class once; {repeated} appear more than once in {label_names}.")
-        if num_classes is None:
-            num_classes = len(label_names)
-    if isinstance(num_classes, numbers.Integral) and not isinstance(num_classes, (bool, np.bool_)):
-        num_classes = int(num_classes)
-    if not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(f"`num_classes` must be a positive int{what}, got {num_classes!r}.")
-    return num_classes, label_names
-
-
-def check_dropout(dropout):
-    """`dropout` as a float in [0, 1), or one line."""
-    if isinstance(dropout, (bool, np.bool_)) or not isinstance(dropout, numbers.Real) or not 0.0 <= dropout < 1.0:
-        raise ValueError(f"`dropout` must be a number in [0, 1), got {dropout!r}.")
-    return float(dropout)
 
 
 def read_task_config(preset, cls):
@@ -851,140 +825,3 @@ def copy_variables(source, target):
         store = {}
         source_layer.save_own_variables(store)
         target_layer.load_own_variables(store)
-
-
-def backbone_inputs():
-    """The three symbolic int32 inputs of a `BertBackbone`: token_ids, segment_ids, padding_mask."""
-    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in BACKBONE_INPUTS}
-
-
-def freeze_unused_pooler(backbone):
-    """Marks the pooler (dense + tanh on [CLS]) non-trainable, for heads that use only `sequence_output`.
-
-    The token and span heads never read `pooled_output`, so its weights get
-    no gradient; left trainable, every step would warn that they have none.
-    Freezing them changes no computation (and is undone by setting
-    `backbone.pooled_dense.trainable = True`).
-    """
-    backbone.pooled_dense.trainable = False
-
-
-def is_packable(backbone):
-    """Whether `backbone`'s attention keeps the examples of packed rows apart (`attention_padding="mask"`)."""
-    return getattr(backbone, "attention_padding", "mask") == "mask"
-
-
-def check_packable(backbone, what):
-    """Refuses, in one line naming `what`, a backbone whose attention cannot keep packed examples apart.
-
-    Packed rows need the block-diagonal mask (`attention_padding="mask"`);
-    `"lengths"` gives one length per row, for rows of one example.
-    """
-    if not is_packable(backbone):
-        raise ValueError(
-            f"{what} needs a backbone with attention_padding='mask': packed rows keep their examples apart with "
-            f"the block-diagonal mask, and this backbone has attention_padding={backbone.attention_padding!r} "
-            "(one length per row, for unpacked rows)."
-        )
-
-
-def joined_processes():
-    """`(count, runtime)` of the processes this one has joined through its backend: torch.distributed's world, or
-    JAX's `jax.distributed` processes; `(1, None)` alone (and on TensorFlow, whose workers share a strategy).
-
-    Example:
-    >>> joined_processes()
-    (1, None)
-    """
-    backend = keras.backend.backend()
-    if backend == "torch":
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            return dist.get_world_size(), "PyTorch"
-    elif backend == "jax":
-        import jax
-
-        if jax.process_count() > 1:
-            return jax.process_count(), "JAX"
-    return 1, None
-
-
-def numpy_text_as_lists(x):
-    """A NumPy array of strings (or, dtype object, of word lists) -> the Python list every preprocessor reads (a 0-d
-    array: its one string, not its characters), also as a part of an `(a, b)` tuple; anything else as it is.
-
-    Example:
-    >>> numpy_text_as_lists(np.array("I loved it")), numpy_text_as_lists((np.array(["a"]), np.array(["b"])))
-    ('I loved it', (['a'], ['b']))
-    """
-    if isinstance(x, np.ndarray) and x.dtype.kind in ("U", "S", "O"):
-        return x.tolist()
-    if isinstance(x, tuple) and any(isinstance(part, np.ndarray) and part.dtype.kind in ("U", "S", "O") for part in x):
-        return tuple(numpy_text_as_lists(part) for part in x)
-    return x
-
-
-def progress_verbosity(verbose, stream=None):
-    """Keras's `verbose="auto"` as a person reads it where the output goes: the progress bar (1) in a terminal or a
-    notebook, one line per epoch (2) elsewhere. Keras draws its bar with carriage returns and colour codes whenever
-    it runs on a POSIX system, so a log file of `python train.py > log` got every redraw; any other value passes.
-
-    >>> import io
-    >>> progress_verbosity("auto", io.StringIO()), progress_verbosity(0, io.StringIO())
-    (2, 0)
-    """
-    if not (isinstance(verbose, str) and verbose == "auto"):
-        return verbose
-    import sys
-
-    stream = sys.stdout if stream is None else stream
-    interactive = getattr(stream, "isatty", lambda: False)() or "ipykernel" in sys.modules
-    return 1 if interactive else 2
-
-
-def _lists_as_arrays(x, y=None, sample_weight=None):
-    """With a dict of features as `x`, its values and the labels and weights given as Python lists -> NumPy arrays
-    (keras-hub's examples pass `y=[0, 3]` beside NumPy features; Keras's own `fit` stops on that mix with
-    "Unrecognized data type" and prints the whole dict). Raw text, datasets and arrays pass as they are.
-
-    >>> x, y, _ = _lists_as_arrays({"token_ids": [[1, 2]]}, [3])
-    >>> type(x["token_ids"]).__name__, y.tolist()
-    ('ndarray', [3])
-    """
-    if not isinstance(x, dict):
-        return x, y, sample_weight
-
-    def as_array(value):
-        if isinstance(value, dict):
-            return {key: as_array(item) for key, item in value.items()}
-        if isinstance(value, (list, tuple)):
-            array = np.asarray(value)
-            return array if array.dtype.kind in "biuf" else value
-        return value
-
-    return as_array(x), as_array(y), as_array(sample_weight)
-
-
-def _chained(first, rest):
-    """`first`, then what generator `rest` yields: a generator again, as Keras takes only those."""
-    yield first
-    yield from rest
-
-
-def _is_dataset(x):
-    return type(x).__module__.startswith("tensorflow") and hasattr(x, "element_spec")
-
-
-def _looks_like_text(x):
-    if isinstance(x, (str, bytes)):
-        return True
-    if isinstance(x, np.ndarray):
-        return x.dtype.kind in ("U", "S", "O")
-    if isinstance(x, (list, tuple)) and x:
-        first = x[0]
-        if isinstance(first, (str, bytes)):
-            return True
-        if isinstance(first, (list, tuple)) and first and isinstance(first[0], (str, bytes)):
-            return True
-    return False

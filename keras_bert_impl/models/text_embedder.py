@@ -4,7 +4,9 @@ import keras
 import numpy as np
 
 from keras_bert_impl.layers.sequence_pooling import SequencePooling
-from keras_bert_impl.models.task import Task, backbone_inputs, freeze_unused_pooler, numpy_text_as_lists
+from keras_bert_impl.models.head_building import backbone_inputs, freeze_unused_pooler
+from keras_bert_impl.models.task import Task
+from keras_bert_impl.models.user_inputs import numpy_text_as_lists
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -5,8 +5,9 @@ import numpy as np
 
 from keras_bert_impl.models.backbone import BertBackbone, bert_kernel_initializer
 from keras_bert_impl.models.entity_f1 import EntityF1
+from keras_bert_impl.models.head_building import backbone_inputs, check_dropout, class_count, freeze_unused_pooler
 from keras_bert_impl.models.probabilities import softmax
-from keras_bert_impl.models.task import Task, backbone_inputs, check_dropout, class_count, freeze_unused_pooler
+from keras_bert_impl.models.task import Task
 
 IGNORE_LABEL = -1
 

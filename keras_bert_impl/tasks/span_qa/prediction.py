@@ -34,8 +34,8 @@ import itertools
 import numpy as np
 
 from keras_bert_impl.layers.span_head import MASKED_LOGIT
+from keras_bert_impl.models.head_building import check_packable
 from keras_bert_impl.models.probabilities import softmax
-from keras_bert_impl.models.task import check_packable
 from keras_bert_impl.models.span_decoding import (
     example_null_scores,
     is_no_answer,

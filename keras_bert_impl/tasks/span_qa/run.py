@@ -20,8 +20,8 @@ import os
 import keras
 
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.head_building import is_packable
 from keras_bert_impl.models.span_extractor import BertSpanExtractor
-from keras_bert_impl.models.task import is_packable
 from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features

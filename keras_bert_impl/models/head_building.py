@@ -1,0 +1,80 @@
+"""What the task models' constructors share to build a head on a `BertBackbone`.
+
+`BertClassifier`, `BertTokenClassifier`, `BertSpanExtractor` and
+`BertTextEmbedder` build their functional graph on `backbone_inputs()` (the
+backbone's three features, `BACKBONE_INPUTS`, which `Task` and
+`BertPretrainer` also read) and freeze the pooler when their head never reads
+it (`freeze_unused_pooler`); the classifier and the tagger check their
+`num_classes`/`label_names` (`class_count`) and `dropout` (`check_dropout`).
+Packed rows hold several examples: `BertClassifier` and `BertSpanExtractor`'s
+`packed_training_model()` and `tasks/span_qa/` ask `check_packable` (or
+`is_packable`) whether the backbone's attention keeps them apart.
+"""
+
+import numbers
+
+import keras
+import numpy as np
+
+BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def class_count(num_classes, label_names, what):
+    """`(num_classes, label_names)` checked: the count a positive int (NumPy's too; from `label_names` when None),
+    the names strings without repeats. `what` ends "`num_classes` must be a positive int ..."."""
+    if label_names is not None:
+        if isinstance(label_names, (str, bytes)):
+            raise ValueError(f"`label_names` must be a list of names, got the string {label_names!r}.")
+        label_names = [str(name) for name in label_names]
+        repeated = sorted({name for name in label_names if label_names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"`label_names` names each class once; {repeated} appear more than once in {label_names}.")
+        if num_classes is None:
+            num_classes = len(label_names)
+    if isinstance(num_classes, numbers.Integral) and not isinstance(num_classes, (bool, np.bool_)):
+        num_classes = int(num_classes)
+    if not isinstance(num_classes, int) or num_classes < 1:
+        raise ValueError(f"`num_classes` must be a positive int{what}, got {num_classes!r}.")
+    return num_classes, label_names
+
+
+def check_dropout(dropout):
+    """`dropout` as a float in [0, 1), or one line."""
+    if isinstance(dropout, (bool, np.bool_)) or not isinstance(dropout, numbers.Real) or not 0.0 <= dropout < 1.0:
+        raise ValueError(f"`dropout` must be a number in [0, 1), got {dropout!r}.")
+    return float(dropout)
+
+
+def backbone_inputs():
+    """The three symbolic int32 inputs of a `BertBackbone`: token_ids, segment_ids, padding_mask."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in BACKBONE_INPUTS}
+
+
+def freeze_unused_pooler(backbone):
+    """Marks the pooler (dense + tanh on [CLS]) non-trainable, for heads that use only `sequence_output`.
+
+    The token and span heads never read `pooled_output`, so its weights get
+    no gradient; left trainable, every step would warn that they have none.
+    Freezing them changes no computation (and is undone by setting
+    `backbone.pooled_dense.trainable = True`).
+    """
+    backbone.pooled_dense.trainable = False
+
+
+def is_packable(backbone):
+    """Whether `backbone`'s attention keeps the examples of packed rows apart (`attention_padding="mask"`)."""
+    return getattr(backbone, "attention_padding", "mask") == "mask"
+
+
+def check_packable(backbone, what):
+    """Refuses, in one line naming `what`, a backbone whose attention cannot keep packed examples apart.
+
+    Packed rows need the block-diagonal mask (`attention_padding="mask"`);
+    `"lengths"` gives one length per row, for rows of one example.
+    """
+    if not is_packable(backbone):
+        raise ValueError(
+            f"{what} needs a backbone with attention_padding='mask': packed rows keep their examples apart with "
+            f"the block-diagonal mask, and this backbone has attention_padding={backbone.attention_padding!r} "
+            "(one length per row, for unpacked rows)."
+        )

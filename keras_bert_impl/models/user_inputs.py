@@ -1,0 +1,115 @@
+"""What `Task.fit`, `evaluate` and `predict` use to take the user's inputs as Keras takes them.
+
+Raw text is told from features (`looks_like_text`, `is_dataset`); NumPy
+arrays of strings become the lists the preprocessors read
+(`numpy_text_as_lists`, also used by `BertTextEmbedder` and
+`BertSpanExtractor`); feature dicts given as Python lists become arrays
+(`lists_as_arrays`); `verbose="auto"` becomes what suits where the output
+goes (`progress_verbosity`); a generator whose first batch was read is given
+back whole (`chained`); and `joined_processes` says whether this process is
+one of several, where `fit` on raw strings would train each alone.
+"""
+
+import keras
+import numpy as np
+
+def joined_processes():
+    """`(count, runtime)` of the processes this one has joined through its backend: torch.distributed's world, or
+    JAX's `jax.distributed` processes; `(1, None)` alone (and on TensorFlow, whose workers share a strategy).
+
+    Example:
+    >>> joined_processes()
+    (1, None)
+    """
+    backend = keras.backend.backend()
+    if backend == "torch":
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            return dist.get_world_size(), "PyTorch"
+    elif backend == "jax":
+        import jax
+
+        if jax.process_count() > 1:
+            return jax.process_count(), "JAX"
+    return 1, None
+
+
+def numpy_text_as_lists(x):
+    """A NumPy array of strings (or, dtype object, of word lists) -> the Python list every preprocessor reads (a 0-d
+    array: its one string, not its characters), also as a part of an `(a, b)` tuple; anything else as it is.
+
+    Example:
+    >>> numpy_text_as_lists(np.array("I loved it")), numpy_text_as_lists((np.array(["a"]), np.array(["b"])))
+    ('I loved it', (['a'], ['b']))
+    """
+    if isinstance(x, np.ndarray) and x.dtype.kind in ("U", "S", "O"):
+        return x.tolist()
+    if isinstance(x, tuple) and any(isinstance(part, np.ndarray) and part.dtype.kind in ("U", "S", "O") for part in x):
+        return tuple(numpy_text_as_lists(part) for part in x)
+    return x
+
+
+def progress_verbosity(verbose, stream=None):
+    """Keras's `verbose="auto"` as a person reads it where the output goes: the progress bar (1) in a terminal or a
+    notebook, one line per epoch (2) elsewhere. Keras draws its bar with carriage returns and colour codes whenever
+    it runs on a POSIX system, so a log file of `python train.py > log` got every redraw; any other value passes.
+
+    >>> import io
+    >>> progress_verbosity("auto", io.StringIO()), progress_verbosity(0, io.StringIO())
+    (2, 0)
+    """
+    if not (isinstance(verbose, str) and verbose == "auto"):
+        return verbose
+    import sys
+
+    stream = sys.stdout if stream is None else stream
+    interactive = getattr(stream, "isatty", lambda: False)() or "ipykernel" in sys.modules
+    return 1 if interactive else 2
+
+
+def lists_as_arrays(x, y=None, sample_weight=None):
+    """With a dict of features as `x`, its values and the labels and weights given as Python lists -> NumPy arrays
+    (keras-hub's examples pass `y=[0, 3]` beside NumPy features; Keras's own `fit` stops on that mix with
+    "Unrecognized data type" and prints the whole dict). Raw text, datasets and arrays pass as they are.
+
+    >>> x, y, _ = lists_as_arrays({"token_ids": [[1, 2]]}, [3])
+    >>> type(x["token_ids"]).__name__, y.tolist()
+    ('ndarray', [3])
+    """
+    if not isinstance(x, dict):
+        return x, y, sample_weight
+
+    def as_array(value):
+        if isinstance(value, dict):
+            return {key: as_array(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            array = np.asarray(value)
+            return array if array.dtype.kind in "biuf" else value
+        return value
+
+    return as_array(x), as_array(y), as_array(sample_weight)
+
+
+def chained(first, rest):
+    """`first`, then what generator `rest` yields: a generator again, as Keras takes only those."""
+    yield first
+    yield from rest
+
+
+def is_dataset(x):
+    return type(x).__module__.startswith("tensorflow") and hasattr(x, "element_spec")
+
+
+def looks_like_text(x):
+    if isinstance(x, (str, bytes)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in ("U", "S", "O")
+    if isinstance(x, (list, tuple)) and x:
+        first = x[0]
+        if isinstance(first, (str, bytes)):
+            return True
+        if isinstance(first, (list, tuple)) and first and isinstance(first[0], (str, bytes)):
+            return True
+    return False
