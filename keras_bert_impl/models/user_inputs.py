@@ -13,6 +13,7 @@ one of several, where `fit` on raw strings would train each alone.
 import keras
 import numpy as np
 
+
 def joined_processes():
     """`(count, runtime)` of the processes this one has joined through its backend: torch.distributed's world, or
     JAX's `jax.distributed` processes; `(1, None)` alone (and on TensorFlow, whose workers share a strategy).
