@@ -2,8 +2,8 @@
 
 Keras quantizes the Dense kernels and the token embedding itself; what these tests pin down is ours: the configs
 record the quantized layers, so a quantized model saved as a `.keras` file, a preset, a SavedModel or a Keras
-config loads quantized and gives the same outputs, on every backend (real all-MiniLM-L6-v2 weights, real STS-B and
-SQuAD text). Before, `save` of a quantized task stopped in Keras with "Layer 'logits' expected 2 variables, but
+config loads quantized and gives the same outputs (real all-MiniLM-L6-v2 weights, real STS-B and SQuAD text): the
+backbone, classifier, export and LoRA tests on every backend, the other task models on TensorFlow. Before, `save` of a quantized task stopped in Keras with "Layer 'logits' expected 2 variables, but
 received 3".
 """
 
@@ -17,9 +17,6 @@ import pytest
 
 import keras_bert_impl as kb
 from keras_bert_impl.models import quantization
-
-pytestmark = pytest.mark.multibackend
-
 
 @pytest.fixture(scope="module")
 def sentences(data_slices):
@@ -47,6 +44,7 @@ def _features(batch=2, length=8, seed=0):
             "segment_ids": np.zeros((batch, length), "int32"), "padding_mask": np.ones((batch, length), "int32")}
 
 
+@pytest.mark.multibackend
 @pytest.mark.parametrize("mode", ["int8", "int4"])
 def test_backbone_config_rebuilds_the_quantized_layers(mode):
     backbone = _small_backbone()
@@ -69,6 +67,7 @@ def test_backbone_config_rebuilds_the_quantized_layers(mode):
     assert "quantized_layers" not in _small_backbone().get_config()
 
 
+@pytest.mark.multibackend
 def test_classifier_quantized_saves_and_loads_quantized(minilm_dir, sentences, tmp_path):
     texts, labels = sentences
     classifier = kb.BertTextClassifier.from_preset(minilm_dir, num_classes=2, sequence_length=32)
@@ -100,6 +99,7 @@ def test_classifier_quantized_saves_and_loads_quantized(minilm_dir, sentences, t
     assert not (tmp_path / "hf").exists()
 
 
+@pytest.mark.multibackend
 def test_quantized_classifier_exports_a_quantized_saved_model(minilm_dir, sentences, tmp_path):
     if keras.backend.backend() == "torch":
         pytest.skip("SavedModels are written on TensorFlow and JAX")
@@ -154,6 +154,7 @@ def test_masked_lm_keeps_the_tied_embedding_float(minilm_dir, tmp_path):
         kb.BertPretrainer(backbone)
 
 
+@pytest.mark.multibackend
 def test_quantize_layers_names_an_unknown_layer():
     with pytest.raises(ValueError, match=r"BertBackbone has no layer 'transformer_layer_7/qkv', which its config "
                                          r"lists as quantized"):
@@ -162,6 +163,7 @@ def test_quantize_layers_names_an_unknown_layer():
         quantization.quantize_layers(_small_backbone(), {"transformer_layer_0/qkv": "gptq/4/128"})
 
 
+@pytest.mark.multibackend
 def test_lora_on_a_quantized_backbone_saves_merged_into_the_quantized_kernels():
     """QLoRA's order (quantize, then LoRA): the saved kernels are the LoRA-merged ones, quantized again (Keras's
     `Dense.save_own_variables`), so the rebuilt model is quantized and within quantization noise of the live one."""
