@@ -184,3 +184,31 @@ def test_lora_on_a_quantized_backbone_saves_merged_into_the_quantized_kernels():
     merged = keras.ops.convert_to_numpy(rebuilt(_features())["sequence_output"])
     # The update is in the saved kernels: the rebuilt model is far nearer the live one than the model without it.
     assert np.abs(merged - live).max() < 0.2 * np.abs(base - live).max()
+
+
+@pytest.mark.multibackend
+def test_quantize_layers_refuses_a_layer_quantized_otherwise():
+    backbone = _small_backbone()
+    backbone.quantize("int8")
+    with pytest.raises(ValueError, match=r"^layer 'pooled_dense' is already int8-quantized; its config says int4/-1\.$"):
+        quantization.quantize_layers(backbone, {"pooled_dense": "int4/-1"})
+
+
+def test_a_gptq_layer_or_a_shared_path_cannot_be_saved():
+    """The two records `quantized_layers` refuses, on stand-ins (GPTQ needs a calibration set and a tokenizer)."""
+    import types
+
+    def layer(path, policy):
+        return types.SimpleNamespace(path=path, quantization_mode=policy.split("/")[0].split("_")[0],
+                                     dtype_policy=types.SimpleNamespace(name=policy))
+
+    def model(*layers):
+        return types.SimpleNamespace(_flatten_layers=lambda include_self=False: list(layers))
+
+    with pytest.raises(ValueError, match=r"^SimpleNamespace: layer 'transformer_layer_0/qkv' is gptq-quantized, which "
+                                         r"this package cannot save \(a config rebuilds only int8, int4, float8\); "
+                                         r"save the float model and quantize it after loading\.$"):
+        quantization.quantized_layers(model(layer("transformer_layer_0/qkv", "gptq/4/128_from_float32")))
+    with pytest.raises(ValueError, match=r"^SimpleNamespace: two quantized layers share the path 'dense'; give them "
+                                         r"distinct names to save the model\.$"):
+        quantization.quantized_layers(model(layer("dense", "int8_from_float32"), layer("dense", "int8_from_float32")))
