@@ -344,7 +344,6 @@ def quiet_native_logs(argv=None):
         finally:
             os._exit(0)
     os.close(read_end)
-    os.set_inheritable(original, False)  # (the recipe's own subprocesses write through the filter)
     os.dup2(write_end, 2)
     os.close(write_end)
     _filter["pid"], _filter["stderr"] = child, original
