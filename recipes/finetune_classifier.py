@@ -30,9 +30,9 @@ import sys
 
 from command_line import (
     OneLineParser, add_lora_argument, add_run_arguments, config_from_args, one_line_on_ctrl_c, positive,
-    quiet_native_logs,
     run_recipe,
 )
+from native_logs import quiet_native_logs
 
 
 def parse_flags(argv=None):

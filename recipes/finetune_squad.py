@@ -27,8 +27,9 @@ import argparse
 import json
 
 from command_line import (
-    OneLineParser, add_lora_argument, add_run_arguments, one_line_on_ctrl_c, quiet_native_logs, run_recipe,
+    OneLineParser, add_lora_argument, add_run_arguments, one_line_on_ctrl_c, run_recipe,
 )
+from native_logs import quiet_native_logs
 
 
 def parse_args(argv=None):

@@ -16,7 +16,7 @@ import json
 import sys
 
 if __name__ == "__main__" and "tensorflow" not in sys.modules:  # (not when a test runs it in its own process)
-    from command_line import quiet_native_logs
+    from native_logs import quiet_native_logs
 
     quiet_native_logs()  # before the imports below (TensorFlow): its start-up log lines off stderr
 

@@ -18,7 +18,8 @@ import argparse
 import os
 import sys
 
-from command_line import exit_on_user_error, one_line_on_ctrl_c, quiet_native_logs, seed_value
+from command_line import exit_on_user_error, one_line_on_ctrl_c, seed_value
+from native_logs import quiet_native_logs
 
 if __name__ == "__main__":
     quiet_native_logs()  # TensorFlow's start-up log lines off stderr (--debug: all of them)
