@@ -21,7 +21,14 @@ import keras
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier, MultiLabelF1Score
 from keras_bert_impl.models.entity_f1 import EntityF1
-from keras_bert_impl.models.glue_scores import ClassF1Score, MatthewsCorrelation, PearsonCorrelation
+from keras_bert_impl.models.glue_scores import (
+    ClassAUC,
+    ClassF1Score,
+    ClassPrecision,
+    ClassRecall,
+    MatthewsCorrelation,
+    PearsonCorrelation,
+)
 from keras_bert_impl.models.pretrainer import BertMaskedLM, BertPretrainer
 from keras_bert_impl.models.span_extractor import BertSpanExtractor, SpanLoss
 from keras_bert_impl.models.text_embedder import BertTextEmbedder
@@ -96,7 +103,10 @@ __all__ = [
     "BertTextClassifier",
     "BertTextEmbedder",
     "BertTokenClassifier",
+    "ClassAUC",
     "ClassF1Score",
+    "ClassPrecision",
+    "ClassRecall",
     "EntityF1",
     "MaskedTokenAccuracy",
     "MatthewsCorrelation",

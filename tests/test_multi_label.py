@@ -277,3 +277,26 @@ def test_a_multi_label_table_without_labels_or_with_an_object_cell_is_one_line(t
     odd = tmp_path / "odd.jsonl"
     assert one_row_error(odd, '{"PER": 1}') == (f"{odd}, line 1, column 'types': expected labels (a list, or names "
                                                 "joined by ','), got {'PER': 1}")
+
+
+@pytest.mark.multibackend
+def test_precision_recall_and_auc_by_name_read_a_multi_label_classifiers_logits(minilm_dir, examples):
+    """`compile(metrics=["precision", "recall", "auc"])` on a multi-label classifier: over every (example, class)
+    decision, a class predicted where its logit passes 0 (before, Keras's thresholded the logits at 0.5, and its AUC
+    read them as probabilities)."""
+    import keras
+    from sklearn.metrics import precision_score, recall_score
+
+    lines, labels = examples
+    classifier = BertClassifier.from_preset(str(minilm_dir), label_names=WORDS, multi_label=True)
+    classifier.compile(metrics=["precision", "recall", "auc"])
+    scores = classifier.evaluate(lines, labels, batch_size=8, verbose=0, return_dict=True)
+    logits = classifier.predict(lines, verbose=0)
+    targets = classifier.label_ids(labels)
+    predicted = (logits > 0).astype("int32")
+    assert scores["precision"] == pytest.approx(precision_score(targets.ravel(), predicted.ravel(),
+                                                                zero_division=0), abs=1e-6)
+    assert scores["recall"] == pytest.approx(recall_score(targets.ravel(), predicted.ravel()), abs=1e-6)
+    auc = keras.metrics.AUC(from_logits=True)
+    auc.update_state(targets, logits)
+    assert scores["auc"] == pytest.approx(float(keras.ops.convert_to_numpy(auc.result())), abs=1e-6)

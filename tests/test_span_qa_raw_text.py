@@ -216,3 +216,44 @@ def test_a_span_extractor_without_preprocessor_names_the_fix():
                                             intermediate_dim=16, max_sequence_length=16)
     with pytest.raises(ValueError, match=r"has no `preprocessor`, so it cannot read raw strings"):
         BertSpanExtractor(backbone).fit(x=(["Who?"], ["Ada wrote it."]), y=["Ada"])
+
+
+@pytest.mark.multibackend
+def test_evaluate_answers_is_the_official_squad_score_of_answer_against_every_reference(squad_slice):
+    """`evaluate_answers` scores `answer(...)` against all of each question's references, as the official v1.1 script
+    does on the same predictions; the SQuAD JSON's answer lists and `datasets`' dict give the same score."""
+    from keras_bert_impl.metrics.squad import evaluate_v1
+
+    paragraphs = _paragraphs(squad_slice)[:2]
+    qas = [(p["context"], q) for p in paragraphs for q in p["qas"]][:24]
+    questions, contexts = [q["question"] for _, q in qas], [c for c, _ in qas]
+    answers = [q["answers"] for _, q in qas]
+    keras.utils.set_random_seed(0)
+    backbone = keras_bert_impl.BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8,
+                                            intermediate_dim=16, max_sequence_length=128)
+    qa = BertSpanExtractor(backbone, preprocessor=BertSpanExtractorPreprocessor.from_preset(
+        PRESET, sequence_length=128, doc_stride=64))
+    predicted = {q["id"]: a["text"] for (_, q), a in zip(qas, qa.answer(questions, contexts))}
+    official = evaluate_v1([{"paragraphs": [{"context": c, "qas": [q]} for c, q in qas]}], predicted)
+    scores = qa.evaluate_answers((questions, contexts), answers)
+    assert scores == pytest.approx(official, abs=1e-9) and scores["f1"] > 0, (scores, official)
+    hugging_face = [{"text": [a["text"] for a in each], "answer_start": [a["answer_start"] for a in each]}
+                    for each in answers]
+    assert qa.evaluate_answers(list(zip(questions, contexts)), hugging_face) == scores
+    # Every prediction right against a reference that is not the first: 100 (only the first is trained on).
+    last = [[{"text": "unrelated", "answer_start": 0}, {"text": p, "answer_start": 0}] for p in predicted.values()]
+    assert qa.evaluate_answers((questions, contexts), last) == {"exact_match": 100.0, "f1": 100.0}
+
+
+@pytest.mark.multibackend
+def test_metrics_in_compile_of_a_span_extractor_are_one_line_naming_evaluate_answers():
+    backbone = keras_bert_impl.BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
+                                            intermediate_dim=16, max_sequence_length=16)
+    qa = BertSpanExtractor(backbone)
+    with pytest.raises(ValueError) as error:
+        qa.compile(metrics=["exact_match"])
+    assert str(error.value) == (
+        "metrics=['exact_match']: BertSpanExtractor's outputs are start and end logits over the tokens, and SQuAD "
+        "scores whole answers: compile without metrics and call evaluate_answers((questions, contexts), answers) for "
+        "the exact match and F1, or give metrics per output, {'start_logits': [...], 'end_logits': [...]}.")
+    qa.compile(metrics={"start_logits": ["sparse_categorical_accuracy"], "end_logits": []})  # Keras's, per output

@@ -333,6 +333,10 @@ def test_labels_by_name_train_exactly_like_class_ids(shared_data):
                            "in all are outside."),
         (2, None, [0, 0.5], "Example 1: label 0.5 is not a class id (int) or a label name (str)."),
         (1, None, [0.5, "high"], "Example 1: label 'high' is not a number (num_classes=1 is regression)."),
+        # Before: a NaN score trained to a loss of nan without a word; the first string was named, not the bad one.
+        (1, None, [0.5, float("nan")], "Example 1: label nan is not a finite number (num_classes=1 is regression)."),
+        (1, None, ["5.0", "x3"], "Example 1: label 'x3' is not a number (num_classes=1 is regression)."),
+        (1, None, [0.5, None], "Example 1: label None is not a number (num_classes=1 is regression)."),
         (2, None, [[0, 1], [1, 0]], "`y` must hold one label per example (shape (N,) or (N, 1)), got shape (2, 2)."),
     ],
 )

@@ -14,3 +14,7 @@ def __getattr__(name):
         globals()[name] = module
         return module
     raise AttributeError(f"module 'keras_bert_impl.metrics' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_SUBMODULES})

@@ -130,6 +130,32 @@ def evaluate_v1(dataset, predictions):
     return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
 
 
+def answer_scores(predictions, references):
+    """Exact match and F1 (percent) of predicted answer texts against each question's reference texts, by the
+    official rules: v1.1's where every question has an answer, v2.0's where some have none (`[]`: the right answer
+    is "", and the F1 of an empty answer is 1 only against an empty one). `BertSpanExtractor.evaluate_answers`.
+
+    Example:
+    >>> scores = answer_scores(["Denver Broncos", "in 1889"], [["Denver Broncos", "the Broncos"], ["1889"]])
+    >>> {name: round(value, 2) for name, value in scores.items()}  # "in 1889" against "1889": F1 2/3
+    {'exact_match': 50.0, 'f1': 83.33}
+    >>> answer_scores(["", "Paris"], [[], ["Paris"]])  # SQuAD v2.0: no answer, rightly
+    {'exact_match': 100.0, 'f1': 100.0}
+    """
+    if len(predictions) != len(references):
+        raise ValueError(f"{len(predictions)} predictions but {len(references)} lists of reference answers.")
+    if not predictions:
+        raise ValueError("No questions: nothing to evaluate.")
+    version = "2.0" if any(not truths for truths in references) else "1.1"
+    exact_match = f1 = 0.0
+    for prediction, truths in zip(predictions, references):
+        if version == "2.0":
+            truths = [truth for truth in truths if normalize_answer(truth)] or [""]
+        exact_match += max_over_ground_truths(exact_match_score, prediction, truths)
+        f1 += max(f1_score(prediction, truth, version=version) for truth in truths)
+    return {"exact_match": 100.0 * exact_match / len(predictions), "f1": 100.0 * f1 / len(predictions)}
+
+
 def raw_scores_v2(dataset, predictions):
     """Per-question EM and F1 (0/1 and [0, 1]) with the v2.0 rules.
 

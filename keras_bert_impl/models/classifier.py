@@ -6,7 +6,14 @@ import numpy as np
 
 from keras_bert_impl.layers.sequence_pooling import SequencePooling
 from keras_bert_impl.models.backbone import bert_kernel_initializer
-from keras_bert_impl.models.glue_scores import ClassF1Score, MatthewsCorrelation, PearsonCorrelation
+from keras_bert_impl.models.glue_scores import (
+    ClassAUC,
+    ClassF1Score,
+    ClassPrecision,
+    ClassRecall,
+    MatthewsCorrelation,
+    PearsonCorrelation,
+)
 from keras_bert_impl.models.head_building import (
     backbone_inputs,
     check_dropout,
@@ -22,6 +29,24 @@ POOLINGS = ("pooled", "mean")
 CROSS_ENTROPY_NAMES = {"sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
                        "categorical_crossentropy": "CategoricalCrossentropy",
                        "binary_crossentropy": "BinaryCrossentropy"}
+# What a regression refuses in `compile(metrics=...)`: the names and metrics of classes (`check_metrics`).
+CLASS_METRIC_NAMES = ("accuracy", "acc", "sparse_categorical_accuracy", "f1", "f1_score", "precision", "recall",
+                      "auc", "matthews_correlation", "mcc")
+CLASS_METRICS = (ClassF1Score, MatthewsCorrelation, ClassPrecision, ClassRecall, ClassAUC)
+# Keras's metric names that read one-hot labels, and the name that scores the same from class ids.
+ONE_HOT_METRIC_NAMES = {"categorical_accuracy": "accuracy", "binary_accuracy": "accuracy",
+                        "top_k_categorical_accuracy": "sparse_top_k_categorical_accuracy"}
+
+
+def one_hot_metrics():
+    """Keras's metric classes that read one-hot labels (or one probability per label), and the name to give instead
+    on a single-label classifier."""
+    m = keras.metrics
+    return ((m.FBetaScore, "f1"), (m.AUC, "auc"), (m.Precision, "precision"), (m.Recall, "recall"),
+            (m.CategoricalAccuracy, "accuracy"), (m.BinaryAccuracy, "accuracy"),
+            (m.TopKCategoricalAccuracy, "sparse_top_k_categorical_accuracy"))
+
+
 # keras-hub's `activation` of a text classifier: logits (None or "linear") or probabilities ("softmax"; "sigmoid"
 # for a multi-label classifier, one independent probability per class).
 ACTIVATIONS = (None, "linear", "softmax", "sigmoid")
@@ -280,26 +305,74 @@ class BertClassifier(Task):
         )
 
     def metric_for_name(self, name):
-        """GLUE's scores by name: `"f1"` (of class 1 with two classes, as MRPC and QQP; macro otherwise),
-        `"matthews_correlation"` (CoLA), and for a regression `"pearson_correlation"` (STS-B), exact over all the
-        examples seen (`glue_scores.py`). A multi-label classifier's `"accuracy"` (or `"acc"`, `"binary_accuracy"`)
-        is the per-class accuracy at probability 0.5 (logit 0); Keras's would read the classes as one choice, or
-        threshold the logits at 0.5. Its `"f1"` (or `"micro_f1"`) is `MultiLabelF1Score` over every (example, class)
-        decision, `"macro_f1"` the mean of the classes' F1."""
+        """Scores by name, from class-id labels and this classifier's outputs, exact over all the examples seen
+        (`glue_scores.py`): `"f1"` (or `"f1_score"`; of class 1 with two classes, as GLUE's MRPC and QQP; macro
+        otherwise), `"precision"`, `"recall"` (the same way), `"auc"` (ROC AUC of class 1; one-vs-rest macro
+        otherwise), `"matthews_correlation"` (CoLA), and for a regression `"pearson_correlation"` (STS-B).
+
+        A multi-label classifier's `"accuracy"` (or `"acc"`, `"binary_accuracy"`) is the per-class accuracy at
+        probability 0.5 (logit 0); Keras's would read the classes as one choice, or threshold the logits at 0.5.
+        Its `"f1"` (or `"micro_f1"`) is `MultiLabelF1Score` over every (example, class) decision, `"macro_f1"` the
+        mean of the classes' F1; `"precision"`, `"recall"` and `"auc"` are Keras's over every decision, reading
+        logits as such."""
+        logits = self.activation is None
         if self.multi_label:
             if name in ("accuracy", "acc", "binary_accuracy"):
-                return keras.metrics.BinaryAccuracy(name=name, threshold=0.0 if self.activation is None else 0.5)
-            if name in ("f1", "micro_f1", "macro_f1"):
-                return MultiLabelF1Score(from_logits=self.activation is None, name=name,
+                return keras.metrics.BinaryAccuracy(name=name, threshold=0.0 if logits else 0.5)
+            if name in ("f1", "f1_score", "micro_f1", "macro_f1"):
+                return MultiLabelF1Score(from_logits=logits, name=name,
                                          average="macro" if name == "macro_f1" else "micro")
+            if name in ("precision", "recall"):
+                kind = keras.metrics.Precision if name == "precision" else keras.metrics.Recall
+                return kind(thresholds=0.0 if logits else 0.5, name=name)
+            if name == "auc":
+                return keras.metrics.AUC(from_logits=logits, name=name)
             return None
         if self.is_regression:
             return PearsonCorrelation(name=name) if name in ("pearson_correlation", "pearson") else None
-        if name == "f1":
+        if name in ("f1", "f1_score"):
             return ClassF1Score(self.num_classes, name=name)
         if name in ("matthews_correlation", "mcc"):
             return MatthewsCorrelation(self.num_classes, name=name)
+        if name == "precision":
+            return ClassPrecision(self.num_classes, name=name)
+        if name == "recall":
+            return ClassRecall(self.num_classes, name=name)
+        if name == "auc":
+            return ClassAUC(self.num_classes, from_logits=logits, name=name)
         return None
+
+    def check_metrics(self, metrics):
+        """A metric must read class ids and one score per class (or, for a regression, a number): Keras's `AUC`,
+        `Precision`, `Recall`, `F1Score` and the categorical ones read one-hot labels (on class ids they stop deep in
+        Keras, or score nonsense), Pearson scores numbers, F1 classes; each is refused in one line naming the
+        metric to give instead. (A multi-label classifier takes Keras's own.)"""
+        if self.multi_label or not isinstance(metrics, (list, tuple)):
+            return
+        for metric in metrics:
+            name = metric if isinstance(metric, str) else type(metric).__name__
+            if self.is_regression:
+                if name in CLASS_METRIC_NAMES or isinstance(
+                        metric, CLASS_METRICS + tuple(kind for kind, _ in one_hot_metrics())):
+                    raise ValueError(
+                        f"metrics: {name} scores classes, and this BertClassifier is a regression (num_classes=1): "
+                        "use 'pearson_correlation', 'mean_squared_error' or 'mean_absolute_error'."
+                    )
+                continue
+            if name in ("pearson_correlation", "pearson") or isinstance(metric, PearsonCorrelation):
+                raise ValueError(
+                    f"metrics: {name} scores a regression (num_classes=1), and this is a {self.num_classes}-class "
+                    "classifier: use 'accuracy', 'f1', 'precision', 'recall', 'auc' or 'matthews_correlation'."
+                )
+            one_hot = ONE_HOT_METRIC_NAMES.get(metric) if isinstance(metric, str) else next(
+                (instead for kind, instead in one_hot_metrics() if isinstance(metric, kind)
+                 and not isinstance(metric, ClassAUC)), None)
+            if one_hot is not None:
+                outputs = "logits" if self.activation is None else "probabilities"
+                raise ValueError(
+                    f"metrics: Keras's {name} reads one-hot labels, and this {self.num_classes}-class BertClassifier "
+                    f"takes class ids and gives {outputs}: give metrics=[{one_hot!r}], which reads class ids."
+                )
 
     def check_loss(self, loss):
         """A cross-entropy must read what the classifier gives: logits (`activation=None`) or probabilities. (The
@@ -447,14 +520,20 @@ class BertClassifier(Task):
             values = values[:, 0]
         if values.ndim != 1:
             raise ValueError(f"`y` must hold one label per example (shape (N,) or (N, 1)), got shape {values.shape}.")
-        if self.is_regression:
+        if self.is_regression:  # numbers, or strings of numbers (a column read from a file); finite
             try:
-                return values.astype("float32")
+                with np.errstate(over="ignore", invalid="ignore"):
+                    scores = values.astype("float32")
             except (TypeError, ValueError):
-                index = next(i for i, v in enumerate(values) if not _is_number(v))
+                scores = None
+            if scores is None or not np.isfinite(scores).all():
+                index = next(i for i, value in enumerate(values) if not _is_finite_score(value))
+                number = values[index] is not None and _is_finite_score(values[index], finite=False)
+                kind = "a finite number" if number else "a number"
                 raise ValueError(
-                    f"Example {index}: label {values[index]!r} is not a number (num_classes=1 is regression)."
-                ) from None
+                    f"Example {index}: label {values[index]!r} is not {kind} (num_classes=1 is regression)."
+                )
+            return scores
         if values.dtype.kind in "iub":  # True / False: class ids 1 / 0 (`df.label == 1`)
             ids = values.astype("int64")
         else:
@@ -660,9 +739,12 @@ def _is_multi_hot(row, num_classes):
     return any(isinstance(v, (float, np.floating)) for v in row) or all(v in (0, 1) for v in row)
 
 
-def _is_number(value):
+def _is_finite_score(value, finite=True):
+    """Whether `value` reads as a regression label as `astype("float32")` reads it (a number or a string of one),
+    and is finite there."""
     try:
-        float(value)
-    except (TypeError, ValueError):
+        with np.errstate(over="ignore", invalid="ignore"):
+            score = np.asarray([value], dtype=object).astype("float32")[0]
+    except (TypeError, ValueError, OverflowError):
         return False
-    return not isinstance(value, (str, bytes))
+    return bool(np.isfinite(score)) or not finite

@@ -1,13 +1,13 @@
-"""GLUE's scores as Keras metrics, exact over the batches `fit` and `evaluate` see: F1, Matthews, Pearson.
+"""Classification scores as Keras metrics from class-id labels and logits, exact over the batches `fit` and
+`evaluate` see: GLUE's (F1, Matthews, Pearson), precision, recall and ROC AUC.
 
 GLUE scores MRPC and QQP by F1 of class 1, CoLA by the Matthews correlation, STS-B by the Pearson (and Spearman)
-correlation; Keras has none of them for class-id labels and logits (its `F1Score` reads one-hot labels and
-probabilities). These keep their counts in variables (a confusion matrix; weighted moments), so the value after
-any number of batches is the score of all the examples seen, as `sklearn.metrics` and `scipy.stats` compute it on the
-whole set (`tests/test_glue_scores.py`). `BertClassifier.compile(metrics=["f1"])` (or `"matthews_correlation"`,
-`"pearson_correlation"` for a regression) names them.
-
-Backend-agnostic (`keras.ops`); sample weights weigh examples (a filler row of weight 0 counts for nothing).
+correlation; Keras has none of them for class-id labels and logits (its `F1Score`, `Precision`, `Recall` and `AUC`
+read one-hot labels and probabilities). These keep their counts in variables (a confusion matrix; weighted moments),
+so the value after any number of batches is the score of all the examples seen, as `sklearn.metrics` and
+`scipy.stats` compute it on the whole set (`tests/test_glue_scores.py`); `ClassAUC` is Keras's `AUC` (200
+thresholds) on the probability of class 1. `BertClassifier.compile(metrics=["f1"])` (or `"matthews_correlation"`,
+`"precision"`, `"recall"`, `"auc"`, `"pearson_correlation"` for a regression) names them.
 """
 
 import keras
@@ -68,6 +68,107 @@ class ClassF1Score(_ConfusionCounts):
             return per_class[1]
         present = ops.cast(denominator > 0, "float32")
         return ops.sum(per_class * present) / ops.maximum(ops.sum(present), 1.0)
+
+
+def _per_class_ratio(counts, axis):
+    """Each class's true positives over its column (axis 0: predicted, precision) or row (axis 1: true, recall)
+    total; returns the ratios and which classes occur in the labels or predictions."""
+    true_positives = ops.diagonal(counts)
+    totals = ops.sum(counts, axis=axis)
+    ratio = ops.where(totals > 0, true_positives / ops.maximum(totals, 1e-12), 0.0)
+    present = ops.cast(ops.sum(counts, axis=0) + ops.sum(counts, axis=1) > 0, "float32")
+    return ratio, present
+
+
+class _ClassRatio(_ConfusionCounts):
+    axis = None
+
+    def result(self):
+        ratio, present = _per_class_ratio(ops.convert_to_tensor(self.counts), self.axis)
+        if self.num_classes == 2:
+            return ratio[1]
+        return ops.sum(ratio * present) / ops.maximum(ops.sum(present), 1.0)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class ClassPrecision(_ClassRatio):
+    """Precision from class-id labels and logits: of class 1 with two classes (`sklearn.metrics.precision_score`'s
+    default), else the mean over the classes that occur in the labels or predictions (`average="macro"`); 0 where
+    nothing was predicted of a class.
+
+    Example:
+    >>> import numpy as np
+    >>> metric = ClassPrecision(num_classes=2)
+    >>> metric.update_state(np.array([1, 1, 0, 0]), np.array([[0., 1.], [1., 0.], [0., 1.], [1., 0.]]))
+    >>> float(metric.result())  # two predicted positives, one right
+    0.5
+    """
+
+    axis = 0
+
+    def __init__(self, num_classes, name="precision", dtype=None):
+        super().__init__(num_classes, name=name, dtype=dtype)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class ClassRecall(_ClassRatio):
+    """Recall from class-id labels and logits: of class 1 with two classes, else the macro mean over the classes that
+    occur (as `sklearn.metrics.recall_score`).
+
+    Example:
+    >>> import numpy as np
+    >>> metric = ClassRecall(num_classes=2)
+    >>> metric.update_state(np.array([1, 1, 1, 0]), np.array([[0., 1.], [1., 0.], [0., 1.], [1., 0.]]))
+    >>> round(float(metric.result()), 4)  # two of three positives found
+    0.6667
+    """
+
+    axis = 1
+
+    def __init__(self, num_classes, name="recall", dtype=None):
+        super().__init__(num_classes, name=name, dtype=dtype)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class ClassAUC(keras.metrics.AUC):
+    """ROC AUC from class-id labels and logits (or probabilities: `from_logits=False`): Keras's `AUC` on the softmax
+    probability of class 1 with two classes, else the mean of each class's one-vs-rest AUC (as
+    `sklearn.metrics.roc_auc_score(..., multi_class="ovr")`); Keras interpolates over `num_thresholds` thresholds,
+    which agrees with scikit-learn's exact value to about 1e-3.
+
+    Example:
+    >>> import numpy as np
+    >>> metric = ClassAUC(num_classes=2)
+    >>> metric.update_state(np.array([0, 0, 1, 1]), np.array([[2., 0.], [0., 1.], [0., 0.5], [0., 3.]]))
+    >>> round(float(metric.result()), 2)  # one of the four (negative, positive) pairs ranked the wrong way
+    0.75
+    """
+
+    def __init__(self, num_classes, from_logits=True, num_thresholds=200, name="auc", dtype=None):
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+            raise ValueError(f"`num_classes` must be an int >= 2, got {num_classes!r}.")
+        several = num_classes > 2
+        super().__init__(num_thresholds=num_thresholds, multi_label=several,
+                         num_labels=num_classes if several else None, name=name, dtype=dtype)
+        self.num_classes = num_classes
+        self.reads_logits = from_logits
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        scores = ops.reshape(ops.cast(y_pred, "float32"), (-1, self.num_classes))
+        probabilities = ops.softmax(scores, axis=-1) if self.reads_logits else scores
+        classes = ops.reshape(ops.cast(y_true, "int32"), (-1,))
+        if sample_weight is not None:
+            sample_weight = ops.reshape(ops.cast(sample_weight, "float32"), (-1, 1))
+        if self.num_classes == 2:
+            super().update_state(ops.reshape(ops.cast(classes, "float32"), (-1, 1)), probabilities[:, 1:],
+                                 sample_weight=sample_weight)
+        else:
+            super().update_state(ops.one_hot(classes, self.num_classes, dtype="float32"), probabilities,
+                                 sample_weight=sample_weight)
+
+    def get_config(self):
+        return {"num_classes": self.num_classes, "from_logits": self.reads_logits,
+                "num_thresholds": self.num_thresholds, "name": self.name, "dtype": self.dtype}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

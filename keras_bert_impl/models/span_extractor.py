@@ -157,6 +157,18 @@ class BertSpanExtractor(Task):
         start = y["start_logits"] if isinstance(y, dict) else keras.tree.flatten(y)[0]
         return keras.ops.sum(keras.ops.cast(keras.ops.convert_to_tensor(start) >= 0, "float32"))
 
+    def check_metrics(self, metrics):
+        """A list of metrics is refused in one line (Keras would apply it to each output, logits over the tokens, and
+        stop on its structure): SQuAD scores whole answers, `evaluate_answers`. A dict per output is Keras's."""
+        if isinstance(metrics, (list, tuple)) and len(metrics):
+            names = [m if isinstance(m, str) else type(m).__name__ for m in metrics]
+            raise ValueError(
+                f"metrics={names}: BertSpanExtractor's outputs are start and end logits over the tokens, and SQuAD "
+                "scores whole answers: compile without metrics and call evaluate_answers((questions, contexts), "
+                "answers) for the exact match and F1, or give metrics per output, {'start_logits': [...], "
+                "'end_logits': [...]}."
+            )
+
     def packed_training_model(self, examples_per_row):
         """A model that shares this extractor's weights and scores every window of packed rows.
 
@@ -220,6 +232,37 @@ class BertSpanExtractor(Task):
             return super().predict(windows.features, batch_size=batch_size or 32, verbose=verbose, steps=steps,
                                    callbacks=callbacks)
         return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+
+    def evaluate_answers(self, x, answers, batch_size=32, null_score_diff_threshold=None):
+        """SQuAD's exact match and F1 of `answer(x)` against `answers`, in percent, as the official scripts and
+        Hugging Face's `evaluate` give them: `{"exact_match": ..., "f1": ...}`.
+
+        `x` holds the examples as `answer` and `fit` take them (`(questions, contexts)`, pairs, a DataFrame's two
+        columns), `answers` one per question as `fit` takes them; a SQuAD JSON's `[{"text", "answer_start"}, ...]`
+        or `datasets`' `{"text": [...], "answer_start": [...]}` gives every reference answer, and a prediction
+        scores its best match (`keras_bert_impl.metrics.squad.answer_scores`). Where some questions have no answer
+        ("", None, []: SQuAD v2.0) the v2.0 rules score them; pass `null_score_diff_threshold` so that `answer`
+        may say "".
+
+        Example:
+        >>> qa = BertSpanExtractor.from_preset("all_minilm_l6_v2_en")
+        >>> qa.fit((questions, contexts), answers, epochs=2)  # doctest: +SKIP
+        >>> qa.evaluate_answers((dev_questions, dev_contexts), dev_answers)  # doctest: +SKIP
+        {'exact_match': 71.2, 'f1': 80.4}
+        """
+        from keras_bert_impl.metrics.squad import answer_scores
+        from keras_bert_impl.text.span_extractor_preprocessor import reference_answer_texts
+
+        self._check_preprocessor()
+        questions, contexts = self.preprocessor.as_columns(self._read_tables(x)[0])
+        references = reference_answer_texts(answers)
+        if len(references) != len(questions):
+            raise ValueError(f"{len(questions)} questions but {len(references)} answers: give one answer per "
+                             "question.")
+        predicted = self.answer(questions, contexts, batch_size=batch_size,
+                                null_score_diff_threshold=null_score_diff_threshold)
+        predicted = [predicted] if isinstance(predicted, dict) else predicted
+        return answer_scores([p["text"] for p in predicted], references)
 
     def answer(self, question, context=None, batch_size=32, null_score_diff_threshold=None, top_k=1,
                handle_impossible_answer=False):

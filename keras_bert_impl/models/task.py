@@ -170,6 +170,8 @@ class Task(FunctionalModel):
             metrics = self.default_metrics()
         self.check_loss(loss)
         metrics, weighted_metrics = (self._metrics_by_name(m) for m in (metrics, weighted_metrics))
+        for given in (metrics, weighted_metrics):
+            self.check_metrics(given)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
         # Recorded once compiled: a compile refused above leaves the model as its last compile made it. Untracked:
         # Keras would add the metric objects given here to the model's own metrics, a second time after the
@@ -185,6 +187,10 @@ class Task(FunctionalModel):
     def check_loss(self, loss):
         """Refuses, in one line, a loss of the user's that cannot read this model's outputs or labels (a
         cross-entropy on probabilities where the model gives logits, ...); tasks say what they check."""
+
+    def check_metrics(self, metrics):
+        """Refuses, in one line, a metric given to `compile` (a name left to Keras, or a metric object) that cannot
+        read this model's outputs or labels; tasks say what they check."""
 
     def metric_for_name(self, name):
         """The metric that a metric's name given to `compile` (e.g. `"accuracy"`) means on this task's outputs, or

@@ -357,6 +357,30 @@ def answer_character_spans(answers, contexts):
     return spans
 
 
+def reference_answer_texts(answers):
+    """Every reference answer text of each question, in the forms `answer_character_spans` reads: a SQuAD JSON's
+    `[{"text", "answer_start"}, ...]` and `datasets`' `{"text": [...], ...}` give all of theirs, the other forms one;
+    "no answer" gives `[]`.
+
+    Example:
+    >>> reference_answer_texts(["Paris", [{"text": "1889", "answer_start": 3}, {"text": "in 1889", "answer_start": 0}],
+    ...                         {"text": ["x", "an x"], "answer_start": [0, 0]}, None])
+    [['Paris'], ['1889', 'in 1889'], ['x', 'an x'], []]
+    """
+    references = []
+    for index, answer in enumerate(answers):
+        first, _ = _answer_text_and_start(answer, index)  # (a form it does not read: its one line)
+        if not first:
+            references.append([])
+        elif isinstance(answer, (list, tuple)) and all(isinstance(each, dict) for each in answer):
+            references.append([_answer_text_and_start(each, index)[0] for each in answer])
+        elif isinstance(answer, dict) and isinstance(answer["text"], (list, tuple, np.ndarray)):
+            references.append([str(text) for text in answer["text"]])
+        else:
+            references.append([first])
+    return references
+
+
 def _answer_text_and_start(answer, index):
     if answer is None:
         return "", None

@@ -247,7 +247,9 @@ def read_conll(path, tag_scheme="iob1", num_columns=None, tag_column=-1):
             the end, -1 = last). Not 0, which holds the word.
 
     Returns:
-        list of `ConllSentence`.
+        list of `ConllSentence` (`.words`, `.tags`: what `BertTokenClassifier.fit(words, tags)` takes). Its
+        `tag_column` counts from 1, as the error messages name columns: `tag_column=-1` on a 4-column file
+        gives 4.
 
     Raises:
         ConllFormatError (a ValueError), one line naming file, line and
