@@ -19,6 +19,7 @@ calls before its first import of Keras or TensorFlow).
 """
 
 import argparse
+import math
 import os
 import re
 import signal
@@ -69,13 +70,25 @@ def add_run_arguments(parser, seed, model_dir_aliases=()):
 
 
 def positive(kind):
-    """An argparse `type` that takes numbers of `kind` above 0: `--epochs 0` is the one line
-    `error: argument --epochs: must be positive, got 0 (see --help)`."""
+    """An argparse `type` that takes numbers of `kind` (int or float) above 0, and finite: `--epochs 0` is the one
+    line `error: argument --epochs: must be positive, got 0 (see --help)`, `--learning_rate inf` `... must be a
+    finite number > 0, got inf ...`.
+
+    >>> positive(float)("2e-5"), positive(int)("3")
+    (2e-05, 3)
+    """
+    what = "an integer" if kind is int else "a number"
 
     def parse(text):
-        if kind(text) <= 0:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what} > 0, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+        if value <= 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return kind(text)
+        return value
 
     return parse
 

@@ -149,7 +149,11 @@ def _glue_dir(data_slices, tmp_path):
 NUMERIC_FLAG_CASES = {
     "glue_epochs_0": ("finetune_glue", ("--epochs", "0"), "error: --epochs=0: must be an integer >= 1"),
     "glue_batch_size_0": ("finetune_glue", ("--batch_size", "0"), "error: --batch_size=0: must be an integer >= 1"),
-    "glue_learning_rate_0": ("finetune_glue", ("--learning_rate", "0"), "error: --learning_rate=0.0: must be a number > 0"),
+    "glue_learning_rate_0": ("finetune_glue", ("--learning_rate", "0"),
+                             "error: --learning_rate=0.0: must be a finite number > 0"),
+    # Before: inf trained to a loss of nan, and the recipe saved that model with exit status 0.
+    "squad_learning_rate_inf": ("finetune_squad", ("--learning_rate", "inf"),
+                                "error: --learning_rate=inf: must be a finite number > 0"),
     "glue_warmup_2": ("finetune_glue", ("--warmup_proportion", "2"),
                       "error: --warmup_proportion=2.0: must be a number in [0, 1]"),
     "conll_epochs_negative": ("finetune_conll", ("--epochs", "-1"),
@@ -167,6 +171,15 @@ NUMERIC_FLAG_CASES = {
                             "error: argument --epochs: must be positive, got 0 (see --help)"),
     "classifier_batch_size_0": ("finetune_classifier", ("--batch_size", "0"),
                                 "error: argument --batch_size: must be positive, got 0 (see --help)"),
+    "classifier_learning_rate_inf": ("finetune_classifier", ("--learning_rate", "inf"),
+                                     "error: argument --learning_rate: must be a finite number > 0, got inf (see "
+                                     "--help)"),
+    "classifier_learning_rate_nan": ("finetune_classifier", ("--learning_rate", "nan"),
+                                     "error: argument --learning_rate: must be a finite number > 0, got nan (see "
+                                     "--help)"),
+    # Before: `invalid parse value: 'abc'` (argparse names the function).
+    "classifier_learning_rate_abc": ("finetune_classifier", ("--learning_rate", "abc"),
+                                     "error: argument --learning_rate: must be a number > 0, got 'abc' (see --help)"),
 }
 
 

@@ -485,3 +485,39 @@ def test_a_run_stopped_before_its_best_weights_file_resumes_with_the_best_weight
     from_file.load_weights(str(tmp_path / "resumed" / "best.weights.h5"))
     for a, b in zip(straight.get_weights(), from_file.get_weights()):
         np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+
+
+def test_a_diverged_epoch_ends_the_run_in_one_line_and_is_not_saved(sst2_dev, tmp_path):
+    """Before: a loss of nan (e.g. --learning_rate inf) trained on, and the recipe saved the nan weights as its
+    result with exit status 0."""
+    setup_finetuning(seed=0)
+    sentences, labels = sst2_dev
+    train = bucket_by_length(_examples(_word_ids(sentences[:64]), labels[:64]), [16, 32, 64], 32)
+    model = _bag_of_words_model()
+    model.compile(loss=lambda y, logits: keras.ops.log(-keras.ops.mean(keras.ops.abs(logits), axis=-1) - 1.0))
+    with pytest.raises(ValueError) as error:
+        finetune(model, train, epochs=2, learning_rate=2e-5, model_dir=str(tmp_path), seed=0, verbose=0)
+    assert str(error.value) == (
+        "the training loss of epoch 1 is nan: training diverged (learning_rate=2e-05), and nothing of this epoch is "
+        "kept; train again with a lower learning rate, in a new model_dir (the same one resumes only with the same "
+        "settings).")
+    assert not os.path.exists(tmp_path / "checkpoints") or not [
+        n for n in os.listdir(tmp_path / "checkpoints") if n.startswith("ckpt-")]
+    with pytest.raises(ValueError) as error:
+        finetune(model, train, epochs=2, learning_rate=float("inf"))
+    assert str(error.value) == "`learning_rate` must be a finite number > 0, got inf."
+
+
+def test_an_eval_fn_value_named_as_a_training_metric_keeps_the_training_one_as_train_name(sst2_dev):
+    """Before: the dev "accuracy" of `eval_fn` replaced the compiled training "accuracy" in the progress bar, History
+    and TensorBoard, and `best_metrics` mixed the two."""
+    setup_finetuning(seed=0)
+    sentences, labels = sst2_dev
+    train = bucket_by_length(_examples(_word_ids(sentences[:64]), labels[:64]), [16, 32, 64], 32)
+    model = _bag_of_words_model()
+    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    result = finetune(model, train, epochs=2, learning_rate=1e-3, eval_fn=lambda m: {"accuracy": 0.125}, seed=0,
+                      verbose=0)
+    assert result.history["accuracy"] == [0.125, 0.125]
+    assert len(result.history["train_accuracy"]) == 2 and 0.125 not in result.history["train_accuracy"]
+    assert result.best_metrics["accuracy"] == 0.125 and "train_accuracy" in result.best_metrics

@@ -42,7 +42,7 @@ def check_numbers(config, integers=None, positive=None, fractions=None):
     Args:
         config: any object with the fields as attributes (a run's config dataclass).
         integers: `{field: minimum}`: an integer >= minimum.
-        positive: names of fields that must be a number > 0 (a learning rate).
+        positive: names of fields that must be a finite number > 0 (a learning rate).
         fractions: `{field: (low, high, high_included)}`: a number with
             `low <= value <= high` (or `< high` when `high_included` is False).
 
@@ -63,8 +63,8 @@ def check_numbers(config, integers=None, positive=None, fractions=None):
             raise ValueError(f"--{name}={value!r}: must be an integer >= {minimum}")
     for name in positive or ():
         value = getattr(config, name)
-        if value is not None and not (_is_number(value) and value > 0):
-            raise ValueError(f"--{name}={value!r}: must be a number > 0")
+        if value is not None and not (_is_number(value) and 0 < value < float("inf")):
+            raise ValueError(f"--{name}={value!r}: must be a finite number > 0")
     for name, (low, high, high_included) in (fractions or {}).items():
         value = getattr(config, name)
         inside = _is_number(value) and low <= value and (value <= high if high_included else value < high)

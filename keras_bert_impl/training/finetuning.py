@@ -18,7 +18,7 @@ The pieces, all usable on their own:
   early, and at the end restores the best weights. Returns a
   `FinetuneResult`. An interrupted run resumes: the same call with the same
   `model_dir` goes on from the last finished epoch (`finetuning_resume`).
-- `EpochTimer`, `BestEpochCheckpoint`: the callbacks `finetune` uses.
+- `FiniteLossCheck`, `EpochTimer`, `BestEpochCheckpoint`: the callbacks `finetune` uses.
 
 Batches come from the tasks (`keras_bert_impl.tasks.<task>.batches`), which
 cut them with `keras_bert_impl.batching` (length buckets for tf.data and the
@@ -248,8 +248,8 @@ def finetune(
     """
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"`epochs` must be a positive int, got {epochs!r}.")
-    if not learning_rate > 0:
-        raise ValueError(f"`learning_rate` must be > 0, got {learning_rate!r}.")
+    if not (learning_rate > 0 and math.isfinite(learning_rate)):
+        raise ValueError(f"`learning_rate` must be a finite number > 0, got {learning_rate!r}.")
     if not 0.0 <= warmup_proportion < 1.0:
         raise ValueError(f"`warmup_proportion` must be in [0, 1), got {warmup_proportion!r}.")
     if mode not in ("auto", "min", "max"):
@@ -357,7 +357,7 @@ def finetune(
         early_stopping_patience=early_stopping_patience,
     )
     timer = EpochTimer()
-    all_callbacks = [timer, best_tracker]
+    all_callbacks = [FiniteLossCheck(learning_rate), timer, best_tracker]
     epochs_done, earlier_history = 0, {}
     if checkpoints is not None:  # after the evaluation: a resumed run knows its best epoch
         settings = run_settings(
@@ -541,6 +541,34 @@ def _resolve_mode(monitor, mode):
     return "min" if ("loss" in monitor or "error" in monitor) else "max"
 
 
+class FiniteLossCheck(keras.callbacks.Callback):
+    """Ends the run in one line when an epoch's training loss is not finite (nan, inf), before anything of that
+    epoch is evaluated or saved: the checkpoints of the epochs before stay. (Keras's `TerminateOnNaN` would end
+    `fit` quietly, and the run would then save the diverged weights as its result.) Read at the epoch's end, not
+    every batch: no step waits for the host.
+
+    Example:
+    >>> check = FiniteLossCheck(learning_rate=1e3)
+    >>> check.on_epoch_end(0, {"loss": float("nan")})
+    Traceback (most recent call last):
+    ...
+    ValueError: the training loss of epoch 1 is nan: training diverged (learning_rate=1000), and nothing of this epoch is kept; train again with a lower learning rate, in a new model_dir (the same one resumes only with the same settings).
+    """
+
+    def __init__(self, learning_rate):
+        super().__init__()
+        self.learning_rate = learning_rate
+
+    def on_epoch_end(self, epoch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            raise ValueError(
+                f"the training loss of epoch {epoch + 1} is {float(loss)}: training diverged "
+                f"(learning_rate={self.learning_rate:g}), and nothing of this epoch is kept; train again with a "
+                "lower learning rate, in a new model_dir (the same one resumes only with the same settings)."
+            )
+
+
 class EpochTimer(keras.callbacks.Callback):
     """Records the wall time of each training epoch (before evaluation callbacks run)."""
 
@@ -564,7 +592,9 @@ class BestEpochCheckpoint(keras.callbacks.Callback):
     """Runs `eval_fn` each epoch, keeps (and atomically saves) the best weights, stops early.
 
     Values returned by `eval_fn` are added to the epoch's `logs`, so later
-    callbacks (TensorBoard, CSVLogger) and `History` record them.
+    callbacks (TensorBoard, CSVLogger) and `History` record them; a training
+    value of the same name (a compiled "accuracy" beside the dev "accuracy")
+    is kept as `train_<name>`.
 
     Args:
         eval_fn: None or callable `eval_fn(model) -> dict[str, float]`.
@@ -605,6 +635,10 @@ class BestEpochCheckpoint(keras.callbacks.Callback):
             if not isinstance(results, dict) or not results:
                 raise ValueError(f"`eval_fn` must return a non-empty dict of metric values, got {results!r}.")
             for key, value in results.items():
+                if key in logs:
+                    # A training value of the same name (the compiled "accuracy" beside a dev "accuracy") stays,
+                    # as train_<name>: the progress bar, History and TensorBoard no longer show dev for train.
+                    logs[f"train_{key}"] = logs[key]
                 logs[key] = float(value)
             if self.monitor is None:
                 self.monitor = next(iter(results))

@@ -1,5 +1,7 @@
 """Linear warm-up followed by linear decay: the learning-rate schedule of BERT."""
 
+import math
+
 import keras
 from keras import ops
 
@@ -35,8 +37,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         name="warmup_linear_decay",
     ):
         super().__init__()
-        if not peak_learning_rate > 0:
-            raise ValueError(f"`peak_learning_rate` must be > 0, got {peak_learning_rate!r}.")
+        if not (peak_learning_rate > 0 and math.isfinite(peak_learning_rate)):
+            raise ValueError(f"`peak_learning_rate` must be a finite number > 0, got {peak_learning_rate!r}.")
         if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps <= 0:
             raise ValueError(f"`total_steps` must be a positive int, got {total_steps!r}.")
         if (
