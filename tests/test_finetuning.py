@@ -521,3 +521,51 @@ def test_an_eval_fn_value_named_as_a_training_metric_keeps_the_training_one_as_t
     assert result.history["accuracy"] == [0.125, 0.125]
     assert len(result.history["train_accuracy"]) == 2 and 0.125 not in result.history["train_accuracy"]
     assert result.best_metrics["accuracy"] == 0.125 and "train_accuracy" in result.best_metrics
+
+
+def test_a_checkpoint_of_another_precision_is_refused_naming_mixed_precision(sst2_dev, tmp_path):
+    """Before: a float32 run's checkpoint resumed under --mixed_precision bf16 without a word (its results then
+    recorded bf16 for epochs that had run in float32)."""
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:64])
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def run(mixed_precision, callbacks=()):
+        setup_finetuning(seed=0, mixed_precision=mixed_precision)
+        try:
+            train = pad_to_boundaries(_examples(ids, labels[:64]), [64], 32)
+            return finetune(_bag_of_words_model(), train, epochs=2, learning_rate=1e-2, loss=loss, seed=0,
+                            model_dir=str(tmp_path), verbose=0, callbacks=list(callbacks))
+        finally:
+            keras.config.set_dtype_policy("float32")
+
+    with pytest.raises(KeyboardInterrupt):
+        run("none", callbacks=[StopAfterEpoch(1)])
+    with pytest.raises(ValueError) as error:
+        run("bf16")
+    assert str(error.value) == (
+        f"{tmp_path / 'checkpoints' / 'ckpt-000000001'} was written by a fine-tuning run with dtype_policy='float32', "
+        "and this run has dtype_policy='mixed_bfloat16' (the precision the model computes in: --mixed_precision): run "
+        f"the same command as before to resume it, or remove {tmp_path / 'checkpoints'} (or pass another model_dir) "
+        "to start again")
+    assert run("none").history["loss"]  # the same precision resumes
+
+
+def test_a_changed_setting_of_the_runs_identity_is_named_before_the_steps_it_changed(sst2_dev, tmp_path):
+    """Before: --sequence_length 64 -> 32 was refused as `steps_per_epoch=17 ... (the batch size, --batch_size, or
+    the number of training examples changed)`: the length buckets had changed the batch count."""
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:96])
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def run(sequence_length, batch_size, callbacks=()):
+        setup_finetuning(seed=0)
+        train = pad_to_boundaries(_examples(ids, labels[:96]), [64], batch_size)
+        return finetune(_bag_of_words_model(), train, epochs=2, learning_rate=1e-2, loss=loss, seed=0,
+                        model_dir=str(tmp_path), verbose=0, callbacks=list(callbacks),
+                        run_identity={"sequence_length": sequence_length})
+
+    with pytest.raises(KeyboardInterrupt):
+        run(64, 32, callbacks=[StopAfterEpoch(1)])
+    with pytest.raises(ValueError, match=r"with sequence_length=64, and this run has sequence_length=32: run the same"):
+        run(32, 16)

@@ -360,11 +360,14 @@ def finetune(
     all_callbacks = [FiniteLossCheck(learning_rate), timer, best_tracker]
     epochs_done, earlier_history = 0, {}
     if checkpoints is not None:  # after the evaluation: a resumed run knows its best epoch
+        # The run's identity first: a changed --sequence_length is named as such, not as the steps per epoch that
+        # its length buckets changed.
         settings = run_settings(
+            **(run_identity or {}), dtype_policy=_dtype_policy_name(model),
             epochs=epochs, steps_per_epoch=steps_per_epoch, learning_rate=learning_rate,
             warmup_proportion=warmup_proportion, weight_decay=weight_decay, clipnorm=clipnorm,
             optimizer=optimizer if isinstance(optimizer, str) else type(optimizer).__name__, monitor=monitor,
-            early_stopping_patience=early_stopping_patience, seed=seed, **(run_identity or {}))
+            early_stopping_patience=early_stopping_patience, seed=seed)
         best_tracker.save_after_checkpoint = True  # a killed run never holds a best file newer than its checkpoint
         # The best weights file of the run is process 0's, in the shared model_dir.
         shared_best = os.path.join(model_dir, BEST_WEIGHTS_NAME)
@@ -539,6 +542,12 @@ def _resolve_mode(monitor, mode):
     if mode != "auto":
         return mode
     return "min" if ("loss" in monitor or "error" in monitor) else "max"
+
+
+def _dtype_policy_name(model):
+    """The precision the model computes in (`float32`, `mixed_bfloat16`, ...: --mixed_precision)."""
+    policy = getattr(model, "dtype_policy", None) or keras.config.dtype_policy()
+    return getattr(policy, "name", str(policy))
 
 
 class FiniteLossCheck(keras.callbacks.Callback):

@@ -60,6 +60,10 @@ def data_digest(*parts):
     return digest.hexdigest()[:16]
 
 
+# Settings that checkpoints record since a later version than their first: one without them resumes unchecked.
+LATER_SETTINGS = ("dtype_policy",)
+
+
 def run_settings(**settings):
     """What a checkpoint must share with the run that resumes it (the step count, the schedule, the optimizer)."""
     return {key: value if isinstance(value, (int, float, str, type(None))) else repr(value)
@@ -141,10 +145,12 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
                          "model_dir")
     saved = state["finetune"]
     for key, value in settings.items():
+        if key not in saved and key in LATER_SETTINGS:  # a checkpoint of an earlier version, which did not record it
+            continue
         if saved.get(key) != value:
             raise ValueError(
                 f"{path} was written by a fine-tuning run with {key}={saved.get(key)!r}, and this run has "
-                f"{key}={value!r}{_STEPS_PER_EPOCH_HINT if key == 'steps_per_epoch' else ''}: "
+                f"{key}={value!r}{_SETTING_HINTS.get(key, '')}: "
                 "run the same command as before to resume it, or remove "
                 f"{os.path.dirname(path)} (or pass another model_dir) to start again"
             )
@@ -178,8 +184,12 @@ finished = {"outputs_written": 0}
 
 # Nobody passes steps_per_epoch: the batch size and the number of training examples make it (was only
 # "steps_per_epoch=4, and this run has steps_per_epoch=8" for a rerun with another --batch_size).
-_STEPS_PER_EPOCH_HINT = (" (the batches of an epoch: the batch size, --batch_size, or the number of training "
-                         "examples changed)")
+# What a setting of a checkpoint is, in the recipes' flags, where its name does not say.
+_SETTING_HINTS = {
+    "steps_per_epoch": " (the batches of an epoch: the batch size, --batch_size, or the number of training examples "
+                       "changed)",
+    "dtype_policy": " (the precision the model computes in: --mixed_precision)",
+}
 
 
 def remove_checkpoints(manager):
