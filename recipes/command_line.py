@@ -29,7 +29,6 @@ import traceback
 
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multiworker", "tpu")
 LARGEST_SEED = 2**32 - 1  # NumPy's seeds, which keras.utils.set_random_seed sets, are 0 .. 2**32 - 1
-INTERRUPTED_STATUS = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -249,7 +248,7 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
     once (`leave`): the others then fail fast with their own one line instead of waiting in a collective.
 
     Ctrl-C (`KeyboardInterrupt`, or any exception after a Ctrl-C that `one_line_on_ctrl_c` noted) ends it with one
-    line saying that the same command resumes, and exit status 130 (`interrupted_line`; `checkpoints`: the run's
+    line saying that the same command resumes, and exit status 130 (143 after SIGTERM; `interrupted_line`; `checkpoints`: the run's
     checkpoint directory, named with its newest checkpoint). A
     checkpoint being written is never picked up half-written (`run_checkpoints`: written aside, renamed last).
     """
@@ -266,7 +265,8 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
     except BaseException as error:
         if not debug and (isinstance(error, KeyboardInterrupt) or _run_state["interrupted"]):
             finished = _outputs_written() > outputs_before  # this job's run wrote its outputs
-            leave(CLEANING_UP if finished else interrupted_line(checkpoints), status=INTERRUPTED_STATUS)
+            leave(signalled_line(CLEANING_UP if finished else interrupted_line(checkpoints)),
+                  status=interrupted_status())
         if not debug and isinstance(error, (LostProcessError, *user_errors)):
             leave(f"error: {' '.join(str(error).split())}", status=2)
         if not several_processes_joined():
@@ -287,15 +287,19 @@ def _outputs_written():
 
 # Where the recipe is (`exit_on_user_error`'s job not started, running or done), and whether Ctrl-C came
 # (`one_line_on_ctrl_c`): the line of a Ctrl-C outside the job, or of one that surfaced as another exception.
-_run_state = {"job": None, "interrupted": False}
+_run_state = {"job": None, "interrupted": False, "signal": signal.SIGINT}
 
 
 def one_line_on_ctrl_c():
     """Makes Ctrl-C at any point of this process end with one line on stderr and exit status 130, as Ctrl-C during
     the job does (`exit_on_user_error`): also while the recipe imports TensorFlow and Keras (seconds), reads its
     flags, or prints its results after the job. A recipe calls it when run as a script, before its first import of
-    Keras or TensorFlow. With `--debug` on the command line it does nothing (the traceback), nor where SIGINT is
-    ignored (a job started with `nohup` or in the background of a script).
+    Keras or TensorFlow. With `--debug` on the command line it does nothing (the traceback); where SIGINT is ignored
+    (a job started with `nohup` or in the background of a script) it leaves Ctrl-C alone.
+
+    SIGTERM, what a scheduler or a preempted machine sends (SLURM, Kubernetes, `kill`), stops the run the same way
+    (where nothing else handles it): the line begins `Stopped by SIGTERM` instead of `Interrupted`, and the exit
+    status is 143 (128 + 15), as a shell reports a terminated command.
 
     Ctrl-C is noted before it raises `KeyboardInterrupt`: an import cut off in C code may replace that exception
     with another (NumPy's `Importing the numpy C-extensions failed` ImportError), which then ends the process with
@@ -306,40 +310,64 @@ def one_line_on_ctrl_c():
     process then leaves at once (`os._exit`): a module cut off half-imported is not finalized, which could hang or
     print.
     """
-    if "--debug" in sys.argv[1:] or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    if "--debug" in sys.argv[1:]:
+        return
+    takes_ctrl_c = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    takes_sigterm = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    if not (takes_ctrl_c or takes_sigterm):
         return
 
-    def on_ctrl_c(signum, frame):
+    def on_signal(signum, frame):
         _run_state["interrupted"] = True
-        signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as without this handler
+        _run_state["signal"] = signum
+        signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as Ctrl-C without this handler
 
     previous = sys.excepthook
 
     def hook(kind, error, trace):
         if not (issubclass(kind, KeyboardInterrupt) or _run_state["interrupted"]):
             return previous(kind, error, trace)
-        print(interrupted_outside_job_line(), file=sys.stderr, flush=True)
+        print(signalled_line(interrupted_outside_job_line()), file=sys.stderr, flush=True)
         try:
             sys.stdout.flush()
         except Exception:  # noqa: BLE001 (a closed or broken stdout: the line above is what matters)
             pass
-        os._exit(INTERRUPTED_STATUS)
+        os._exit(interrupted_status())
 
     previous_unraisable = sys.unraisablehook
 
     def unraisable(info):
         if issubclass(info.exc_type, KeyboardInterrupt):  # raised in a gc callback or a __del__, and lost there
-            # The Ctrl-C again, 50 ms later, from another thread: a signal is handled in the main thread at the next
+            # The signal again, 50 ms later, from another thread: a signal is handled in the main thread at the next
             # line of Python it runs, which is no longer this hook, nor (most probably) a callback again.
-            again = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+            again = threading.Timer(0.05, os.kill, (os.getpid(), _run_state["signal"]))
             again.daemon = True
             again.start()
             return
         previous_unraisable(info)
 
-    signal.signal(signal.SIGINT, on_ctrl_c)
+    if takes_ctrl_c:
+        signal.signal(signal.SIGINT, on_signal)
+    if takes_sigterm:
+        signal.signal(signal.SIGTERM, on_signal)
     sys.excepthook = hook
     sys.unraisablehook = unraisable
+
+
+def interrupted_status():
+    """The exit status of a run stopped by a signal: 128 + its number (130 for Ctrl-C, 143 for SIGTERM)."""
+    return 128 + int(_run_state["signal"])
+
+
+def signalled_line(line):
+    """`line` (`Interrupted ...`) as it says which signal stopped the run: `Stopped by SIGTERM ...` for SIGTERM.
+
+    >>> signalled_line("Interrupted: rerun the same command.")
+    'Interrupted: rerun the same command.'
+    """
+    if _run_state["signal"] == signal.SIGTERM and line.startswith("Interrupted"):
+        return "Stopped by SIGTERM" + line[len("Interrupted"):]
+    return line
 
 
 def interrupted_outside_job_line():

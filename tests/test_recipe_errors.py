@@ -312,3 +312,38 @@ def test_a_run_in_a_finished_runs_model_dir_says_it_replaces_its_outputs(tmp_pat
     (model_dir / "checkpoints").mkdir()
     command_line.start_job(args)
     assert "note:" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("sigint_ignored", [False, True])
+def test_sigterm_stops_a_recipe_with_one_line_that_says_how_to_resume_and_status_143(tmp_path, sigint_ignored):
+    """SIGTERM is what a scheduler or a preempted machine sends. Before: no line, status 143 from Python's default
+    (and where the job was started with nohup, as such jobs are, the same). Now the Ctrl-C line, naming SIGTERM."""
+    checkpoints = tmp_path / "checkpoints"
+    _checkpoint(checkpoints, "ckpt-000000002")
+    script = ("import sys, time\n"
+              "import command_line\n"
+              "command_line.one_line_on_ctrl_c()\n"
+              "def job():\n"
+              "    print('ready', flush=True)\n"
+              "    time.sleep(120)\n"
+              f"command_line.exit_on_user_error(job, checkpoints={str(checkpoints)!r})\n")
+
+    def signals():
+        signal.signal(signal.SIGINT, signal.SIG_IGN if sigint_ignored else signal.SIG_DFL)
+
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=os.path.join(REPO, "recipes"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=signals,
+                               env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3"))
+    try:
+        assert process.stdout.readline() == "ready\n"
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert "Traceback" not in stderr, stderr
+    assert process.returncode == 143, stderr
+    assert stderr.splitlines()[-1] == (
+        f"Stopped by SIGTERM: rerun the same command to resume from the last checkpoint "
+        f"({checkpoints / 'ckpt-000000002'}).")
