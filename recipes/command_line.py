@@ -22,6 +22,7 @@ import argparse
 import math
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -137,6 +138,8 @@ def start_job(args):
     note = finished_run_note(args.model_dir)
     if note:
         print(note, file=sys.stderr)
+        # Its TensorBoard curves go too: the new run's would otherwise be drawn over them, epoch for epoch.
+        shutil.rmtree(os.path.join(args.model_dir, "logs"), ignore_errors=True)
     cluster = {name: getattr(args, name, None) for name in ("coordinator_address", "num_processes", "process_id")}
     if args.strategy == "multiworker" and keras.backend.backend() in ("jax", "torch"):
         get_strategy("multiworker", **cluster)  # the task's own get_strategy then finds the processes joined
@@ -165,7 +168,7 @@ def finished_run_note(model_dir):
         return None
     written = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(model_file)))
     return (f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again "
-            "and replaces them (another --model_dir keeps them)")
+            "and replaces them, its TensorBoard logs included (another --model_dir keeps them)")
 
 
 def config_from_args(args, config_class):
@@ -212,17 +215,22 @@ def run_recipe(args, run, config):
 def one_line_warnings():
     """A warning of the run (`TruncationWarning`: examples cut to --sequence_length, Keras's own) prints as one line
     `warning: <message>`, not Python's two (`<file of the call>:<line>: <Category>: ...` and that file's source line,
-    which in a recipe is this module's). `--debug` keeps Python's form.
+    which in a recipe is this module's), with the recipe's flag where the library names its attribute. `--debug`
+    keeps Python's form.
 
     >>> import warnings
     >>> python_form = warnings.formatwarning
-    >>> one_line_warnings(); warnings.formatwarning("3 of 16 examples are cut", UserWarning, "x.py", 1)
-    'warning: 3 of 16 examples are cut\\n'
+    >>> one_line_warnings(); warnings.formatwarning("3 of 16 examples are cut: raise "
+    ...                                             "preprocessor.sequence_length to keep more.", UserWarning, "x.py", 1)
+    'warning: 3 of 16 examples are cut: raise --sequence_length to keep more.\\n'
     >>> warnings.formatwarning = python_form
     """
     import warnings
 
-    warnings.formatwarning = lambda message, category, filename, lineno, line=None: f"warning: {message}\n"
+    def one_line(message, category, filename, lineno, line=None):
+        return f"warning: {str(message).replace('preprocessor.sequence_length', '--sequence_length')}\n"
+
+    warnings.formatwarning = one_line
 
 
 def no_tpu_line(reason):

@@ -304,11 +304,14 @@ def test_a_run_in_a_finished_runs_model_dir_says_it_replaces_its_outputs(tmp_pat
     assert "note:" not in capfd.readouterr().err
     (model_dir / "model.keras").write_bytes(b"a finished run's model")
     os.utime(model_dir / "model.keras", (0, 1_700_000_000))
+    (model_dir / "logs" / "train").mkdir(parents=True)
+    (model_dir / "logs" / "train" / "events.out.tfevents.1").write_bytes(b"the finished run's curves")
     command_line.start_job(args)
     written = time.strftime("%Y-%m-%d %H:%M", time.localtime(1_700_000_000))
     assert capfd.readouterr().err.splitlines() == [
         f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again and "
-        "replaces them (another --model_dir keeps them)"]
+        "replaces them, its TensorBoard logs included (another --model_dir keeps them)"]
+    assert not (model_dir / "logs").exists()  # before, the new run's curves were drawn over the old run's
     (model_dir / "checkpoints").mkdir()
     command_line.start_job(args)
     assert "note:" not in capfd.readouterr().err
