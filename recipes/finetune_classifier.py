@@ -39,7 +39,9 @@ def parse_flags(argv=None):
     """The command line as parsed flags; a bad flag fails here, before TensorFlow is imported."""
     p = OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--train_file", required=True, help=".csv, .tsv or .jsonl file with a header / keys")
-    p.add_argument("--validation_file", required=True, help="same columns as --train_file; scored after training")
+    p.add_argument("--validation_file", required=True,
+                   help="same columns as --train_file; scored after every epoch (val_accuracy, ...), the best "
+                        "epoch's weights kept")
     p.add_argument("--test_file", default=None, help="texts to label; writes test_predictions.tsv")
     p.add_argument("--text_column", required=True)
     p.add_argument("--text_pair_column", default=None, help="second text of a pair (e.g. a hypothesis)")
@@ -57,6 +59,11 @@ def parse_flags(argv=None):
     p.add_argument("--epochs", type=positive(int), default=3)
     p.add_argument("--learning_rate", type=positive(float), default=None,
                    help="default 2e-5, or 5e-4 with --lora_rank")
+    p.add_argument("--warmup_proportion", type=float, default=0.1,
+                   help="the share of the steps whose learning rate rises linearly to --learning_rate, in [0, 1) "
+                        "(default 0.1); then it decays linearly to 0")
+    p.add_argument("--early_stopping_patience", type=positive(int), default=None,
+                   help="stop after this many epochs without a better validation score (default: train every epoch)")
     p.add_argument("--train_limit", type=positive(int), default=None, help="train on the first N rows only")
     add_lora_argument(p)
     add_run_arguments(p, seed=0, model_dir_aliases=("--output_dir",))  # --strategy, --seed, --model_dir, ...

@@ -95,8 +95,9 @@ def sst2_run(sst2_files, tmp_path_factory):
         writer.writerows([r["index"], r["sentence"]] for r in rows)
     out = root / "out"
     result = _run("--train_file", train, "--validation_file", dev, "--test_file", test_csv, "--text_column", "text",
-                  "--label_column", "label", "--model_dir", out, "--epochs", 1, "--batch_size", 8,
-                  "--max_seq_length", 64, "--learning_rate", 5e-5, "--seed", 1, "--train_limit", 48)
+                  "--label_column", "label", "--model_dir", out, "--epochs", 2, "--batch_size", 8,
+                  "--max_seq_length", 64, "--learning_rate", 5e-5, "--seed", 1, "--train_limit", 48,
+                  "--warmup_proportion", 0.2)
     assert result.returncode == 0, result.stderr[-3000:]
     return out, result, test_csv
 
@@ -107,7 +108,13 @@ def test_sst2_csv_run_writes_results_model_and_predictions(sst2_run):
     assert set(json.loads(result.stdout.strip().splitlines()[-1])) == {"accuracy", "macro_f1"}
     assert 0.0 <= results["accuracy"] <= 1.0 and 0.0 <= results["macro_f1"] <= 1.0
     assert results["validation_examples"] == 32 and results["train_examples"] == 48 and results["test_examples"] == 12
-    assert results["label_names"] == ["0", "1"] and results["epochs"] == 1 and results["regression"] is False
+    assert results["label_names"] == ["0", "1"] and results["epochs"] == 2 and results["regression"] is False
+    # Scored after every epoch (before: once, after training), the best epoch's weights kept and scored.
+    history = results["validation_history"]
+    assert sorted(history) == ["val_accuracy", "val_macro_f1"] and len(history["val_accuracy"]) == 2
+    assert results["best_epoch"] == 1 + history["val_accuracy"].index(max(history["val_accuracy"]))
+    assert results["accuracy"] == pytest.approx(max(history["val_accuracy"]), abs=1e-6)
+    assert results["warmup_proportion"] == 0.2 and results["early_stopping_patience"] is None
     assert results["train_seconds"] > 0 and results["eval_seconds"] > 0 and results["sequence_length"] == 64
     assert results["final_train_loss"] > 0 and "pearson" not in results
     assert results["mixed_precision"] is None  # `auto` on a CPU: float32
@@ -262,6 +269,8 @@ def test_missing_file_and_bad_flags_exit_2(sst2_files, tmp_path):
                   "--output_dir", tmp_path / "out")
     _assert_one_line_error(result, "--label_column")
     assert result.stderr.strip().count("\n") == 0  # the flag parser fails before TensorFlow is imported
+    error = _assert_one_line_error(_error_run(tmp_path, train, train, "--warmup_proportion", "1.5"))
+    assert error == "error: --warmup_proportion=1.5: must be a number in [0, 1)"
 
 
 def test_flags_parse_to_config():
@@ -275,6 +284,7 @@ def test_flags_parse_to_config():
         train_file="a.csv", validation_file="b.jsonl", text_column="t", label_column="y", model_dir="o",
         text_pair_column="u", regression=True, sequence_length=96, train_limit=10)
     assert config.preset == "all_minilm_l6_v2_en" and config.test_file is None
+    assert (config.warmup_proportion, config.early_stopping_patience) == (0.1, None)
     assert config.mixed_precision == "auto"  # bf16 on a bf16 GPU or a TPU, float32 here
     assert recipe.parse_args(["--train_file", "a", "--validation_file", "b", "--text_column", "t",
                               "--label_column", "y", "--model_dir", "o", "--sequence_length", "32"]).sequence_length == 32

@@ -7,10 +7,12 @@
 2. model: `build_classifier` (`BertClassifier.from_preset` with a new head,
    under the run's `--strategy`);
 3. `run`: `finetune` on the raw strings, tokenized and batched by the model's
-   preprocessor (AdamW, 10% warm-up, linear decay over the counted steps,
-   TensorBoard logs in `model_dir/logs`), score the validation file
-   (accuracy and macro F1; multi-label: micro and macro F1 and subset accuracy; or Pearson and Spearman), write
-   `dev_results.json`, `model.keras` and `test_predictions.tsv`.
+   preprocessor (AdamW, `--warmup_proportion` 10% warm-up, linear decay over the counted steps,
+   TensorBoard logs in `model_dir/logs`), scoring the validation file after every epoch (accuracy and macro F1;
+   multi-label: micro and macro F1 and subset accuracy; or Pearson and Spearman: `val_accuracy`, ... in the
+   history and TensorBoard), keeping the best epoch's weights by the first of them (`--early_stopping_patience`
+   stops after that many epochs without a better one), and write `dev_results.json` (the best epoch's scores),
+   `model.keras` and `test_predictions.tsv`.
 
 With `--strategy multiworker` (TensorFlow workers, `torchrun`, JAX processes)
 every process builds the same batches and trains on its rows of each, and
@@ -27,7 +29,7 @@ import os
 import time
 from typing import Optional
 
-from keras_bert_impl.tasks.flags import learning_rate_or_default
+from keras_bert_impl.tasks.flags import check_numbers, learning_rate_or_default
 
 
 @dataclasses.dataclass
@@ -49,6 +51,8 @@ class TableClassificationConfig:
     batch_size: int = 32
     epochs: int = 3
     learning_rate: float = None  # 2e-5, or 5e-4 with lora_rank (learning_rate_or_default)
+    warmup_proportion: float = 0.1
+    early_stopping_patience: Optional[int] = None
     seed: int = 0
     train_limit: Optional[int] = None
     mixed_precision: Optional[str] = "auto"
@@ -57,6 +61,11 @@ class TableClassificationConfig:
 
     def __post_init__(self):
         self.learning_rate = learning_rate_or_default(self.learning_rate, self.lora_rank, 2e-5)
+
+    def check(self):
+        """Refuses numbers out of range in one line naming the flag (`run` calls it first)."""
+        check_numbers(self, integers={"epochs": 1, "batch_size": 1, "sequence_length": 2, "early_stopping_patience": 1},
+                      positive=["learning_rate"], fractions={"warmup_proportion": (0, 1, False)})
 
 
 def read_inputs(config):
@@ -110,6 +119,7 @@ def run(config, inputs=None):
     from keras_bert_impl.training.finetuning_resume import data_digest
     from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
+    config.check()
     train, validation, test, label_names = inputs or read_inputs(config)  # every file, before any model
     strategy = get_strategy(config.strategy)
     shared_model_dir = config.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
@@ -117,8 +127,16 @@ def run(config, inputs=None):
     classifier = build_classifier(config, label_names, strategy)
     train_ds = classifier.preprocessor.make_dataset(train.inputs, label_targets(train, label_names),
                                                     batch_size=config.batch_size, shuffle=True, seed=config.seed)
+    def eval_fn(_):  # the validation file's scores after every epoch, as `val_<score>` (Keras's validation names)
+        with predicting_everywhere(strategy):  # every process scores the whole file
+            outputs = classifier.predict(validation.inputs, batch_size=config.batch_size, verbose=0)
+        return {f"val_{name}": float("nan") if value is None else value
+                for name, value in score_outputs(validation, outputs, label_names).items()}
+
     result = finetune(classifier, train_ds, epochs=config.epochs, learning_rate=config.learning_rate,
-                      warmup_proportion=0.1, model_dir=shared_model_dir, strategy=strategy, seed=config.seed,
+                      warmup_proportion=config.warmup_proportion, eval_fn=eval_fn,
+                      early_stopping_patience=config.early_stopping_patience,
+                      model_dir=shared_model_dir, strategy=strategy, seed=config.seed,
                       verbose=2, keep_checkpoints=True,  # removed below, once the outputs are written
                       # A checkpoint of other data, labels or starting point is refused, never resumed.
                       run_identity={"starting_point": config.preset, "label_names": repr(label_names),
@@ -126,17 +144,19 @@ def run(config, inputs=None):
                                     "train_data": data_digest(train.inputs, label_targets(train, label_names))})
     train_seconds = float(sum(result.epoch_seconds))
     start = time.perf_counter()
-    with predicting_everywhere(strategy):  # every process scores the whole file
+    with predicting_everywhere(strategy):  # every process scores the whole file (the best epoch's weights)
         outputs = classifier.predict(validation.inputs, batch_size=config.batch_size, verbose=0)
     results = {
         **score_outputs(validation, outputs, label_names),
+        "best_epoch": result.best_epoch,
+        "validation_history": {name: values for name, values in result.history.items() if name.startswith("val_")},
         "validation_examples": len(validation), "train_examples": len(train), "label_names": label_names,
         "regression": config.regression, "multi_label": config.multi_label, "epochs": config.epochs,
         "final_train_loss": result.history["loss"][-1], "train_steps_per_epoch": result.train_steps,
         "train_seconds": round(train_seconds, 2), "epoch_seconds": [round(float(t), 2) for t in result.epoch_seconds],
         "eval_seconds": round(time.perf_counter() - start, 2),
-        **{k: getattr(config, k) for k in ("preset", "sequence_length", "batch_size", "learning_rate", "seed",
-                                           "strategy")},
+        **{k: getattr(config, k) for k in ("preset", "sequence_length", "batch_size", "learning_rate",
+                                           "warmup_proportion", "early_stopping_patience", "seed", "strategy")},
         # What the model computes in (set by `setup_finetuning` when it was built): None for float32.
         "mixed_precision": None if classifier.dtype_policy.name == "float32" else classifier.dtype_policy.name,
         "train_file": os.path.abspath(config.train_file), "validation_file": os.path.abspath(config.validation_file),
