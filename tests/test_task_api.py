@@ -349,6 +349,8 @@ def test_a_label_that_is_not_a_class_is_one_line_naming_it(num_classes, label_na
 
 
 def test_raw_text_without_its_labels_is_one_line_and_the_model_still_trains_after_it():
+    from keras_bert_impl.tasks.tagging.reading import ConllSentence
+
     # Before: Keras stopped inside the traced step in three lines ("y_true and y_pred have different structures"),
     # and on TensorFlow every later fit of that model failed ("Creating variables on a non-first call").
     qa = BertSpanExtractor(_tiny_backbone(), preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(
@@ -368,6 +370,10 @@ def test_raw_text_without_its_labels_is_one_line_and_the_model_still_trains_afte
          "`y` is missing: BertTokenClassifier.fit on raw text needs the tags, as in fit(sentences, tags)."),
         (lambda: classifier.fit(["a fine film"], verbose=0),
          "`y` is missing: BertClassifier.fit on raw text needs the labels, as in fit(texts, labels)."),
+        # read_conll's sentences as they come: before, the same `y` is missing line, though they hold their tags.
+        (lambda: tagger.fit([ConllSentence(["John", "ran"], ["B-PER", "O"])], verbose=0),
+         "`x` holds sentences with their tags (ConllSentence, as read_conll gives): give fit([s.words for s in "
+         "sentences], [s.tags for s in sentences])."),
     ]:
         with pytest.raises(ValueError) as error:
             call()

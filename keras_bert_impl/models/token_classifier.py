@@ -158,6 +158,14 @@ class BertTokenClassifier(Task):
 
         return BertTokenClassifierPreprocessor
 
+    def _check_raw_labels(self, x, y, method):
+        """Sentences that carry their tags (`tasks.tagging.read_conll`'s `ConllSentence`, `.words` and `.tags`)
+        given as `x` alone: one line showing the two lists to give."""
+        if y is None and isinstance(x, (list, tuple)) and x and hasattr(x[0], "words") and hasattr(x[0], "tags"):
+            raise ValueError(f"`x` holds sentences with their tags ({type(x[0]).__name__}, as read_conll gives): "
+                             f"give {method}([s.words for s in sentences], [s.tags for s in sentences]).")
+        super()._check_raw_labels(x, y, method)
+
     def default_loss(self):
         """Cross-entropy from logits, ignoring label -1, averaged over the labelled tokens."""
         return token_classification_loss()
