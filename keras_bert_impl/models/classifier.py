@@ -36,15 +36,11 @@ CLASS_METRICS = (ClassF1Score, MatthewsCorrelation, ClassPrecision, ClassRecall,
 # Keras's metric names that read one-hot labels, and the name that scores the same from class ids.
 ONE_HOT_METRIC_NAMES = {"categorical_accuracy": "accuracy", "binary_accuracy": "accuracy",
                         "top_k_categorical_accuracy": "sparse_top_k_categorical_accuracy"}
-
-
-def one_hot_metrics():
-    """Keras's metric classes that read one-hot labels (or one probability per label), and the name to give instead
-    on a single-label classifier."""
-    m = keras.metrics
-    return ((m.FBetaScore, "f1"), (m.AUC, "auc"), (m.Precision, "precision"), (m.Recall, "recall"),
-            (m.CategoricalAccuracy, "accuracy"), (m.BinaryAccuracy, "accuracy"),
-            (m.TopKCategoricalAccuracy, "sparse_top_k_categorical_accuracy"))
+# Keras's metric classes that read one-hot labels (or one probability per label), and the name to give instead.
+ONE_HOT_METRICS = ((keras.metrics.FBetaScore, "f1"), (keras.metrics.AUC, "auc"),
+                   (keras.metrics.Precision, "precision"), (keras.metrics.Recall, "recall"),
+                   (keras.metrics.CategoricalAccuracy, "accuracy"), (keras.metrics.BinaryAccuracy, "accuracy"),
+                   (keras.metrics.TopKCategoricalAccuracy, "sparse_top_k_categorical_accuracy"))
 
 
 # keras-hub's `activation` of a text classifier: logits (None or "linear") or probabilities ("softmax"; "sigmoid"
@@ -353,7 +349,7 @@ class BertClassifier(Task):
             name = metric if isinstance(metric, str) else type(metric).__name__
             if self.is_regression:
                 if name in CLASS_METRIC_NAMES or isinstance(
-                        metric, CLASS_METRICS + tuple(kind for kind, _ in one_hot_metrics())):
+                        metric, CLASS_METRICS + tuple(kind for kind, _ in ONE_HOT_METRICS)):
                     raise ValueError(
                         f"metrics: {name} scores classes, and this BertClassifier is a regression (num_classes=1): "
                         "use 'pearson_correlation', 'mean_squared_error' or 'mean_absolute_error'."
@@ -365,7 +361,7 @@ class BertClassifier(Task):
                     "classifier: use 'accuracy', 'f1', 'precision', 'recall', 'auc' or 'matthews_correlation'."
                 )
             one_hot = ONE_HOT_METRIC_NAMES.get(metric) if isinstance(metric, str) else next(
-                (instead for kind, instead in one_hot_metrics() if isinstance(metric, kind)
+                (instead for kind, instead in ONE_HOT_METRICS if isinstance(metric, kind)
                  and not isinstance(metric, ClassAUC)), None)
             if one_hot is not None:
                 outputs = "logits" if self.activation is None else "probabilities"
