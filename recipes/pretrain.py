@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 
-from command_line import exit_on_user_error, one_line_on_ctrl_c, seed_value
+from command_line import OneLineParser, exit_on_user_error, one_line_on_ctrl_c, seed_value
 from native_logs import quiet_native_logs
 
 if __name__ == "__main__":
@@ -40,7 +40,8 @@ from keras_bert_impl.training.triton_gemm import TRITON_GEMM_CHOICES, apply_trit
 
 def parse_args(argv=None):
     d = PretrainingConfig()
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # A bad flag value is one line, `error: argument --learning_rate: invalid float value: 'abc' (see --help)`.
+    p = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strategy", default=d.strategy, choices=["auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"])
     p.add_argument("--tpu", default=None, help="TPU name or grpc:// address (default: local TPU VM)")
     p.add_argument("--coordinator_address", default=None,
@@ -54,14 +55,20 @@ def parse_args(argv=None):
                    help="tiny|mini|small|medium|base|large, a preset name, or a JSON file of BertBackbone args")
     p.add_argument("--train_files", nargs="+", default=None, help="text files or globs (default: bundled corpus)")
     p.add_argument("--validation_files", nargs="+", default=None)
-    p.add_argument("--vocab", default=None, help="WordPiece vocab.txt (default: the bundled corpus vocab)")
+    p.add_argument("--vocab", default=None,
+                   help="WordPiece vocab.txt, UTF-8, one token a line: needed with --train_files (unless "
+                        "--init_checkpoint holds a vocab.txt, which is then the default); without --train_files, "
+                        "the bundled corpus vocab is the default")
     p.add_argument("--lowercase", default=True, action=argparse.BooleanOptionalAction)
     p.add_argument("--sequence_length", "--seq_length", "--max_seq_length", dest="sequence_length", type=int,
                    default=d.sequence_length, help="the packed length of every example")
     p.add_argument("--max_predictions_per_seq", type=int, default=d.max_predictions_per_seq)
     p.add_argument("--global_batch_size", type=int, default=d.global_batch_size)
     p.add_argument("--num_steps", type=int, default=d.num_steps)
-    p.add_argument("--warmup_steps", type=int, default=d.warmup_steps)
+    p.add_argument("--warmup_steps", type=int, default=d.warmup_steps,
+                   help="steps of linear warm-up to the peak --learning_rate (default: min(100, --num_steps // 10): "
+                        "100 for the default 1,000 steps, 0 for a run of under 10; a resumed run keeps the "
+                        "warm-up it was started with). An explicit value must be in [0, --num_steps]")
     p.add_argument("--learning_rate", type=float, default=d.learning_rate)
     p.add_argument("--optimizer", default=d.optimizer, choices=["adamw", "lamb"])
     p.add_argument("--adam_beta2", type=float, default=d.adam_beta2,
@@ -171,11 +178,11 @@ def main(argv=None):
         print("Held-out MLM accuracy: {:.4f}  (mlm_loss {:.4f}{})".format(
             accuracy, validation.get("mlm_loss", float("nan")),
             f", NSP accuracy {validation['nsp_accuracy']:.4f}" if "nsp_accuracy" in validation else ""))
-    curve = result.get("history", {}).get("val_mlm_accuracy") or []
-    if len(curve) > 1:  # the held-out accuracy after each checkpoint of this process's training: it should rise
-        steps = [result["resumed_from_step"] + (i + 1) * config.checkpoint_every for i in range(len(curve))]
+    # The held-out accuracy after each checkpoint of the run (those written before a resume too): it should rise.
+    curve = result.get("held_out_curve") or []
+    if len(curve) > 1:
         print("Held-out MLM accuracy at each checkpoint: "
-              + " | ".join(f"step {step}: {value:.4f}" for step, value in zip(steps, curve)))
+              + " | ".join(f"step {step}: {value:.4f}" for step, value in curve))
     if validation and floor:
         print(f"Unigram floor:        {floor['accuracy']:.4f}  (always guessing {floor['token']!r}; "
               f"the model scores {accuracy / floor['accuracy']:.1f}x that on the same "

@@ -111,6 +111,36 @@ def is_chief(strategy=None):
                                              and "chief" not in resolver.cluster_spec().as_dict())
 
 
+HELD_OUT_KEY = "held_out_mlm_accuracy"  # the key of a checkpoint's state.json (`CheckpointEveryEpoch`)
+
+
+def held_out_accuracies(manager, restored_state, start_step):
+    """`{"<step>": accuracy}`: the held-out MLM accuracy after each checkpoint of the run up to `start_step`.
+
+    From the resumed checkpoint's state.json (`restored_state`, `HELD_OUT_KEY`); a checkpoint written before that
+    key existed gives what the checkpoints still in `manager`'s directory say of their own step (their `logs`).
+    """
+    if not restored_state:
+        return {}
+    if isinstance(restored_state.get(HELD_OUT_KEY), dict):
+        return {str(step): float(value) for step, value in restored_state[HELD_OUT_KEY].items()
+                if int(step) <= start_step}
+    import json
+
+    found = {}
+    for step in manager.all_steps():
+        if step > start_step:
+            continue
+        try:
+            with open(os.path.join(manager.path(step), "state.json")) as f:
+                value = json.load(f).get("logs", {}).get("val_mlm_accuracy")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, (int, float)):
+            found[str(step)] = float(value)
+    return found
+
+
 class CheckpointEveryEpoch(keras.callbacks.Callback):
     """Saves an atomic checkpoint (model, optimizer, step, iterator) after each epoch.
 
@@ -120,9 +150,15 @@ class CheckpointEveryEpoch(keras.callbacks.Callback):
     `on_saved(path)` is called after each save (the run records its configuration again then, so a
     setting that may change on resume is recorded once a checkpoint used it; the first record is written
     before training starts, so no checkpoint exists without one).
+
+    Each checkpoint's state.json also holds the held-out MLM accuracy after every checkpoint of the run up to
+    it (`HELD_OUT_KEY`, `{"<step>": accuracy}`): `held_out` starts from the resumed checkpoint's
+    (`held_out_accuracies`), so a resumed run reports the accuracy of the checkpoints written before it
+    started too, and a checkpoint removed by `keep` takes none of it away.
     """
 
-    def __init__(self, manager, optimizer, iterator, steps_per_epoch, state=None, on_saved=None, chief=None):
+    def __init__(self, manager, optimizer, iterator, steps_per_epoch, state=None, on_saved=None, chief=None,
+                 held_out=None):
         super().__init__()
         self.chief = chief  # None: ask `is_chief()` at each save
         self.on_saved = on_saved
@@ -131,12 +167,17 @@ class CheckpointEveryEpoch(keras.callbacks.Callback):
         self.iterator = iterator
         self.steps_per_epoch = steps_per_epoch
         self.state = dict(state or {})
+        self.held_out = dict(held_out or {})  # "<step>" -> held-out MLM accuracy after that checkpoint
         self.last_path = manager.latest()
 
     def on_epoch_end(self, epoch, logs=None):
         if getattr(self.model, "_nan_detected", False):
             return
         step = (epoch + 1) * self.steps_per_epoch
+        if "val_mlm_accuracy" in (logs or {}):
+            self.held_out[str(step)] = float(logs["val_mlm_accuracy"])
+        if self.held_out:
+            self.state[HELD_OUT_KEY] = dict(sorted(self.held_out.items(), key=lambda item: int(item[0])))
         random_states = checkpoint_entry()  # PyTorch's generators, of every process (gathered: all call it)
         if self.chief if self.chief is not None else is_chief():
             self.last_path = self.manager.save(

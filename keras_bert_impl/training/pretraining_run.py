@@ -97,7 +97,7 @@ class PretrainingConfig:
     max_predictions_per_seq: int = 10
     global_batch_size: int = 128
     num_steps: int = 1000
-    warmup_steps: int = 100
+    warmup_steps: int = None  # None: `default_warmup_steps(num_steps)`, 100 for the 1,000 steps (a resume: the run's)
     learning_rate: float = 3e-3
     optimizer: str = "adamw"
     adam_beta2: float = 0.98  # BERT's 0.999 averages over the whole of a short run; RoBERTa and Cramming use 0.98
@@ -141,12 +141,54 @@ class PretrainingConfig:
             config.train_files = [config.train_files]
         if isinstance(config.validation_files, str):
             config.validation_files = [config.validation_files]
-        if not config.vocab:
-            if config.init_checkpoint and os.path.exists(os.path.join(config.init_checkpoint, "vocab.txt")):
-                config.vocab = os.path.join(config.init_checkpoint, "vocab.txt")
-            else:
-                raise ValueError("--vocab is required when --train_files is given (a WordPiece vocab.txt).")
+        if not config.vocab and config.init_checkpoint and os.path.exists(
+                os.path.join(config.init_checkpoint, "vocab.txt")):
+            config.vocab = os.path.join(config.init_checkpoint, "vocab.txt")
+        # No --vocab with --train_files stays None: `_run_pretraining` refuses it once the files are checked
+        # (`check_vocab`), so that a missing or bad training file is what the first line names.
+        if config.warmup_steps is None:
+            config.warmup_steps = default_warmup_steps(config.num_steps)
         return config
+
+
+def default_warmup_steps(num_steps):
+    """`--warmup_steps`'s default: min(100, num_steps // 10), so that a short trial run (`--num_steps 5`) starts
+    without a flag to add, while the default run of 1,000 steps keeps its 100 (a resumed run keeps the warm-up it
+    ran with: `_run_pretraining`). A `num_steps` that is not an integer >= 1 is left to `check_flags`.
+
+    >>> default_warmup_steps(1000), default_warmup_steps(300), default_warmup_steps(5), default_warmup_steps(900000)
+    (100, 30, 0, 100)
+    """
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
+        return None
+    return min(100, num_steps // 10)
+
+
+def check_vocab(path):
+    """Refuses, in one line naming `--vocab` and the file, a missing `--vocab` (with --train_files), a path that is
+    not a file, and a file that is not UTF-8 (with the `iconv` command that re-encodes it, as the training files'
+    check gives). Returns the file's bytes."""
+    import tensorflow as tf
+
+    from keras_bert_impl.file_errors import decode_utf8
+
+    if not path:
+        raise ValueError(
+            "--vocab is required with --train_files: a WordPiece vocab.txt, one token a line (recipes/build_vocab.py "
+            "makes one from the corpus; the bundled corpus vocab is the default only without --train_files)"
+        )
+    if not tf.io.gfile.exists(path):
+        raise ValueError(f"--vocab {path}: no such file (a WordPiece vocab.txt)")
+    if tf.io.gfile.isdir(path):
+        raise ValueError(f"--vocab {path} is a directory: pass its vocab.txt (a WordPiece vocabulary, one token a "
+                         "line)")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    try:
+        decode_utf8(data, path)
+    except ValueError as error:
+        raise ValueError(f"--vocab: {error}") from None
+    return data
 
 
 def backbone_config(config, vocabulary_size):
@@ -201,7 +243,9 @@ def run_pretraining(config, dataset_fn=None):
         dict with `step`, `validation` metrics, `model_dir`, `logs_dir`,
         `export_dir` (written by the chief only), `is_chief`, `sequences_per_second`, `jit_compile` (what `--jit_compile`
         resolved to: `strategy.resolve_jit_compile`), `masked_word_guesses` (the chief's: the trained model's top 3
-        at the masked words of the held-out probe sentences, `pretraining_callbacks.masked_word_guesses`).
+        at the masked words of the held-out probe sentences, `pretraining_callbacks.masked_word_guesses`),
+        `held_out_curve` (`(step, held-out MLM accuracy)` after every checkpoint of the run, those written before a
+        resume included: `pretraining_callbacks.held_out_accuracies`).
 
     Raises:
         ModelDirInUseError: another process is running in `config.model_dir` (`run_lock.hold_model_dir`: the run
@@ -221,6 +265,7 @@ def _run_pretraining(config, dataset_fn, held):
     from keras_bert_impl.training.pretraining_inputs import split_features_labels
 
     # === Check every flag, the model_dir and every input file before any work or any write ===
+    auto_warmup = config.warmup_steps is None  # the default: a resumed run keeps the warm-up it ran with
     config = config.resolved()
     check_flags(config)
     check_model_dir(config.model_dir)
@@ -241,9 +286,12 @@ def _run_pretraining(config, dataset_fn, held):
                 check_pretraining_files(files) if files else None
             except ValueError as error:
                 raise ValueError(f"--{flag}: {error}") from None
-    if not tf.io.gfile.exists(config.vocab):
-        raise ValueError(f"--vocab {config.vocab}: no such file (a WordPiece vocab.txt)")
-    tokenizer = BertTokenizer(config.vocab, lowercase=config.lowercase)
+    check_vocab(config.vocab)
+    try:
+        tokenizer = BertTokenizer(config.vocab, lowercase=config.lowercase)
+    except ValueError as error:  # an empty or duplicated token, a special token missing
+        message = str(error)
+        raise ValueError(message if message.startswith("--vocab") else f"--vocab: {message}") from None
     model_config = backbone_config(config, tokenizer.vocabulary_size())
     settings = run_settings(config, model_config, tokenizer.get_vocabulary())
 
@@ -259,6 +307,11 @@ def _run_pretraining(config, dataset_fn, held):
     if latest:
         with open(os.path.join(latest, "state.json")) as f:
             start_step = json.load(f)["step"]
+        recorded_warmup = (read_run_config(config.model_dir) or {}).get("warmup_steps")
+        if auto_warmup and isinstance(recorded_warmup, int) and 0 <= recorded_warmup <= config.num_steps:
+            # No --warmup_steps: the run's own (extending a 300-step run to 600 keeps its 30), not the new default.
+            config = dataclasses.replace(config, warmup_steps=recorded_warmup)
+            settings = dict(settings, warmup_steps=recorded_warmup)
         changed = check_resumable(config.model_dir, settings, checkpoint=latest)
         if config.num_steps < start_step:
             raise ValueError(
@@ -382,6 +435,11 @@ def _run_pretraining(config, dataset_fn, held):
         # The run's settings are on disk (atomically) before its first checkpoint can be: a run killed between
         # the two would otherwise leave a checkpoint that any flags could resume.
         record_run_config(config.model_dir, settings, fresh=True)
+    # (it keeps the held-out accuracy after every checkpoint of the run, those before a resume included)
+    checkpointing = callbacks_lib.CheckpointEveryEpoch(
+        manager, optimizer, train_iterator, config.checkpoint_every, state={"config": config.config},
+        on_saved=lambda path: record_run_config(config.model_dir, settings), chief=chief,
+        held_out=callbacks_lib.held_out_accuracies(manager, restored, start_step))
     run_callbacks = [
         restoring_at_first_batch(restored),  # PyTorch: each process's dropout stream goes on where it was
         callbacks_lib.NaNGuard(start_step, manager),
@@ -391,10 +449,7 @@ def _run_pretraining(config, dataset_fn, held):
             sequence_length=config.sequence_length, hparams=_hparams(config, replicas),
             profile_steps=config.profile_steps, chief=chief,
         ),
-        callbacks_lib.CheckpointEveryEpoch(manager, optimizer, train_iterator, config.checkpoint_every,
-                                           state={"config": config.config},
-                                           on_saved=lambda path: record_run_config(config.model_dir, settings),
-                                           chief=chief),
+        checkpointing,
     ]
     epochs = config.num_steps // config.checkpoint_every
     initial_epoch = start_step // config.checkpoint_every
@@ -426,7 +481,8 @@ def _run_pretraining(config, dataset_fn, held):
             floor = unigram_floor(validation_data, config.validation_steps)
             if floor is not None:
                 floor["token"] = tokenizer.id_to_token(floor["token_id"])
-                if chief:
+                if chief and not _final_validation_logged(logs_dir, config.num_steps):
+                    # (rerunning a finished run evaluates again, and prints; TensorBoard has the values already)
                     _log_final_validation(logs_dir, config.num_steps, validation, floor)
         # On every process: in a job of several JAX processes the weights span them, so a forward pass, or the copy
         # that the export saves (new variables), is made by all of them together; process 0 alone writes.
@@ -443,6 +499,8 @@ def _run_pretraining(config, dataset_fn, held):
         "unigram_floor": floor,
         "masked_word_guesses": guesses if chief else [],
         "history": {k: [float(x) for x in v] for k, v in history.items()},
+        # (step, held-out MLM accuracy) after every checkpoint of the run, those before a resume included
+        "held_out_curve": sorted((int(step), value) for step, value in checkpointing.held_out.items()),
         "sequences_per_second": trained_steps * config.global_batch_size / elapsed if trained_steps else None,
         "jit_compile": model.jit_compile,
         "mixed_precision": config.mixed_precision,
@@ -489,6 +547,27 @@ def held_out_dataset(build_dataset, config, tokenizer):
     """
     return build_dataset(config.validation_files, tokenizer, config.global_batch_size, config.seed + 1, True,
                          False, None).take(config.validation_steps).repeat()
+
+
+FINAL_VALIDATION_TAGS = ("final_mlm_accuracy", "mlm_unigram_floor")
+
+
+def _final_validation_logged(logs_dir, step):
+    """Whether the TensorBoard events under `logs_dir/validation` hold `_log_final_validation`'s values at `step`
+    (a rerun of a finished run, which trains no step, then writes them no second time). An unreadable events file
+    counts as not holding them."""
+    import tensorflow as tf
+
+    pattern = os.path.join(logs_dir, "validation", "events.out.tfevents.*")
+    for path in tf.io.gfile.glob(pattern):
+        try:
+            for record in tf.data.TFRecordDataset(path):  # (summary_iterator logs a deprecation warning)
+                event = tf.compat.v1.Event.FromString(record.numpy())
+                if event.step == step and any(value.tag in FINAL_VALIDATION_TAGS for value in event.summary.value):
+                    return True
+        except Exception:  # noqa: BLE001 (a truncated events file of a killed run: write the values again)
+            continue
+    return False
 
 
 def _log_final_validation(logs_dir, step, validation, floor):

@@ -1,0 +1,151 @@
+"""recipes/pretrain.py's command line: a bad flag value is one line, --warmup_steps's default fits a short run,
+--vocab is checked after the training files and named with the file when it is not UTF-8, and the summary of a
+resumed run lists the held-out accuracy of every checkpoint of the run.
+"""
+
+import glob
+import json
+import os
+
+import pytest
+from repo_scripts import load_script
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(REPO, "keras_bert_impl", "assets", "corpus")
+VOCAB = os.path.join(CORPUS, "vocab.txt")
+MICRO = {"num_layers": 1, "num_heads": 2, "hidden_dim": 16, "intermediate_dim": 32, "max_sequence_length": 64}
+
+
+def _recipe():
+    return load_script("recipes/pretrain.py")
+
+
+def _error_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("error: ")]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (("--learning_rate", "abc"), "argument --learning_rate: invalid float value: 'abc'"),
+    (("--num_steps", "abc"), "argument --num_steps: invalid int value: 'abc'"),
+    (("--warmup_steps", "1.5"), "argument --warmup_steps: invalid int value: '1.5'"),
+    (("--optimizer", "sgd"), "argument --optimizer: invalid choice: 'sgd' (choose from 'adamw', 'lamb')"),
+    (("--steps_per_execution", "x"), "argument --steps_per_execution: expected auto or an integer >= 1, got 'x'"),
+    (("--seed", "-1"), "argument --seed: must be an integer from 0 to 4294967295 (2**32 - 1), got -1"),
+    (("--bogus", "1"), "unrecognized arguments: --bogus 1"),
+])
+def test_a_flag_of_the_wrong_type_is_one_line(flags, message, capsys):
+    with pytest.raises(SystemExit) as leaving:
+        _recipe().parse_args([*flags, "--model_dir", "/tmp/unused"])
+    assert leaving.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"error: {message} (see --help)\n" and captured.out == ""
+
+
+def test_help_says_what_vocab_and_warmup_steps_default_to(capsys):
+    with pytest.raises(SystemExit):
+        _recipe().parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("--vocab VOCAB WordPiece vocab.txt, UTF-8, one token a line: needed with --train_files (unless "
+            "--init_checkpoint holds a vocab.txt, which is then the default); without --train_files, the bundled "
+            "corpus vocab is the default") in text
+    assert "(default: min(100, --num_steps // 10): 100 for the default 1,000 steps, 0 for a run of under 10" in text
+
+
+def test_warmup_steps_default_scales_with_a_short_run_and_keeps_the_default_runs():
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
+
+    assert PretrainingConfig().resolved().warmup_steps == 100  # the default run's, unchanged
+    assert PretrainingConfig(num_steps=5).resolved().warmup_steps == 0
+    assert PretrainingConfig(num_steps=300).resolved().warmup_steps == 30
+    assert PretrainingConfig(num_steps=5, warmup_steps=3).resolved().warmup_steps == 3
+    config, _, _ = _recipe().parse_args(["--num_steps", "5"])
+    assert config.warmup_steps is None and config.resolved().warmup_steps == 0
+
+
+def _start(tmp_path, *flags):
+    """main() of a run that is refused before any work: its exit status and its error lines."""
+    return _recipe().main(["--num_steps", "4", "--checkpoint_every", "2", "--model_dir", str(tmp_path / "run"),
+                           *flags])
+
+
+def test_an_explicit_warmup_above_num_steps_is_still_refused(tmp_path, capsys):
+    assert _start(tmp_path, "--warmup_steps", "30") == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        "error: --warmup_steps=30 must be an integer in [0, --num_steps=4]: the warm-up must end within the run"]
+
+
+def test_the_training_files_are_checked_before_the_missing_vocab(tmp_path, capsys):
+    missing = tmp_path / "trian.txt"
+    assert _start(tmp_path, "--train_files", str(missing)) == 2
+    assert _error_lines(capsys.readouterr().err) == [f"error: --train_files: no file matches '{missing}'"]
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    assert _start(tmp_path, "--train_files", str(folder)) == 2
+    assert _error_lines(capsys.readouterr().err) == [f"error: --train_files: '{folder}' matches only directories"]
+    assert _start(tmp_path, "--train_files", os.path.join(CORPUS, "train.txt")) == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        "error: --vocab is required with --train_files: a WordPiece vocab.txt, one token a line "
+        "(recipes/build_vocab.py makes one from the corpus; the bundled corpus vocab is the default only without "
+        "--train_files)"]
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_vocab_that_is_not_utf8_names_the_flag_the_file_and_the_iconv_command(tmp_path, capsys, real_data):
+    bad = str(real_data / "bad_input" / "pg84_cp1252_excerpt.txt")
+    assert _start(tmp_path, "--vocab", bad) == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        f"error: --vocab: {bad}, line 25, column 17: byte 0x97 at byte offset 1570 of the file is not valid UTF-8; "
+        "the file looks like Windows-1252 or Latin-1: re-encode it as UTF-8, e.g. iconv -f WINDOWS-1252 -t UTF-8 "
+        "pg84_cp1252_excerpt.txt > utf8_pg84_cp1252_excerpt.txt"]
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_vocab_directory_or_a_vocab_with_a_duplicate_token_is_one_line(tmp_path, capsys):
+    assert _start(tmp_path, "--vocab", CORPUS) == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        f"error: --vocab {CORPUS} is a directory: pass its vocab.txt (a WordPiece vocabulary, one token a line)"]
+    twice = tmp_path / "vocab.txt"
+    twice.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nthe\n", encoding="utf-8")
+    assert _start(tmp_path, "--vocab", str(twice)) == 2
+    errors = _error_lines(capsys.readouterr().err)
+    assert len(errors) == 1 and errors[0].startswith(f"error: --vocab: {twice}, line 7"), errors
+
+
+def _final_validation_tags(model_dir):
+    import tensorflow as tf
+
+    found = []
+    for path in glob.glob(os.path.join(model_dir, "logs", "validation", "events.out.tfevents.*")):
+        for record in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            found += [(event.step, value.tag) for value in event.summary.value
+                      if value.tag == "final_mlm_accuracy"]
+    return sorted(found)
+
+
+def test_a_resumed_run_reports_every_checkpoints_held_out_accuracy_and_keeps_its_warmup(tmp_path, capsys):
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
+
+    config = tmp_path / "micro_bert.json"
+    config.write_text(json.dumps(MICRO))
+    model_dir = tmp_path / "run"
+    run = dict(strategy="cpu", config=str(config), vocab=VOCAB, train_files=[os.path.join(CORPUS, "train.txt")],
+               validation_files=[os.path.join(CORPUS, "valid.txt")], global_batch_size=4, sequence_length=32,
+               max_predictions_per_seq=5, checkpoint_every=10, keep_checkpoints=1, log_every=1000,
+               validation_steps=1, verbose=0, model_dir=str(model_dir))
+    first = run_pretraining(PretrainingConfig(num_steps=10, **run))  # warm-up 1 (10 // 10)
+    assert [step for step, _ in first["held_out_curve"]] == [10]
+    # Extended to 20 steps (a resume): the default warm-up stays the run's 1, not 20 // 10.
+    second = run_pretraining(PretrainingConfig(num_steps=20, **run))
+    assert "--warmup_steps" not in capsys.readouterr().out
+    assert json.loads((model_dir / "run_config.json").read_text())["warmup_steps"] == 1
+    assert second["resumed_from_step"] == 10
+    # ckpt-10 is gone (keep_checkpoints=1); its accuracy is still reported, with ckpt-20's.
+    assert [os.path.basename(p) for p in glob.glob(str(model_dir / "checkpoints" / "ckpt-*"))] == ["ckpt-000000020"]
+    assert second["held_out_curve"][0] == first["held_out_curve"][0]
+    assert [step for step, _ in second["held_out_curve"]] == [10, 20]
+    assert _final_validation_tags(model_dir) == [(10, "final_mlm_accuracy"), (20, "final_mlm_accuracy")]
+    # The finished run again: the same curve, and no second final_mlm_accuracy in TensorBoard.
+    again = run_pretraining(PretrainingConfig(num_steps=20, **run))
+    assert again["held_out_curve"] == second["held_out_curve"]
+    assert _final_validation_tags(model_dir) == [(10, "final_mlm_accuracy"), (20, "final_mlm_accuracy")]
