@@ -148,6 +148,19 @@ def _maps(pid):
         return ""
 
 
+def _signal_when(process, ready, signum):
+    """Sends `signum` to `process` once `ready()` returns; its `(stdout, stderr)` once it has ended (killed if a
+    failed check leaves it running)."""
+    try:
+        ready()
+        process.send_signal(signum)
+        return process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
 def _default_sigint():
     """A child's SIGINT as a terminal gives it, whatever the test runner has: a runner started in the background
     (`nohup`, `cmd &`) ignores SIGINT, its children inherit that, and `one_line_on_ctrl_c` then rightly does nothing
@@ -167,18 +180,15 @@ def test_ctrl_c_while_the_recipe_imports_is_one_line_and_status_130(recipe, tmp_
         [sys.executable, os.path.join(REPO, "recipes", recipe), *argv], cwd=tmp_path, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=_default_sigint)
-    try:
+
+    def importing_numpy():
         deadline = time.monotonic() + 300
         while "numpy" not in _maps(process.pid):
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "the recipe did not start importing NumPy in 300 s"
             time.sleep(0.005)
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+
+    stdout, stderr = _signal_when(process, importing_numpy, signal.SIGINT)
     assert "Traceback" not in stderr, stderr
     assert process.returncode == 130, stderr
     assert [line for line in stderr.splitlines() if line.strip()][-1] == STARTING, stderr
@@ -337,14 +347,11 @@ def test_sigterm_stops_a_recipe_with_one_line_that_says_how_to_resume_and_status
     process = subprocess.Popen([sys.executable, "-c", script], cwd=os.path.join(REPO, "recipes"),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=signals,
                                env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3"))
-    try:
+
+    def job_started():
         assert process.stdout.readline() == "ready\n"
-        process.send_signal(signal.SIGTERM)
-        stdout, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+
+    stdout, stderr = _signal_when(process, job_started, signal.SIGTERM)
     assert "Traceback" not in stderr, stderr
     assert process.returncode == 143, stderr
     assert stderr.splitlines()[-1] == (
