@@ -257,3 +257,18 @@ def test_metrics_in_compile_of_a_span_extractor_are_one_line_naming_evaluate_ans
         "scores whole answers: compile without metrics and call evaluate_answers((questions, contexts), answers) for "
         "the exact match and F1, or give metrics per output, {'start_logits': [...], 'end_logits': [...]}.")
     qa.compile(metrics={"start_logits": ["sparse_categorical_accuracy"], "end_logits": []})  # Keras's, per output
+
+
+def test_evaluate_answers_of_one_question_and_of_a_dataframe():
+    import pandas as pd
+
+    backbone = keras_bert_impl.BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8,
+                                            intermediate_dim=16, max_sequence_length=64)
+    qa = BertSpanExtractor(backbone, preprocessor=BertSpanExtractorPreprocessor.from_preset(PRESET,
+                                                                                            sequence_length=64))
+    context = "Denver linebacker Von Miller was named Super Bowl MVP."
+    predicted = qa.answer("Who was named MVP?", context)["text"]
+    assert qa.evaluate_answers(("Who was named MVP?", context), predicted) == {"exact_match": 100.0, "f1": 100.0}
+    table = pd.DataFrame({"question": ["Who was named MVP?"], "context": [context], "answer": [predicted]})
+    assert qa.evaluate_answers(table[["question", "context"]], table["answer"]) == {"exact_match": 100.0,
+                                                                                     "f1": 100.0}

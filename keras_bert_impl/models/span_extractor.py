@@ -9,7 +9,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_decoding import (
     NULL_POSITION, best_spans_in_window, is_no_answer, null_odds, window_null_score,
 )
-from keras_bert_impl.table_columns import table_as_texts
+from keras_bert_impl.table_columns import table_as_labels, table_as_texts
 from keras_bert_impl.models.head_building import backbone_inputs, check_packable, freeze_unused_pooler
 from keras_bert_impl.models.task import Task
 from keras_bert_impl.models.user_inputs import numpy_text_as_lists
@@ -255,7 +255,9 @@ class BertSpanExtractor(Task):
 
         self._check_preprocessor()
         questions, contexts = self.preprocessor.as_columns(self._read_tables(x)[0])
-        references = reference_answer_texts(answers)
+        if answers is None or isinstance(answers, (str, dict)):  # one question's answer
+            answers = [answers]
+        references = reference_answer_texts(list(table_as_labels(answers)))
         if len(references) != len(questions):
             raise ValueError(f"{len(questions)} questions but {len(references)} answers: give one answer per "
                              "question.")
