@@ -64,5 +64,6 @@ def test_the_recipe_refuses_a_bad_attention_padding_in_one_line(capsys):
     with pytest.raises(SystemExit) as caught:
         load_script("recipes/pretrain.py").parse_args(["--attention_padding", "pad"])
     assert caught.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
-        "error: argument --attention_padding: invalid choice: 'pad' (choose from 'auto', 'mask', 'lengths')")
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (  # one line, as every recipe's (OneLineParser)
+        "error: argument --attention_padding: invalid choice: 'pad' (choose from 'auto', 'mask', 'lengths') (see "
+        "--help)")

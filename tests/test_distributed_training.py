@@ -542,7 +542,8 @@ def test_classifier_recipe_fine_tunes_your_table_across_two_processes_with_one_w
     if backend == "torch":  # each process's progress line shows its own rows' loss and accuracy: a real split
         progress = [(tmp_path / f"{index}.out").read_text().splitlines()[0] for index in range(2)]
         assert "loss: " in progress[0] and progress[0] != progress[1]
-    assert sorted(os.listdir(model_dir)) == ["dev_results.json", "logs", "model.keras", "test_predictions.tsv"]
+    assert sorted(os.listdir(model_dir)) == ["best.weights.h5", "dev_results.json", "logs", "model.keras",
+                                             "test_predictions.tsv"]  # (best.weights.h5: the best epoch's)
     results = json.loads((model_dir / "dev_results.json").read_text())
     assert results["accuracy"] == lines[0]["accuracy"] and results["strategy"] == "multiworker"
     assert results["train_examples"] == 40 and results["validation_examples"] == results["test_examples"] == 24

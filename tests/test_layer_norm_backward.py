@@ -136,5 +136,5 @@ def test_the_pretraining_recipe_passes_both_memory_settings_and_refuses_bad_ones
     assert not (tmp_path / "bad").exists()
     with pytest.raises(SystemExit):
         load_script("recipes/pretrain.py").parse_args(["--recompute_activation", "yes"])
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
-        "error: argument --recompute_activation: invalid choice: 'yes' (choose from 'on', 'off')")
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: argument --recompute_activation: invalid choice: 'yes' (choose from 'on', 'off') (see --help)")

@@ -54,8 +54,8 @@ def test_the_recipe_refuses_a_bad_value_in_one_line():
     result = subprocess.run([sys.executable, str(REPO / "recipes" / "pretrain.py"), "--steps_per_execution", "many"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1].endswith(
-        "argument --steps_per_execution: expected auto or an integer >= 1, got 'many'")
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: argument --steps_per_execution: expected auto or an integer >= 1, got 'many' (see --help)")
 
 
 def test_a_pretraining_run_reports_its_steps_per_execution(tmp_path):
