@@ -272,3 +272,6 @@ def test_evaluate_answers_of_one_question_and_of_a_dataframe():
     table = pd.DataFrame({"question": ["Who was named MVP?"], "context": [context], "answer": [predicted]})
     assert qa.evaluate_answers(table[["question", "context"]], table["answer"]) == {"exact_match": 100.0,
                                                                                      "f1": 100.0}
+    with pytest.raises(ValueError) as error:
+        qa.evaluate_answers((["Who was named MVP?"], [context]), [predicted, "Von Miller"])
+    assert str(error.value) == "1 questions but 2 answers: give one answer per question."
