@@ -340,6 +340,7 @@ def one_line_on_ctrl_c():
             sys.stdout.flush()
         except Exception:  # noqa: BLE001 (a closed or broken stdout: the line above is what matters)
             pass
+        _remove_private_folders()
         os._exit(interrupted_status())
 
     previous_unraisable = sys.unraisablehook
@@ -424,6 +425,14 @@ def several_processes_joined():
     return joined()
 
 
+def _remove_private_folders():
+    """Removes the temporary folders of a process > 0 of a job of several (`finetuning.remove_private_directories`)
+    before it leaves with `os._exit`, which runs no exit handler; nothing where fine-tuning was never imported."""
+    finetuning = sys.modules.get("keras_bert_impl.training.finetuning")
+    if finetuning is not None:
+        finetuning.remove_private_directories()
+
+
 def leave(line, status):
     """Prints `line` on stderr and ends the process with `status`: at once (`os._exit`) in a job of several processes.
 
@@ -436,5 +445,6 @@ def leave(line, status):
     print(line, file=sys.stderr, flush=True)
     if several_processes_joined():
         sys.stdout.flush()
+        _remove_private_folders()
         os._exit(status)
     raise SystemExit(status)

@@ -18,6 +18,7 @@ Real data comes from two places (see tests/data/README.md):
 
 import os
 import pathlib
+import tempfile
 
 import keras
 import numpy as np
@@ -44,6 +45,25 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "multibackend" not in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temporary_files_in_the_runs_folder(tmp_path_factory):
+    """Every temporary file of the tests goes under pytest's folder of this run: `tempfile`'s (TensorFlow's autograph
+    files, `mkdtemp` of the library's code) and, through `TMPDIR`, those of the processes the tests start (a process
+    that a test kills leaves its files). A run that passes removes that folder (`tmp_path_retention_policy =
+    "failed"`, pyproject.toml), and a passing test's `tmp_path` as it ends: the four runs of `.ci/run` in a row once
+    filled a CI machine's disk (session 43: `No space left on device` in the docstring examples, after 1,223 tests).
+    """
+    folder = str(tmp_path_factory.mktemp("tempfile"))
+    before = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = folder, folder
+    yield folder
+    if before[0] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before[0]
+    tempfile.tempdir = before[1]
 
 
 @pytest.fixture(scope="session")

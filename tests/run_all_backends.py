@@ -13,8 +13,10 @@ after ours.
 """
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 BACKENDS = os.environ.get("KERAS_BERT_IMPL_BACKENDS", "tensorflow,jax,torch").split(",")
@@ -41,7 +43,10 @@ def main(argv):
             print(f"\n=== KERAS_BACKEND={backend}: {' '.join(command)}", flush=True)
             start = time.time()
             code = subprocess.call(command, env=env)
-            print(f"=== KERAS_BACKEND={backend}: exit {code} in {time.time() - start:.0f}s", flush=True)
+            # The disk left after each run: tests write models and checkpoints, and a full disk fails what follows.
+            free = shutil.disk_usage(tempfile.gettempdir()).free / 2**30
+            print(f"=== KERAS_BACKEND={backend}: exit {code} in {time.time() - start:.0f}s "
+                  f"({free:.1f} GiB free in {tempfile.gettempdir()})", flush=True)
             if code != 0 and backend not in failed:
                 failed.append(backend)
     if failed:

@@ -418,13 +418,19 @@ def test_two_processes_fine_tune_like_one_process_with_one_writer_also_after_a_k
     0's checkpoint in the shared model_dir. Both then end with the last epoch's weights (<= 1e-5), the dev logits,
     the losses, the optimizer steps and the dev accuracies of one process trained alone and uninterrupted on the
     same global batches, and only process 0 wrote `best.weights.h5` into the shared model_dir, whose checkpoints
-    are gone once the run is finished.
+    are gone once the run is finished, as is process 1's private folder of its own best weights (the killed run's
+    stays: nothing runs at a hard exit).
     """
     pytest.importorskip(backend)
-    model_dir = tmp_path / "finetuned"
-    env = _env(data_slices, minilm_dir, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", FINETUNE_DIR=str(model_dir))
+    model_dir, temporary = tmp_path / "finetuned", tmp_path / "tmp"
+    temporary.mkdir()
+    env = _env(data_slices, minilm_dir, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", FINETUNE_DIR=str(model_dir),
+               TMPDIR=str(temporary))
     _killed_after_first_epoch(backend, tmp_path, env)
     assert sorted(os.listdir(model_dir / "checkpoints")) == ["ckpt-000000001"]  # process 0's, once
+    private_folders = sorted(temporary.glob("keras_bert_impl_process*"))
+    assert [folder.name[:len("keras_bert_impl_process1_")] for folder in private_folders] == [
+        "keras_bert_impl_process1_"]  # the killed run's
     if backend == "tensorflow":
         outs = _tensorflow_workers("finetune_processes", tmp_path, env)
     else:
@@ -456,7 +462,8 @@ def test_two_processes_fine_tune_like_one_process_with_one_writer_also_after_a_k
         np.testing.assert_allclose(weights[0][name], weights[1][name], atol=1e-6, rtol=0)
         np.testing.assert_allclose(weights[0][name], single[name], atol=1e-5, rtol=0)
     assert results[0]["best_weights_path"] == str(model_dir / "best.weights.h5")
-    assert not results[1]["best_weights_path"].startswith(str(model_dir))  # process 1: its private folder
+    assert results[1]["best_weights_path"] is None  # process 0 alone writes files
+    assert sorted(temporary.glob("keras_bert_impl_process*")) == private_folders  # the finished run's is gone
     assert sorted(os.listdir(model_dir)) == ["best.weights.h5"]  # the finished run removed its checkpoints
     assert results[0]["history"]["accuracy"][:1] == results[0]["single_history"]["accuracy"][:1]  # epoch 1, resumed
 

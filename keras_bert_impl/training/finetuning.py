@@ -130,7 +130,8 @@ class FinetuneResult:
         best_epoch: 1-based epoch whose weights were kept (None without any
             evaluation: then the last epoch's weights are kept).
         best_metrics: the evaluation values of that epoch.
-        best_weights_path: path of the saved best weights, or None without `model_dir`.
+        best_weights_path: path of the saved best weights, or None without `model_dir` (and on the processes
+            other than process 0 of a job of several: process 0 alone writes files).
         epoch_seconds: wall time of each epoch's training (evaluation excluded).
         train_steps: optimizer steps per epoch used for the schedule.
         stopped_early: whether early stopping ended training.
@@ -298,136 +299,142 @@ def finetune(
     num_train_steps = max(1, steps_per_epoch * epochs)
     warmup_steps = int(round(num_train_steps * warmup_proportion))
 
-    # Resume: every process reads the shared model_dir's newest checkpoint (process 0 alone writes them).
-    checkpoints = checkpoint_manager(model_dir) if model_dir and resume else None
-    epochs_to_skip = epochs_done_in(checkpoints) if checkpoints is not None else 0
-    if group is not None and checkpoints is not None:  # all processes must resume from the same epoch
-        group.check_same_on_every_process("the fine-tuning epoch to resume from", epochs_to_skip,
-                                          f"that model_dir {model_dir} is one folder every process sees")
+    # Processes > 0 write their best weights to a private folder: every process runs the same saving code (JAX's
+    # saving creates variables, which all processes of a distribution create together). It is removed when `finetune`
+    # returns or raises, not only at exit: a process of several that stops leaves with `os._exit`, which runs no exit
+    # handler.
+    private = _private_directory(this[0]) if model_dir and not writes else None
+    try:
+        # Resume: every process reads the shared model_dir's newest checkpoint (process 0 alone writes them).
+        checkpoints = checkpoint_manager(model_dir) if model_dir and resume else None
+        epochs_to_skip = epochs_done_in(checkpoints) if checkpoints is not None else 0
+        if group is not None and checkpoints is not None:  # all processes must resume from the same epoch
+            group.check_same_on_every_process("the fine-tuning epoch to resume from", epochs_to_skip,
+                                              f"that model_dir {model_dir} is one folder every process sees")
 
-    compile_loss = loss
-    if compile_loss is None:  # the model's own: a task's "auto" stays "auto" (its reported loss counts real rows)
-        compile_loss = "auto" if getattr(model, "compiled_with_default_loss", False) else getattr(model, "loss", None)
-    if compile_loss is None:
-        raise ValueError(
-            "`model` is not compiled and no `loss` was given: pass loss=... "
-            "(e.g. keras.losses.SparseCategoricalCrossentropy(from_logits=True))."
-        )
-    compile_metrics = metrics
-    compile_weighted_metrics = None
-    if compile_metrics is None and getattr(model, "_compile_config", None) is not None:
-        compile_metrics = model._compile_config.config.get("metrics")
-        compile_weighted_metrics = model._compile_config.config.get("weighted_metrics")
+        compile_loss = loss
+        if compile_loss is None:  # the model's own: a task's "auto" stays "auto" (its reported loss counts real rows)
+            compile_loss = "auto" if getattr(model, "compiled_with_default_loss", False) else getattr(model, "loss", None)
+        if compile_loss is None:
+            raise ValueError(
+                "`model` is not compiled and no `loss` was given: pass loss=... "
+                "(e.g. keras.losses.SparseCategoricalCrossentropy(from_logits=True))."
+            )
+        compile_metrics = metrics
+        compile_weighted_metrics = None
+        if compile_metrics is None and getattr(model, "_compile_config", None) is not None:
+            compile_metrics = model._compile_config.config.get("metrics")
+            compile_weighted_metrics = model._compile_config.config.get("weighted_metrics")
 
-    from keras_bert_impl.training.optimizer import create_optimizer
+        from keras_bert_impl.training.optimizer import create_optimizer
 
-    def _compile():
-        opt = create_optimizer(
-            learning_rate=learning_rate,
-            num_train_steps=num_train_steps,
-            warmup_steps=warmup_steps,
-            optimizer=optimizer,
-            weight_decay=weight_decay,
-            clipnorm=clipnorm,
-        )
-        model.compile(optimizer=opt, loss=compile_loss, metrics=compile_metrics, weighted_metrics=compile_weighted_metrics,
-                      jit_compile=jit_compile)
+        def _compile():
+            opt = create_optimizer(
+                learning_rate=learning_rate,
+                num_train_steps=num_train_steps,
+                warmup_steps=warmup_steps,
+                optimizer=optimizer,
+                weight_decay=weight_decay,
+                clipnorm=clipnorm,
+            )
+            model.compile(optimizer=opt, loss=compile_loss, metrics=compile_metrics, weighted_metrics=compile_weighted_metrics,
+                          jit_compile=jit_compile)
 
-    if strategy is not None:
-        with strategy.scope():
+        if strategy is not None:
+            with strategy.scope():
+                _compile()
+        else:
             _compile()
-    else:
-        _compile()
-    if workers > 1:
-        train_ds = _distribute_to_workers(model, train_ds, global_batches, strategy, epochs_to_skip * steps_per_epoch)
-    elif is_tf_data and keras.backend.backend() != "tensorflow":
-        with strategy.scope() if strategy is not None else contextlib.nullcontext():
-            build_from_element_spec(model, train_ds.element_spec)  # reads no batch of it
+        if workers > 1:
+            train_ds = _distribute_to_workers(model, train_ds, global_batches, strategy, epochs_to_skip * steps_per_epoch)
+        elif is_tf_data and keras.backend.backend() != "tensorflow":
+            with strategy.scope() if strategy is not None else contextlib.nullcontext():
+                build_from_element_spec(model, train_ds.element_spec)  # reads no batch of it
 
-    if monitor is None and eval_fn is None and validation_ds is not None:
-        monitor = "val_loss"
-    best_tracker = BestEpochCheckpoint(
-        eval_fn=eval_fn,
-        monitor=monitor,
-        mode=mode,
-        # Processes > 0 write to a private folder: every process runs the same saving code (JAX's saving
-        # creates variables, which all processes of a distribution create together).
-        weights_path=os.path.join(model_dir if writes else _private_directory(this[0]), BEST_WEIGHTS_NAME)
-        if model_dir else None,
-        early_stopping_patience=early_stopping_patience,
-    )
-    timer = EpochTimer()
-    all_callbacks = [FiniteLossCheck(learning_rate), timer, best_tracker]
-    epochs_done, earlier_history = 0, {}
-    if checkpoints is not None:  # after the evaluation: a resumed run knows its best epoch
-        # The run's identity first: a changed --sequence_length is named as such, not as the steps per epoch that
-        # its length buckets changed.
-        settings = run_settings(
-            **(run_identity or {}), dtype_policy=_dtype_policy_name(model),
-            epochs=epochs, steps_per_epoch=steps_per_epoch, learning_rate=learning_rate,
-            warmup_proportion=warmup_proportion, weight_decay=weight_decay, clipnorm=clipnorm,
-            optimizer=optimizer if isinstance(optimizer, str) else type(optimizer).__name__, monitor=monitor,
-            early_stopping_patience=early_stopping_patience, seed=seed)
-        best_tracker.save_after_checkpoint = True  # a killed run never holds a best file newer than its checkpoint
-        # The best weights file of the run is process 0's, in the shared model_dir.
-        shared_best = os.path.join(model_dir, BEST_WEIGHTS_NAME)
-        with strategy.scope() if strategy is not None else contextlib.nullcontext():  # optimizer variables
-            epochs_done, earlier_history, saved = resume_from_latest(checkpoints, model, settings, best_tracker,
-                                                                     timer, best_weights_file=shared_best)
-        all_callbacks.append(EpochCheckpoint(checkpoints, settings, best_tracker, timer, earlier_history,
-                                             writes=writes))
-        all_callbacks.append(restoring_at_first_batch(saved))  # PyTorch: each process's dropout stream goes on
-        if epochs_done and is_tf_data and workers == 1:  # the stream goes on after the finished epochs' batches
-            train_ds = train_ds.skip(epochs_done * steps_per_epoch)
-    if model_dir and tensorboard and writes:
-        all_callbacks.append(keras.callbacks.TensorBoard(log_dir=os.path.join(model_dir, "logs"), update_freq="epoch"))
-    all_callbacks.extend(callbacks)
+        if monitor is None and eval_fn is None and validation_ds is not None:
+            monitor = "val_loss"
+        best_tracker = BestEpochCheckpoint(
+            eval_fn=eval_fn,
+            monitor=monitor,
+            mode=mode,
+            weights_path=os.path.join(private or model_dir, BEST_WEIGHTS_NAME) if model_dir else None,
+            early_stopping_patience=early_stopping_patience,
+        )
+        timer = EpochTimer()
+        all_callbacks = [FiniteLossCheck(learning_rate), timer, best_tracker]
+        epochs_done, earlier_history = 0, {}
+        if checkpoints is not None:  # after the evaluation: a resumed run knows its best epoch
+            # The run's identity first: a changed --sequence_length is named as such, not as the steps per epoch that
+            # its length buckets changed.
+            settings = run_settings(
+                **(run_identity or {}), dtype_policy=_dtype_policy_name(model),
+                epochs=epochs, steps_per_epoch=steps_per_epoch, learning_rate=learning_rate,
+                warmup_proportion=warmup_proportion, weight_decay=weight_decay, clipnorm=clipnorm,
+                optimizer=optimizer if isinstance(optimizer, str) else type(optimizer).__name__, monitor=monitor,
+                early_stopping_patience=early_stopping_patience, seed=seed)
+            best_tracker.save_after_checkpoint = True  # a killed run never holds a best file newer than its checkpoint
+            # The best weights file of the run is process 0's, in the shared model_dir.
+            shared_best = os.path.join(model_dir, BEST_WEIGHTS_NAME)
+            with strategy.scope() if strategy is not None else contextlib.nullcontext():  # optimizer variables
+                epochs_done, earlier_history, saved = resume_from_latest(checkpoints, model, settings, best_tracker,
+                                                                         timer, best_weights_file=shared_best)
+            all_callbacks.append(EpochCheckpoint(checkpoints, settings, best_tracker, timer, earlier_history,
+                                                 writes=writes))
+            all_callbacks.append(restoring_at_first_batch(saved))  # PyTorch: each process's dropout stream goes on
+            if epochs_done and is_tf_data and workers == 1:  # the stream goes on after the finished epochs' batches
+                train_ds = train_ds.skip(epochs_done * steps_per_epoch)
+        if model_dir and tensorboard and writes:
+            all_callbacks.append(keras.callbacks.TensorBoard(log_dir=os.path.join(model_dir, "logs"), update_freq="epoch"))
+        all_callbacks.extend(callbacks)
 
-    if group is not None:
-        group.start_from_process_zero(model)  # PyTorch: process 0's weights, dropout masks of each process's own
-    latest = checkpoints.latest if checkpoints is not None else lambda: None  # what a restart resumes from
-    # Several processes: a collective that fails because another process stopped, in a step or at the last barrier,
-    # becomes one line (a LostProcessError) that says how to resume, not the runtime's text.
-    with lost_peers_as_one_line(group, latest):
-        with strategy.scope() if group is not None else contextlib.nullcontext():  # JAX: each process's rows
-            # run_recoverably: stopped (Ctrl-C, an error), the model keeps the weights of its last step, on JAX too
-            # (a packed training model is a plain keras.Model, which Task.fit does not cover).
-            new_history = {} if epochs_done >= epochs or best_tracker.stopped_early else run_recoverably(
-                model, "train_function", lambda: model.fit(
-                    train_ds,
-                    epochs=epochs,
-                    initial_epoch=epochs_done,
-                    steps_per_epoch=fit_steps_per_epoch,
-                    validation_data=validation_ds,
-                    callbacks=all_callbacks,
-                    verbose=verbose,
-                )).history
+        if group is not None:
+            group.start_from_process_zero(model)  # PyTorch: process 0's weights, dropout masks of each process's own
+        latest = checkpoints.latest if checkpoints is not None else lambda: None  # what a restart resumes from
+        # Several processes: a collective that fails because another process stopped, in a step or at the last barrier,
+        # becomes one line (a LostProcessError) that says how to resume, not the runtime's text.
+        with lost_peers_as_one_line(group, latest):
+            with strategy.scope() if group is not None else contextlib.nullcontext():  # JAX: each process's rows
+                # run_recoverably: stopped (Ctrl-C, an error), the model keeps the weights of its last step, on JAX too
+                # (a packed training model is a plain keras.Model, which Task.fit does not cover).
+                new_history = {} if epochs_done >= epochs or best_tracker.stopped_early else run_recoverably(
+                    model, "train_function", lambda: model.fit(
+                        train_ds,
+                        epochs=epochs,
+                        initial_epoch=epochs_done,
+                        steps_per_epoch=fit_steps_per_epoch,
+                        validation_data=validation_ds,
+                        callbacks=all_callbacks,
+                        verbose=verbose,
+                    )).history
 
-    def finish():
-        if checkpoints is None:
-            return
-        if group is not None:  # all are done with the checkpoints before 0 removes them
-            with lost_peers_as_one_line(group, latest):
-                group.barrier("finetune: finished")
-        if writes:
-            remove_checkpoints(checkpoints)  # finished: nothing left to resume
+        def finish():
+            if checkpoints is None:
+                return
+            if group is not None:  # all are done with the checkpoints before 0 removes them
+                with lost_peers_as_one_line(group, latest):
+                    group.barrier("finetune: finished")
+            if writes:
+                remove_checkpoints(checkpoints)  # finished: nothing left to resume
 
-    if not keep_checkpoints:
-        finish()
-    history = {key: earlier_history.get(key, []) + [float(v) for v in new_history.get(key, [])]
-               for key in dict.fromkeys([*earlier_history, *new_history])}
-    if restore_best_weights and best_tracker.best_weights is not None:
-        model.set_weights(best_tracker.best_weights)
-    return FinetuneResult(
-        history=history,
-        best_epoch=best_tracker.best_epoch,
-        best_metrics=dict(best_tracker.best_metrics),
-        best_weights_path=best_tracker.weights_path if best_tracker.best_epoch is not None else None,
-        epoch_seconds=list(timer.epoch_seconds),
-        train_steps=steps_per_epoch,
-        stopped_early=best_tracker.stopped_early,
-        _remove_checkpoints=finish if keep_checkpoints else None,
-    )
+        if not keep_checkpoints:
+            finish()
+        history = {key: earlier_history.get(key, []) + [float(v) for v in new_history.get(key, [])]
+                   for key in dict.fromkeys([*earlier_history, *new_history])}
+        if restore_best_weights and best_tracker.best_weights is not None:
+            model.set_weights(best_tracker.best_weights)
+        return FinetuneResult(
+            history=history,
+            best_epoch=best_tracker.best_epoch,
+            best_metrics=dict(best_tracker.best_metrics),
+            best_weights_path=best_tracker.weights_path if writes and best_tracker.best_epoch is not None else None,
+            epoch_seconds=list(timer.epoch_seconds),
+            train_steps=steps_per_epoch,
+            stopped_early=best_tracker.stopped_early,
+            _remove_checkpoints=finish if keep_checkpoints else None,
+        )
+    finally:
+        if private is not None:
+            remove_private_directories(private)
 
 
 def config_of_this_process(config, strategy):
@@ -462,11 +469,31 @@ def config_of_this_process(config, strategy):
     return dataclasses.replace(config, model_dir=_private_directory(index))
 
 
+_private_directories = []  # this process's private folders (`_private_directory`) not yet removed
+
+
 def _private_directory(index):
-    """A new temporary folder for the files of process `index` > 0, removed when it exits."""
+    """A new temporary folder for the files of process `index` > 0, removed when it exits (`remove_private_directories`)."""
     private = tempfile.mkdtemp(prefix=f"keras_bert_impl_process{index}_")
-    atexit.register(shutil.rmtree, private, ignore_errors=True)
+    _private_directories.append(private)
+    atexit.register(remove_private_directories, private)
     return private
+
+
+def remove_private_directories(*folders):
+    """Removes `folders` (default: all) of this process's private folders, the files of a process > 0 of a job of
+    several (`config_of_this_process`): at exit, and before a process of several leaves with `os._exit`, which runs
+    no exit handler (`recipes/command_line.leave`). Each is removed once; what is gone already is skipped.
+
+    Example:
+    >>> folder = _private_directory(1)
+    >>> remove_private_directories(folder); os.path.exists(folder)
+    False
+    """
+    for folder in folders or list(_private_directories):
+        if folder in _private_directories:
+            _private_directories.remove(folder)
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _this_process(strategy):
