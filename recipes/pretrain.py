@@ -80,7 +80,11 @@ def parse_args(argv=None):
                    help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
                         "float32 elsewhere; none, bf16 or fp16")
     p.add_argument("--model_dir", default=d.model_dir)
-    p.add_argument("--checkpoint_every", type=int, default=d.checkpoint_every)
+    p.add_argument("--checkpoint_every", type=int, default=d.checkpoint_every,
+                   help="steps between checkpoints, each followed by the held-out evaluation; --num_steps must be a "
+                        "multiple (default: the largest divisor of --num_steps up to 500: 500 for the default 1,000 "
+                        "steps, --num_steps itself for a run of up to 500; a resumed run keeps the one it was "
+                        "started with)")
     p.add_argument("--keep_checkpoints", type=int, default=d.keep_checkpoints)
     p.add_argument("--log_every", type=int, default=d.log_every)
     p.add_argument("--validation_steps", type=int, default=d.validation_steps)

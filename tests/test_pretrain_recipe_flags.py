@@ -1,4 +1,4 @@
-"""recipes/pretrain.py's command line: a bad flag value is one line, --warmup_steps's default fits a short run,
+"""recipes/pretrain.py's command line: a bad flag value is one line, --warmup_steps's and --checkpoint_every's defaults fit a short run,
 --vocab is checked after the training files and named with the file when it is not UTF-8, and the summary of a
 resumed run lists the held-out accuracy of every checkpoint of the run.
 """
@@ -41,7 +41,7 @@ def test_a_flag_of_the_wrong_type_is_one_line(flags, message, capsys):
     assert captured.err == f"error: {message} (see --help)\n" and captured.out == ""
 
 
-def test_help_says_what_vocab_and_warmup_steps_default_to(capsys):
+def test_help_says_what_vocab_warmup_steps_and_checkpoint_every_default_to(capsys):
     with pytest.raises(SystemExit):
         _recipe().parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
@@ -49,6 +49,8 @@ def test_help_says_what_vocab_and_warmup_steps_default_to(capsys):
             "--init_checkpoint holds a vocab.txt, which is then the default); without --train_files, the bundled "
             "corpus vocab is the default") in text
     assert "(default: min(100, --num_steps // 10): 100 for the default 1,000 steps, 0 for a run of under 10" in text
+    assert ("(default: the largest divisor of --num_steps up to 500: 500 for the default 1,000 steps, --num_steps "
+            "itself for a run of up to 500; a resumed run keeps the one it was started with)") in text
 
 
 def test_warmup_steps_default_scales_with_a_short_run_and_keeps_the_default_runs():
@@ -149,3 +151,36 @@ def test_a_resumed_run_reports_every_checkpoints_held_out_accuracy_and_keeps_its
     again = run_pretraining(PretrainingConfig(num_steps=20, **run))
     assert again["held_out_curve"] == second["held_out_curve"]
     assert _final_validation_tags(model_dir) == [(10, "final_mlm_accuracy"), (20, "final_mlm_accuracy")]
+
+
+def test_checkpoint_every_default_divides_a_short_run_and_a_resumed_run_keeps_its_own(tmp_path, capsys):
+    """`--num_steps 5` without `--checkpoint_every` runs (it stopped on `--checkpoint_every=500` before); the default
+    run keeps its 500; extending a run keeps its interval rather than the new --num_steps's default, and a
+    --num_steps that is not a multiple of it is refused in one line that names the run's interval."""
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
+
+    assert PretrainingConfig().resolved().checkpoint_every == 500
+    assert PretrainingConfig(num_steps=5).resolved().checkpoint_every == 5
+    assert PretrainingConfig(num_steps=1200).resolved().checkpoint_every == 400
+    assert PretrainingConfig(num_steps=6, checkpoint_every=3).resolved().checkpoint_every == 3
+    config, _, _ = _recipe().parse_args(["--num_steps", "5"])
+    assert config.checkpoint_every is None and config.resolved().checkpoint_every == 5
+
+    micro = tmp_path / "micro_bert.json"
+    micro.write_text(json.dumps(MICRO))
+    model_dir = tmp_path / "run"
+    run = dict(strategy="cpu", config=str(micro), vocab=VOCAB, train_files=[os.path.join(CORPUS, "train.txt")],
+               validation_files=[os.path.join(CORPUS, "valid.txt")], global_batch_size=4, sequence_length=32,
+               max_predictions_per_seq=5, keep_checkpoints=1, log_every=1000, validation_steps=1, verbose=0,
+               model_dir=str(model_dir))
+    first = run_pretraining(PretrainingConfig(num_steps=4, **run))
+    assert [step for step, _ in first["held_out_curve"]] == [4]
+    second = run_pretraining(PretrainingConfig(num_steps=8, **run))  # 8's own default would be 8
+    assert "--checkpoint_every" not in capsys.readouterr().out
+    assert second["resumed_from_step"] == 4 and [step for step, _ in second["held_out_curve"]] == [4, 8]
+    assert json.loads((model_dir / "run_config.json").read_text())["checkpoint_every"] == 4
+    with pytest.raises(ValueError) as refused:
+        run_pretraining(PretrainingConfig(num_steps=10, **run))
+    assert str(refused.value) == (
+        f"--num_steps=10 must be a multiple of --checkpoint_every=4, the interval of the run in {model_dir} "
+        "(training runs in epochs of checkpoint_every steps): pass --num_steps 12")

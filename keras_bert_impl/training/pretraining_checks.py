@@ -321,21 +321,43 @@ def check_flags(config):
     multiple = config.vocabulary_padding_multiple
     if multiple is not None and (isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1):
         raise ValueError(f"--vocabulary_padding_multiple={multiple!r}: must be an integer >= 1 (e.g. 128)")
-    if config.num_steps % config.checkpoint_every:
-        # What to pass instead: the largest --checkpoint_every up to the one given that divides --num_steps (a short
-        # trial run, `--num_steps 200`, gets `--checkpoint_every 200`), or the next multiple for --num_steps.
-        divisor = max(d for d in range(1, min(config.checkpoint_every, config.num_steps) + 1)
-                      if config.num_steps % d == 0)
-        multiple = -(-config.num_steps // config.checkpoint_every) * config.checkpoint_every
-        raise ValueError(
-            f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every="
-            f"{config.checkpoint_every} (training runs in epochs of checkpoint_every steps): add --checkpoint_every "
-            f"{divisor}, or pass --num_steps {multiple}"
-        )
-    check_steps_per_execution(config.steps_per_execution, config.checkpoint_every)
+    check_steps_in_epochs(config)
     from keras_bert_impl.training.pretraining_callbacks import _parse_profile_steps
 
     _parse_profile_steps(config.profile_steps)
+
+
+def check_steps_in_epochs(config, recorded=None):
+    """Refuses a `--num_steps` that is not a multiple of `--checkpoint_every` (training runs in epochs of
+    checkpoint_every steps), in one line that says what to pass, and a `--steps_per_execution` that does not divide
+    `--checkpoint_every`. `recorded`: the interval of the run being resumed, which it keeps (no --checkpoint_every
+    given), named as such.
+
+    >>> import types
+    >>> check_steps_in_epochs(types.SimpleNamespace(num_steps=1100, checkpoint_every=500, steps_per_execution="auto"))
+    Traceback (most recent call last):
+    ...
+    ValueError: --num_steps=1100 must be a multiple of --checkpoint_every=500 (training runs in epochs of \
+checkpoint_every steps): add --checkpoint_every 275, or pass --num_steps 1500
+    """
+    interval = config.checkpoint_every
+    if config.num_steps % interval:
+        # What to pass instead: the largest --checkpoint_every up to the one given that divides --num_steps (a short
+        # trial run, `--num_steps 200`, gets `--checkpoint_every 200`), or the next multiple for --num_steps. A
+        # resumed run keeps its interval: only --num_steps can change.
+        multiple = -(-config.num_steps // interval) * interval
+        if recorded is not None:
+            raise ValueError(
+                f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every={interval}, the interval of "
+                f"the run in {config.model_dir} (training runs in epochs of checkpoint_every steps): pass --num_steps "
+                f"{multiple}"
+            )
+        divisor = max(d for d in range(1, min(interval, config.num_steps) + 1) if config.num_steps % d == 0)
+        raise ValueError(
+            f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every={interval} (training runs in "
+            f"epochs of checkpoint_every steps): add --checkpoint_every {divisor}, or pass --num_steps {multiple}"
+        )
+    check_steps_per_execution(config.steps_per_execution, interval)
 
 
 def check_model_dir(model_dir):

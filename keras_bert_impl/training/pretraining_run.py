@@ -37,6 +37,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
     check_flags,
     check_model_dir,
     check_resumable,
+    check_steps_in_epochs,
     read_run_config,
     record_run_config,
     resume_change_message,
@@ -104,7 +105,7 @@ class PretrainingConfig:
     weight_decay: float = 0.01
     mixed_precision: str = "auto"  # bf16 on a TPU or a bf16 GPU, else float32
     model_dir: str = "bert_pretraining"
-    checkpoint_every: int = 500
+    checkpoint_every: int = None  # None: `default_checkpoint_every(num_steps)`, 500 for the 1,000 steps (a resume: the run's)
     keep_checkpoints: int = 3
     log_every: int = 20
     validation_steps: int = 20
@@ -148,6 +149,8 @@ class PretrainingConfig:
         # (`check_vocab`), so that a missing or bad training file is what the first line names.
         if config.warmup_steps is None:
             config.warmup_steps = default_warmup_steps(config.num_steps)
+        if config.checkpoint_every is None:
+            config.checkpoint_every = default_checkpoint_every(config.num_steps)
         return config
 
 
@@ -162,6 +165,23 @@ def default_warmup_steps(num_steps):
     if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
         return None
     return min(100, num_steps // 10)
+
+
+def default_checkpoint_every(num_steps):
+    """`--checkpoint_every`'s default: the largest divisor of `num_steps` up to 500, since training runs in epochs of
+    `checkpoint_every` steps. The default run of 1,000 steps keeps its 500, a short trial run (`--num_steps 5`)
+    checkpoints at its end, and a resumed run keeps the one it was started with (`_run_pretraining`). Where that
+    divisor would be under 50 and below `num_steps` (a prime `--num_steps 997`: a checkpoint and a held-out
+    evaluation every step), 500, which `check_flags` refuses in one line that names both ways out. A `num_steps`
+    that is not an integer >= 1 is left to `check_flags`.
+
+    >>> [default_checkpoint_every(n) for n in (1000, 5, 50, 1200, 100000, 997)]
+    [500, 5, 50, 400, 500, 500]
+    """
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
+        return None
+    divisor = max(d for d in range(1, min(500, num_steps) + 1) if num_steps % d == 0)
+    return divisor if divisor >= 50 or divisor == num_steps else 500
 
 
 def check_vocab(path):
@@ -265,7 +285,8 @@ def _run_pretraining(config, dataset_fn, held):
     from keras_bert_impl.training.pretraining_inputs import split_features_labels
 
     # === Check every flag, the model_dir and every input file before any work or any write ===
-    auto_warmup = config.warmup_steps is None  # the default: a resumed run keeps the warm-up it ran with
+    # The defaults: a resumed run keeps the warm-up and the checkpoint interval it ran with.
+    auto_warmup, auto_checkpoint_every = config.warmup_steps is None, config.checkpoint_every is None
     config = config.resolved()
     check_flags(config)
     check_model_dir(config.model_dir)
@@ -307,11 +328,19 @@ def _run_pretraining(config, dataset_fn, held):
     if latest:
         with open(os.path.join(latest, "state.json")) as f:
             start_step = json.load(f)["step"]
-        recorded_warmup = (read_run_config(config.model_dir) or {}).get("warmup_steps")
+        recorded = read_run_config(config.model_dir) or {}
+        recorded_warmup = recorded.get("warmup_steps")
         if auto_warmup and isinstance(recorded_warmup, int) and 0 <= recorded_warmup <= config.num_steps:
             # No --warmup_steps: the run's own (extending a 300-step run to 600 keeps its 30), not the new default.
             config = dataclasses.replace(config, warmup_steps=recorded_warmup)
             settings = dict(settings, warmup_steps=recorded_warmup)
+        recorded_interval = recorded.get("checkpoint_every")
+        if auto_checkpoint_every and isinstance(recorded_interval, int) and recorded_interval >= 1:
+            # No --checkpoint_every: the run's own (extending a 50-step run to 100 keeps its 50), which the new
+            # --num_steps must then be a multiple of.
+            config = dataclasses.replace(config, checkpoint_every=recorded_interval)
+            settings = dict(settings, checkpoint_every=recorded_interval)
+            check_steps_in_epochs(config, recorded_interval)
         changed = check_resumable(config.model_dir, settings, checkpoint=latest)
         if config.num_steps < start_step:
             raise ValueError(
