@@ -184,3 +184,41 @@ def test_checkpoint_every_default_divides_a_short_run_and_a_resumed_run_keeps_it
     assert str(refused.value) == (
         f"--num_steps=10 must be a multiple of --checkpoint_every=4, the interval of the run in {model_dir} "
         "(training runs in epochs of checkpoint_every steps): pass --num_steps 12")
+
+
+def test_tensorboard_shows_the_steps_a_resumed_run_trains_again_once(tmp_path):
+    """A run stopped after logging steps its last checkpoint does not hold (here: steps 5-8 logged, the checkpoint of
+    step 8 gone) trains them again on resume. TensorBoard's Python reader (`--load_fast=false`; its default, the Rust
+    data server, drops them by their steps alone) then holds each step once, the resumed run's value: each writer
+    marks the run's start with a `SessionLog.START` event, which drops what was logged at and after it."""
+    import shutil
+
+    import numpy as np
+    import tensorflow as tf
+    from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
+
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
+
+    micro = tmp_path / "micro_bert.json"
+    micro.write_text(json.dumps(MICRO))
+    model_dir = tmp_path / "run"
+    run = dict(strategy="cpu", config=str(micro), vocab=VOCAB, train_files=[os.path.join(CORPUS, "train.txt")],
+               validation_files=[os.path.join(CORPUS, "valid.txt")], global_batch_size=4, sequence_length=32,
+               max_predictions_per_seq=5, num_steps=8, checkpoint_every=4, keep_checkpoints=3, log_every=1,
+               validation_steps=1, verbose=0, model_dir=str(model_dir))
+    run_pretraining(PretrainingConfig(**run))
+
+    def logged(run_name):
+        reader = EventAccumulator(str(model_dir / "logs" / run_name), size_guidance={"tensors": 0})
+        reader.Reload()
+        return {tag: [(event.step, float(np.asarray(tf.make_ndarray(event.tensor_proto))))
+                      for event in reader.Tensors(tag)] for tag in ("loss", "mlm_accuracy")}
+
+    first = logged("train")
+    assert [step for step, _ in first["loss"]] == list(range(1, 9))
+    shutil.rmtree(model_dir / "checkpoints" / "ckpt-000000008")  # stopped before its last checkpoint
+    assert run_pretraining(PretrainingConfig(**run))["resumed_from_step"] == 4
+    again = logged("train")
+    assert [step for step, _ in again["loss"]] == list(range(1, 9))
+    assert again["loss"][:4] == first["loss"][:4]  # steps 1-4 of the first run, 5-8 of the resumed one
+    assert [step for step, _ in logged("validation")["loss"]] == [4, 8]

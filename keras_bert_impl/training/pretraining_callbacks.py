@@ -314,6 +314,28 @@ def top_k_report(model, tokenizer, probe, k=5):
     return "\n".join(parts)
 
 
+def mark_session_start(writer, step):
+    """Writes a `SessionLog.START` event at `step` with `writer`: where a run resumes from a checkpoint, TensorBoard
+    then drops what the stopped run logged at `step` and after (the steps trained again), rather than drawing both.
+    Its default reader (the Rust data server) does so already by the steps alone; the Python reader
+    (`tensorboard --load_fast=false`, or no data server) only at this event, as it did for TF1's `Supervisor`. A run's
+    first start marks nothing to drop. Nothing is written where TensorFlow lacks the (internal) op.
+
+    Example:
+    >>> import tempfile, tensorflow as tf
+    >>> mark_session_start(tf.summary.create_file_writer(tempfile.mkdtemp()), step=501)
+    """
+    try:
+        from tensorflow.python.ops.summary_ops_v2 import import_event
+    except ImportError:  # a TensorFlow without it: the Python reader shows the retrained steps twice
+        return
+    event = tf.compat.v1.Event(wall_time=time.time(), step=step,
+                               session_log=tf.compat.v1.SessionLog(status=tf.compat.v1.SessionLog.START))
+    with writer.as_default():
+        import_event(tf.constant(event.SerializeToString()))
+    writer.flush()
+
+
 class PretrainingTensorBoard(keras.callbacks.Callback):
     """Writes the run's TensorBoard data under `logs_dir/{train,validation}`."""
 
@@ -343,6 +365,8 @@ class PretrainingTensorBoard(keras.callbacks.Callback):
         from tensorboard.plugins.hparams import api as hp
 
         self.steps_per_epoch = self.params.get("steps")
+        for writer in (self._train_writer, self._validation_writer):
+            mark_session_start(writer, self.start_step + 1)
         with self._train_writer.as_default():
             hp.hparams(self.hparams, trial_id=os.path.basename(os.path.dirname(self.logs_dir)) or "run")
         self._train_writer.flush()
