@@ -51,7 +51,10 @@ def parse_flags(argv=None):
                    help="each row has any number of labels, joined by --label_separator (JSON Lines: a list); "
                         "one sigmoid per label, binary cross-entropy")
     p.add_argument("--label_separator", default=",", help="between the labels of a --multi_label row (default ',')")
-    p.add_argument("--preset", default="all_minilm_l6_v2_en", help="preset name, Hugging Face Hub id (hf://owner/name) or checkpoint directory")
+    p.add_argument("--preset", "--init_checkpoint", dest="preset", default="all_minilm_l6_v2_en",
+                   help="preset name, Hugging Face Hub id (hf://owner/name) or checkpoint directory, such as the "
+                        "export of a pretraining run (recipes/pretrain.py's <model_dir>/export; alias: "
+                        "--init_checkpoint, as in the other recipes)")
     p.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length",
                    type=positive(int), default=128, help="packed length (aliases: --max_seq_length, --seq_length)")
     p.add_argument("--batch_size", type=positive(int), default=32,

@@ -290,6 +290,10 @@ def test_flags_parse_to_config():
                               "--label_column", "y", "--model_dir", "o", "--sequence_length", "32"]).sequence_length == 32
     assert recipe.parse_args(["--train_file", "a", "--validation_file", "b", "--text_column", "t",
                               "--label_column", "y", "--output_dir", "o", "--seq_length", "48"]).sequence_length == 48
+    # A pretraining export, by the other recipes' flag name.
+    assert recipe.parse_args(["--train_file", "a", "--validation_file", "b", "--text_column", "t",
+                              "--label_column", "y", "--model_dir", "o", "--init_checkpoint", "run/export"]
+                             ).preset == "run/export"
 
 
 # Compares a saved model's backbone with the preset's: which weights the run changed.
