@@ -1,13 +1,18 @@
 """Turns raw books and articles into BERT's pretraining text format.
 
 One sentence a line, a blank line between documents (one document per chapter
-for Project Gutenberg books). See `keras_bert_impl.data.corpus`.
+for Project Gutenberg books; one a row of a table's --text_column). See
+`keras_bert_impl.data.corpus`.
 
 Example:
 
     python recipes/prepare_corpus.py \
         --input '../shared/data/corpus/gutenberg/pg*.txt' \
         --output /tmp/train.txt --valid_output /tmp/valid.txt --valid_every 10
+
+Your own texts in a table (.csv, .tsv or .jsonl, as the fine-tuning recipes read), one document a row:
+
+    python recipes/prepare_corpus.py --input reviews.csv --text_column text --output train.txt
 """
 
 import argparse
@@ -21,6 +26,17 @@ if __name__ == "__main__" and "tensorflow" not in sys.modules:  # (not when a te
     quiet_native_logs()  # before the imports below (TensorFlow): its start-up log lines off stderr
 
 from keras_bert_impl.data import corpus
+from keras_bert_impl.data.text_documents import table_file_problem
+
+
+def table_documents(path, text_column, max_sentence_words=128):
+    """The documents of a table file: each row's `text_column`, split into sentences (rows without text are
+    refused by the reader, naming file, line and column)."""
+    from keras_bert_impl.tasks.classification.table_files import read_table
+
+    return [document for document in (
+        [sentence for line in text.split("\n") for sentence in corpus.split_sentences(line, max_sentence_words)]
+        for text in read_table(path, text_column).texts) if document]
 
 
 def main():
@@ -37,9 +53,17 @@ def main():
     parser.add_argument("--min_document_words", type=int, default=20)
     parser.add_argument("--fallback_document_words", type=int, default=2000)
     parser.add_argument("--max_sentence_words", type=int, default=128)
+    parser.add_argument("--text_column", default=None,
+                        help="the inputs are tables (.csv, .tsv, .jsonl): each row's text in this column (JSON key) "
+                             "is a document, split into sentences")
     args = parser.parse_args()
 
     try:
+        if args.text_column is None:  # a table read as text would train on its header, commas and labels
+            tables = [path for path in corpus.expand_inputs(args.input) if table_file_problem(path)]
+            if tables:
+                raise ValueError(f"{tables[0]} is a table: pass --text_column, the column of its texts "
+                                 "(each row becomes a document)")
         stats = corpus.prepare_corpus(
             args.input,
             args.output,
@@ -50,6 +74,8 @@ def main():
             min_document_words=args.min_document_words,
             fallback_document_words=args.fallback_document_words,
             max_sentence_words=args.max_sentence_words,
+            read_documents=None if args.text_column is None else (
+                lambda path: table_documents(path, args.text_column, args.max_sentence_words)),
         )
     except ValueError as error:
         parser.exit(2, f"prepare_corpus: error: {error}\n")

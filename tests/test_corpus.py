@@ -211,3 +211,37 @@ def test_bundled_corpus():
         sentences = text.count("\n") - (len(documents) - 1)
         row = f"| `{split}.txt` | {len(documents)} | {sentences:,} | {len(text.split()):,} |"
         assert row in readme
+
+
+def test_a_table_becomes_one_document_a_row_of_its_text_column_and_is_refused_as_text(data_slices, tmp_path,
+                                                                                    monkeypatch, capsys):
+    """Your own texts in a table (the STS-B training slice, 100 rows): read as plain text, its header, tabs, scores
+    and file names would be pretrained on. `prepare_corpus.py` asks for `--text_column` and then writes each row's
+    text as a document; `pretrain.py` refuses the table itself with that command."""
+    from keras_bert_impl.data.pretraining import check_pretraining_files
+
+    table = data_slices / "glue" / "STS-B" / "train.tsv"
+    out = tmp_path / "train.txt"
+    with pytest.raises(SystemExit) as exit_info:
+        run_recipe(monkeypatch, "--input", str(table), "--output", str(out))
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (f"prepare_corpus: error: {table} is a table: pass --text_column, the column "
+                                       "of its texts (each row becomes a document)\n")
+    assert not out.exists()
+
+    run_recipe(monkeypatch, "--input", str(table), "--text_column", "sentence1", "--output", str(out))
+    rows = [line.split("\t")[7] for line in table.read_text(encoding="utf-8").splitlines()[1:]]
+    documents = out.read_text(encoding="utf-8").rstrip("\n").split("\n\n")
+    assert len(documents) == len(rows) == 100
+    assert [" ".join(document.split("\n")) for document in documents] == [" ".join(row.split()) for row in rows]
+    assert json.loads(capsys.readouterr().out) == {"split": "train", "documents": 100,
+                                                   "sentences": sum(len(d.split("\n")) for d in documents),
+                                                   "words": sum(len(row.split()) for row in rows)}
+    assert check_pretraining_files(str(out)) == [str(out)]
+
+    with pytest.raises(ValueError) as refused:
+        check_pretraining_files(str(table))
+    assert str(refused.value) == (
+        f"{table}: a table (.tsv), not pretraining text (one sentence a line, a blank line between documents): "
+        f"write its text column as such, each row a document, with python recipes/prepare_corpus.py --input {table} "
+        "--text_column COLUMN --output train.txt")

@@ -248,7 +248,7 @@ def write_documents(documents, path):
 
 def prepare_corpus(inputs, output, *, valid_output=None, valid_every=0, input_format="auto",
                    errors="strict", min_document_words=20, fallback_document_words=2000,
-                   max_sentence_words=128):
+                   max_sentence_words=128, read_documents=None):
     """Converts raw text files into the pretraining format.
 
     Args:
@@ -260,6 +260,9 @@ def prepare_corpus(inputs, output, *, valid_output=None, valid_every=0, input_fo
             in order) goes to `valid_output` instead of `output`.
         input_format, errors, min_document_words, fallback_document_words,
             max_sentence_words: see `file_documents`.
+        read_documents: a function of an input file's path that returns its documents (lists of sentences),
+            instead of `file_documents` with the arguments above: e.g. one document a row of a table's text
+            column (`recipes/prepare_corpus.py --text_column`).
 
     Returns:
         A dict `{"train": CorpusStats, "valid": CorpusStats or None}`.
@@ -271,18 +274,15 @@ def prepare_corpus(inputs, output, *, valid_output=None, valid_every=0, input_fo
     """
     if valid_output is not None and (not isinstance(valid_every, int) or valid_every < 2):
         raise ValueError(f"valid_every must be an integer >= 2 with valid_output, got {valid_every!r}")
+    if read_documents is None:
+        def read_documents(path):
+            return file_documents(path, input_format=input_format, errors=errors,
+                                  min_document_words=min_document_words,
+                                  fallback_document_words=fallback_document_words,
+                                  max_sentence_words=max_sentence_words)
     documents = []
     for path in expand_inputs(inputs):
-        documents.extend(
-            file_documents(
-                path,
-                input_format=input_format,
-                errors=errors,
-                min_document_words=min_document_words,
-                fallback_document_words=fallback_document_words,
-                max_sentence_words=max_sentence_words,
-            )
-        )
+        documents.extend(read_documents(path))
     if valid_output is None:
         return {"train": write_documents(documents, output), "valid": None}
     held_out = [d for i, d in enumerate(documents) if i % valid_every == valid_every - 1]

@@ -9,12 +9,35 @@ documents, UTF-8 (checked: the error names the file and the line).
   `(document, document id)`, the document's sentences joined by newlines.
 """
 
+import os
+
 import tensorflow as tf
 
 from keras_bert_impl.file_errors import UTF8_BOM, FileFormatError, decode_utf8, not_text_problem
 
 _PREPARE_ADVICE = ", or prepare it with recipes/prepare_corpus.py --errors replace"
 _BINARY_HEAD = 8000  # a NUL byte in the first 8,000 bytes: a binary file (git's test)
+# Tables, which the fine-tuning recipes read: as pretraining text, their header, commas and labels would be trained on.
+TABLE_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".parquet", ".xlsx", ".xls")
+
+
+def table_file_problem(path):
+    """What to do with a table given as pretraining text (by its extension), or None for any other file.
+
+    Example:
+    >>> print(table_file_problem("reviews.csv"))
+    a table (.csv), not pretraining text (one sentence a line, a blank line between documents): write its text \
+column as such, each row a document, with python recipes/prepare_corpus.py --input reviews.csv --text_column \
+COLUMN --output train.txt
+    >>> table_file_problem("train.txt") is None
+    True
+    """
+    extension = os.path.splitext(str(path))[1].lower()
+    if extension not in TABLE_EXTENSIONS:
+        return None
+    return (f"a table ({extension}), not pretraining text (one sentence a line, a blank line between documents): "
+            f"write its text column as such, each row a document, with python recipes/prepare_corpus.py --input "
+            f"{path} --text_column COLUMN --output train.txt")
 
 
 def _binary_file_error(head, path):
@@ -118,7 +141,9 @@ def check_text_file(path):
     TensorFlow traceback: bytes that are not UTF-8 (Windows-1252 text, a
     binary or compressed file; `keras_bert_impl.file_errors.decode_utf8`
     names the file, line, column and byte), a NUL byte, a file of blank
-    lines only, a file that cannot be read.
+    lines only, a file that cannot be read, a table (`.csv`, `.tsv`,
+    `.jsonl`, ...: `table_file_problem` names the command that writes its
+    text column as pretraining text).
     Reads in blocks, so memory stays bounded by the longest line.
 
     Args:
@@ -133,6 +158,9 @@ def check_text_file(path):
     >>> check_text_file(bundled_corpus()["valid"]) > 0
     True
     """
+    table = table_file_problem(path)
+    if table is not None:
+        raise FileFormatError(path, None, None, table)
     offset, line_number, sentences = 0, 0, 0
 
     def check_line(line):
