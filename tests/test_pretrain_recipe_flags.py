@@ -222,3 +222,24 @@ def test_tensorboard_shows_the_steps_a_resumed_run_trains_again_once(tmp_path):
     assert [step for step, _ in again["loss"]] == list(range(1, 9))
     assert again["loss"][:4] == first["loss"][:4]  # steps 1-4 of the first run, 5-8 of the resumed one
     assert [step for step, _ in logged("validation")["loss"]] == [4, 8]
+
+
+def test_a_resume_on_another_held_out_set_does_not_mix_it_into_the_curve(tmp_path, capsys):
+    """--validation_steps (or --validation_files) may change on resume; the accuracies measured on the old held-out
+    set are then left out of the run's curve, with a line that says so, instead of one list mixing two sets."""
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
+
+    micro = tmp_path / "micro_bert.json"
+    micro.write_text(json.dumps(MICRO))
+    run = dict(strategy="cpu", config=str(micro), vocab=VOCAB, train_files=[os.path.join(CORPUS, "train.txt")],
+               validation_files=[os.path.join(CORPUS, "valid.txt")], global_batch_size=4, sequence_length=32,
+               max_predictions_per_seq=5, checkpoint_every=4, keep_checkpoints=3, log_every=1000, verbose=0,
+               model_dir=str(tmp_path / "run"))
+    run_pretraining(PretrainingConfig(num_steps=4, validation_steps=1, **run))
+    same = run_pretraining(PretrainingConfig(num_steps=8, validation_steps=1, **run))
+    assert [step for step, _ in same["held_out_curve"]] == [4, 8]
+    assert "held-out set changed" not in capsys.readouterr().out
+    other = run_pretraining(PretrainingConfig(num_steps=12, validation_steps=2, **run))
+    assert [step for step, _ in other["held_out_curve"]] == [12]
+    assert ("The held-out set changed since the checkpoint (--validation_files or --validation_steps): the held-out "
+            "accuracy of the earlier checkpoints is left out of the summary.\n") in capsys.readouterr().out

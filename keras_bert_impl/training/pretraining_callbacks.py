@@ -112,15 +112,35 @@ def is_chief(strategy=None):
 
 
 HELD_OUT_KEY = "held_out_mlm_accuracy"  # the key of a checkpoint's state.json (`CheckpointEveryEpoch`)
+HELD_OUT_SET_KEY = "held_out_set"  # what those accuracies were measured on (`held_out_set`)
 
 
-def held_out_accuracies(manager, restored_state, start_step):
+def held_out_set(validation_files, validation_steps):
+    """What the held-out accuracy is measured on, as a checkpoint's state.json records it: the validation files
+    (path and size) and the number of batches. The other settings that shape the held-out batches (batch size,
+    sequence length, masking, seed) cannot change on resume.
+
+    Example:
+    >>> from keras_bert_impl.data.corpus import bundled_corpus
+    >>> held_out_set([bundled_corpus()["valid"]], 20)["validation_steps"]
+    20
+    """
+    files = [[str(path), int(tf.io.gfile.stat(str(path)).length)] for path in sorted(validation_files or [])]
+    return {"validation_files": files, "validation_steps": int(validation_steps)}
+
+
+def held_out_accuracies(manager, restored_state, start_step, measured_on=None):
     """`{"<step>": accuracy}`: the held-out MLM accuracy after each checkpoint of the run up to `start_step`.
 
     From the resumed checkpoint's state.json (`restored_state`, `HELD_OUT_KEY`); a checkpoint written before that
     key existed gives what the checkpoints still in `manager`'s directory say of their own step (their `logs`).
+    Accuracies measured on another held-out set than `measured_on` (`held_out_set`: --validation_files or
+    --validation_steps changed on resume) are left out: one curve never mixes two sets.
     """
     if not restored_state:
+        return {}
+    recorded_set = restored_state.get(HELD_OUT_SET_KEY)
+    if measured_on is not None and recorded_set is not None and recorded_set != measured_on:
         return {}
     if isinstance(restored_state.get(HELD_OUT_KEY), dict):
         return {str(step): float(value) for step, value in restored_state[HELD_OUT_KEY].items()

@@ -464,11 +464,17 @@ def _run_pretraining(config, dataset_fn, held):
         # The run's settings are on disk (atomically) before its first checkpoint can be: a run killed between
         # the two would otherwise leave a checkpoint that any flags could resume.
         record_run_config(config.model_dir, settings, fresh=True)
-    # (it keeps the held-out accuracy after every checkpoint of the run, those before a resume included)
+    # (it keeps the held-out accuracy after every checkpoint of the run, those before a resume included, where they
+    # were measured on the same held-out set)
+    measured_on = callbacks_lib.held_out_set(config.validation_files, config.validation_steps)
+    earlier = callbacks_lib.held_out_accuracies(manager, restored, start_step, measured_on)
+    if restored and not earlier and (restored.get(callbacks_lib.HELD_OUT_KEY) or {}):
+        print("The held-out set changed since the checkpoint (--validation_files or --validation_steps): the "
+              "held-out accuracy of the earlier checkpoints is left out of the summary.", flush=True)
     checkpointing = callbacks_lib.CheckpointEveryEpoch(
-        manager, optimizer, train_iterator, config.checkpoint_every, state={"config": config.config},
-        on_saved=lambda path: record_run_config(config.model_dir, settings), chief=chief,
-        held_out=callbacks_lib.held_out_accuracies(manager, restored, start_step))
+        manager, optimizer, train_iterator, config.checkpoint_every,
+        state={"config": config.config, callbacks_lib.HELD_OUT_SET_KEY: measured_on},
+        on_saved=lambda path: record_run_config(config.model_dir, settings), chief=chief, held_out=earlier)
     run_callbacks = [
         restoring_at_first_batch(restored),  # PyTorch: each process's dropout stream goes on where it was
         callbacks_lib.NaNGuard(start_step, manager),
