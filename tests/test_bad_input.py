@@ -180,6 +180,8 @@ NUMERIC_FLAG_CASES = {
     # Before: `invalid parse value: 'abc'` (argparse names the function).
     "classifier_learning_rate_abc": ("finetune_classifier", ("--learning_rate", "abc"),
                                      "error: argument --learning_rate: must be a number > 0, got 'abc' (see --help)"),
+    "classifier_epochs_1.5": ("finetune_classifier", ("--epochs", "1.5"),
+                              "error: argument --epochs: must be an integer > 0, got '1.5' (see --help)"),
 }
 
 
