@@ -86,3 +86,15 @@ def test_atomic_files_and_directories_get_the_modes_open_and_makedirs_would_give
     assert mode(tmp_path / "results.json") == mode(tmp_path / "plain.json") == oct(0o640)
     assert mode(tmp_path / "preset") == mode(tmp_path / "plain_dir") == oct(0o750)
     assert mode(tmp_path / "preset" / "config.json") == oct(0o640)
+
+
+def test_the_tasks_save_models_only_through_the_helpers():
+    """The tagging and span QA runs wrote `model.keras` in place (a run stopped while saving left half a file, which
+    no longer loads): every model the tasks write goes through `save_model_atomically` / `save_weights_atomically`."""
+    found = []
+    for path in sorted((PACKAGE / "tasks").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{path.relative_to(PACKAGE)}:{node.lineno}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in ("save", "save_weights")]
+    assert not found, "use keras_bert_impl.checkpoints.atomic_files.save_model_atomically:\n" + "\n".join(found)

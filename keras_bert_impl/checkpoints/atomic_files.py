@@ -97,6 +97,20 @@ def save_weights_atomically(model, path):
     atomic_save(path, model.save_weights)
 
 
+def save_model_atomically(model, path):
+    """`model.save(path)` (a `.keras` file) via `atomic_save`: a run stopped while saving leaves the previous file,
+    or none, never half of one (the fine-tuning runs' `model.keras`).
+
+    Example:
+    >>> import keras, tempfile, os
+    >>> m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> p = os.path.join(tempfile.mkdtemp(), "model.keras")
+    >>> save_model_atomically(m, p); sorted(os.listdir(os.path.dirname(p)))
+    ['model.keras']
+    """
+    atomic_save(path, model.save)
+
+
 def atomic_write_text(path, text):
     """Writes `text` (UTF-8) to `path` atomically. See `atomic_write_bytes`."""
     atomic_write_bytes(path, text.encode("utf-8"))

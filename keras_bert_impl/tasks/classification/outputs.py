@@ -4,14 +4,18 @@
   leaderboard files (`CoLA.tsv`, `MNLI-m.tsv`, ...), header `index\\tprediction`,
   labels mapped back to GLUE's strings.
 - `write_dev_results(model_dir, results)`: the run's summary, `dev_results.json`.
-- `save_model_atomically(model, path)`: `model.save(path)` via a temporary file.
+- `save_model_atomically(model, path)`: `model.save(path)` via a temporary file (`checkpoints.atomic_files`).
 """
 
 import os
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.atomic_files import atomic_save, atomic_write_json, atomic_write_text
+from keras_bert_impl.checkpoints.atomic_files import (  # noqa: F401 (save_model_atomically: also this module's name)
+    atomic_write_json,
+    atomic_write_text,
+    save_model_atomically,
+)
 from keras_bert_impl.tasks.classification.reading import STSB_SCORE_RANGE, get_task
 
 DEV_RESULTS_NAME = "dev_results.json"
@@ -78,6 +82,3 @@ def write_dev_results(model_dir, results):
     return path
 
 
-def save_model_atomically(model, path):
-    """`model.save(path)` (a `.keras` file) via a temporary file beside it and `os.replace`."""
-    atomic_save(path, model.save)

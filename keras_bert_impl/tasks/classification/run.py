@@ -27,7 +27,7 @@ from keras_bert_impl.tasks.classification.outputs import save_model_atomically, 
 from keras_bert_impl.tasks.classification.prediction import predict_split
 from keras_bert_impl.tasks.classification.reading import get_task, read_split
 from keras_bert_impl.tasks.flags import check_numbers, check_vocabulary, learning_rate_or_default
-from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
+from keras_bert_impl.text.classifier_preprocessor import BertClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
 from keras_bert_impl.training.finetuning_resume import data_digest
@@ -164,7 +164,7 @@ def run(config):
     c = config_of_this_process(c, distribution)  # several processes: one writer, an even split of each batch
     tokenizer_source = c.init_checkpoint if c.init_checkpoint and _has_vocabulary(c.init_checkpoint) else c.preset
     tokenizer = BertTokenizer.from_preset(tokenizer_source)
-    preprocessor = ClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length, truncate=c.truncate)
+    preprocessor = BertClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length, truncate=c.truncate)
     with distribution.scope():
         backbone = BertBackbone.from_preset(c.init_checkpoint or c.preset)
         flag = f"--init_checkpoint {c.init_checkpoint}" if c.init_checkpoint else f"--preset {c.preset}"

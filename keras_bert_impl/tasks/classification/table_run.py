@@ -113,7 +113,7 @@ def build_classifier(config, label_names, strategy=None):
 
 def run(config, inputs=None):
     """Reads the files (unless `inputs` are given), fine-tunes, scores and writes the outputs; returns the results."""
-    from keras_bert_impl.checkpoints.atomic_files import atomic_save, atomic_write_json, atomic_write_text
+    from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, atomic_write_text, save_model_atomically
     from keras_bert_impl.tasks.classification.table_files import label_targets, score_outputs
     from keras_bert_impl.training.finetuning import config_of_this_process, finetune
     from keras_bert_impl.training.finetuning_resume import data_digest
@@ -162,7 +162,7 @@ def run(config, inputs=None):
         "train_file": os.path.abspath(config.train_file), "validation_file": os.path.abspath(config.validation_file),
     }
     os.makedirs(config.model_dir, exist_ok=True)
-    atomic_save(os.path.join(config.model_dir, "model.keras"), classifier.save)
+    save_model_atomically(classifier, os.path.join(config.model_dir, "model.keras"))
     stale = os.path.join(config.model_dir, "test_predictions.tsv")
     if test is None and os.path.exists(stale):  # an earlier run's, of another model: not beside this one's outputs
         os.remove(stale)

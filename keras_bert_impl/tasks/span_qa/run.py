@@ -19,6 +19,7 @@ import os
 
 import keras
 
+from keras_bert_impl.checkpoints.atomic_files import save_model_atomically
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.head_building import is_packable
 from keras_bert_impl.models.span_extractor import BertSpanExtractor
@@ -220,7 +221,7 @@ def run(config):
             train_seconds=sum(fit.epoch_seconds),
             train_loss=fit.history.get("loss"),
         )
-        model.save(os.path.join(c.model_dir, "model.keras"))
+        save_model_atomically(model, os.path.join(c.model_dir, "model.keras"))
 
     features = convert_examples_to_features(examples, tokenizer, **window)
     # Packed rows need the attention padding as a mask; a model saved with it as lengths predicts in buckets.

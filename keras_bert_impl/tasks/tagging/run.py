@@ -22,7 +22,7 @@ import os
 import keras
 
 from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
-from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
+from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, save_model_atomically
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model, learning_rate_or_default
@@ -277,7 +277,7 @@ def run(config):
             train_sequences_per_second=len(train.features) * len(fit.epoch_seconds) / sum(fit.epoch_seconds),
             history={k: v for k, v in fit.history.items()},
         )
-        model.save(os.path.join(c.model_dir, "model.keras"))
+        save_model_atomically(model, os.path.join(c.model_dir, "model.keras"))
         atomic_write_json(os.path.join(c.model_dir, "labels.json"), label_names)
 
     best = evaluator.evaluations[fit.best_epoch - 1] if c.epochs > 0 else {}
