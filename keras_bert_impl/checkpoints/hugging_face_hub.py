@@ -116,6 +116,13 @@ def fetch_hub_model(repo, revision, cache_root, progress_stream="stderr"):
 
 
 def file_url(repo, revision, name):
+    """The download address of file `name` of a Hub repository at `revision` (`HF_ENDPOINT` overrides the host).
+
+    Example:
+    >>> import os
+    >>> os.environ.get("HF_ENDPOINT") or file_url("google-bert/bert-base-uncased", "main", "config.json")
+    'https://huggingface.co/google-bert/bert-base-uncased/resolve/main/config.json'
+    """
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
     return f"{endpoint}/{repo}/resolve/{revision}/{name}"
 

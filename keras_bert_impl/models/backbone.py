@@ -14,6 +14,12 @@ from keras_bert_impl.presets import PresetsAttribute
 
 
 def bert_kernel_initializer(stddev=0.02):
+    """BERT's weight initializer: a normal distribution of `stddev` (0.02) cut at two standard deviations.
+
+    Example:
+    >>> bert_kernel_initializer().get_config()["stddev"]
+    0.02
+    """
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 

@@ -99,10 +99,23 @@ def chained(first, rest):
 
 
 def is_dataset(x):
+    """Whether `x` is a `tf.data.Dataset` (recognised without importing TensorFlow).
+
+    Example:
+    >>> is_dataset([1, 2]), is_dataset({"token_ids": [[1]]})
+    (False, False)
+    """
     return type(x).__module__.startswith("tensorflow") and hasattr(x, "element_spec")
 
 
 def looks_like_text(x):
+    """Whether `x` is raw text as `fit` / `predict` take it: a string, strings in a list or an array, or a list of
+    string pairs.
+
+    Example:
+    >>> looks_like_text("a film"), looks_like_text([["a", "b"]]), looks_like_text([[2, 7, 3]])
+    (True, True, False)
+    """
     if isinstance(x, (str, bytes)):
         return True
     if isinstance(x, np.ndarray):
