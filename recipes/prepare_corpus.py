@@ -45,18 +45,29 @@ def main():
     parser.add_argument("--output", required=True, help="training text output file")
     parser.add_argument("--valid_output", help="optional held-out output file")
     parser.add_argument("--valid_every", type=int, default=0,
-                        help="with --valid_output: every N-th document is held out")
+                        help="with --valid_output (needed with it): every N-th document (N >= 2) is held out")
     parser.add_argument("--format", default="auto", choices=corpus.INPUT_FORMATS,
                         help="input kind (auto: gutenberg if the PG start marker is present, else lines)")
     parser.add_argument("--errors", default="strict", choices=("strict", "replace"),
-                        help="what to do with bytes that are not UTF-8")
-    parser.add_argument("--min_document_words", type=int, default=20)
-    parser.add_argument("--fallback_document_words", type=int, default=2000)
-    parser.add_argument("--max_sentence_words", type=int, default=128)
+                        help="bytes that are not UTF-8 in a text input: strict (default) stops on the first, naming "
+                             "file, line and byte; replace writes U+FFFD for them. Tables are read strictly")
+    parser.add_argument("--min_document_words", type=int, default=20,
+                        help="books: documents (chapters) of fewer words are dropped, e.g. title pages (default 20)")
+    parser.add_argument("--fallback_document_words", type=int, default=2000,
+                        help="books with fewer than two chapter headings are cut into documents of about this many "
+                             "words (default 2000)")
+    parser.add_argument("--max_sentence_words", type=int, default=128,
+                        help="longer sentences are cut into pieces of at most this many words (default 128)")
     parser.add_argument("--text_column", default=None,
                         help="the inputs are tables (.csv, .tsv, .jsonl): each row's text in this column (JSON key) "
                              "is a document, split into sentences")
     args = parser.parse_args()
+    if (args.valid_output is None) != (args.valid_every == 0):
+        parser.error("--valid_output and --valid_every go together: --valid_output FILE --valid_every N holds out "
+                     "every N-th document (N >= 2)")
+    if args.text_column is not None and args.errors == "replace":
+        parser.error("--errors replace reads text inputs only; a table (--text_column) is read strictly: re-encode "
+                     "it as UTF-8 (the error names the first byte that is not)")
 
     try:
         if args.text_column is None:  # a table read as text would train on its header, commas and labels

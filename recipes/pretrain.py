@@ -54,7 +54,9 @@ def parse_args(argv=None):
     p.add_argument("--config", "--preset", dest="config", default=d.config,
                    help="tiny|mini|small|medium|base|large, a preset name, or a JSON file of BertBackbone args")
     p.add_argument("--train_files", nargs="+", default=None, help="text files or globs (default: bundled corpus)")
-    p.add_argument("--validation_files", nargs="+", default=None)
+    p.add_argument("--validation_files", nargs="+", default=None,
+                   help="held-out text files or globs, evaluated after every checkpoint (default: the bundled "
+                        "corpus's held-out text without --train_files, else none)")
     p.add_argument("--vocab", default=None,
                    help="WordPiece vocab.txt, UTF-8, one token a line: needed with --train_files (unless "
                         "--init_checkpoint holds a vocab.txt, which is then the default); without --train_files, "
@@ -79,15 +81,21 @@ def parse_args(argv=None):
     p.add_argument("--mixed_precision", default="auto",
                    help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
                         "float32 elsewhere; none, bf16 or fp16")
-    p.add_argument("--model_dir", default=d.model_dir)
+    p.add_argument("--model_dir", default=d.model_dir,
+                   help=f"checkpoints, TensorBoard logs, the export; the same command resumes the run in it "
+                        f"(default {d.model_dir})")
     p.add_argument("--checkpoint_every", type=int, default=d.checkpoint_every,
                    help="steps between checkpoints, each followed by the held-out evaluation; --num_steps must be a "
                         "multiple (default: the largest divisor of --num_steps up to 500: 500 for the default 1,000 "
                         "steps, --num_steps itself for a run of up to 500; a resumed run keeps the one it was "
                         "started with)")
     p.add_argument("--keep_checkpoints", type=int, default=d.keep_checkpoints)
-    p.add_argument("--log_every", type=int, default=d.log_every)
-    p.add_argument("--validation_steps", type=int, default=d.validation_steps)
+    p.add_argument("--log_every", type=int, default=d.log_every,
+                   help=f"steps between TensorBoard's training scalars, and the run's first step (default "
+                        f"{d.log_every})")
+    p.add_argument("--validation_steps", type=int, default=d.validation_steps,
+                   help=f"held-out batches evaluated after every checkpoint, the same ones each time (default "
+                        f"{d.validation_steps})")
     p.add_argument("--seed", type=seed_value, default=d.seed)
     p.add_argument("--whole_word_masking", action="store_true")
     p.add_argument("--nsp", default=True, action=argparse.BooleanOptionalAction)
@@ -126,7 +134,7 @@ def parse_args(argv=None):
                         "XLA_FLAGS=--xla_gpu_enable_cudnn_layer_norm=true); the same numbers either way")
     p.add_argument("--steps_per_execution", type=parse_steps_per_execution, default=d.steps_per_execution,
                    help="training steps per host call: auto (default: 20 on a GPU or TPU, dividing --checkpoint_every "
-                        "and --log_every; 1 on a CPU, every step logged) or a number. 20 ran 21%% faster than 1 on "
+                        "and --log_every; 1 on a CPU) or a number. 20 ran 21%% faster than 1 on "
                         "an H100 (docs/benchmarks.md)")
     p.add_argument("--jit_compile", default="auto", type=lambda v: {"true": True, "false": False}.get(v.lower(), v),
                    help="XLA for the training step: true, false, or auto (default: XLA on TensorFlow with one "
@@ -162,7 +170,7 @@ def main(argv=None):
         if config.strategy == "multiworker" and keras.backend.backend() == "jax":
             # jax.distributed.initialize must precede every JAX call, the compilation cache's device query included;
             # the flags are checked first, so that a bad one fails at once instead of after the others have joined.
-            check_flags(config.resolved())
+            check_flags(config.resolved(), default_checkpoint_every=config.checkpoint_every is None)
             initialize_jax_processes(config.coordinator_address, config.num_processes, config.process_id)
         directory = enable_compilation_cache(process_settings["compilation_cache"])  # before anything compiles
         if directory:

@@ -229,6 +229,18 @@ def test_a_table_becomes_one_document_a_row_of_its_text_column_and_is_refused_as
                                        "of its texts (each row becomes a document)\n")
     assert not out.exists()
 
+    for flags, message in ((("--valid_output", str(tmp_path / "valid.txt")),
+                            "--valid_output and --valid_every go together: --valid_output FILE --valid_every N holds "
+                            "out every N-th document (N >= 2)"),
+                           (("--valid_every", "5"), "--valid_output and --valid_every go together: --valid_output "
+                            "FILE --valid_every N holds out every N-th document (N >= 2)"),
+                           (("--text_column", "sentence1", "--errors", "replace"),
+                            "--errors replace reads text inputs only; a table (--text_column) is read strictly: "
+                            "re-encode it as UTF-8 (the error names the first byte that is not)")):
+        with pytest.raises(SystemExit) as exit_info:
+            run_recipe(monkeypatch, "--input", str(table), "--output", str(out), *flags)
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1] == f"prepare_corpus.py: error: {message}"
     run_recipe(monkeypatch, "--input", str(table), "--text_column", "sentence1", "--output", str(out))
     rows = [line.split("\t")[7] for line in table.read_text(encoding="utf-8").splitlines()[1:]]
     documents = out.read_text(encoding="utf-8").rstrip("\n").split("\n\n")

@@ -179,11 +179,27 @@ def test_checkpoint_every_default_divides_a_short_run_and_a_resumed_run_keeps_it
     assert "--checkpoint_every" not in capsys.readouterr().out
     assert second["resumed_from_step"] == 4 and [step for step, _ in second["held_out_curve"]] == [4, 8]
     assert json.loads((model_dir / "run_config.json").read_text())["checkpoint_every"] == 4
+    message = (f"--num_steps=10 must be a multiple of --checkpoint_every=4, the interval of the run in {model_dir} "
+               "(training runs in epochs of checkpoint_every steps): pass --num_steps 12")
+    for given in ({}, {"checkpoint_every": 4}):  # the run's interval given again: not `add --checkpoint_every 2`
+        with pytest.raises(ValueError) as refused:
+            run_pretraining(PretrainingConfig(num_steps=10, **given, **run))
+        assert str(refused.value) == message
+    # A --num_steps with no divisor from 50 to 500: the default interval is named as such (it said
+    # `--checkpoint_every=500`, a flag never given).
     with pytest.raises(ValueError) as refused:
-        run_pretraining(PretrainingConfig(num_steps=10, **run))
+        run_pretraining(PretrainingConfig(num_steps=503, **dict(run, model_dir=str(tmp_path / "prime"))))
     assert str(refused.value) == (
-        f"--num_steps=10 must be a multiple of --checkpoint_every=4, the interval of the run in {model_dir} "
-        "(training runs in epochs of checkpoint_every steps): pass --num_steps 12")
+        "--num_steps=503 has no divisor from 50 to 500 for the default --checkpoint_every (checkpoints, each followed "
+        "by the held-out evaluation, come every checkpoint_every steps, and --num_steps must be a multiple of it): "
+        "pass --checkpoint_every 503 (one checkpoint, at the end), or --num_steps 500 or 1000")
+    # The run's model_dir given where a preset goes: its export is named.
+    from keras_bert_impl import BertBackbone
+
+    with pytest.raises(ValueError) as refused:
+        BertBackbone.from_preset(str(model_dir))
+    assert str(refused.value) == (f"{model_dir} is the model_dir of a pretraining run (recipes/pretrain.py): its "
+                                  f"trained model is {model_dir / 'export'}, pass that")
 
 
 def test_tensorboard_shows_the_steps_a_resumed_run_trains_again_once(tmp_path):
@@ -208,11 +224,11 @@ def test_tensorboard_shows_the_steps_a_resumed_run_trains_again_once(tmp_path):
                validation_steps=1, verbose=0, model_dir=str(model_dir))
     run_pretraining(PretrainingConfig(**run))
 
-    def logged(run_name):
+    def logged(run_name, tags=("loss", "mlm_accuracy")):
         reader = EventAccumulator(str(model_dir / "logs" / run_name), size_guidance={"tensors": 0})
         reader.Reload()
         return {tag: [(event.step, float(np.asarray(tf.make_ndarray(event.tensor_proto))))
-                      for event in reader.Tensors(tag)] for tag in ("loss", "mlm_accuracy")}
+                      for event in reader.Tensors(tag)] for tag in tags}
 
     first = logged("train")
     assert [step for step, _ in first["loss"]] == list(range(1, 9))
@@ -222,6 +238,10 @@ def test_tensorboard_shows_the_steps_a_resumed_run_trains_again_once(tmp_path):
     assert [step for step, _ in again["loss"]] == list(range(1, 9))
     assert again["loss"][:4] == first["loss"][:4]  # steps 1-4 of the first run, 5-8 of the resumed one
     assert [step for step, _ in logged("validation")["loss"]] == [4, 8]
+    # The final values once, each a number (the floor's guess, a text, has its own tag: it was a second value of the
+    # scalar's step, which did not convert to a number).
+    final = logged("validation", ("final_mlm_accuracy", "mlm_unigram_floor"))
+    assert [step for step, _ in final["final_mlm_accuracy"]] == [step for step, _ in final["mlm_unigram_floor"]] == [8]
 
 
 def test_a_resume_on_another_held_out_set_does_not_mix_it_into_the_curve(tmp_path, capsys):

@@ -131,6 +131,10 @@ def detect_format(directory):
             f"{directory} has bert_config.json but no TF checkpoint: expected bert_model.ckpt.index "
             "and bert_model.ckpt.data-00000-of-00001."
         )
+    if "run_config.json" in names and "export" in names:  # a pretraining run's model_dir: its export is the preset
+        export = os.path.join(os.fspath(directory), "export")
+        raise ValueError(f"{directory} is the model_dir of a pretraining run (recipes/pretrain.py): its trained model "
+                         f"is {export}, pass that")
     raise ValueError(
         f"{directory} is not a BERT checkpoint directory. Found {sorted(names)[:12]}; expected one of: "
         "Hugging Face (config.json with model_type 'bert' + model.safetensors), "

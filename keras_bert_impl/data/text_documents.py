@@ -28,16 +28,17 @@ def table_file_problem(path):
     >>> print(table_file_problem("reviews.csv"))
     a table (.csv), not pretraining text (one sentence a line, a blank line between documents): write its text \
 column as such, each row a document, with python recipes/prepare_corpus.py --input reviews.csv --text_column \
-COLUMN --output train.txt
+COLUMN --output reviews.txt
     >>> table_file_problem("train.txt") is None
     True
     """
     extension = os.path.splitext(str(path))[1].lower()
     if extension not in TABLE_EXTENSIONS:
         return None
+    text = os.path.splitext(os.path.basename(str(path)))[0] + ".txt"
     return (f"a table ({extension}), not pretraining text (one sentence a line, a blank line between documents): "
             f"write its text column as such, each row a document, with python recipes/prepare_corpus.py --input "
-            f"{path} --text_column COLUMN --output train.txt")
+            f"{path} --text_column COLUMN --output {text}")
 
 
 def _binary_file_error(head, path):

@@ -263,8 +263,9 @@ def _positive(name, value):
         raise ValueError(f"--{name}={value!r}: must be an integer >= 1")
 
 
-def check_flags(config):
-    """Checks every numeric flag of `config` and their relations; raises `ValueError` naming the flag."""
+def check_flags(config, default_checkpoint_every=False):
+    """Checks every numeric flag of `config` and their relations; raises `ValueError` naming the flag.
+    `default_checkpoint_every`: no --checkpoint_every was given (its value is `default_checkpoint_every`'s)."""
     check_attention_padding(config.attention_padding)
     if config.strategy == "multiworker" and config.mixed_precision == "fp16" and keras.backend.backend() == "torch":
         # Keras's loss scaling skips a step whose local gradient overflowed before the optimizer averages the
@@ -321,17 +322,18 @@ def check_flags(config):
     multiple = config.vocabulary_padding_multiple
     if multiple is not None and (isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1):
         raise ValueError(f"--vocabulary_padding_multiple={multiple!r}: must be an integer >= 1 (e.g. 128)")
-    check_steps_in_epochs(config)
+    check_steps_in_epochs(config, default=default_checkpoint_every)
     from keras_bert_impl.training.pretraining_callbacks import _parse_profile_steps
 
     _parse_profile_steps(config.profile_steps)
 
 
-def check_steps_in_epochs(config, recorded=None):
+def check_steps_in_epochs(config, recorded=None, default=False):
     """Refuses a `--num_steps` that is not a multiple of `--checkpoint_every` (training runs in epochs of
     checkpoint_every steps), in one line that says what to pass, and a `--steps_per_execution` that does not divide
     `--checkpoint_every`. `recorded`: the interval of the run being resumed, which it keeps (no --checkpoint_every
-    given), named as such.
+    given), named as such; so is the interval of the run already in `config.model_dir` where it is the one given
+    (a smaller --checkpoint_every would then be refused as a change). `default`: no --checkpoint_every was given.
 
     >>> import types
     >>> check_steps_in_epochs(types.SimpleNamespace(num_steps=1100, checkpoint_every=500, steps_per_execution="auto"))
@@ -346,6 +348,21 @@ checkpoint_every steps): add --checkpoint_every 275, or pass --num_steps 1500
         # trial run, `--num_steps 200`, gets `--checkpoint_every 200`), or the next multiple for --num_steps. A
         # resumed run keeps its interval: only --num_steps can change.
         multiple = -(-config.num_steps // interval) * interval
+        model_dir = getattr(config, "model_dir", None)
+        if recorded is None and model_dir and not default:
+            try:
+                in_model_dir = (read_run_config(model_dir) or {}).get("checkpoint_every")
+            except ValueError:  # an unreadable run_config.json: named by the resume check
+                in_model_dir = None
+            recorded = interval if in_model_dir == interval else None
+        if recorded is None and default:
+            below = config.num_steps - config.num_steps % interval
+            raise ValueError(
+                f"--num_steps={config.num_steps} has no divisor from 50 to {interval} for the default "
+                f"--checkpoint_every (checkpoints, each followed by the held-out evaluation, come every checkpoint_every "
+                f"steps, and --num_steps must be a multiple of it): pass --checkpoint_every {config.num_steps} (one "
+                f"checkpoint, at the end), or --num_steps " + (f"{below} or {multiple}" if below else f"{multiple}")
+            )
         if recorded is not None:
             raise ValueError(
                 f"--num_steps={config.num_steps} must be a multiple of --checkpoint_every={interval}, the interval of "

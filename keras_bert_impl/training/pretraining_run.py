@@ -288,7 +288,7 @@ def _run_pretraining(config, dataset_fn, held):
     # The defaults: a resumed run keeps the warm-up and the checkpoint interval it ran with.
     auto_warmup, auto_checkpoint_every = config.warmup_steps is None, config.checkpoint_every is None
     config = config.resolved()
-    check_flags(config)
+    check_flags(config, default_checkpoint_every=auto_checkpoint_every)
     check_model_dir(config.model_dir)
     strategy = None
     if config.strategy == "multiworker" and keras.backend.backend() in ("tensorflow", "jax", "torch"):
@@ -589,24 +589,30 @@ FINAL_VALIDATION_TAGS = ("final_mlm_accuracy", "mlm_unigram_floor")
 
 def _final_validation_logged(logs_dir, step):
     """Whether the TensorBoard events under `logs_dir/validation` hold `_log_final_validation`'s values at `step`
-    (a rerun of a finished run, which trains no step, then writes them no second time). An unreadable events file
-    counts as not holding them."""
+    (a rerun of a finished run, which trains no step, then writes them no second time), as TensorBoard reads them:
+    the files in name order, a run's `SessionLog.START` at or before `step` dropping what came before it
+    (`pretraining_callbacks.mark_session_start`: a resumed run that trained the last steps again). An unreadable
+    events file counts as not holding them."""
     import tensorflow as tf
 
+    logged = False
     pattern = os.path.join(logs_dir, "validation", "events.out.tfevents.*")
-    for path in tf.io.gfile.glob(pattern):
+    for path in sorted(tf.io.gfile.glob(pattern)):
         try:
             for record in tf.data.TFRecordDataset(path):  # (summary_iterator logs a deprecation warning)
                 event = tf.compat.v1.Event.FromString(record.numpy())
-                if event.step == step and any(value.tag in FINAL_VALIDATION_TAGS for value in event.summary.value):
-                    return True
+                if event.session_log.status == tf.compat.v1.SessionLog.START and event.step <= step:
+                    logged = False
+                elif event.step == step and any(value.tag in FINAL_VALIDATION_TAGS for value in event.summary.value):
+                    logged = True
         except Exception:  # noqa: BLE001 (a truncated events file of a killed run: write the values again)
             continue
-    return False
+    return logged
 
 
 def _log_final_validation(logs_dir, step, validation, floor):
-    """TensorBoard `validation/final_mlm_accuracy` beside `validation/mlm_unigram_floor` (the chief calls it)."""
+    """TensorBoard `validation/final_mlm_accuracy` beside `validation/mlm_unigram_floor`, and the floor's guess as the
+    text `validation/mlm_unigram_floor_guess` (the chief calls it)."""
     import tensorflow as tf
 
     writer = tf.summary.create_file_writer(os.path.join(logs_dir, "validation"))
@@ -614,7 +620,8 @@ def _log_final_validation(logs_dir, step, validation, floor):
         if "mlm_accuracy" in validation:
             tf.summary.scalar("final_mlm_accuracy", float(validation["mlm_accuracy"]))
         tf.summary.scalar("mlm_unigram_floor", floor["accuracy"])
-        tf.summary.text("mlm_unigram_floor", f"Always guessing `{floor['token']}` scores {floor['accuracy']:.4f} "
+        # Its own tag: beside the scalar of the same name, TensorBoard drew the text as a second value of that step.
+        tf.summary.text("mlm_unigram_floor_guess", f"Always guessing `{floor['token']}` scores {floor['accuracy']:.4f} "
                         f"on the {floor['masked_positions']} held-out masked positions.")
     writer.close()
 
