@@ -225,6 +225,10 @@ def main(argv=None):
           + ("--learning_rate 3e-4 " if small else "") + f"--model_dir {os.path.join(config.model_dir, 'sst2')}"
           + ("   (a model this small needs 3e-4: BERT's default 2e-5 leaves it at chance; docs/pretraining.md)"
              if small else ""))
+    table = os.path.join(os.path.dirname(finetune), "finetune_classifier.py")
+    print(f"Or on a table of your own: python {table} --train_file train.csv --validation_file dev.csv --text_column "
+          f"text --label_column label --init_checkpoint {result['export_dir']} "
+          + ("--learning_rate 3e-4 " if small else "") + f"--model_dir {os.path.join(config.model_dir, 'classifier')}")
     return 0
 
 

@@ -82,6 +82,10 @@ def test_uninterrupted_run_reports_and_exports(reference_run):
     assert (f"Fine-tune it: python {finetune} --task sst2 --data_dir GLUE_DIR --init_checkpoint {model_dir}/export "
             f"--learning_rate 3e-4 --model_dir {model_dir}/sst2   (a model this small needs 3e-4: BERT's default "
             "2e-5 leaves it at chance; docs/pretraining.md)") in result.stdout.splitlines(), result.stdout
+    table = os.path.join(os.path.dirname(finetune), "finetune_classifier.py")
+    assert (f"Or on a table of your own: python {table} --train_file train.csv --validation_file dev.csv "
+            f"--text_column text --label_column label --init_checkpoint {model_dir}/export --learning_rate 3e-4 "
+            f"--model_dir {model_dir}/classifier") in result.stdout.splitlines(), result.stdout
     # The trained model's guesses at held-out masked words: "word: guess, guess, guess | ..." on each of 2 lines.
     lines = result.stdout.split("Held-out masked words (the word: the model's 3 guesses)")[1].splitlines()[1:3]
     assert all(re.fullmatch(r"  (\S+: \S+, \S+, \S+)( \| \S+: \S+, \S+, \S+)*", line) for line in lines), lines
