@@ -16,6 +16,16 @@ VOCAB = os.path.join(CORPUS, "vocab.txt")
 MICRO = {"num_layers": 1, "num_heads": 2, "hidden_dim": 16, "intermediate_dim": 32, "max_sequence_length": 64}
 
 
+def _micro_run(tmp_path, **settings):
+    """The settings of a micro pretraining run (MICRO, batches of 4 of the bundled corpus) in `tmp_path / "run"`."""
+    config = tmp_path / "micro_bert.json"
+    config.write_text(json.dumps(MICRO))
+    return dict(dict(strategy="cpu", config=str(config), vocab=VOCAB, train_files=[os.path.join(CORPUS, "train.txt")],
+                     validation_files=[os.path.join(CORPUS, "valid.txt")], global_batch_size=4, sequence_length=32,
+                     max_predictions_per_seq=5, keep_checkpoints=1, log_every=1000, verbose=0,
+                     model_dir=str(tmp_path / "run")), **settings)
+
+
 def _recipe():
     return load_script("recipes/pretrain.py")
 
@@ -128,13 +138,8 @@ def _final_validation_tags(model_dir):
 def test_a_resumed_run_reports_every_checkpoints_held_out_accuracy_and_keeps_its_warmup(tmp_path, capsys):
     from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 
-    config = tmp_path / "micro_bert.json"
-    config.write_text(json.dumps(MICRO))
     model_dir = tmp_path / "run"
-    run = dict(strategy="cpu", config=str(config), vocab=VOCAB, train_files=[os.path.join(CORPUS, "train.txt")],
-               validation_files=[os.path.join(CORPUS, "valid.txt")], global_batch_size=4, sequence_length=32,
-               max_predictions_per_seq=5, checkpoint_every=10, keep_checkpoints=1, log_every=1000,
-               validation_steps=1, verbose=0, model_dir=str(model_dir))
+    run = _micro_run(tmp_path, checkpoint_every=10, validation_steps=1)
     first = run_pretraining(PretrainingConfig(num_steps=10, **run))  # warm-up 1 (10 // 10)
     assert [step for step, _ in first["held_out_curve"]] == [10]
     # Extended to 20 steps (a resume): the default warm-up stays the run's 1, not 20 // 10.
@@ -166,13 +171,8 @@ def test_checkpoint_every_default_divides_a_short_run_and_a_resumed_run_keeps_it
     config, _, _ = _recipe().parse_args(["--num_steps", "5"])
     assert config.checkpoint_every is None and config.resolved().checkpoint_every == 5
 
-    micro = tmp_path / "micro_bert.json"
-    micro.write_text(json.dumps(MICRO))
     model_dir = tmp_path / "run"
-    run = dict(strategy="cpu", config=str(micro), vocab=VOCAB, train_files=[os.path.join(CORPUS, "train.txt")],
-               validation_files=[os.path.join(CORPUS, "valid.txt")], global_batch_size=4, sequence_length=32,
-               max_predictions_per_seq=5, keep_checkpoints=1, log_every=1000, validation_steps=1, verbose=0,
-               model_dir=str(model_dir))
+    run = _micro_run(tmp_path, validation_steps=1)
     first = run_pretraining(PretrainingConfig(num_steps=4, **run))
     assert [step for step, _ in first["held_out_curve"]] == [4]
     second = run_pretraining(PretrainingConfig(num_steps=8, **run))  # 8's own default would be 8
@@ -215,13 +215,8 @@ def test_tensorboard_shows_the_steps_a_resumed_run_trains_again_once(tmp_path):
 
     from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 
-    micro = tmp_path / "micro_bert.json"
-    micro.write_text(json.dumps(MICRO))
     model_dir = tmp_path / "run"
-    run = dict(strategy="cpu", config=str(micro), vocab=VOCAB, train_files=[os.path.join(CORPUS, "train.txt")],
-               validation_files=[os.path.join(CORPUS, "valid.txt")], global_batch_size=4, sequence_length=32,
-               max_predictions_per_seq=5, num_steps=8, checkpoint_every=4, keep_checkpoints=3, log_every=1,
-               validation_steps=1, verbose=0, model_dir=str(model_dir))
+    run = _micro_run(tmp_path, num_steps=8, checkpoint_every=4, keep_checkpoints=3, log_every=1, validation_steps=1)
     run_pretraining(PretrainingConfig(**run))
 
     def logged(run_name, tags=("loss", "mlm_accuracy")):
@@ -249,12 +244,7 @@ def test_a_resume_on_another_held_out_set_does_not_mix_it_into_the_curve(tmp_pat
     set are then left out of the run's curve, with a line that says so, instead of one list mixing two sets."""
     from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 
-    micro = tmp_path / "micro_bert.json"
-    micro.write_text(json.dumps(MICRO))
-    run = dict(strategy="cpu", config=str(micro), vocab=VOCAB, train_files=[os.path.join(CORPUS, "train.txt")],
-               validation_files=[os.path.join(CORPUS, "valid.txt")], global_batch_size=4, sequence_length=32,
-               max_predictions_per_seq=5, checkpoint_every=4, keep_checkpoints=3, log_every=1000, verbose=0,
-               model_dir=str(tmp_path / "run"))
+    run = _micro_run(tmp_path, checkpoint_every=4, keep_checkpoints=3)
     run_pretraining(PretrainingConfig(num_steps=4, validation_steps=1, **run))
     same = run_pretraining(PretrainingConfig(num_steps=8, validation_steps=1, **run))
     assert [step for step, _ in same["held_out_curve"]] == [4, 8]
