@@ -1,7 +1,7 @@
 """Learn a WordPiece vocabulary (vocab.txt) for BertTokenizer from text files.
 
 Example:
-    python recipes/build_vocab.py --input '../shared/data/corpus/gutenberg/*.txt' \
+    python recipes/build_vocab.py --input '../shared/data/corpus/gutenberg/*.txt' \\
         --vocab_size 30522 --output vocab.txt --lowercase
 """
 
@@ -22,8 +22,8 @@ def main():
     parser.add_argument("--input", required=True, nargs="+", help="text file(s) or glob pattern(s), one sentence or paragraph a line")
     parser.add_argument("--vocab_size", type=int, default=30522, help="maximum vocabulary size, special tokens included")
     parser.add_argument("--output", required=True, help="where to write vocab.txt")
-    parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True, help="uncased vocabulary (lower-case, strip accents)")
-    parser.add_argument("--no_lowercase", dest="lowercase", action="store_false", help="cased vocabulary")
+    parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True, help="uncased vocabulary: lower-case, strip accents (default); --no-lowercase: cased")
+    parser.add_argument("--no_lowercase", dest="lowercase", action="store_false", help="the same as --no-lowercase")
     parser.add_argument("--errors", choices=["strict", "replace", "ignore"], default="strict", help="invalid UTF-8 handling")
     parser.add_argument("--max_lines", type=int, default=None, help="read at most this many lines")
     parser.add_argument("--max_unique_chars", type=int, default=1000, help="alphabet size limit of the learner")
