@@ -2,8 +2,11 @@
 
 - `FileFormatError(path, line, column, problem)`: a `ValueError` whose message
   is one line, `<file>, line <n>, column <c>: <problem>` (the line or column
-  left out where it is None). The task readers' errors are subclasses:
-  `TableFormatError` (CSV / TSV / JSON Lines tables) and `ConllFormatError`.
+  left out where it is None). The task readers' errors are subclasses, so
+  `except FileFormatError` catches any of them: `TableFormatError` (CSV / TSV
+  / JSON Lines tables), `ConllFormatError`, `GlueFormatError` (GLUE TSV) and
+  `SquadFormatError` (SQuAD JSON, whose problem starts with the JSON path),
+  with their encoding errors (`GlueEncodingError`, `SquadEncodingError`).
 - `decode_utf8(data, path)`: the bytes of a file (or of one of its lines) ->
   text. A byte that is not UTF-8 (Windows-1252 or Latin-1 text, a binary
   file) raises one `FileFormatError` naming the file, the line, the column

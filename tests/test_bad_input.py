@@ -39,7 +39,10 @@ Poor before issue 16:
 | SQuAD questions without an `answers` key skipped silently in training | here: test_squad_questions_without_answers_key_warn_once |
 
 The shared one-line file error and UTF-8 check (`keras_bert_impl/file_errors.py`) are tested through their
-readers: test_table_files.py, test_conll_data.py, test_finetune_conll_recipe.py, test_pretraining_data.py.
+readers: test_table_files.py, test_conll_data.py, test_finetune_conll_recipe.py, test_pretraining_data.py,
+test_glue_data.py, test_squad_data.py; here: test_a_malformed_glue_file_is_a_file_format_error,
+test_a_malformed_squad_file_is_a_file_format_error (the GLUE and SQuAD errors were plain `ValueError`s, which
+`except FileFormatError` missed).
 """
 
 import logging
@@ -159,8 +162,10 @@ NUMERIC_FLAG_CASES = {
     "conll_epochs_negative": ("finetune_conll", ("--epochs", "-1"),
                               "error: --epochs=-1: must be an integer >= 1 (or 0 with a fine-tuned --init_checkpoint "
                               "model.keras, to predict only)"),
-    "conll_max_train_sentences_0": ("finetune_conll", ("--max_train_sentences", "0"),
-                                    "error: --max_train_sentences=0: must be an integer >= 1"),
+    "conll_max_train_samples_0": ("finetune_conll", ("--max_train_samples", "0"),
+                                  "error: --max_train_samples=0: must be an integer >= 1"),
+    "squad_max_eval_samples_0": ("finetune_squad", ("--max_eval_samples", "0"),
+                                 "error: --max_eval_samples=0: must be an integer >= 1"),
     "conll_dropout_1": ("finetune_conll", ("--dropout", "1"), "error: --dropout=1.0: must be a number in [0, 1)"),
     "squad_doc_stride_0": ("finetune_squad", ("--doc_stride", "0"), "error: --doc_stride=0: must be an integer >= 1"),
     "squad_n_best_size_0": ("finetune_squad", ("--n_best_size", "0"), "error: --n_best_size=0: must be an integer >= 1"),
@@ -291,3 +296,53 @@ def test_a_pretraining_config_key_the_backbone_does_not_take_is_one_line_naming_
     assert str(error.value).startswith(
         f"--config {str(path)!r}: BertBackbone got an unknown argument `max_position_embeddings` (did you mean "
         "`max_sequence_length`?): it takes vocabulary_size, num_layers,")
+
+
+# === One family of file errors ===
+
+
+def test_a_malformed_glue_file_is_a_file_format_error(tmp_path):
+    """`except FileFormatError` catches a bad GLUE TSV row, with `.path` and `.line`; the message is as before."""
+    import pickle
+
+    from keras_bert_impl.file_errors import FileFormatError
+    from keras_bert_impl.tasks.classification import GlueFormatError, read_split
+
+    (tmp_path / "RTE").mkdir()
+    path = tmp_path / "RTE" / "dev.tsv"
+    path.write_text("index\tsentence1\tsentence2\tlabel\n0\tA cat.\tAn animal.\tentailment\n1\tA dog.\tentailment\n")
+    with pytest.raises(FileFormatError) as error:
+        read_split("rte", tmp_path, "dev")
+    assert type(error.value) is GlueFormatError and isinstance(error.value, ValueError)
+    assert (error.value.path, error.value.line, error.value.column) == (str(path), 3, None)
+    assert str(error.value) == (
+        f"{path}, line 3: 3 fields (a missing field); expected 4 tab-separated fields, as the header.")
+    assert error.value.problem == "3 fields (a missing field); expected 4 tab-separated fields, as the header."
+    assert str(pickle.loads(pickle.dumps(error.value))) == str(error.value)
+
+
+def test_a_malformed_squad_file_is_a_file_format_error(tmp_path):
+    """`except FileFormatError` catches a bad SQuAD element (the JSON path starts the problem) and invalid JSON."""
+    import json
+    import pickle
+
+    from keras_bert_impl.file_errors import FileFormatError
+    from keras_bert_impl.tasks.span_qa import SquadFormatError, load_squad_json, read_squad_examples
+
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "T", "paragraphs": [{"context": "The cat sat.",
+        "qas": [{"id": "q1", "question": "Who sat?", "answers": [{"text": "cat", "answer_start": "4"}]}]}]}]}))
+    with pytest.raises(FileFormatError) as error:
+        read_squad_examples(path)
+    assert type(error.value) is SquadFormatError and isinstance(error.value, ValueError)
+    assert (error.value.path, error.value.line, error.value.column) == (str(path), None, None)
+    assert str(error.value) == (
+        f"{path}: data[0].paragraphs[0].qas[0].answers[0].answer_start: expected a non-negative int (character "
+        "offset into the context), got '4'.")
+    assert str(pickle.loads(pickle.dumps(error.value))) == str(error.value)
+    path.write_text('{"data": [\n  {"title": "T",, }\n]}')
+    with pytest.raises(FileFormatError) as error:
+        load_squad_json(path)
+    assert type(error.value) is SquadFormatError and error.value.path == str(path)
+    assert str(error.value) == (
+        f"{path}: not valid JSON at line 2 column 17: Expecting property name enclosed in double quotes.")

@@ -44,12 +44,29 @@ from keras_bert_impl.file_errors import UTF8_BOM, FileFormatError, decode_utf8
 logger = logging.getLogger(__name__)
 
 
-class GlueFormatError(ValueError):
-    """A GLUE file does not have the expected layout; the message names the file and line."""
+class GlueFormatError(FileFormatError):
+    """A GLUE file does not have the expected layout: a `FileFormatError` naming the file and the line.
+
+    Built as `GlueFormatError(path, line, column, problem)` (line and column
+    may be None), with the same `.path`, `.line`, `.column`, `.problem`.
+
+    Example:
+    >>> error = GlueFormatError("RTE/dev.tsv", 3, None, "3 fields (a missing field); expected 4 tab-separated fields.")
+    >>> str(error), error.line, isinstance(error, FileFormatError)
+    ('RTE/dev.tsv, line 3: 3 fields (a missing field); expected 4 tab-separated fields.', 3, True)
+    """
 
 
-class GlueEncodingError(GlueFormatError, FileFormatError):
-    """A byte of a GLUE file that is not UTF-8 (`keras_bert_impl.file_errors.decode_utf8`: file, line, column, byte)."""
+class GlueEncodingError(GlueFormatError):
+    """A byte of a GLUE file that is not UTF-8 (`keras_bert_impl.file_errors.decode_utf8`: file, line, column, byte).
+
+    Example:
+    >>> try:
+    ...     decode_utf8(b"a\\tb\\xe4", "dev.tsv", GlueEncodingError, first_line=2, first_offset=10)
+    ... except GlueFormatError as error:
+    ...     print(error.path, error.line, error.column)
+    dev.tsv 2 4
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,12 +296,13 @@ def _header_layout(task, split, path, header_fields):
     missing = [c for c in required if c not in header_fields]
     if missing:
         raise GlueFormatError(
-            f"{path}, line 1: header {header_fields!r} lacks column(s) {missing}; a {task.name} {split} "
-            f"file has a tab-separated header with {required}."
+            path, 1, None,
+            f"header {header_fields!r} lacks column(s) {missing}; a {task.name} {split} "
+            f"file has a tab-separated header with {required}.",
         )
     duplicated = sorted({c for c in header_fields if header_fields.count(c) > 1})
     if duplicated:
-        raise GlueFormatError(f"{path}, line 1: header repeats column(s) {duplicated}.")
+        raise GlueFormatError(path, 1, None, f"header repeats column(s) {duplicated}.")
     text = [header_fields.index(c) for c in task.text_columns]
     label = None if is_test else header_fields.index(task.label_column)
     ident = header_fields.index(task.id_column) if task.id_column in header_fields else None
@@ -324,7 +342,7 @@ def read_split(task, data_dir, split):
         try:
             _, header = next(lines)
         except StopIteration:
-            raise GlueFormatError(f"{path}, line 1: the file is empty; expected a header line.") from None
+            raise GlueFormatError(path, 1, None, "the file is empty; expected a header line.") from None
         num_columns, text, label, ident = _header_layout(task, split, path, header)
         expected_layout = f"{num_columns} tab-separated fields, as the header"
 
@@ -336,14 +354,14 @@ def read_split(task, data_dir, split):
                 continue
             problem = "a missing field" if len(fields) < num_columns else "an extra tab"
             raise GlueFormatError(
-                f"{path}, line {number}: {len(fields)} fields ({problem}); expected {expected_layout}."
+                path, number, None, f"{len(fields)} fields ({problem}); expected {expected_layout}."
             )
         texts = [fields[i].strip() for i in text]
         for column, value in zip(text, texts):
             if not value:
                 raise GlueFormatError(
-                    f"{path}, line {number}: empty sentence in column {column + 1}; every {task.name} "
-                    f"example needs non-empty text."
+                    path, number, None,
+                    f"empty sentence in column {column + 1}; every {task.name} example needs non-empty text.",
                 )
         if label is not None:
             labels.append(_parse_label(task, path, number, fields[label].strip(), label_to_id))
@@ -383,13 +401,13 @@ def _parse_label(task, path, number, value, label_to_id):
         low, high = STSB_SCORE_RANGE
         if not low <= score <= high:  # also rejects nan
             raise GlueFormatError(
-                f"{path}, line {number}: score {value!r} is not a number in [{low:g}, {high:g}] "
-                f"(the {task.name} similarity score)."
+                path, number, None,
+                f"score {value!r} is not a number in [{low:g}, {high:g}] (the {task.name} similarity score).",
             )
         return score
     if value not in label_to_id:
         raise GlueFormatError(
-            f"{path}, line {number}: label {value!r} is not one of {list(label_to_id)} (the {task.name} labels)."
+            path, number, None, f"label {value!r} is not one of {list(label_to_id)} (the {task.name} labels)."
         )
     return label_to_id[value]
 

@@ -29,12 +29,33 @@ from keras_bert_impl.file_errors import FileFormatError, decode_utf8
 logger = logging.getLogger(__name__)
 
 
-class SquadFormatError(ValueError):
-    """A SQuAD file that does not follow the official layout (message names file and JSON path)."""
+class SquadFormatError(FileFormatError):
+    """A SQuAD file that does not follow the official layout: a `FileFormatError` naming the file and the JSON path.
+
+    Built as `SquadFormatError(path, line, column, problem)`; `.path` is the
+    file (or the `source` name of a dict). A malformed element has no line:
+    its JSON path starts the problem (`<file>: <JSON path>: expected ...,
+    got ...`). Invalid JSON keeps its position in the problem (`<file>: not
+    valid JSON at line 2 column 17: ...`), `.line` None; a byte that is not
+    UTF-8 is a `SquadEncodingError` with `.line` and `.column`.
+
+    Example:
+    >>> error = SquadFormatError("dev.json", None, None, "data[0].title: expected a string, got 7.")
+    >>> str(error), error.path, error.line, isinstance(error, FileFormatError)
+    ('dev.json: data[0].title: expected a string, got 7.', 'dev.json', None, True)
+    """
 
 
-class SquadEncodingError(SquadFormatError, FileFormatError):
-    """A byte of a SQuAD file that is not UTF-8 (`keras_bert_impl.file_errors.decode_utf8`: file, line, column, byte)."""
+class SquadEncodingError(SquadFormatError):
+    """A byte of a SQuAD file that is not UTF-8 (`keras_bert_impl.file_errors.decode_utf8`: file, line, column, byte).
+
+    Example:
+    >>> try:
+    ...     decode_utf8(b'{"title": "caf\\xe9"}', "dev.json", SquadEncodingError)
+    ... except SquadFormatError as error:
+    ...     print(error.line, error.column, error.problem.split(" at ")[0])
+    1 15 byte 0xe9
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,13 +123,13 @@ def load_squad_json(path):
         with opener(path, "rb") as f:
             data = f.read()
     except (gzip.BadGzipFile, EOFError) as error:
-        raise SquadFormatError(f"{path}: not a valid gzip file ({error}).") from error
+        raise SquadFormatError(path, None, None, f"not a valid gzip file ({error}).") from error
     text = decode_utf8(data, path, SquadEncodingError, reads_gz=True)  # (a .json.gz is read as it is)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise SquadFormatError(
-            f"{path}: not valid JSON at line {error.lineno} column {error.colno}: {error.msg}."
+            path, None, None, f"not valid JSON at line {error.lineno} column {error.colno}: {error.msg}."
         ) from error
 
 
@@ -117,7 +138,7 @@ def _expect(condition, source, json_path, expected, value):
         shown = repr(value)
         if len(shown) > 80:
             shown = shown[:77] + "..."
-        raise SquadFormatError(f"{source}: {json_path}: expected {expected}, got {shown}.")
+        raise SquadFormatError(source, None, None, f"{json_path}: expected {expected}, got {shown}.")
 
 
 def squad_version(dataset):
