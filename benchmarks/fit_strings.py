@@ -14,7 +14,7 @@ Prints one JSON line: seconds of each epoch for both, tokens per epoch
 (padded), and the ratio of the later epochs (fit_strings / recipe; the first
 epoch includes tracing and, for the recipe, tokenizing).
 
-    python benchmarks/fit_strings.py --train_limit 8000 --epochs 2
+    python benchmarks/fit_strings.py --max_train_samples 8000 --epochs 2
 """
 
 import argparse
@@ -30,7 +30,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "glue"))
     parser.add_argument("--preset", default="all_minilm_l6_v2_en")
-    parser.add_argument("--train_limit", type=int, default=8000)
+    parser.add_argument("--max_train_samples", "--train_limit", dest="train_limit", type=int, default=8000)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--sequence_length", type=int, default=128)
     parser.add_argument("--epochs", type=int, default=2)

@@ -13,7 +13,7 @@ the reference pads each shuffled batch to its longest example
 
 Prints one JSON line: per task and implementation, the dev metric(s) of the
 best epoch (mean over seeds and each seed), training seconds per epoch and
-training sequences per second. `--train_limit N` trains on the first N
+training sequences per second. `--max_train_samples N` trains on the first N
 examples (a documented subset, the same for both).
 
     nice python benchmarks/glue.py --tasks rte,mrpc,stsb,cola,sst2 --reference --seeds 1
@@ -51,9 +51,9 @@ def parse_args(argv=None):
     parser.add_argument("--learning_rate", type=float, default=2e-5)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seeds", type=int, default=1, help="seeds 0..n-1; metrics averaged")
-    parser.add_argument("--train_limit", default=None,
+    parser.add_argument("--max_train_samples", "--train_limit", dest="train_limit", default=None,
                         help="N, or task=N,task=N: train on the first N examples (same subset for both)")
-    parser.add_argument("--dev_limit", type=int, default=None, help="evaluate on the first N dev examples only")
+    parser.add_argument("--max_eval_samples", "--dev_limit", dest="dev_limit", type=int, default=None, help="evaluate on the first N dev examples only")
     parser.add_argument("--reference", action="store_true", help="also run Hugging Face transformers (torch CPU)")
     parser.add_argument("--skip_ours", action="store_true")
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads for both implementations")
@@ -94,7 +94,7 @@ def run_ours(task, args, seed, train_limit):
         results = run(ClassificationConfig(
             task, args.data_dir, model_dir, preset=args.preset, sequence_length=args.max_seq_length,
             batch_size=args.batch_size, learning_rate=args.learning_rate, epochs=args.epochs, seed=seed,
-            train_limit=train_limit, dev_limit=args.dev_limit, predict_test=False, verbose=0,
+            max_train_samples=train_limit, max_eval_samples=args.dev_limit, predict_test=False, verbose=0,
             jit_compile=_jit(args),
         ))
     return {

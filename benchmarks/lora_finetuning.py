@@ -1,7 +1,7 @@
 """LoRA against full fine-tuning: SST-2 dev accuracy, trainable weights, seconds per epoch, bytes to keep.
 
 Each row builds `BertClassifier.from_preset(preset, num_classes=2)` with the
-same seed, trains on the same first `--train_limit` SST-2 training sentences
+same seed, trains on the same first `--max_train_samples` SST-2 training sentences
 (raw strings, `fit`), and scores the whole dev set:
 
 - `full`: every weight trains (the task's "auto" optimizer, AdamW 5e-5);
@@ -14,7 +14,7 @@ Prints one JSON line per row: dev accuracy, trainable weights, seconds of each
 epoch, and the bytes that must be kept to restore the tuned model (`full`: the
 whole `.keras` file; LoRA: the `.lora.h5` file plus the head's weights).
 
-    python benchmarks/lora_finetuning.py --train_limit 8000 --epochs 3
+    python benchmarks/lora_finetuning.py --max_train_samples 8000 --epochs 3
 """
 
 import argparse
@@ -36,7 +36,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "glue"))
     parser.add_argument("--preset", default="all_minilm_l6_v2_en")
-    parser.add_argument("--train_limit", type=int, default=8000)
+    parser.add_argument("--max_train_samples", "--train_limit", dest="train_limit", type=int, default=8000)
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--sequence_length", type=int, default=128)
     parser.add_argument("--epochs", type=int, default=3)

@@ -16,7 +16,7 @@ types it mentions, none, one or several of LOC, MISC, ORG, PER (eng.train for tr
 Both are scored by `keras_bert_impl.metrics.multi_label.multi_label_scores` (micro and macro F1, subset accuracy) on
 the same dev sentences, a class predicted where its sigmoid is above 0.5. Prints one JSON line.
 
-    python benchmarks/multi_label_conll.py --train_limit 4000 --epochs 2
+    python benchmarks/multi_label_conll.py --max_train_samples 4000 --epochs 2
 """
 
 import argparse
@@ -36,8 +36,8 @@ def parse_args(argv=None):
     parser.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
                                                            "conll2003"))
     parser.add_argument("--preset", default="all_minilm_l6_v2_en")
-    parser.add_argument("--train_limit", type=int, default=4000, help="the first N sentences of eng.train")
-    parser.add_argument("--dev_limit", type=int, default=None, help="the first N sentences of eng.testa")
+    parser.add_argument("--max_train_samples", "--train_limit", dest="train_limit", type=int, default=4000, help="the first N sentences of eng.train")
+    parser.add_argument("--max_eval_samples", "--dev_limit", dest="dev_limit", type=int, default=None, help="the first N sentences of eng.testa")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--sequence_length", type=int, default=128)
     parser.add_argument("--learning_rate", type=float, default=5e-5)

@@ -172,8 +172,8 @@ def unit_finetune(args, checkpoint, task, seed, out_dir):
         from keras_bert_impl.tasks.tagging.run import TaggingConfig, run
 
         summary = run(TaggingConfig(model_dir=out_dir, data_dir=str(SHARED / "conll2003"), preset=checkpoint,
-                                    no_test_each_epoch=True, max_train_sentences=limit,
-                                    max_eval_sentences=args.eval_limit, **common))
+                                    no_test_each_epoch=True, max_train_samples=limit,
+                                    max_eval_samples=args.eval_limit, **common))
         scores = {k: summary[k] for k in ("dev_f1", "test_f1")}
         extra = {"train_examples": summary.get("train_sentences"), "best_epoch": summary.get("best_epoch")}
     else:
@@ -181,7 +181,7 @@ def unit_finetune(args, checkpoint, task, seed, out_dir):
 
         results = run(ClassificationConfig(task=task, data_dir=str(SHARED / "glue"), model_dir=out_dir,
                                            init_checkpoint=checkpoint, preset=checkpoint, predict_test=False,
-                                           train_limit=limit, dev_limit=args.eval_limit, verbose=2,
+                                           max_train_samples=limit, max_eval_samples=args.eval_limit, verbose=2,
                                            **common))
         scores = dict(results["best"])
         extra = {"train_examples": results["train_examples"], "best_epoch": results["best_epoch"]}
@@ -524,11 +524,11 @@ def parse_args(argv=None):
     parser.add_argument("--finetune_packing", choices=("true", "false"), default="true",
                         help="train on packed rows (several examples per row, as many examples per step as "
                              "unpacked; the recipes' --packing): SST-2's 67k sentences average 19 pieces")
-    parser.add_argument("--train_limit", type=int, default=None,
+    parser.add_argument("--max_train_samples", "--train_limit", dest="train_limit", type=int, default=None,
                         help="first N training examples of each task (default: the full training sets)")
     parser.add_argument("--train_limits", default="",
-                        help="per-task first-N training examples, e.g. sst2=20000 (overrides --train_limit)")
-    parser.add_argument("--eval_limit", type=int, default=None,
+                        help="per-task first-N training examples, e.g. sst2=20000 (overrides --max_train_samples)")
+    parser.add_argument("--max_eval_samples", "--eval_limit", dest="eval_limit", type=int, default=None,
                         help="first N dev (and CoNLL test) examples (default: all; for smoke runs)")
     parser.add_argument("--cpu", action="store_true", help="pretrain with --strategy cpu")
     parser.add_argument("--parallel", type=int, default=2,

@@ -1,6 +1,6 @@
 """The three-line habit on both sides, same checkpoint, same SST-2 sentences: dev accuracy per seed.
 
-Each row fine-tunes from the same pretrained weights (a new 2-class head), one pass of `--train_limit` SST-2
+Each row fine-tunes from the same pretrained weights (a new 2-class head), one pass of `--max_train_samples` SST-2
 training sentences at batch 32, then scores the whole SST-2 dev set (872 sentences):
 
 - `ours_auto`: `BertClassifier.from_preset(preset, num_classes=2)`, `fit(texts, labels, batch_size=32,
@@ -16,7 +16,7 @@ The sides draw different heads and shuffles from the same seed, so compare the s
 Prints one JSON line (every row's accuracy per seed, mean, standard deviation, seconds per run).
 
     pip install accelerate   # transformers' Trainer needs it
-    python benchmarks/three_line_fit.py --train_limit 2000 --seeds 3
+    python benchmarks/three_line_fit.py --max_train_samples 2000 --seeds 3
 """
 
 import argparse
@@ -37,7 +37,7 @@ def parse_args(argv=None):
     parser.add_argument("--data_dir", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
                                                            "glue"))
     parser.add_argument("--preset", default="all_minilm_l6_v2_en")
-    parser.add_argument("--train_limit", type=int, default=2000, help="the first N training sentences")
+    parser.add_argument("--max_train_samples", "--train_limit", dest="train_limit", type=int, default=2000, help="the first N training sentences")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1 for every row")

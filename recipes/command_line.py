@@ -121,6 +121,29 @@ def add_lora_argument(parser):
                              "frozen; the --learning_rate default becomes 5e-4 (docs/finetuning.md)")
 
 
+def add_subset_arguments(parser, unit, evaluated, old_names=()):
+    """--max_train_samples and --max_eval_samples (Hugging Face's names; every fine-tuning recipe has both): train
+    on, and score, the first N `unit` of the files only, for a quick run or a documented subset. `evaluated` says
+    what the second one cuts; `old_names` are the recipe's earlier flags for the two, kept as aliases. A value
+    below 1 is refused by the task's `check_flags` (`--max_train_samples=0: must be an integer >= 1`)."""
+    old_train, old_eval = (tuple(old_names) + (None, None))[:2]
+    parser.add_argument("--max_train_samples", *[old_train] if old_train else [], dest="max_train_samples",
+                        type=int, default=None,
+                        help=f"train on the first N {unit} only" + (f" (old name: {old_train})" if old_train else ""))
+    parser.add_argument("--max_eval_samples", *[old_eval] if old_eval else [], dest="max_eval_samples",
+                        type=int, default=None,
+                        help=f"score the first N {unit} of {evaluated} only"
+                             + (f" (old name: {old_eval})" if old_eval else ""))
+
+
+def add_predict_batch_size_argument(parser, old_name=None):
+    """--predict_batch_size: the batch of every forward pass without training (scoring and predicting)."""
+    parser.add_argument("--predict_batch_size", *[old_name] if old_name else [], dest="predict_batch_size",
+                        type=int, default=64,
+                        help="the batch of evaluation and prediction (default 64)"
+                             + (f"; old name: {old_name}" if old_name else ""))
+
+
 def start_job(args):
     """What every fine-tuning job does first, before it compiles anything: refuses a --strategy this backend does
     not run and a --model_dir that cannot be written (`check_model_dir`), joins the other processes of a JAX or

@@ -29,7 +29,7 @@ import json
 import sys
 
 from command_line import (
-    OneLineParser, add_lora_argument, add_run_arguments, config_from_args, one_line_on_ctrl_c, positive,
+    OneLineParser, add_lora_argument, add_subset_arguments, add_run_arguments, config_from_args, one_line_on_ctrl_c, positive,
     run_recipe,
 )
 from native_logs import quiet_native_logs
@@ -67,7 +67,7 @@ def parse_flags(argv=None):
                         "(default 0.1); then it decays linearly to 0")
     p.add_argument("--early_stopping_patience", type=positive(int), default=None,
                    help="stop after this many epochs without a better validation score (default: train every epoch)")
-    p.add_argument("--train_limit", type=positive(int), default=None, help="train on the first N rows only")
+    add_subset_arguments(p, "rows", "--validation_file", old_names=("--train_limit",))
     add_lora_argument(p)
     add_run_arguments(p, seed=0, model_dir_aliases=("--output_dir",))  # --strategy, --seed, --model_dir, ...
     args = p.parse_args(argv)

@@ -37,7 +37,7 @@ Tag raw text with the fine-tuned model (no training; `--epochs 0` needs a fine-t
 import json
 
 from command_line import (
-    OneLineParser, add_lora_argument, add_run_arguments, one_line_on_ctrl_c, run_recipe,
+    OneLineParser, add_lora_argument, add_predict_batch_size_argument, add_subset_arguments, add_run_arguments, one_line_on_ctrl_c, run_recipe,
 )
 from native_logs import quiet_native_logs
 
@@ -59,7 +59,7 @@ def parse_args(argv=None):
     parser.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length", type=int,
                         default=128, help="packed length, special tokens included (aliases: --max_seq_length, --seq_length)")
     parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--predict_batch_size", type=int, default=64)
+    add_predict_batch_size_argument(parser)
     parser.add_argument("--learning_rate", type=float, default=None,
                         help="default 5e-5, or 5e-4 with --lora_rank")
     parser.add_argument("--epochs", type=int, default=3)
@@ -72,10 +72,8 @@ def parse_args(argv=None):
     parser.add_argument("--packing", action="store_true",
                         help="train on rows of --sequence_length tokens that each hold several sentences "
                              "(almost no padding; the same loss; docs/finetuning.md)")
-    parser.add_argument("--max_train_sentences", type=int, default=None,
-                        help="train on the first N training sentences only (a documented subset)")
-    parser.add_argument("--max_eval_sentences", type=int, default=None,
-                        help="score only the first N dev and test sentences (a documented subset, for quick runs)")
+    add_subset_arguments(parser, "sentences", "dev and of test",
+                         old_names=("--max_train_sentences", "--max_eval_sentences"))
     parser.add_argument("--no_test_each_epoch", action="store_true", help="score test only at the end")
     parser.add_argument("--predict_text", action="append", default=[],
                         help="raw text to tag after training; prints its entity spans (repeatable)")

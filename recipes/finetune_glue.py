@@ -23,7 +23,7 @@ import os
 import sys
 
 from command_line import (
-    OneLineParser, add_lora_argument, add_run_arguments, one_line_on_ctrl_c, run_recipe,
+    OneLineParser, add_lora_argument, add_predict_batch_size_argument, add_subset_arguments, add_run_arguments, one_line_on_ctrl_c, run_recipe,
 )
 from native_logs import quiet_native_logs
 
@@ -42,7 +42,7 @@ def parse_args(argv=None):
     parser.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length", type=int,
                         default=128, help="packed length, special tokens included (aliases: --max_seq_length, --seq_length)")
     parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--eval_batch_size", type=int, default=64)
+    add_predict_batch_size_argument(parser, old_name="--eval_batch_size")
     parser.add_argument("--learning_rate", type=float, default=None,
                         help="default 2e-5, or 5e-4 with --lora_rank")
     parser.add_argument("--epochs", type=int, default=3)
@@ -56,7 +56,7 @@ def parse_args(argv=None):
     parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
                         help="XLA-compile the steps (auto: Keras's choice, which is off on a CPU-only TensorFlow machine)")
     parser.add_argument("--early_stopping_patience", type=int, default=None)
-    parser.add_argument("--train_limit", type=int, default=None, help="train on the first N examples only")
+    add_subset_arguments(parser, "examples", "each dev split", old_names=("--train_limit", "--dev_limit"))
     parser.add_argument("--no_predict_test", action="store_true", help="skip the test-set submission files")
     add_lora_argument(parser)
     add_run_arguments(parser, seed=0)
@@ -80,7 +80,7 @@ def config_from_args(args):
         init_checkpoint=args.init_checkpoint,
         sequence_length=args.sequence_length,
         batch_size=args.batch_size,
-        eval_batch_size=args.eval_batch_size,
+        predict_batch_size=args.predict_batch_size,
         learning_rate=args.learning_rate,
         epochs=args.epochs,
         warmup_proportion=args.warmup_proportion,
@@ -90,7 +90,8 @@ def config_from_args(args):
         seed=args.seed,
         mixed_precision=args.mixed_precision,
         early_stopping_patience=args.early_stopping_patience,
-        train_limit=args.train_limit,
+        max_train_samples=args.max_train_samples,
+        max_eval_samples=args.max_eval_samples,
         predict_test=not args.no_predict_test,
         save_model=True,
         jit_compile={"auto": "auto", "true": True, "false": False}[args.jit_compile],

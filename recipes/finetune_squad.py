@@ -27,7 +27,7 @@ import argparse
 import json
 
 from command_line import (
-    OneLineParser, add_lora_argument, add_run_arguments, one_line_on_ctrl_c, run_recipe,
+    OneLineParser, add_lora_argument, add_predict_batch_size_argument, add_subset_arguments, add_run_arguments, one_line_on_ctrl_c, run_recipe,
 )
 from native_logs import quiet_native_logs
 
@@ -48,7 +48,7 @@ def parse_args(argv=None):
     parser.add_argument("--max_answer_length", type=int, default=30)
     parser.add_argument("--n_best_size", type=int, default=20)
     parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--predict_batch_size", type=int, default=64)
+    add_predict_batch_size_argument(parser)
     parser.add_argument("--packing", action="store_true",
                         help="train on rows that each hold several windows (almost no padding; the same loss)")
     parser.add_argument("--predict_packing", action=argparse.BooleanOptionalAction, default=True,
@@ -61,6 +61,7 @@ def parse_args(argv=None):
     parser.add_argument("--warmup_proportion", type=float, default=0.1)
     parser.add_argument("--null_score_diff_threshold", type=float, default=None,
                         help="v2.0: fixed threshold (default: tuned for F1 on the predict file, as the BERT paper)")
+    add_subset_arguments(parser, "questions", "--predict_file")
     add_lora_argument(parser)
     add_run_arguments(parser, seed=42)
     args = parser.parse_args(argv)

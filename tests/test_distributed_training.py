@@ -517,7 +517,7 @@ def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tm
     data_dir = _slice_task(shared_data / "glue", tmp_path, "RTE", 41)
     model_dir = tmp_path / "rte"
     lines = _recipe_on_two_processes(
-        "finetune_glue.py", ["--task", "rte", "--data_dir", data_dir, "--model_dir", model_dir, "--train_limit", 24,
+        "finetune_glue.py", ["--task", "rte", "--data_dir", data_dir, "--model_dir", model_dir, "--max_train_samples", 24,
                              "--batch_size", 8, "--sequence_length", 32, "--epochs", 1], backend, tmp_path)
     assert lines[0]["accuracy"] == lines[1]["accuracy"] and lines[0]["best_epoch"] == 1
     assert lines[0]["submission_files"] == [str(model_dir / "submission" / "RTE.tsv")]
@@ -589,7 +589,7 @@ def test_a_glue_recipe_killed_on_two_processes_resumes_to_the_uninterrupted_scor
     data_dir = _slice_task(shared_data / "glue", tmp_path, "RTE", 41)
 
     def flags(model_dir):
-        return ["--task", "rte", "--data_dir", data_dir, "--model_dir", model_dir, "--train_limit", 24,
+        return ["--task", "rte", "--data_dir", data_dir, "--model_dir", model_dir, "--max_train_samples", 24,
                 "--batch_size", 8, "--sequence_length", 32, "--epochs", 3, "--seed", 1, "--no_predict_test"]
 
     (tmp_path / "straight").mkdir()

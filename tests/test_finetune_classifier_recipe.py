@@ -82,7 +82,7 @@ def sst2_files(shared_data, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sst2_run(sst2_files, tmp_path_factory):
-    """One recipe run: SST-2 train CSV (first 48 of 64 rows by --train_limit), dev CSV, and a test CSV."""
+    """One recipe run: SST-2 train CSV (first 48 of 64 rows by --max_train_samples), dev CSV, and a test CSV."""
     train, dev, test = sst2_files
     root = tmp_path_factory.mktemp("sst2_run")
     # GLUE's test file names its column "sentence": as a user would, write it as a CSV with the training column.
@@ -96,7 +96,7 @@ def sst2_run(sst2_files, tmp_path_factory):
     out = root / "out"
     result = _run("--train_file", train, "--validation_file", dev, "--test_file", test_csv, "--text_column", "text",
                   "--label_column", "label", "--model_dir", out, "--epochs", 2, "--batch_size", 8,
-                  "--max_seq_length", 64, "--learning_rate", 5e-5, "--seed", 1, "--train_limit", 48,
+                  "--max_seq_length", 64, "--learning_rate", 5e-5, "--seed", 1, "--max_train_samples", 48,
                   "--warmup_proportion", 0.2)
     assert result.returncode == 0, result.stderr[-3000:]
     return out, result, test_csv
@@ -277,12 +277,12 @@ def test_flags_parse_to_config():
     recipe = load_script("recipes/finetune_classifier.py")
     config = recipe.parse_args(["--train_file", "a.csv", "--validation_file", "b.jsonl", "--text_column", "t",
                                 "--label_column", "y", "--output_dir", "o", "--max_seq_length", "96",
-                                "--regression", "--train_limit", "10", "--text_pair_column", "u"])
+                                "--regression", "--max_train_samples", "10", "--text_pair_column", "u"])
     from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig
 
     assert config == TableClassificationConfig(
         train_file="a.csv", validation_file="b.jsonl", text_column="t", label_column="y", model_dir="o",
-        text_pair_column="u", regression=True, sequence_length=96, train_limit=10)
+        text_pair_column="u", regression=True, sequence_length=96, max_train_samples=10)
     assert config.preset == "all_minilm_l6_v2_en" and config.test_file is None
     assert (config.warmup_proportion, config.early_stopping_patience) == (0.1, None)
     assert config.mixed_precision == "auto"  # bf16 on a bf16 GPU or a TPU, float32 here
@@ -315,7 +315,7 @@ def test_lora_rank_trains_only_the_qkv_projections_and_saves_a_plain_model(sst2_
     out = tmp_path / "out"
     result = _run("--train_file", train, "--validation_file", dev, "--text_column", "text", "--label_column", "label",
                   "--model_dir", out, "--epochs", 1, "--batch_size", 8, "--sequence_length", 64,
-                  "--learning_rate", 5e-4, "--lora_rank", 4, "--train_limit", 32)
+                  "--learning_rate", 5e-4, "--lora_rank", 4, "--max_train_samples", 32)
     assert result.returncode == 0, result.stderr[-3000:]
     changed = subprocess.run([sys.executable, "-c", CHANGED_WEIGHTS, str(out / "model.keras")], capture_output=True,
                              text=True, timeout=600, env=ENV)

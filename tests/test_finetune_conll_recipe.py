@@ -25,7 +25,7 @@ def trained(shared_data, minilm_dir, tmp_path_factory):
     model_dir = tmp_path_factory.mktemp("conll_run")
     summary = _recipe().main([
         "--data_dir", str(shared_data / "conll2003"), "--preset", str(minilm_dir),
-        "--max_train_sentences", "64", "--max_eval_sentences", "24", "--epochs", "1",
+        "--max_train_samples", "64", "--max_eval_samples", "24", "--epochs", "1",
         "--batch_size", "16", "--learning_rate", "1e-4", "--max_seq_length", "64",
         "--model_dir", str(model_dir), "--seed", "1",
         "--predict_text", "EU rejects German call to boycott British lamb.", "--predict_text", "",
@@ -62,7 +62,7 @@ def test_fine_tuned_model_reloads_and_predicts_the_same(trained, shared_data, mi
     model_dir, summary = trained
     again = _recipe().main([
         "--data_dir", str(shared_data / "conll2003"), "--init_checkpoint", str(model_dir / "model.keras"),
-        "--epochs", "0", "--max_eval_sentences", "24",
+        "--epochs", "0", "--max_eval_sentences", "24",  # the old name of --max_eval_samples
         "--max_seq_length", "64", "--model_dir", str(tmp_path),
     ])
     assert again["dev_f1"] == pytest.approx(summary["dev_f1"])

@@ -88,7 +88,7 @@ def test_missing_file_in_data_dir_is_named(shared_data, tmp_path):
 
 
 def test_no_training_examples_is_refused_before_training(data_slices, tmp_path):
-    # STS-B slice (vendored): header-only train.tsv, and --train_limit 0 on the real rows.
+    # STS-B slice (vendored): --train_limit 0 (the old name of --max_train_samples), and a header-only train.tsv.
     data_dir = tmp_path / "glue"
     (data_dir / "STS-B").mkdir(parents=True)
     for name in ("train.tsv", "dev.tsv", "test.tsv"):
@@ -97,9 +97,7 @@ def test_no_training_examples_is_refused_before_training(data_slices, tmp_path):
     model_dir = tmp_path / "o"
     result = _run("--task", "stsb", "--data_dir", str(data_dir), "--model_dir", str(model_dir), "--train_limit", "0")
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.splitlines()[-1] == (
-        f"error: {train}: no training examples (--train_limit 0); a classifier trained on nothing would write a dev "
-        "score and submission files from an untrained head")
+    assert result.stderr.splitlines()[-1] == "error: --max_train_samples=0: must be an integer >= 1"
     train.write_bytes(train.read_bytes().split(b"\n")[0] + b"\n")  # the header only
     result = _run("--task", "stsb", "--data_dir", str(data_dir), "--model_dir", str(model_dir))
     assert result.returncode == 2 and result.stderr.splitlines()[-1].startswith(

@@ -125,6 +125,19 @@ def test_recipe_v1_trains_predicts_and_writes_official_files(tmp_path, tiny_pres
     unpacked_odds = json.loads((tmp_path / "v2_unpacked" / "null_odds.json").read_text())
     assert all(abs(unpacked_odds[q] - null_odds[q]) < 1e-4 for q in null_odds)
 
+    # --max_eval_samples 2: the first two questions of the file, predicted as in the full run, and the official
+    # metrics over those two only.
+    recipe.main([
+        "--version", "2.0", "--predict_file", str(predict_v2), "--init_checkpoint", str(model_dir / "model.keras"),
+        "--max_seq_length", "128", "--epochs", "0", "--model_dir", str(tmp_path / "v2_first_two"),
+        "--max_eval_samples", "2", "--null_score_diff_threshold", str(threshold),
+    ])
+    first_two = json.loads((tmp_path / "v2_first_two" / "predictions.json").read_text())
+    assert first_two == {qa["id"]: predictions[qa["id"]] for qa in qas[:2]}
+    subset = json.loads((tmp_path / "v2_first_two" / "eval.json").read_text())
+    assert subset["total"] == 2 and subset["predict_questions"] == 2
+    assert subset["NoAns_total"] == 1 and subset["HasAns_total"] == 1
+
 
 def test_recipe_trains_on_packed_rows(tmp_path, tiny_preset, dev_slice, capsys):
     train = tmp_path / "train.json"

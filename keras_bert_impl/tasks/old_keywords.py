@@ -5,6 +5,10 @@ Every task's `make_dataset` / `make_array_batches` (and `SquadFeatures.to_datase
 Before, classification and span_qa called the seed `shuffle_seed` and tagging
 called `training` `shuffle`; those keywords still work.
 
+The run configs (`tasks/*/run.py`) name the same settings the same way too
+(`predict_batch_size`, `max_train_samples`, `max_eval_samples`); their old
+field names still work through `old_field_names`.
+
 Example:
 >>> renamed("make_dataset", "shuffle_seed", 3, "seed", None, None)
 3
@@ -15,6 +19,9 @@ Traceback (most recent call last):
 ...
 TypeError: make_dataset() got `shuffle_seed=3` (the old name of `seed`) and `seed=5`: give `seed` only.
 """
+
+import dataclasses
+import functools
 
 import numpy as np
 
@@ -39,3 +46,47 @@ def check_training(function, training):
             "`batch_size` are `training, seed`, then keywords only (`boundaries=`, `sequence_length=`, ...)."
         )
     return bool(training)
+
+
+def old_field_names(**old_to_new):
+    """Class decorator for a run's config dataclass: its old field names still work as keywords and attributes.
+
+    `@old_field_names(eval_batch_size="predict_batch_size")` above `@dataclasses.dataclass`
+    makes `Config(eval_batch_size=16)` build `Config(predict_batch_size=16)`, and
+    `config.eval_batch_size` read `config.predict_batch_size`. Both names given with
+    different values is a TypeError naming both.
+
+    Example:
+    >>> import dataclasses
+    >>> @old_field_names(eval_batch_size="predict_batch_size")
+    ... @dataclasses.dataclass
+    ... class Config:
+    ...     predict_batch_size: int = 64
+    >>> Config(eval_batch_size=16), Config(eval_batch_size=16).eval_batch_size
+    (Config(predict_batch_size=16), 16)
+    >>> Config(eval_batch_size=16, predict_batch_size=8)
+    Traceback (most recent call last):
+    ...
+    TypeError: Config() got `eval_batch_size=16` (the old name of `predict_batch_size`) and `predict_batch_size=8`: give `predict_batch_size` only.
+    """
+
+    def decorate(config_class):
+        defaults = {field.name: field.default for field in dataclasses.fields(config_class)}
+        init = config_class.__init__
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    old_value = kwargs.pop(old)
+                    new_value = kwargs.get(new, defaults[new])
+                    kwargs[new] = renamed(config_class.__name__, old, old_value, new, new_value, defaults[new])
+            init(self, *args, **kwargs)
+
+        config_class.__init__ = __init__
+        for old, new in old_to_new.items():
+            setattr(config_class, old, property(lambda self, new=new: getattr(self, new),
+                                                doc=f"The old name of `{new}`."))
+        return config_class
+
+    return decorate

@@ -27,6 +27,7 @@ from keras_bert_impl.tasks.classification.outputs import save_model_atomically, 
 from keras_bert_impl.tasks.classification.prediction import predict_split
 from keras_bert_impl.tasks.classification.reading import get_task, read_split
 from keras_bert_impl.tasks.flags import check_numbers, check_vocabulary, learning_rate_or_default
+from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.text.classifier_preprocessor import BertClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
@@ -34,6 +35,8 @@ from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
+@old_field_names(eval_batch_size="predict_batch_size", train_limit="max_train_samples",
+                 dev_limit="max_eval_samples")
 @dataclasses.dataclass
 class ClassificationConfig:
     """Everything one GLUE fine-tuning run needs.
@@ -49,7 +52,8 @@ class ClassificationConfig:
             `BertBackbone.from_preset` reads, e.g. a pretraining export); its
             vocabulary is used when it has one.
         sequence_length: longest packed sequence (special tokens included).
-        batch_size, eval_batch_size: per-step batch sizes.
+        batch_size: the training batch; predict_batch_size: the batch of dev evaluation and test prediction
+            (old name: `eval_batch_size`).
         learning_rate, epochs, warmup_proportion, weight_decay: optimisation.
         dropout: classifier dropout (the backbone keeps its configured dropout).
         pooling: what the head reads: `"pooled"` (BERT's [CLS] pooler) or `"mean"`
@@ -61,8 +65,9 @@ class ClassificationConfig:
         seed: seeds weights of the head, dropout and shuffling.
         mixed_precision: "auto" (bf16 on a TPU or a bf16 GPU, else float32), None/"none", "bf16" or "fp16".
         early_stopping_patience: None or epochs without dev improvement.
-        train_limit: use only the first N training examples (documented subsets).
-        dev_limit: evaluate on the first N examples of each dev split only.
+        max_train_samples: train on the first N training examples only (documented subsets; old name:
+            `train_limit`).
+        max_eval_samples: evaluate on the first N examples of each dev split only (old name: `dev_limit`).
         predict_test: write submission files for the test split(s).
         save_model: also save the best model (with its preprocessor) as
             `model_dir/model.keras`, which `keras.saving.load_model` reads
@@ -79,7 +84,7 @@ class ClassificationConfig:
     init_checkpoint: str = None
     sequence_length: int = 128
     batch_size: int = 32
-    eval_batch_size: int = 64
+    predict_batch_size: int = 64
     learning_rate: float = None  # 2e-5, or 5e-4 with lora_rank (learning_rate_or_default)
     epochs: int = 3
     warmup_proportion: float = 0.1
@@ -92,8 +97,8 @@ class ClassificationConfig:
     seed: int = 0
     mixed_precision: str = "auto"
     early_stopping_patience: int = None
-    train_limit: int = None
-    dev_limit: int = None
+    max_train_samples: int = None
+    max_eval_samples: int = None
     predict_test: bool = True
     save_model: bool = False
     verbose: object = "auto"
@@ -106,8 +111,8 @@ class ClassificationConfig:
 
 def check_flags(config):
     """Refuses `epochs < 1` (a GLUE run has no predict-only mode), a non-positive length, batch size, patience or
-    learning rate, and a warm-up, weight decay or dropout outside its range. `--train_limit 0` and a `--dev_limit`
-    that leaves no example are refused when the files are read, naming the file.
+    learning rate, or `--max_train_samples` / `--max_eval_samples` below 1, and a warm-up, weight decay or dropout
+    outside its range. A split file with a header only is refused when the files are read, naming the file.
 
     Example:
     >>> check_flags(ClassificationConfig(task="rte", data_dir="glue", model_dir="m", epochs=0))
@@ -117,8 +122,8 @@ def check_flags(config):
     """
     check_numbers(
         config,
-        integers=dict(epochs=1, sequence_length=3, batch_size=1, eval_batch_size=1, early_stopping_patience=1,
-                      lora_rank=1),
+        integers=dict(epochs=1, sequence_length=3, batch_size=1, predict_batch_size=1, early_stopping_patience=1,
+                      lora_rank=1, max_train_samples=1, max_eval_samples=1),
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True), "weight_decay": (0, 1, True), "dropout": (0, 1, False)},
     )
@@ -143,20 +148,18 @@ def run(config):
     task = get_task(c.task)
     # Read every file first: a missing or malformed file fails before any training.
     train = read_split(task, c.data_dir, "train")
-    if c.train_limit is not None:
-        train = train.take(c.train_limit)
+    if c.max_train_samples is not None:
+        train = train.take(c.max_train_samples)
     dev_splits = [read_split(task, c.data_dir, s) for s in task.dev_splits]
-    if c.dev_limit is not None:
-        dev_splits = [s.take(c.dev_limit) for s in dev_splits]
+    if c.max_eval_samples is not None:
+        dev_splits = [s.take(c.max_eval_samples) for s in dev_splits]
     test_splits = [read_split(task, c.data_dir, s) for s in task.test_splits] if c.predict_test else []
     if len(train) == 0:
-        why = f"--train_limit {c.train_limit}" if c.train_limit is not None and c.train_limit < 1 else "it has a header only"
-        raise ValueError(f"{train.path}: no training examples ({why}); a classifier trained on nothing would "
+        raise ValueError(f"{train.path}: no training examples (it has a header only); a classifier trained on nothing would "
                          "write a dev score and submission files from an untrained head")
     for split in dev_splits:
         if len(split) == 0:
-            raise ValueError(f"{split.path}: no examples to evaluate on (--dev_limit {c.dev_limit})"
-                             if c.dev_limit is not None else f"{split.path}: no examples to evaluate on (a header only)")
+            raise ValueError(f"{split.path}: no examples to evaluate on (a header only)")
 
     mixed_precision = setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     distribution = get_strategy(c.strategy)
@@ -187,7 +190,7 @@ def run(config):
     else:
         train_ds = make_dataset(train, preprocessor, c.batch_size, training=True, seed=c.seed)
         trained_model = model
-    dev_datasets = [make_dataset(s, preprocessor, c.eval_batch_size) for s in dev_splits]
+    dev_datasets = [make_dataset(s, preprocessor, c.predict_batch_size) for s in dev_splits]
     eval_seconds = []
 
     def eval_fn(_):
@@ -223,7 +226,7 @@ def run(config):
 
     submission_files = []
     for split in test_splits:
-        test_ds = make_dataset(split, preprocessor, c.eval_batch_size)
+        test_ds = make_dataset(split, preprocessor, c.predict_batch_size)
         with predicting_everywhere(distribution):
             predictions = predict_split(model, test_ds, len(split.ids))
         path = write_submission(task, split.split, split.ids, predictions, os.path.join(c.model_dir, "submission"))
@@ -267,8 +270,8 @@ def run(config):
             "packing": c.packing,
             "seed": c.seed,
             "mixed_precision": mixed_precision,
-            "train_limit": c.train_limit,
-            "dev_limit": c.dev_limit,
+            "max_train_samples": c.max_train_samples,
+            "max_eval_samples": c.max_eval_samples,
             "strategy": c.strategy,
             "jit_compile": c.jit_compile,
         },

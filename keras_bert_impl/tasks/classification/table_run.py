@@ -30,8 +30,10 @@ import time
 from typing import Optional
 
 from keras_bert_impl.tasks.flags import check_numbers, learning_rate_or_default
+from keras_bert_impl.tasks.old_keywords import old_field_names
 
 
+@old_field_names(train_limit="max_train_samples")
 @dataclasses.dataclass
 class TableClassificationConfig:
     """The flags of `recipes/finetune_classifier.py` (see its `--help`)."""
@@ -54,7 +56,8 @@ class TableClassificationConfig:
     warmup_proportion: float = 0.1
     early_stopping_patience: Optional[int] = None
     seed: int = 0
-    train_limit: Optional[int] = None
+    max_train_samples: Optional[int] = None  # train on the first N rows only (old name: train_limit)
+    max_eval_samples: Optional[int] = None  # score the first N rows of the validation file only
     mixed_precision: Optional[str] = "auto"
     strategy: str = "auto"
     lora_rank: Optional[int] = None
@@ -64,7 +67,8 @@ class TableClassificationConfig:
 
     def check(self):
         """Refuses numbers out of range in one line naming the flag (`run` calls it first)."""
-        check_numbers(self, integers={"epochs": 1, "batch_size": 1, "sequence_length": 2, "early_stopping_patience": 1},
+        check_numbers(self, integers={"epochs": 1, "batch_size": 1, "sequence_length": 2, "early_stopping_patience": 1,
+                                      "max_train_samples": 1, "max_eval_samples": 1},
                       positive=["learning_rate"], fractions={"warmup_proportion": (0, 1, False)})
 
 
@@ -88,7 +92,7 @@ def read_inputs(config):
                          + "; a classifier needs two or more (or use --regression for scores)")
     validation = read_table(config.validation_file, **labels, known_labels=label_names, **columns)
     test = None if config.test_file is None else read_table(config.test_file, **columns)
-    return train.head(config.train_limit), validation, test, label_names
+    return train.head(config.max_train_samples), validation.head(config.max_eval_samples), test, label_names
 
 
 def build_classifier(config, label_names, strategy=None):

@@ -58,6 +58,9 @@ class SpanQaConfig:
             row, in length buckets. Packing needs the attention padding as a mask (every preset's); a model
             built with `attention_padding="lengths"` predicts in buckets (`eval.json` says which ran).
         null_score_diff_threshold: v2.0 fixed threshold (None: tuned for F1 on the predict file).
+        max_train_samples: train on the first N questions of `train_file` only (those with a usable answer).
+        max_eval_samples: predict and score the first N questions of `predict_file` only (the official
+            metrics over those questions).
         strategy, mixed_precision, seed: as for every run.
     """
 
@@ -81,6 +84,8 @@ class SpanQaConfig:
     epochs: int = 2
     warmup_proportion: float = 0.1
     null_score_diff_threshold: float = None
+    max_train_samples: int = None
+    max_eval_samples: int = None
     strategy: str = "auto"
     mixed_precision: str = "auto"
     seed: int = 42
@@ -135,7 +140,8 @@ def check_flags(config):
     check_numbers(
         c,
         integers=dict(sequence_length=5, doc_stride=1, max_query_length=1, max_answer_length=1, n_best_size=1,
-                      batch_size=1, predict_batch_size=1, lora_rank=1),
+                      batch_size=1, predict_batch_size=1, lora_rank=1,
+                      max_train_samples=1, max_eval_samples=1),
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True)},
     )
@@ -157,9 +163,13 @@ def run(config):
     gold = load_squad_json(c.predict_file)
     check_version(gold, c.predict_file, c.version)
     examples, _ = read_squad_examples(gold, source=c.predict_file)
+    if c.max_eval_samples is not None:
+        examples = examples[:c.max_eval_samples]
+        gold = _questions_of(gold, {example.qas_id for example in examples})
     if c.epochs > 0:
         check_version(load_squad_json(c.train_file), c.train_file, c.version)
         train_examples, train_stats = read_squad_examples(c.train_file, is_training=True)
+        train_examples = train_examples[:c.max_train_samples]
 
     strategy = get_strategy(c.strategy)
     shared_model_dir = c.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
@@ -245,3 +255,16 @@ def run(config):
     if c.epochs > 0:
         fit.remove_checkpoints()
     return result, summary
+
+
+def _questions_of(dataset, question_ids):
+    """The SQuAD dict with only the questions in `question_ids` (articles and paragraphs left without one dropped):
+    the gold of the questions a `max_eval_samples` run predicts, which the official metrics then score."""
+    articles = []
+    for article in dataset["data"]:
+        paragraphs = [dict(paragraph, qas=[qa for qa in paragraph["qas"] if qa["id"] in question_ids])
+                      for paragraph in article["paragraphs"]]
+        paragraphs = [paragraph for paragraph in paragraphs if paragraph["qas"]]
+        if paragraphs:
+            articles.append(dict(article, paragraphs=paragraphs))
+    return dict(dataset, data=articles)

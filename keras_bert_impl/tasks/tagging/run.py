@@ -26,6 +26,7 @@ from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, save_mod
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model, learning_rate_or_default
+from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.tasks.tagging.batches import make_dataset
 from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, ConllSplit, evaluate_conll
 from keras_bert_impl.tasks.tagging.features import encode_sentences
@@ -44,6 +45,7 @@ from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
+@old_field_names(max_train_sentences="max_train_samples", max_eval_sentences="max_eval_samples")
 @dataclasses.dataclass
 class TaggingConfig:
     """Everything one CoNLL fine-tuning run needs (the flags of `recipes/finetune_conll.py`).
@@ -73,7 +75,8 @@ class TaggingConfig:
             several windows (`batches.packed_features`): almost no padding,
             static shapes, the same loss as unpacked batches. Dev and test
             are predicted unpacked.
-        max_train_sentences, max_eval_sentences: documented subsets.
+        max_train_samples: train on the first N training sentences only (old name: `max_train_sentences`).
+        max_eval_samples: score the first N sentences of dev and of test only (old name: `max_eval_sentences`).
         no_test_each_epoch: score test only at the end.
         strategy, mixed_precision, seed: as for every run.
         predict_text: raw texts to tag after training.
@@ -99,8 +102,8 @@ class TaggingConfig:
     document_context: bool = False
     static_shapes: bool = False
     packing: bool = False
-    max_train_sentences: int = None
-    max_eval_sentences: int = None
+    max_train_samples: int = None
+    max_eval_samples: int = None
     no_test_each_epoch: bool = False
     strategy: str = "auto"
     mixed_precision: str = "auto"
@@ -173,15 +176,15 @@ def check_flags(config):
     dropout outside [0, 1), and `epochs=0` without a fine-tuned `.keras` model (a random tagging head).
 
     Example:
-    >>> check_flags(TaggingConfig(model_dir="m", preset="bert_tiny_en_uncased", data_dir="d", max_train_sentences=0))
+    >>> check_flags(TaggingConfig(model_dir="m", preset="bert_tiny_en_uncased", data_dir="d", max_train_samples=0))
     Traceback (most recent call last):
     ...
-    ValueError: --max_train_sentences=0: must be an integer >= 1
+    ValueError: --max_train_samples=0: must be an integer >= 1
     """
     check_numbers(
         config,
-        integers=dict(sequence_length=3, batch_size=1, predict_batch_size=1, max_train_sentences=1,
-                      max_eval_sentences=1, lora_rank=1),
+        integers=dict(sequence_length=3, batch_size=1, predict_batch_size=1, max_train_samples=1,
+                      max_eval_samples=1, lora_rank=1),
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True), "dropout": (0, 1, False)},
     )
@@ -221,8 +224,8 @@ def run(config):
                                     document_context=c.document_context)
         return ConllSplit(os.fspath(files[name]), chosen, features)
 
-    splits = {name: load_split(name, c.max_eval_sentences) for name in ("dev", "test") if name in sentences}
-    train = load_split("train", c.max_train_sentences) if c.epochs > 0 else None
+    splits = {name: load_split(name, c.max_eval_samples) for name in ("dev", "test") if name in sentences}
+    train = load_split("train", c.max_train_samples) if c.epochs > 0 else None
 
     if not fine_tuned:
         with strategy.scope():
