@@ -82,3 +82,10 @@ def test_squad_gold_of_the_first_questions_keeps_the_file_layout(data_slices):
     assert kept == first  # same contexts, questions and answers
     assert all(paragraph["qas"] for article in subset["data"] for paragraph in article["paragraphs"])
     assert subset["version"] == gold["version"]
+
+
+def test_the_glue_recipe_knows_the_library_tasks():
+    """The recipe keeps its own task names, to refuse a bad --task before TensorFlow is imported: the same list."""
+    from keras_bert_impl.tasks.classification.reading import TASKS
+
+    assert load_script("recipes/finetune_glue.py").TASKS == tuple(TASKS)

@@ -67,13 +67,13 @@ import keras
 from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
 from keras_bert_impl.models.failed_calls import run_recoverably
 from keras_bert_impl.training.finetuning_resume import (
-    EpochCheckpoint,
+    FinetuningCheckpoint,
     checkpoint_manager,
     epochs_done_in,
     finished,
     remove_checkpoints,
     resume_from_latest,
-    run_settings,
+    finetuning_run_settings,
 )
 from keras_bert_impl.training.process_cluster import lost_peers_as_one_line, take_rows_of_each_batch
 from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
@@ -366,7 +366,7 @@ def finetune(
         if checkpoints is not None:  # after the evaluation: a resumed run knows its best epoch
             # The run's identity first: a changed --sequence_length is named as such, not as the steps per epoch that
             # its length buckets changed.
-            settings = run_settings(
+            settings = finetuning_run_settings(
                 **(run_identity or {}), dtype_policy=_dtype_policy_name(model),
                 epochs=epochs, steps_per_epoch=steps_per_epoch, learning_rate=learning_rate,
                 warmup_proportion=warmup_proportion, weight_decay=weight_decay, clipnorm=clipnorm,
@@ -378,7 +378,7 @@ def finetune(
             with strategy.scope() if strategy is not None else contextlib.nullcontext():  # optimizer variables
                 epochs_done, earlier_history, saved = resume_from_latest(checkpoints, model, settings, best_tracker,
                                                                          timer, best_weights_file=shared_best)
-            all_callbacks.append(EpochCheckpoint(checkpoints, settings, best_tracker, timer, earlier_history,
+            all_callbacks.append(FinetuningCheckpoint(checkpoints, settings, best_tracker, timer, earlier_history,
                                                  writes=writes))
             all_callbacks.append(restoring_at_first_batch(saved))  # PyTorch: each process's dropout stream goes on
             if epochs_done and is_tf_data and workers == 1:  # the stream goes on after the finished epochs' batches
@@ -658,7 +658,7 @@ class BestEpochCheckpoint(keras.callbacks.Callback):
         self.best_weights = None
         self.stopped_early = False
         self.epochs_without_improvement = 0
-        # With resumable checkpoints, `EpochCheckpoint` writes the weights file after the epoch's checkpoint.
+        # With resumable checkpoints, `FinetuningCheckpoint` writes the weights file after the epoch's checkpoint.
         self.save_after_checkpoint = False
         self.unsaved = False
         if weights_path is not None and not str(weights_path).endswith(".weights.h5"):

@@ -1,12 +1,12 @@
 """An interrupted fine-tuning run resumes at its last finished epoch: `finetune(..., model_dir=...)` run again.
 
-After every epoch (its evaluation included) `EpochCheckpoint` writes
+After every epoch (its evaluation included) `FinetuningCheckpoint` writes
 `<model_dir>/checkpoints/ckpt-<epoch>` with the atomic, verified
 `run_checkpoints.CheckpointManager` that pretraining uses: every model and
 optimizer variable (weights, dropout seed states, AdamW moments, the step
 count that drives the learning-rate schedule) and, in `state.json`, the
 history so far, the best epoch's value and metrics, and the run's settings
-(`run_settings`), and on PyTorch every process's global random generators
+(`finetuning_run_settings`), and on PyTorch every process's global random generators
 (Keras's unseeded dropout draws from them there: `torch_random_state`). Only
 the newest is kept, and a finished run removes them (its outputs are
 `best.weights.h5` and the task's files). The best epoch's weights file is
@@ -25,7 +25,7 @@ weights. (Other inputs, e.g. a `PyDataset`, resume at the right epoch, with
 the order their own shuffling gives.)
 
 Example:
->>> run_settings(epochs=3, steps_per_epoch=10, learning_rate=2e-5, warmup_proportion=0.1, weight_decay=0.01,
+>>> finetuning_run_settings(epochs=3, steps_per_epoch=10, learning_rate=2e-5, warmup_proportion=0.1, weight_decay=0.01,
 ...              clipnorm=1.0, optimizer="adamw", monitor="accuracy")["steps_per_epoch"]
 10
 """
@@ -64,7 +64,7 @@ def data_digest(*parts):
 LATER_SETTINGS = ("dtype_policy",)
 
 
-def run_settings(**settings):
+def finetuning_run_settings(**settings):
     """What a checkpoint must share with the run that resumes it (the step count, the schedule, the optimizer)."""
     return {key: value if isinstance(value, (int, float, str, type(None))) else repr(value)
             for key, value in settings.items()}
@@ -75,12 +75,12 @@ def checkpoint_manager(model_dir):
     return CheckpointManager(os.path.join(model_dir, CHECKPOINTS), keep=1)
 
 
-class EpochCheckpoint(keras.callbacks.Callback):
+class FinetuningCheckpoint(keras.callbacks.Callback):
     """Writes a resumable checkpoint after every epoch (after the callbacks before it, e.g. the evaluation).
 
     Args:
         manager: a `CheckpointManager` (`checkpoint_manager(model_dir)`).
-        settings: `run_settings(...)` of this run.
+        settings: `finetuning_run_settings(...)` of this run.
         tracker: the run's `BestEpochCheckpoint`, whose best epoch is saved too.
         timer: the run's `EpochTimer`.
         history: the epochs before this run's first (a resumed run's), `{name: [value, ...]}`.

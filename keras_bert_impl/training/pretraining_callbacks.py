@@ -2,7 +2,7 @@
 
 - `IteratorAdapter`: lets `model.fit` read from a tf.data iterator that the
   run owns, so the iterator's position can be checkpointed exactly.
-- `CheckpointEveryEpoch`: atomic checkpoint at the end of every epoch of
+- `PretrainingCheckpoint`: atomic checkpoint at the end of every epoch of
   `checkpoint_every` steps.
 - `NaNGuard`: stops at the first non-finite loss, naming the step and the last
   good checkpoint.
@@ -111,7 +111,7 @@ def is_chief(strategy=None):
                                              and "chief" not in resolver.cluster_spec().as_dict())
 
 
-HELD_OUT_KEY = "held_out_mlm_accuracy"  # the key of a checkpoint's state.json (`CheckpointEveryEpoch`)
+HELD_OUT_KEY = "held_out_mlm_accuracy"  # the key of a checkpoint's state.json (`PretrainingCheckpoint`)
 HELD_OUT_SET_KEY = "held_out_set"  # what those accuracies were measured on (`held_out_set`)
 
 
@@ -161,7 +161,7 @@ def held_out_accuracies(manager, restored_state, start_step, measured_on=None):
     return found
 
 
-class CheckpointEveryEpoch(keras.callbacks.Callback):
+class PretrainingCheckpoint(keras.callbacks.Callback):
     """Saves an atomic checkpoint (model, optimizer, step, iterator) after each epoch.
 
     On PyTorch the checkpoint also holds every process's global random generators, which

@@ -1,7 +1,7 @@
 """Checks before a pretraining run does any work, and the run configuration recorded for resume.
 
 `check_flags` and `check_model_dir` run first (every bad flag or directory is
-one line naming the flag); the settings that define a run (`run_settings`:
+one line naming the flag); the settings that define a run (`pretraining_run_settings`:
 the flags, the model configuration, the sha256 of the vocabulary's tokens and
 the size and sha256 of every training file) are recorded atomically in
 `<model_dir>/run_config.json` before training starts, so before any checkpoint
@@ -94,7 +94,7 @@ def training_file_fingerprints(patterns):
     return fingerprints
 
 
-def run_settings(config, model_config, vocabulary=None):
+def pretraining_run_settings(config, model_config, vocabulary=None):
     """The run-defining settings of `config` (`RUN_DEFINING_SETTINGS`), as recorded in run_config.json.
 
     Args:
@@ -177,7 +177,7 @@ def check_resumable(model_dir, settings, checkpoint=None):
 
     Args:
         model_dir: the run's directory.
-        settings: `run_settings(...)` of this command.
+        settings: `pretraining_run_settings(...)` of this command.
         checkpoint: the checkpoint that would be resumed, named in the error.
 
     Returns:

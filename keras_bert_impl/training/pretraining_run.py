@@ -41,7 +41,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
     read_run_config,
     record_run_config,
     resume_change_message,
-    run_settings,
+    pretraining_run_settings,
 )
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
 from keras_bert_impl.training.process_cluster import lost_peers_as_one_line
@@ -314,7 +314,7 @@ def _run_pretraining(config, dataset_fn, held):
         message = str(error)
         raise ValueError(message if message.startswith("--vocab") else f"--vocab: {message}") from None
     model_config = backbone_config(config, tokenizer.vocabulary_size())
-    settings = run_settings(config, model_config, tokenizer.get_vocabulary())
+    settings = pretraining_run_settings(config, model_config, tokenizer.get_vocabulary())
 
     # === One run at a time in a model_dir: the lock is taken before the checkpoints are read (the writer of a
     # multi-process job takes it); the kernel frees it when the process ends, however it ends ===
@@ -471,7 +471,7 @@ def _run_pretraining(config, dataset_fn, held):
     if restored and not earlier and (restored.get(callbacks_lib.HELD_OUT_KEY) or {}):
         print("The held-out set changed since the checkpoint (--validation_files or --validation_steps): the "
               "held-out accuracy of the earlier checkpoints is left out of the summary.", flush=True)
-    checkpointing = callbacks_lib.CheckpointEveryEpoch(
+    checkpointing = callbacks_lib.PretrainingCheckpoint(
         manager, optimizer, train_iterator, config.checkpoint_every,
         state={"config": config.config, callbacks_lib.HELD_OUT_SET_KEY: measured_on},
         on_saved=lambda path: record_run_config(config.model_dir, settings), chief=chief, held_out=earlier)
