@@ -10,7 +10,8 @@ Example:
         --input '../shared/data/corpus/gutenberg/pg*.txt' \
         --output /tmp/train.txt --valid_output /tmp/valid.txt --valid_every 10
 
-Your own texts in a table (.csv, .tsv or .jsonl, as the fine-tuning recipes read), one document a row:
+Your own texts in a table (.csv, .tsv or .jsonl, as the fine-tuning recipes read), one document a row (rows
+without text are skipped, and their count and the first one's line printed):
 
     python recipes/prepare_corpus.py --input reviews.csv --text_column text --output train.txt
 """
@@ -30,13 +31,24 @@ from keras_bert_impl.data.text_documents import table_file_problem
 
 
 def table_documents(path, text_column, max_sentence_words=128):
-    """The documents of a table file: each row's `text_column`, split into sentences (rows without text are
-    refused by the reader, naming file, line and column)."""
+    """The documents of a table file: each row's `text_column`, split into sentences.
+
+    A row without text (an empty or whitespace-only cell, a JSON null) is no document: it is skipped, and a line
+    on stdout says how many rows were and where the first was, e.g. ``reviews.csv: skipped 3 rows without text in
+    column 'text' (the first: line 4)``. A table with no text in any row, a missing column, bytes that are not
+    UTF-8 or a text that is not a string (a number in JSON Lines) are the reader's one-line errors (file, line,
+    column). Only `text_column` is read: no pair or label column.
+    """
     from keras_bert_impl.tasks.classification.table_files import read_table
 
+    table = read_table(path, text_column, empty_texts="skip")
+    if table.skipped_lines:
+        count = len(table.skipped_lines)
+        print(f"{table.path}: skipped {count} row{'s' if count != 1 else ''} without text in column "
+              f"{text_column!r} (the first: line {table.skipped_lines[0]})")
     return [document for document in (
         [sentence for line in text.split("\n") for sentence in corpus.split_sentences(line, max_sentence_words)]
-        for text in read_table(path, text_column).texts) if document]
+        for text in table.texts) if document]
 
 
 def main():
@@ -60,7 +72,7 @@ def main():
                         help="longer sentences are cut into pieces of at most this many words (default 128)")
     parser.add_argument("--text_column", default=None,
                         help="the inputs are tables (.csv, .tsv, .jsonl): each row's text in this column (JSON key) "
-                             "is a document, split into sentences")
+                             "is a document, split into sentences; rows without text are skipped and counted")
     args = parser.parse_args()
     if (args.valid_output is None) != (args.valid_every == 0):
         parser.error("--valid_output and --valid_every go together: --valid_output FILE --valid_every N holds out "

@@ -257,3 +257,53 @@ def test_a_table_becomes_one_document_a_row_of_its_text_column_and_is_refused_as
         f"{table}: a table (.tsv), not pretraining text (one sentence a line, a blank line between documents): "
         f"write its text column as such, each row a document, with python recipes/prepare_corpus.py --input {table} "
         "--text_column COLUMN --output train.txt")
+
+
+def test_table_rows_without_text_are_skipped_and_counted_other_bad_rows_refused(data_slices, tmp_path, monkeypatch,
+                                                                                capsys):
+    """Scraped tables have rows without text: for pretraining such a row is no document, skipped and counted (before,
+    one stopped the whole preparation), while a text that is not a string is still the reader's one-line error, and
+    the fine-tuning reader still refuses an empty text."""
+    import csv
+
+    from keras_bert_impl.tasks.classification.table_files import EmptyTextError, read_table
+
+    sts = (data_slices / "glue" / "STS-B" / "train.tsv").read_text(encoding="utf-8").splitlines()[1:6]
+    texts = [row.split("\t")[7] for row in sts]
+    scores = [row.split("\t")[9] for row in sts]
+    table = tmp_path / "reviews.csv"
+    with open(table, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerows([["text", "score"], [texts[0], scores[0]], ["", scores[1]], [texts[1], scores[1]],
+                          ["   ", scores[2]], [texts[2], scores[2]]])  # lines 1-6; no text on lines 3 and 5
+    lines = tmp_path / "reviews.jsonl"
+    lines.write_text("".join(json.dumps(record) + "\n" for record in (
+        {"text": texts[3]}, {"text": None}, {"text": texts[4]})), encoding="utf-8")  # no text on line 2
+    out = tmp_path / "train.txt"
+
+    run_recipe(monkeypatch, "--input", str(table), str(lines), "--text_column", "text", "--output", str(out))
+    documents = out.read_text(encoding="utf-8").rstrip("\n").split("\n\n")
+    assert [" ".join(document.split("\n")) for document in documents] == [" ".join(text.split()) for text in texts]
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:2] == [f"{table}: skipped 2 rows without text in column 'text' (the first: line 3)",
+                           f"{lines}: skipped 1 row without text in column 'text' (the first: line 2)"]
+    assert json.loads(printed[2])["documents"] == 5 and len(printed) == 3
+
+    with pytest.raises(EmptyTextError) as refused:  # fine-tuning (the default) still refuses a row without text
+        read_table(table, "text", "score", regression=True)
+    assert str(refused.value) == f"{table}, line 3, column 'text': the text is empty"
+
+    number = tmp_path / "numbers.jsonl"
+    number.write_text(json.dumps({"text": texts[0]}) + "\n" + json.dumps({"text": 42}) + "\n", encoding="utf-8")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("text,score\n," + scores[0] + "\n  ," + scores[1] + "\n", encoding="utf-8")
+    for path, message in ((number, f"{number}, line 2, column 'text': expected a text (a string), got 42"),
+                          (empty, f"{empty}: no row has text in column 'text' (all 2 rows are empty)"),
+                          (table, f"{table}, line 1, column 'review': no such column in the header; the columns are "
+                                  "'text', 'score'")):
+        with pytest.raises(SystemExit) as exit_info:
+            run_recipe(monkeypatch, "--input", str(path), "--text_column", "review" if path == table else "text",
+                       "--output", str(tmp_path / "refused.txt"))
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err == f"prepare_corpus: error: {message}\n"
+    assert not (tmp_path / "refused.txt").exists()

@@ -111,7 +111,9 @@ class LabelledTable:
     Labels are strings for classification, tuples of strings for multi-label
     classification (`multi_label`), and floats for regression.
     `line_numbers` are 1-based lines of the file where each row starts (the
-    header is line 1 in CSV/TSV).
+    header is line 1 in CSV/TSV). `skipped_lines` are the lines of the rows
+    left out for having no text (`read_table(..., empty_texts="skip")`; else
+    empty).
     """
 
     path: str
@@ -122,6 +124,7 @@ class LabelledTable:
     label_column: Optional[str] = None
     regression: bool = False
     multi_label: bool = False
+    skipped_lines: List[int] = dataclasses.field(default_factory=list)
 
     def __len__(self):
         return len(self.texts)
@@ -202,6 +205,7 @@ def read_table(
     known_labels=None,
     file_format=None,
     label_separator=None,
+    empty_texts="refuse",
 ):
     """Reads a labelled text table, checking every row.
 
@@ -219,6 +223,15 @@ def read_table(
             labels of a row that has several (multi-label, e.g. ","): each
             label cell becomes a tuple of names, an empty cell none; in JSON
             Lines a list of names is taken as it is.
+        empty_texts: "refuse" (the default, as fine-tuning needs): a row
+            whose `text_column` is empty, only whitespace or null (JSON
+            Lines) is an `EmptyTextError`; "skip": such a row is left out,
+            its pair and label unread, and its line recorded in the table's
+            `skipped_lines` (pretraining text, where a row without text is
+            no document); if every row is, an `EmptyTextError` ("no row has
+            text in column ..."). Only `text_column` is skipped on: an empty
+            `text_pair_column` is still refused, and so is a text that is not
+            a string (a number in JSON Lines).
 
     Returns:
         A `LabelledTable`.
@@ -253,6 +266,18 @@ def read_table(
     Traceback (most recent call last):
     ...
     keras_bert_impl.tasks.classification.table_files.UnknownLabelError: .../dev.tsv, line 2, column 'label': label 'neutral' is not among the training labels ['0', '1']
+
+    Rows without text left out (refused by default):
+    >>> path = os.path.join(tempfile.mkdtemp(), "reviews.jsonl")
+    >>> with open(path, "w", encoding="utf-8") as f:
+    ...     _ = f.write('{"text": "it \\'s a charming and often affecting journey . "}\\n{"text": null}\\n{"text": " "}\\n')
+    >>> table = read_table(path, "text", empty_texts="skip")
+    >>> table.texts, table.line_numbers, table.skipped_lines
+    (["it 's a charming and often affecting journey . "], [1], [2, 3])
+    >>> read_table(path, "text")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    keras_bert_impl.tasks.classification.table_files.EmptyTextError: .../reviews.jsonl, line 2, column 'text': the text is missing (null)
     """
     path = os.fspath(path)
     fmt = table_format(path, file_format)
@@ -260,6 +285,8 @@ def read_table(
     columns = [c for c in (text_column, text_pair_column, label_column) if c is not None]
     if len(set(columns)) != len(columns):
         raise ValueError(f"The text, pair and label columns must differ, got {columns}.")
+    if empty_texts not in ("refuse", "skip"):
+        raise ValueError(f"`empty_texts` is 'refuse' or 'skip', got {empty_texts!r}.")
     if label_separator is not None and (regression or not isinstance(label_separator, str) or not label_separator):
         raise ValueError("`label_separator` splits the labels of a multi-label row: a non-empty string, and not "
                          f"with regression scores; got {label_separator!r}" + (" with regression=True." if regression
@@ -269,7 +296,11 @@ def read_table(
     known_set = None if known is None else set(known)
 
     texts, pairs, labels, lines = [], [] if text_pair_column else None, [] if label_column else None, []
+    skipped = []
     for line, row in rows:
+        if empty_texts == "skip" and _is_empty(row[text_column]):
+            skipped.append(line)
+            continue
         texts.append(_text(path, line, text_column, row[text_column]))
         if text_pair_column is not None:
             pairs.append(_text(path, line, text_pair_column, row[text_pair_column]))
@@ -291,10 +322,13 @@ def read_table(
                     )
             labels.append(row_labels[0] if label_separator is None else row_labels)
         lines.append(line)
+    if not texts and skipped:
+        raise EmptyTextError(path, None, None, f"no row has text in column {text_column!r} (all {len(skipped)} rows "
+                                               "are empty)")
     if not texts:
         raise EmptyTableError(path, 1, None, "no data rows: the file has a header but no examples")
     return LabelledTable(path, texts, pairs, labels, lines, label_column=label_column, regression=bool(regression),
-                         multi_label=label_separator is not None)
+                         multi_label=label_separator is not None, skipped_lines=skipped)
 
 
 def _preview(labels, limit=20):
@@ -396,6 +430,11 @@ def _json_rows(path, text, columns):
     if not rows:
         raise EmptyTableError(path, 1, None, "the file is empty: expected one JSON object per line")
     return rows
+
+
+def _is_empty(value):
+    """Whether a text cell holds no text (null, empty or only whitespace); other values are `_text`'s to judge."""
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def _text(path, line, column, value):
