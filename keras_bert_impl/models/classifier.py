@@ -1,6 +1,8 @@
 """BertClassifier: sentence (pair) classification (one class, or any number: multi-label) and regression on BERT's
 pooled output (GLUE), or on the mean token vector."""
 
+import warnings
+
 import keras
 import numpy as np
 
@@ -529,6 +531,11 @@ class BertClassifier(Task):
                 raise ValueError(
                     f"Example {index}: label {values[index]!r} is not {kind} (num_classes=1 is regression)."
                 )
+            integers = values.dtype.kind in "iub" or (values.dtype.kind == "O" and all(
+                isinstance(value, (int, np.integer, np.bool_)) for value in values))
+            if len(scores) > 1 and integers and np.isin(scores, (0.0, 1.0)).all():  # ids of two classes, surely
+                warnings.warn("num_classes=1 is regression (one score, mean squared error), and every label is 0 or 1: "
+                              "for two classes, build the classifier with num_classes=2.", stacklevel=3)
             return scores
         if values.dtype.kind in "iub":  # True / False: class ids 1 / 0 (`df.label == 1`)
             ids = values.astype("int64")
@@ -552,8 +559,10 @@ class BertClassifier(Task):
                         isinstance(value, (float, np.floating)) and float(value).is_integer()):
                     ids[index] = int(value)
                 else:
+                    several = isinstance(value, (list, tuple, set, frozenset, np.ndarray))
                     raise ValueError(
                         f"Example {index}: label {value!r} is not a class id (int) or a label name (str)."
+                        + (" Several labels per example need a multi_label=True classifier." if several else "")
                     )
         outside = np.nonzero((ids < 0) | (ids >= self.num_classes))[0]
         if len(outside):

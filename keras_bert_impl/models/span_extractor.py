@@ -324,6 +324,10 @@ class BertSpanExtractor(Task):
             question = table_as_texts(numpy_text_as_lists(question), [("question",)], type(self).__name__)
             context = table_as_texts(numpy_text_as_lists(context), [("context",)], type(self).__name__)
             single = isinstance(question, str) and isinstance(context, str)
+            for name, value in (("question", question), ("context", context)):
+                if not isinstance(value, (str, list, tuple)):  # (else "'int' object is not iterable")
+                    raise TypeError(f"answer(): `{name}` must be a string or a list of strings, got "
+                                    f"{type(value).__name__} {value!r:.60}.")
             questions = [question] if isinstance(question, str) else list(question)
             contexts = [context] if isinstance(context, str) else list(context)
             if len(questions) == 1 and len(contexts) > 1:  # one question of each context

@@ -372,6 +372,10 @@ class Task(FunctionalModel):
         if isinstance(validation_data, list) and validation_data and all(isinstance(t, str) for t in validation_data):
             raise ValueError("`validation_data` of raw strings is a tuple (texts, labels) or (texts, labels, "
                              "sample_weight); got the texts alone: add their labels.")
+        if isinstance(validation_data, dict):  # (Keras's own error prints every string of it)
+            raise ValueError(f"`validation_data` is a dict with keys {sorted(map(str, validation_data))}: raw text "
+                             "is a tuple (texts, labels) as `fit` takes x and y (a table: (df[text_columns], "
+                             "df[label_column])); preprocessed features are a tuple (features, labels).")
         return validation_data
 
     def _read_tables(self, x, y=None, sample_weight=None):
@@ -519,6 +523,9 @@ class Task(FunctionalModel):
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""
         verbose = progress_verbosity(verbose)
+        if x is None:  # (Keras's own error is "KeyError: 'pop from an empty set'")
+            raise ValueError(f"{type(self).__name__}.predict: `x` is None; give the examples (raw strings in any form "
+                             "`fit` takes, or the preprocessed features).")
         x = self._refuse_raw_text_batches(self._read_tables(x)[0], "predict")
         self._check_feature_inputs(x, "predict")
         x = lists_as_arrays(x)[0]
@@ -583,8 +590,15 @@ class Task(FunctionalModel):
 
         A fine-tuned model is saved for inference by default (a third of the
         size: AdamW keeps two slots per weight); run checkpoints, which resume
-        training, keep the optimizer state.
+        training, keep the optimizer state. `keras.saving.load_model(filepath)`
+        reads it back in any process after `import keras_bert_impl` (which
+        registers the classes with Keras). An `.h5` path is refused: HDF5 holds
+        the weights alone (`save_weights`).
         """
+        if str(filepath).endswith((".h5", ".hdf5")):  # (Keras writes it, and no load_model reads it back)
+            raise ValueError(f"{type(self).__name__}.save({str(filepath)!r}): a task model is saved as a .keras file "
+                             "(its preprocessor and vocabulary do not fit in HDF5); for the weights alone, "
+                             "save_weights('....weights.h5').")
         if include_optimizer or getattr(self, "optimizer", None) is None:  # (an uncompiled model has none)
             return super().save(filepath, overwrite=overwrite, **kwargs)
         return keras.Model.save(self.inference_copy(), filepath, overwrite=overwrite, **kwargs)

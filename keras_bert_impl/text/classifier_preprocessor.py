@@ -190,8 +190,10 @@ class BertClassifierPreprocessor(PreprocessingLayer):
         count = len(segments[0])
         if count == 0:
             raise ValueError("No examples: the raw text list is empty.")
-        labels = None if y is None else _as_column(y, count, "y", rows=True)
-        weights = None if sample_weight is None else _as_column(sample_weight, count, "sample_weight", "float32")
+        one_text = isinstance(x, (str, bytes))  # (its message says so: `fit("a text", labels)` is a likely slip)
+        labels = None if y is None else _as_column(y, count, "y", rows=True, one_text=one_text)
+        weights = None if sample_weight is None else _as_column(sample_weight, count, "sample_weight", "float32",
+                                                                one_text=one_text)
         features, full_lengths = self._tokenize_all(segments)
         lengths = features["token_ids"].row_lengths().numpy()
         if y is not None:
@@ -278,12 +280,14 @@ class ClassifierPreprocessor(BertClassifierPreprocessor):
     """The earlier name of `BertClassifierPreprocessor`, kept so that models saved under it still load."""
 
 
-def _as_column(values, count, name, dtype=None, rows=False):
+def _as_column(values, count, name, dtype=None, rows=False, one_text=False):
     """`values` as an array of one value (or, with `rows`, one value or one row: multi-hot labels) per example."""
     array = np.asarray(values) if dtype is None else np.asarray(values, dtype=dtype)
     if array.ndim not in ((1, 2) if rows else (1,)) or len(array) != count:
         what = "one value (or one row of values)" if rows else "one value"
-        raise ValueError(f"`{name}` must hold {what} per example ({count}), got shape {array.shape}.")
+        one_text = one_text and array.ndim >= 1 and len(array) > 1
+        raise ValueError(f"`{name}` must hold {what} per example ({count}), got shape {array.shape}."
+                         + (" `x` is one example (a single string): give the texts as a list." if one_text else ""))
     return array
 
 

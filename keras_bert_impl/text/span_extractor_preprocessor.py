@@ -154,7 +154,7 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
             for index, value in enumerate(values):
                 if not isinstance(value, str) or not value.strip():
                     raise ValueError(f"{name} {index} must be a non-empty string, got {value!r}.")
-        answer_chars = None if answers is None else answer_character_spans(answers, contexts)
+        answer_chars = None if answers is None else answer_character_spans(answers, contexts, questions)
         question_ids = self.tokenizer(tf.constant(list(questions), tf.string)).to_list()
         ids, byte_starts, byte_ends = self.tokenizer.tokenize_with_offsets(tf.constant(list(contexts), tf.string))
         ids, byte_starts, byte_ends = ids.to_list(), byte_starts.to_list(), byte_ends.to_list()
@@ -253,7 +253,7 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
         if not questions:
             raise ValueError("No examples: the list of questions is empty.")
         if y is not None:
-            y = [y] if isinstance(x[0], str) and not isinstance(y, list) else list(y)
+            y = answers_per_question(y, len(questions), single_question=isinstance(x[0], str))
             if len(y) != len(questions):
                 raise ValueError(f"{len(questions)} questions but {len(y)} answers: give one answer per question.")
         windows = self.windows(questions, contexts, y)
@@ -322,12 +322,54 @@ def as_columns(x):
     return list(questions), list(contexts)
 
 
-def answer_character_spans(answers, contexts):
+def answers_per_question(y, num_questions, single_question=False):
+    """The answers `y` as a list of one answer per question: a list as it is; one answer of a single question in a
+    list; a dict of columns, Hugging Face's `{"text": [...], "answer_start": [...]}` with one entry per question,
+    as one dict per question. Token positions (`start_positions`, `end_positions`) are refused: raw text is
+    labelled by its answers' text, whose tokens the preprocessor finds.
+
+    Example:
+    >>> answers_per_question({"text": ["Paris", "1889"], "answer_start": [9, 21]}, 2)
+    [{'text': 'Paris', 'answer_start': 9}, {'text': '1889', 'answer_start': 21}]
+    >>> answers_per_question({"start_positions": [3, 7], "end_positions": [4, 9]}, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: `y` holds token positions (end_positions, start_positions): raw text is labelled by its answers' text (e.g. {'text': [...], 'answer_start': [...]}, one entry per question), whose tokens the preprocessor finds; token positions label preprocessed features, as {'start_logits': ..., 'end_logits': ...}.
+    """
+    if isinstance(y, dict):
+        positions = sorted(key for key in y if key in ("start_positions", "end_positions", "start_logits",
+                                                         "end_logits"))
+        if positions:
+            raise ValueError(
+                f"`y` holds token positions ({', '.join(positions)}): raw text is labelled by its answers' text "
+                "(e.g. {'text': [...], 'answer_start': [...]}, one entry per question), whose tokens the "
+                "preprocessor finds; token positions label preprocessed features, as "
+                "{'start_logits': ..., 'end_logits': ...}."
+            )
+        if single_question:
+            return [y]
+        if "text" not in y:
+            raise ValueError(f"`y` is a dict with keys {sorted(map(str, y))}: give one answer per question (a list), "
+                             "or the columns {'text': [...], 'answer_start': [...]}.")
+        columns = {key: list(values) if isinstance(values, (list, tuple, np.ndarray)) else values
+                   for key, values in y.items()}
+        lengths = {key: len(values) if isinstance(values, list) else None for key, values in columns.items()}
+        if any(length != num_questions for length in lengths.values()):
+            raise ValueError(f"`y` is a dict of columns: each must hold one entry per question ({num_questions}), "
+                             f"got {', '.join(f'{key}: {length}' for key, length in lengths.items())}.")
+        return [{key: values[index] for key, values in columns.items()} for index in range(num_questions)]
+    if single_question and not isinstance(y, list):
+        return [y]
+    return list(y)
+
+
+def answer_character_spans(answers, contexts, questions=None):
     """Each answer as `(start, end)` characters in its context, or None for "no answer"; one clear error otherwise.
 
     The forms: the answer text (found at its first occurrence), `{"text", "start"}`, `(text, start)`, the SQuAD
     JSON's `[{"text", "answer_start"}, ...]` and Hugging Face `datasets`' `{"text": [...], "answer_start": [...]}`
-    (both: the first answer), and `""` / `None` / `[]` / `{"text": []}` for no answer.
+    (both: the first answer), and `""` / `None` / `[]` / `{"text": []}` for no answer. With `questions`, an
+    answer found in its question rather than its context says so (the two lists given the other way round).
 
     Example:
     >>> answer_character_spans(["Paris", {"text": "1889", "start": 21}, None],
@@ -345,16 +387,25 @@ def answer_character_spans(answers, contexts):
         if start is None:
             start = context.find(text)
             if start < 0:
-                raise ValueError(f"answer {index} {_shown(text)} is not in its context: {_shown(context)}")
+                raise ValueError(f"answer {index} {_shown(text)} is not in its context: {_shown(context)}"
+                                 + _swapped_hint(text, questions, index))
         elif isinstance(start, bool) or not isinstance(start, (int, np.integer)):
             raise ValueError(f"answer {index}: its start must be a character offset (int), got {start!r}.")
         elif context[start : start + len(text)] != text:
             raise ValueError(
                 f"answer {index}: characters {start}-{start + len(text)} of its context are "
                 f"{_shown(context[start : start + len(text)])}, not the answer {_shown(text)}."
+                + _swapped_hint(text, questions, index)
             )
         spans.append((int(start), int(start) + len(text)))
     return spans
+
+
+def _swapped_hint(text, questions, index):
+    if questions is not None and text in questions[index]:
+        return (f" It is in question {index}: are the questions and the contexts the other way round? x is "
+                "(questions, contexts).")
+    return ""
 
 
 def reference_answer_texts(answers):

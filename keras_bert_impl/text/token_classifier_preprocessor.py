@@ -72,8 +72,9 @@ _SHOWN_CHUNKS = 5
 
 def check_labelled_examples(examples, word_lists, label_lists):
     """Refuses, in one line naming the example, labelled examples the tagger cannot learn from as given: a count of
-    tag lists that is not the count of sentences, an empty sentence (nothing to tag), and a sentence whose word
-    count is not its label count (for a raw string, with the words it splits into).
+    tag lists that is not the count of sentences, an empty sentence (nothing to tag), an empty or blank word of a
+    word list (no tokens to carry its tag), and a sentence whose word count is not its label count (for a raw
+    string, with the words it splits into).
 
     Example:
     >>> check_labelled_examples(["I don't know Paris"], [["I", "do", "n't", "know", "Paris"]], [[0, 0, 0, 1]])
@@ -90,6 +91,11 @@ def check_labelled_examples(examples, word_lists, label_lists):
         if not words:
             what = f"the text {_shown(example)} has no words" if raw else "an empty sentence (no words)"
             raise ValueError(f"Example {index}: {what}, so it has nothing to tag: leave it out of x and y.")
+        if not raw:
+            for position, word in enumerate(words):
+                if isinstance(word, str) and not word.strip():
+                    raise ValueError(f"Example {index}: word {position} is {word!r}, which has no tokens, so its "
+                                     "tag could not be learned: leave the word and its tag out.")
         if len(labels) != len(words):
             message = f"Example {index}: {len(words)} words but {len(labels)} labels"
             if not raw:
