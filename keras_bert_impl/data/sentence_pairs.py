@@ -39,20 +39,24 @@ Sentences longer than the segment budget (a 10 MB line, say) are first cut
 into pieces of at most `sequence_length - 3` tokens, so no text is dropped and no
 tensor grows with the line.
 
-Example:
+Example: two documents of two sentences each (Frankenstein and A Tale of Two
+Cities, from tests/data/slices/corpus/gutenberg), MLM-only windows; both fit
+in one window (14 tokens), so each document is one example:
 
-```python
-import tensorflow as tf
-from keras_bert_impl.data.sentence_pairs import documents_to_examples
-
-tokens = tf.ragged.constant([[5, 6, 7], [8, 9], [10, 11, 12], [13, 14]], tf.int32)
-examples = documents_to_examples(
-    tokens, sentence_documents=tf.constant([0, 0, 1, 1], tf.int64),
-    document_ids=tf.constant([0, 1], tf.int64), seed=tf.constant([1, 2], tf.int64),
-    sequence_length=16, short_seq_prob=0.0, nsp=True, cls_token_id=2, sep_token_id=3, pad_token_id=0,
-)
-print(examples["token_ids"], examples["next_sentence_labels"])
-```
+>>> from keras_bert_impl.text.tokenizer import BertTokenizer
+>>> tokenizer = BertTokenizer.from_preset("all_minilm_l6_v2_en")
+>>> tokens = tokenizer(["But I must finish.", "Heaven bless my beloved sister!",
+...                     "It was the best of times,", "it was the worst of times,"])
+>>> windows = documents_to_examples(
+...     tokens, sentence_documents=tf.constant([0, 0, 1, 1], tf.int64), document_ids=tf.constant([0, 1], tf.int64),
+...     seed=tf.constant([1, 2], tf.int64), sequence_length=16, short_seq_prob=0.0, nsp=False,
+...     cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id, pad_token_id=tokenizer.pad_token_id)
+>>> for row in tokenizer.detokenize(windows["token_ids"]).numpy():
+...     print(row.decode())
+[CLS] but i must finish . heaven bless my beloved sister ! [SEP] [PAD] [PAD] [PAD]
+[CLS] it was the best of times , it was the worst of times , [SEP]
+>>> windows["lengths"].numpy().tolist()  # [CLS] + tokens + [SEP]; the rest is padding
+[13, 16]
 """
 
 import tensorflow as tf
@@ -87,6 +91,24 @@ def documents_to_examples(tokens, sentence_documents, document_ids, seed, *, seq
         `lengths` `[n]` int32, `next_sentence_labels` `[n]` int32 (with
         `nsp=True`) and `word_starts` `[n, sequence_length]` bool (with
         `word_starts`).
+
+    Example: sentence pairs of the same two documents (as in the module's example).
+    A is each document's first sentence; B is its second (`next_sentence_labels`
+    0, IsNext) or text of the other document (1, NotNext), as the seed draws:
+
+    >>> from keras_bert_impl.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer.from_preset("all_minilm_l6_v2_en")
+    >>> tokens = tokenizer(["But I must finish.", "Heaven bless my beloved sister!",
+    ...                     "It was the best of times,", "it was the worst of times,"])
+    >>> pairs = documents_to_examples(
+    ...     tokens, tf.constant([0, 0, 1, 1], tf.int64), tf.constant([0, 1], tf.int64), tf.constant([1, 2], tf.int64),
+    ...     sequence_length=32, short_seq_prob=0.0, nsp=True, cls_token_id=101, sep_token_id=102, pad_token_id=0)
+    >>> rows = [text.decode().split(" [SEP] ")[:2] for text in tokenizer.detokenize(pairs["token_ids"]).numpy()]
+    >>> [a for a, b in rows]
+    ['[CLS] but i must finish .', '[CLS] it was the best of times ,']
+    >>> is_next = [b.startswith(second) for (a, b), second in zip(rows, ["heaven bless", "it was the worst"])]
+    >>> is_next == (pairs["next_sentence_labels"].numpy() == 0).tolist()
+    True
     """
     max_tokens = tf.constant(sequence_length - 3 if nsp else sequence_length - 2, tf.int64)
     seeds = tf.unstack(tf.random.experimental.stateless_split(seed, 8))

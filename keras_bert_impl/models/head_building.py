@@ -9,6 +9,24 @@ it (`freeze_unused_pooler`); the classifier and the tagger check their
 Packed rows hold several examples: `BertClassifier` and `BertSpanExtractor`'s
 `packed_training_model()` and `tasks/span_qa/` ask `check_packable` (or
 `is_packable`) whether the backbone's attention keeps them apart.
+
+Example: a head of three tags per token on a 1-layer backbone, built as `BertTokenClassifier` builds its own:
+
+>>> from keras_bert_impl.models.backbone import BertBackbone
+>>> class_count(None, ["O", "B-PER", "I-PER"], "")  # the count from the names
+(3, ['O', 'B-PER', 'I-PER'])
+>>> backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+>>> inputs = backbone_inputs()
+>>> model = keras.Model(inputs, keras.layers.Dense(3)(backbone(inputs)["sequence_output"]))
+>>> sorted(model.input), model.output.shape
+(['padding_mask', 'segment_ids', 'token_ids'], (None, None, 3))
+>>> freeze_unused_pooler(backbone)
+>>> len(backbone.weights) - len(backbone.trainable_weights)  # the pooler's kernel and bias
+2
+>>> check_dropout(1.0)
+Traceback (most recent call last):
+...
+ValueError: `dropout` must be a number in [0, 1), got 1.0.
 """
 
 import numbers
@@ -71,6 +89,17 @@ def check_packable(backbone, what):
 
     Packed rows need the block-diagonal mask (`attention_padding="mask"`);
     `"lengths"` gives one length per row, for rows of one example.
+
+    Example:
+    >>> from keras_bert_impl.models.backbone import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+    ...                         attention_padding="lengths")
+    >>> is_packable(backbone)
+    False
+    >>> check_packable(backbone, "packed_training_model()")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: packed_training_model() needs a backbone with attention_padding='mask': ...='lengths' ...
     """
     if not is_packable(backbone):
         raise ValueError(

@@ -1,4 +1,15 @@
-"""Step 4, evaluation: GLUE's official metric(s) on each dev split (the scorers are `keras_bert_impl.metrics.glue`)."""
+"""Step 4, evaluation: GLUE's official metric(s) on each dev split (the scorers are `keras_bert_impl.metrics.glue`).
+
+Example: the names of MNLI's two dev splits' metrics, and a task's GLUE score (the mean of its official metrics):
+
+>>> from keras_bert_impl.tasks.classification.reading import get_task
+>>> evaluate_metric_names(get_task("mnli"), ["dev_matched", "dev_mismatched"])
+['matched_accuracy', 'mismatched_accuracy']
+>>> glue_score(get_task("mrpc"), ["dev"], {"f1": 0.75, "accuracy": 0.5})
+0.625
+>>> glue_score(get_task("mrpc"), ["dev"], {"accuracy": 0.5}) is None  # no F1 yet
+True
+"""
 
 import numpy as np
 
@@ -7,7 +18,23 @@ from keras_bert_impl.tasks.classification.prediction import predict_split
 
 
 def evaluate_splits(model, task, splits, datasets):
-    """Official metrics on each labelled split; with several dev splits (MNLI) names get the split as prefix."""
+    """Official metrics on each labelled split; with several dev splits (MNLI) names get the split as prefix.
+
+    Example: an untrained 1-layer regressor on eight pairs of the STS-B dev slice (tests/data/slices/glue):
+
+    >>> import pathlib, keras_bert_impl
+    >>> from keras_bert_impl import BertBackbone, BertClassifier, BertClassifierPreprocessor
+    >>> from keras_bert_impl.tasks.classification.batches import make_dataset
+    >>> from keras_bert_impl.tasks.classification.reading import read_split
+    >>> glue = pathlib.Path(keras_bert_impl.__file__).parents[1] / "tests/data/slices/glue"
+    >>> split = read_split("stsb", glue, "dev").take(8)
+    >>> preprocessor = BertClassifierPreprocessor.from_preset("all_minilm_l6_v2_en", sequence_length=32)
+    >>> dataset = make_dataset(split, preprocessor, batch_size=4)
+    >>> backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+    >>> metrics = evaluate_splits(BertClassifier(backbone, num_classes=1), split.task, [split], [dataset])
+    >>> list(metrics), all(-1 <= value <= 1 for value in metrics.values())  # STS-B's two correlations
+    (['pearson', 'spearman'], True)
+    """
     results = {}
     for split, dataset in zip(splits, datasets):
         metrics = glue_metrics.glue_metrics(task.name, split.labels, predict_split(model, dataset, len(split.labels)))
