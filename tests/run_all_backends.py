@@ -1,6 +1,6 @@
 """Runs the test suite once per Keras backend: tensorflow (everything, plus every `>>>` example
 in the package's docstrings via `--doctest-modules keras_bert_impl`), then jax and torch (the
-`multibackend` layer/model tests); the TensorFlow tests in two parts, each with fresh worker processes, so that no
+`multibackend` layer/model tests); the TensorFlow tests in three parts, each with fresh worker processes, so that no
 worker's memory grows through the whole suite. Each run spreads its tests over worker processes (pytest-xdist,
 one per core, 2 to 4): many tests are single-threaded Python and TensorFlow dispatch or wait on
 subprocesses. On 2 cores the TensorFlow run took 2,778 s against 3,957 s serially, JAX 961 s against 1,132 s
@@ -25,21 +25,26 @@ BACKENDS = os.environ.get("KERAS_BERT_IMPL_BACKENDS", "tensorflow,jax,torch").sp
 # holds TensorFlow, JAX and PyTorch models: a few GB of memory).
 WORKERS = min(4, max(2, os.cpu_count() or 1))
 # The TensorFlow run (every test) goes in this many parts, each with fresh workers: a worker's memory only grows
-# (TensorFlow, JAX and PyTorch keep what they allocate), and in one part of 1,247 tests a worker reached 17 GB and
-# the kernel killed it on a 24 GB machine (session 45).
-TENSORFLOW_PARTS = 2
+# (TensorFlow, JAX and PyTorch keep what they allocate): in one part of 1,249 tests a worker reached 17 GB and the
+# kernel killed it on a 24 GB machine; in two parts (every other file) the larger worker reached 12.5 GB (session 45).
+TENSORFLOW_PARTS = 3
 
 
 def test_files_in_parts(parts, folder="tests"):
-    """The test files of `folder`, dealt in turn into `parts` lists (each part gets files from every stretch of the
-    alphabet, so that the slow ones spread).
+    """The test files of `folder` in `parts` lists of about the same bytes of test code (the largest file first,
+    each into the part with the fewest bytes so far; each part in name order): a rough measure of the work.
 
-    >>> [len(part) > 0 for part in test_files_in_parts(2)]
-    [True, True]
+    >>> [len(part) > 0 for part in test_files_in_parts(3)]
+    [True, True, True]
     """
-    files = sorted(os.path.join(folder, name) for name in os.listdir(folder)
-                   if name.startswith("test_") and name.endswith(".py"))
-    return [files[index::parts] for index in range(parts)]
+    files = [os.path.join(folder, name) for name in os.listdir(folder)
+             if name.startswith("test_") and name.endswith(".py")]
+    split, sizes = [[] for _ in range(parts)], [0] * parts
+    for path in sorted(files, key=lambda path: (-os.path.getsize(path), path)):
+        lightest = sizes.index(min(sizes))
+        split[lightest].append(path)
+        sizes[lightest] += os.path.getsize(path)
+    return [sorted(part) for part in split]
 
 
 def main(argv):
