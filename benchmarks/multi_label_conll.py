@@ -80,10 +80,11 @@ def recipe_batches_and_head(config):
     """What our recipe's run starts from: its training batches (the seeded tf.data stream `table_run.run` builds,
     one epoch of it), the initial (kernel, bias) of its new head, drawn as `run` draws them, and the label names."""
     from keras_bert_impl.tasks.classification.table_files import label_targets
-    from keras_bert_impl.tasks.classification.table_run import build_classifier, read_inputs
+    from keras_bert_impl.tasks.classification.table_run import build_model, read_inputs
 
-    train, _, _, label_names = read_inputs(config)
-    classifier = build_classifier(config, label_names)  # seeds, then draws the head, as `run` does
+    inputs = read_inputs(config)
+    train, label_names = inputs.train, inputs.label_names
+    classifier, _ = build_model(config, inputs)  # seeds, then draws the head, as `run` does
     kernel, bias = classifier.get_layer("logits").get_weights()
     batches = classifier.preprocessor.make_dataset(train.inputs, label_targets(train, label_names),
                                                    batch_size=config.batch_size, shuffle=True, seed=config.seed)

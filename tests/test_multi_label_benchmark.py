@@ -21,10 +21,10 @@ def test_the_reference_starts_from_the_recipes_head_and_batches(shared_data, tmp
     reference = [(f["token_ids"].numpy(), y.numpy(), w.numpy()) for f, y, w in batches.repeat(2)]
 
     seen = {}
-    build_classifier = table_run.build_classifier
+    build_model = table_run.build_model
 
-    def spied_build(config, names, strategy=None):  # records what `run` starts from
-        classifier = build_classifier(config, names, strategy)
+    def spied_build(config, inputs, strategy=None):  # records what `run` starts from
+        classifier, tokenizer = build_model(config, inputs, strategy)
         seen["head"] = classifier.get_layer("logits").get_weights()
         make_dataset = classifier.preprocessor.make_dataset
 
@@ -35,9 +35,9 @@ def test_the_reference_starts_from_the_recipes_head_and_batches(shared_data, tmp
             return dataset
 
         classifier.preprocessor.make_dataset = spied_make_dataset
-        return classifier
+        return classifier, tokenizer
 
-    monkeypatch.setattr(table_run, "build_classifier", spied_build)
+    monkeypatch.setattr(table_run, "build_model", spied_build)
     table_run.run(config)
 
     assert label_names == benchmark.LABELS

@@ -18,6 +18,7 @@ Example:
 import dataclasses
 import os
 import time
+from typing import NamedTuple
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import POOLINGS, BertClassifier
@@ -25,13 +26,14 @@ from keras_bert_impl.tasks.classification.batches import make_dataset, make_pack
 from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_names, evaluate_splits, glue_score
 from keras_bert_impl.tasks.classification.outputs import save_model_atomically, write_dev_results, write_submission
 from keras_bert_impl.tasks.classification.prediction import predict_split
-from keras_bert_impl.tasks.classification.reading import get_task, read_split
+from keras_bert_impl.tasks.classification.reading import GlueSplit, GlueTask, get_task, read_split
 from keras_bert_impl.tasks.flags import check_numbers, check_vocabulary, learning_rate_or_default
 from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.text.classifier_preprocessor import BertClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
 from keras_bert_impl.training.finetuning_resume import data_digest
+from keras_bert_impl.training.precision import resolve_mixed_precision
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
@@ -134,19 +136,34 @@ def check_flags(config):
                          "averages a whole row")
 
 
-def run(config):
-    """Fine-tunes on `config.task`'s train split, picks the best epoch on dev, writes results and submissions.
+class GlueInputs(NamedTuple):
+    """What `read_inputs` returns: the task and its split files, read and checked before any model is built."""
 
-    Args:
-        config: a `ClassificationConfig`.
+    task: GlueTask
+    train: GlueSplit
+    dev_splits: list  # of GlueSplit, `task.dev_splits` (MNLI: matched and mismatched)
+    test_splits: list  # of GlueSplit, `task.test_splits`; empty without `predict_test`
 
-    Returns:
-        The dict written to `dev_results.json`.
+
+def read_inputs(config):
+    """Reads and checks every split file of the run before any model is built.
+
+    The training split and the dev split(s) (their first `max_train_samples` /
+    `max_eval_samples` examples when given) and, with `predict_test`, the test
+    split(s). A missing or malformed file is one error naming the file and
+    line; a split with a header only is refused.
+
+    Example: the STS-B slice of the tests (tests/data/slices/glue: 100 train, 375 dev, 100 test pairs):
+
+    >>> import pathlib, keras_bert_impl
+    >>> glue = pathlib.Path(keras_bert_impl.__file__).parents[1] / "tests/data/slices/glue"
+    >>> inputs = read_inputs(ClassificationConfig(task="stsb", data_dir=str(glue), model_dir="unused",
+    ...                                           max_eval_samples=3))
+    >>> inputs.task.name, len(inputs.train), [(s.split, len(s)) for s in inputs.dev_splits + inputs.test_splits]
+    ('stsb', 100, [('dev', 3), ('test', 100)])
     """
     c = config
-    check_flags(c)
     task = get_task(c.task)
-    # Read every file first: a missing or malformed file fails before any training.
     train = read_split(task, c.data_dir, "train")
     if c.max_train_samples is not None:
         train = train.take(c.max_train_samples)
@@ -160,28 +177,63 @@ def run(config):
     for split in dev_splits:
         if len(split) == 0:
             raise ValueError(f"{split.path}: no examples to evaluate on (a header only)")
+    return GlueInputs(task, train, dev_splits, test_splits)
 
-    mixed_precision = setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
-    distribution = get_strategy(c.strategy)
-    shared_model_dir = c.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
-    c = config_of_this_process(c, distribution)  # several processes: one writer, an even split of each batch
+
+def build_model(config, inputs, strategy):
+    """Seeds and sets the dtype policy (`setup_finetuning`), then builds a `BertClassifier` for `inputs.task`.
+
+    The backbone comes from `config.init_checkpoint` (when set) or `config.preset`, built under `strategy`'s
+    scope; the tokenizer from the checkpoint when it holds a vocabulary, else from the preset; the model keeps its
+    `BertClassifierPreprocessor` (saved with it). With `lora_rank`, the backbone gets LoRA factors.
+
+    Returns:
+        `(model, tokenizer)`.
+    """
+    c = config
+    setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     tokenizer_source = c.init_checkpoint if c.init_checkpoint and _has_vocabulary(c.init_checkpoint) else c.preset
     tokenizer = BertTokenizer.from_preset(tokenizer_source)
     preprocessor = BertClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length, truncate=c.truncate)
-    with distribution.scope():
+    with strategy.scope():
         backbone = BertBackbone.from_preset(c.init_checkpoint or c.preset)
         flag = f"--init_checkpoint {c.init_checkpoint}" if c.init_checkpoint else f"--preset {c.preset}"
         check_vocabulary(backbone, tokenizer, flag, tokenizer_source)
         model = BertClassifier(
             backbone,
-            num_classes=task.num_classes,
+            num_classes=inputs.task.num_classes,
             dropout=c.dropout,
             preprocessor=preprocessor,
-            label_names=task.label_names,
+            label_names=inputs.task.label_names,
             pooling=c.pooling,
         )
         if c.lora_rank:
             model.backbone.enable_lora(c.lora_rank)  # under the strategy's scope, as every variable
+    return model, tokenizer
+
+
+def run(config):
+    """Fine-tunes on `config.task`'s train split, picks the best epoch on dev, writes results and submissions.
+
+    The steps of every task's story: `check_flags` -> `read_inputs` (every file, before any model) ->
+    `build_model` -> `finetune` (scoring dev after every epoch) -> predict and write the outputs.
+
+    Args:
+        config: a `ClassificationConfig`.
+
+    Returns:
+        The dict written to `dev_results.json`.
+    """
+    c = config
+    check_flags(c)
+    inputs = read_inputs(c)  # a missing or malformed file fails before any training
+    task, train, dev_splits, test_splits = inputs
+    mixed_precision = resolve_mixed_precision(c.mixed_precision, c.strategy)
+    distribution = get_strategy(c.strategy)
+    shared_model_dir = c.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
+    c = config_of_this_process(c, distribution)  # several processes: one writer, an even split of each batch
+    model, _ = build_model(c, inputs, distribution)
+    preprocessor = model.preprocessor
 
     if c.packing:
         train_ds = make_packed_dataset(train, preprocessor, c.batch_size, seed=c.seed)

@@ -1,10 +1,11 @@
 """Your own labelled table (CSV, TSV or JSON Lines) -> a fine-tuned `BertClassifier`: the story of
 `recipes/finetune_classifier.py`, in the steps of the other tasks.
 
+0. `check_flags` refuses a number out of range;
 1. read: `read_inputs` reads and checks every file (`table_files.read_table`:
    file, line and column in each error) and takes the label names from the
    training file, before any model is built;
-2. model: `build_classifier` (`BertClassifier.from_preset` with a new head,
+2. model: `build_model` (`BertClassifier.from_preset` with a new head,
    under the run's `--strategy`);
 3. `run`: `finetune` on the raw strings, tokenized and batched by the model's
    preprocessor (AdamW, `--warmup_proportion` 10% warm-up, linear decay over the counted steps,
@@ -27,7 +28,7 @@ Example:
 import dataclasses
 import os
 import time
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from keras_bert_impl.tasks.flags import check_numbers, learning_rate_or_default
 from keras_bert_impl.tasks.old_keywords import old_field_names
@@ -65,15 +66,50 @@ class TableClassificationConfig:
     def __post_init__(self):
         self.learning_rate = learning_rate_or_default(self.learning_rate, self.lora_rank, 2e-5)
 
-    def check(self):
-        """Refuses numbers out of range in one line naming the flag (`run` calls it first)."""
-        check_numbers(self, integers={"epochs": 1, "batch_size": 1, "sequence_length": 2, "early_stopping_patience": 1,
-                                      "max_train_samples": 1, "max_eval_samples": 1},
-                      positive=["learning_rate"], fractions={"warmup_proportion": (0, 1, False)})
+
+
+def check_flags(config):
+    """Refuses numbers out of range in one line naming the flag (`run` calls it first).
+
+    Example:
+    >>> check_flags(TableClassificationConfig("train.csv", "dev.csv", "text", "label", "out", batch_size=0))
+    Traceback (most recent call last):
+    ...
+    ValueError: --batch_size=0: must be an integer >= 1
+    """
+    check_numbers(config, integers={"epochs": 1, "batch_size": 1, "sequence_length": 2, "early_stopping_patience": 1,
+                                    "max_train_samples": 1, "max_eval_samples": 1},
+                  positive=["learning_rate"], fractions={"warmup_proportion": (0, 1, False)})
+
+
+class TableInputs(NamedTuple):
+    """What `read_inputs` returns: the run's tables, read and checked before any model is built."""
+
+    train: object  # `table_files.LabelledTable` (its first `max_train_samples` rows when given)
+    validation: object  # `LabelledTable` (its first `max_eval_samples` rows when given)
+    test: object  # `LabelledTable` without labels, or None
+    label_names: Optional[list]  # the training file's labels, sorted; None for regression
 
 
 def read_inputs(config):
-    """Reads and checks all input files: (train, validation, test or None, label names or None)."""
+    """Reads and checks all input files: a `TableInputs` (train, validation, test or None, label names or None).
+
+    Example: two labels of STS-B's similarity score written as JSON Lines (tests/data/slices/glue), is the pair
+    a paraphrase (score >= 4)?
+
+    >>> import json, os, pathlib, tempfile, keras_bert_impl
+    >>> from keras_bert_impl.tasks.classification.reading import read_split
+    >>> stsb = read_split("stsb", pathlib.Path(keras_bert_impl.__file__).parents[1] / "tests/data/slices/glue", "train")
+    >>> table = os.path.join(tempfile.mkdtemp(), "pairs.jsonl")
+    >>> with open(table, "w", encoding="utf-8") as f:
+    ...     for text, pair, score in zip(stsb.text_a, stsb.text_b, stsb.labels):
+    ...         label = "paraphrase" if score >= 4 else "other"
+    ...         print(json.dumps({"text": text, "pair": pair, "label": label}), file=f)
+    >>> inputs = read_inputs(TableClassificationConfig(table, table, "text", "label", "unused", text_pair_column="pair",
+    ...                                                max_eval_samples=10))
+    >>> len(inputs.train), len(inputs.validation), inputs.test, inputs.label_names
+    (100, 10, None, ['other', 'paraphrase'])
+    """
     from keras_bert_impl.tasks.classification.table_files import label_vocabulary, read_table
 
     for flag, path in (("train_file", config.train_file), ("validation_file", config.validation_file),
@@ -92,13 +128,20 @@ def read_inputs(config):
                          + "; a classifier needs two or more (or use --regression for scores)")
     validation = read_table(config.validation_file, **labels, known_labels=label_names, **columns)
     test = None if config.test_file is None else read_table(config.test_file, **columns)
-    return train.head(config.max_train_samples), validation.head(config.max_eval_samples), test, label_names
+    return TableInputs(train.head(config.max_train_samples), validation.head(config.max_eval_samples), test,
+                       label_names)
 
 
-def build_classifier(config, label_names, strategy=None):
-    """`BertClassifier.from_preset` with a new head (one output for regression, else one per label name; one
-    sigmoid each with `multi_label`), built
-    under `strategy` (a `training.strategy.get_strategy` result; None: `config.strategy`'s)."""
+def build_model(config, inputs, strategy=None):
+    """Seeds and sets the dtype policy (`setup_finetuning`), then `BertClassifier.from_preset` with a new head.
+
+    One output for regression, else one per label name of `inputs` (one sigmoid each with `multi_label`), with the
+    preset's preprocessor at `config.sequence_length`; built under `strategy` (a `training.strategy.get_strategy`
+    result; None: `config.strategy`'s). With `lora_rank`, the backbone gets LoRA factors.
+
+    Returns:
+        `(model, tokenizer)`.
+    """
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.training.finetuning import setup_finetuning
     from keras_bert_impl.training.strategy import get_strategy
@@ -106,29 +149,35 @@ def build_classifier(config, label_names, strategy=None):
     # Before the model is built: the seed and the dtype policy.
     setup_finetuning(seed=config.seed, mixed_precision=config.mixed_precision, strategy_name=config.strategy)
     strategy = strategy or get_strategy(config.strategy)
+    label_names = inputs.label_names
     with strategy.scope():
         classifier = BertClassifier.from_preset(
             config.preset, num_classes=1 if config.regression else len(label_names),
             label_names=label_names, multi_label=config.multi_label, sequence_length=config.sequence_length)
         if config.lora_rank:
             classifier.backbone.enable_lora(config.lora_rank)
-    return classifier
+    return classifier, classifier.preprocessor.tokenizer
 
 
 def run(config, inputs=None):
-    """Reads the files (unless `inputs` are given), fine-tunes, scores and writes the outputs; returns the results."""
+    """Reads the files (unless `inputs` are given), fine-tunes, scores and writes the outputs; returns the results.
+
+    The steps of every task's story: `check_flags` -> `read_inputs` (every file, before any model) ->
+    `build_model` -> `finetune` (scoring the validation file after every epoch) -> predict and write the outputs.
+    """
     from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, atomic_write_text, save_model_atomically
     from keras_bert_impl.tasks.classification.table_files import label_targets, score_outputs
     from keras_bert_impl.training.finetuning import config_of_this_process, finetune
     from keras_bert_impl.training.finetuning_resume import data_digest
     from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
-    config.check()
-    train, validation, test, label_names = inputs or read_inputs(config)  # every file, before any model
+    check_flags(config)
+    inputs = inputs or read_inputs(config)  # every file, before any model
+    train, validation, test, label_names = inputs
     strategy = get_strategy(config.strategy)
     shared_model_dir = config.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
     config = config_of_this_process(config, strategy)  # several processes: one writer, an even split of each batch
-    classifier = build_classifier(config, label_names, strategy)
+    classifier, _ = build_model(config, inputs, strategy)
     train_ds = classifier.preprocessor.make_dataset(train.inputs, label_targets(train, label_names),
                                                     batch_size=config.batch_size, shuffle=True, seed=config.seed)
     def eval_fn(_):  # the validation file's scores after every epoch, as `val_<score>` (Keras's validation names)

@@ -16,6 +16,7 @@ Example:
 
 import dataclasses
 import os
+from typing import NamedTuple, Optional
 
 import keras
 
@@ -28,11 +29,12 @@ from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
 from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model, learning_rate_or_default
-from keras_bert_impl.tasks.span_qa.reading import load_squad_json, read_squad_examples, squad_version
+from keras_bert_impl.tasks.span_qa.reading import ReadStats, load_squad_json, read_squad_examples, squad_version
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
 from keras_bert_impl.training.finetuning_resume import data_digest
+from keras_bert_impl.training.precision import resolve_mixed_precision
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
@@ -148,34 +150,63 @@ def check_flags(config):
     check_epochs(c, "span head")
 
 
-def run(config):
-    """Fine-tunes (unless `epochs=0`), predicts and scores `predict_file`, writes the outputs.
+class SquadInputs(NamedTuple):
+    """What `read_inputs` returns: the questions of the run, read and checked before any model is built."""
 
-    Returns:
-        `(result, summary)`: the `SquadResult` and the run's summary (what `eval.json` adds to the metrics).
+    gold: dict  # the predict file's SQuAD dict (its first `max_eval_samples` questions only when given)
+    examples: list  # of `SquadExample`, the questions to predict
+    train_examples: Optional[list]  # the usable training questions; None with `epochs=0`
+    train_stats: Optional[ReadStats]  # what reading the training file skipped; None with `epochs=0`
+
+
+def read_inputs(config):
+    """Reads and checks the predict file and (unless `epochs=0`) the training file before any model is built.
+
+    Each file must match `config.version` (`check_version`); `max_eval_samples` keeps the predict file's first N
+    questions (and restricts the gold to them, so the official metrics score those alone), `max_train_samples` the
+    first N usable training questions.
+
+    Example: the SQuAD v1.1 dev slice of the tests (tests/data/slices/squad, 1,057 questions), its first five:
+
+    >>> import pathlib, keras_bert_impl
+    >>> squad = pathlib.Path(keras_bert_impl.__file__).parents[1] / "tests/data/slices/squad"
+    >>> inputs = read_inputs(SpanQaConfig(model_dir="unused", predict_file=str(squad / "dev-v1.1.json.gz"),
+    ...                                   init_checkpoint="model.keras", epochs=0, max_eval_samples=5))
+    >>> len(inputs.examples), sum(len(p["qas"]) for a in inputs.gold["data"] for p in a["paragraphs"])
+    (5, 5)
+    >>> inputs.train_examples is None
+    True
     """
     c = config
-    check_flags(c)
-    mixed_precision = setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
-    window = dict(sequence_length=c.sequence_length, doc_stride=c.doc_stride, max_query_length=c.max_query_length)
-    fine_tuned = is_fine_tuned_model(c.init_checkpoint)
-    # Every input file is read and checked before the model is built.
     gold = load_squad_json(c.predict_file)
     check_version(gold, c.predict_file, c.version)
     examples, _ = read_squad_examples(gold, source=c.predict_file)
     if c.max_eval_samples is not None:
         examples = examples[:c.max_eval_samples]
         gold = _questions_of(gold, {example.qas_id for example in examples})
+    train_examples = train_stats = None
     if c.epochs > 0:
         check_version(load_squad_json(c.train_file), c.train_file, c.version)
         train_examples, train_stats = read_squad_examples(c.train_file, is_training=True)
         train_examples = train_examples[:c.max_train_samples]
+    return SquadInputs(gold, examples, train_examples, train_stats)
 
-    strategy = get_strategy(c.strategy)
-    shared_model_dir = c.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
-    c = config_of_this_process(c, strategy)  # several processes: one writer, an even split of each batch
+
+def build_model(config, inputs, strategy):
+    """Seeds and sets the dtype policy (`setup_finetuning`), then builds or loads the `BertSpanExtractor`.
+
+    A fine-tuned `.keras` `init_checkpoint` is loaded (its tokenizer: `config.tokenizer`, else the model's own
+    preprocessor's); otherwise a new span head on the backbone of `config.preset` or `config.init_checkpoint`, with
+    a `BertSpanExtractorPreprocessor` saved with it, so the `.keras` file answers raw questions alone. Built under
+    `strategy`'s scope; with `lora_rank`, the backbone gets LoRA factors.
+
+    Returns:
+        `(model, tokenizer)`.
+    """
+    c = config
+    setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     with strategy.scope():
-        if fine_tuned:
+        if is_fine_tuned_model(c.init_checkpoint):
             model = keras.models.load_model(c.init_checkpoint)
             if c.tokenizer:
                 tokenizer = BertTokenizer.from_preset(c.tokenizer)
@@ -185,7 +216,6 @@ def run(config):
                 raise ValueError(f"{c.init_checkpoint} holds no preprocessor: pass --tokenizer (preset or directory)")
         else:
             tokenizer = BertTokenizer.from_preset(c.tokenizer or c.preset or c.init_checkpoint)
-            # The preprocessor is saved with the model: the .keras file answers raw questions alone.
             preprocessor = BertSpanExtractorPreprocessor(
                 tokenizer, sequence_length=c.sequence_length, doc_stride=c.doc_stride,
                 max_question_length=c.max_query_length,
@@ -196,6 +226,28 @@ def run(config):
             model = BertSpanExtractor(backbone, preprocessor=preprocessor, max_answer_length=c.max_answer_length)
         if c.lora_rank:
             model.backbone.enable_lora(c.lora_rank)
+    return model, tokenizer
+
+
+def run(config):
+    """Fine-tunes (unless `epochs=0`), predicts and scores `predict_file`, writes the outputs.
+
+    The steps of every task's story: `check_flags` -> `read_inputs` (every file, before any model) ->
+    `build_model` -> `finetune` -> predict and score (`predict_squad`) -> write the outputs.
+
+    Returns:
+        `(result, summary)`: the `SquadResult` and the run's summary (what `eval.json` adds to the metrics).
+    """
+    c = config
+    check_flags(c)
+    inputs = read_inputs(c)  # every input file, before any model
+    gold, examples, train_examples, train_stats = inputs
+    mixed_precision = resolve_mixed_precision(c.mixed_precision, c.strategy)
+    window = dict(sequence_length=c.sequence_length, doc_stride=c.doc_stride, max_query_length=c.max_query_length)
+    strategy = get_strategy(c.strategy)
+    shared_model_dir = c.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
+    c = config_of_this_process(c, strategy)  # several processes: one writer, an even split of each batch
+    model, tokenizer = build_model(c, inputs, strategy)
 
     summary = {"version": c.version, "mixed_precision": mixed_precision}
     if c.epochs > 0:

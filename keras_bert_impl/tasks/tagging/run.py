@@ -18,6 +18,8 @@ Example:
 import dataclasses
 import json
 import os
+import zipfile
+from typing import NamedTuple
 
 import keras
 
@@ -42,6 +44,7 @@ from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifi
 from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
 from keras_bert_impl.training.finetuning_resume import data_digest
+from keras_bert_impl.training.precision import resolve_mixed_precision
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
@@ -131,12 +134,28 @@ def input_files(config):
     return files
 
 
+class ConllInputs(NamedTuple):
+    """What `read_inputs` returns: the run's CoNLL files, read and checked before any model is built."""
+
+    files: dict  # split name ("train", "dev", "test") -> path
+    label_names: list  # the tags in id order: the training file's, or the fine-tuned model's
+    sentences: dict  # split name -> list of `ConllSentence`
+
+
 def read_inputs(config, label_names=None):
     """Reads and checks every input file before any model is built.
 
-    Returns `(files, label_names, sentences)`: the label names come from the
-    training file (or are given, for a fine-tuned model); a validation or
+    Returns a `ConllInputs` `(files, label_names, sentences)`: the label names come from the
+    training file (or are given, for a fine-tuned model: `fine_tuned_label_names`); a validation or
     test tag outside them is a `ConllFormatError` naming file, line and column.
+
+    Example: the CoNLL-2003 files of ../shared/data (the splits' whole sentences, before `max_*_samples`):
+
+    >>> import pathlib, keras_bert_impl
+    >>> conll = pathlib.Path(keras_bert_impl.__file__).parents[2] / "shared/data/conll2003"
+    >>> inputs = read_inputs(TaggingConfig(model_dir="unused", data_dir=str(conll), preset="bert_tiny_en_uncased"))
+    >>> sorted(inputs.files), inputs.label_names[:3], len(inputs.sentences["dev"])  # doctest: +SKIP
+    (['dev', 'test', 'train'], ['O', 'B-LOC', 'I-LOC'], 3250)
     """
     c = config
     if c.tag_scheme not in TAG_SCHEMES:
@@ -156,19 +175,31 @@ def read_inputs(config, label_names=None):
         if name in files:
             sentences[name] = read_conll(files[name], **read)
             check_known_tags(sentences[name], label_names, files.get("train"))
-    return files, label_names, sentences
+    return ConllInputs(files, label_names, sentences)
 
 
-def _load_fine_tuned(path):
-    model = keras.models.load_model(path)
-    label_names = getattr(model, "label_names", None)
+def fine_tuned_label_names(path):
+    """The label names of a fine-tuned tagger's `.keras` file, read without building the model.
+
+    From the model's saved config (`BertTokenClassifier(label_names=...)`), else (a model saved before it kept
+    them) from `labels.json` beside the file, which every run writes.
+    """
+    if not os.path.isfile(path):
+        what = "a directory" if os.path.isdir(path) else "no such file"
+        raise FileNotFoundError(f"--init_checkpoint {path}: {what}; expected a fine-tuned tagger's .keras file")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            label_names = json.loads(archive.read("config.json")).get("config", {}).get("label_names")
+    except (zipfile.BadZipFile, KeyError, ValueError) as error:
+        raise ValueError(f"--init_checkpoint {path}: not a Keras model file (a .keras zip with config.json): "
+                         f"{error}") from None
     if label_names is None:
         labels_path = os.path.join(os.path.dirname(os.path.abspath(path)), "labels.json")
         if not os.path.isfile(labels_path):
             raise FileNotFoundError(f"{path}: the model has no label names and {labels_path} does not exist")
         with open(labels_path, encoding="utf-8") as f:
             label_names = json.load(f)
-    return model, list(label_names)
+    return list(label_names)
 
 
 def check_flags(config):
@@ -191,32 +222,60 @@ def check_flags(config):
     check_epochs(config, "tagging head")
 
 
+def build_model(config, inputs, strategy):
+    """Seeds and sets the dtype policy (`setup_finetuning`), then builds or loads the `BertTokenClassifier`.
+
+    A fine-tuned `.keras` `init_checkpoint` is loaded (its tokenizer: `config.tokenizer`, else the model's own
+    preprocessor's); otherwise a new tagging head of `inputs.label_names` on the backbone of `config.preset` or
+    `config.init_checkpoint`, with a `BertTokenClassifierPreprocessor` and the label names saved with it, so the
+    `.keras` file tags raw text alone. Built under `strategy`'s scope; with `lora_rank`, the backbone gets LoRA
+    factors.
+
+    Returns:
+        `(model, tokenizer)`.
+    """
+    c = config
+    setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
+    with strategy.scope():
+        if is_fine_tuned_model(c.init_checkpoint):
+            model = keras.models.load_model(c.init_checkpoint)
+            if c.tokenizer:
+                tokenizer = BertTokenizer.from_preset(c.tokenizer)
+            elif getattr(model, "preprocessor", None) is not None:
+                tokenizer = model.preprocessor.tokenizer
+            else:
+                raise ValueError(f"{c.init_checkpoint} holds no preprocessor: pass --tokenizer (preset or directory)")
+        else:
+            tokenizer = BertTokenizer.from_preset(c.tokenizer or c.preset or c.init_checkpoint)
+            backbone = BertBackbone.from_preset(c.preset or c.init_checkpoint)
+            check_vocabulary(backbone, tokenizer, f"--preset {c.preset}" if c.preset else
+                             f"--init_checkpoint {c.init_checkpoint}", c.tokenizer or c.preset or c.init_checkpoint)
+            preprocessor = BertTokenClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length)
+            model = BertTokenClassifier(backbone, len(inputs.label_names), dropout=c.dropout,
+                                        label_names=inputs.label_names, preprocessor=preprocessor)
+        if c.lora_rank:
+            model.backbone.enable_lora(c.lora_rank)  # (the factors are variables: under the strategy's scope)
+    return model, tokenizer
+
+
 def run(config):
     """Fine-tunes (unless `epochs=0`), scores dev and test, writes the outputs; returns the summary dict.
 
-    Every input file is read and checked before the model is built.
+    The steps of every task's story: `check_flags` -> `read_inputs` (every file, before any model) ->
+    `build_model` -> `finetune` (scoring dev, and test, after every epoch) -> score and write the outputs.
     """
     c = config
     check_flags(c)
-    mixed_precision = setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     fine_tuned = is_fine_tuned_model(c.init_checkpoint)
+    # Every input file is read and checked before any model is built (a fine-tuned model's tags: from its file).
+    inputs = read_inputs(c, fine_tuned_label_names(c.init_checkpoint) if fine_tuned else None)
+    files, label_names, sentences = inputs
+    mixed_precision = resolve_mixed_precision(c.mixed_precision, c.strategy)
     boundaries = None if c.static_shapes else default_boundaries(c.sequence_length, **TAGGING_BUCKETS)
     strategy = get_strategy(c.strategy)
     shared_model_dir = c.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
     c = config_of_this_process(c, strategy)  # several processes: one writer, an even split of each batch
-
-    if fine_tuned:
-        with strategy.scope():
-            model, label_names = _load_fine_tuned(c.init_checkpoint)
-        files, label_names, sentences = read_inputs(c, label_names)
-    else:
-        files, label_names, sentences = read_inputs(c)
-    if c.tokenizer or not fine_tuned:
-        tokenizer = BertTokenizer.from_preset(c.tokenizer or c.preset or c.init_checkpoint)
-    elif getattr(model, "preprocessor", None) is not None:
-        tokenizer = model.preprocessor.tokenizer
-    else:
-        raise ValueError(f"{c.init_checkpoint} holds no preprocessor: pass --tokenizer (preset or directory)")
+    model, tokenizer = build_model(c, inputs, strategy)
 
     def load_split(name, limit):
         chosen = sentences[name][:limit] if limit is not None else sentences[name]
@@ -226,19 +285,6 @@ def run(config):
 
     splits = {name: load_split(name, c.max_eval_samples) for name in ("dev", "test") if name in sentences}
     train = load_split("train", c.max_train_samples) if c.epochs > 0 else None
-
-    if not fine_tuned:
-        with strategy.scope():
-            backbone = BertBackbone.from_preset(c.preset or c.init_checkpoint)
-            check_vocabulary(backbone, tokenizer, f"--preset {c.preset}" if c.preset else
-                             f"--init_checkpoint {c.init_checkpoint}", c.tokenizer or c.preset or c.init_checkpoint)
-            # The preprocessor and the label names are saved with the model: the .keras file tags raw text alone.
-            preprocessor = BertTokenClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length)
-            model = BertTokenClassifier(backbone, len(label_names), dropout=c.dropout, label_names=label_names,
-                                        preprocessor=preprocessor)
-    if c.lora_rank:
-        with strategy.scope():  # (the factors are variables: under the strategy's scope)
-            model.backbone.enable_lora(c.lora_rank)
 
     summary = {"labels": label_names, "document_context": c.document_context, "tag_scheme": c.tag_scheme,
                "mixed_precision": mixed_precision}

@@ -1,0 +1,85 @@
+"""The house of `keras_bert_impl/tasks/`: each task has its code in one place, in the same steps under the same names.
+
+Read from the source (no TensorFlow, no model): every task folder has the same step modules; every fine-tuning story
+(`run.py`, and classification's `table_run.py` for your own tables) has the same public steps, called in the same
+order by its `run`; step 3 has the same two functions in every task.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+TASKS = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_impl" / "tasks"
+TASK_NAMES = ("classification", "span_qa", "tagging")
+STEP_MODULES = ("reading", "features", "batches", "evaluation", "outputs", "prediction", "run")
+STORIES = [f"{task}/run.py" for task in TASK_NAMES] + ["classification/table_run.py"]
+# What every story defines, in the order its `run` first calls them.
+STORY_STEPS = ("check_flags", "read_inputs", "build_model", "finetune")
+
+
+def _tree(relative):
+    return ast.parse((TASKS / relative).read_text(encoding="utf-8"))
+
+
+def _top_level(tree):
+    return {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+@pytest.mark.parametrize("task", TASK_NAMES)
+def test_every_task_has_the_same_step_modules(task):
+    modules = {path.stem for path in (TASKS / task).glob("*.py")} - {"__init__"}
+    missing = set(STEP_MODULES) - modules
+    assert not missing, f"tasks/{task} lacks the step module(s) {sorted(missing)}"
+
+
+@pytest.mark.parametrize("task", TASK_NAMES)
+def test_step_three_has_the_same_functions_in_every_task(task):
+    functions = _top_level(_tree(f"{task}/batches.py"))
+    for name in ("make_dataset", "make_array_batches"):
+        assert name in functions, f"tasks/{task}/batches.py has no {name}"
+        arguments = [a.arg for a in functions[name].args.args + functions[name].args.kwonlyargs]
+        assert {"batch_size", "training", "seed"} <= set(arguments), (task, name, arguments)
+
+
+@pytest.mark.parametrize("story", STORIES)
+def test_every_story_has_the_same_steps(story):
+    top = _top_level(_tree(story))
+    configs = [name for name, node in top.items() if isinstance(node, ast.ClassDef) and name.endswith("Config")]
+    inputs = [name for name, node in top.items() if isinstance(node, ast.ClassDef) and name.endswith("Inputs")]
+    assert len(configs) == 1, f"{story}: one `...Config` dataclass, found {configs}"
+    assert len(inputs) == 1, f"{story}: one `...Inputs` (what read_inputs returns), found {inputs}"
+    assert [base.id for base in top[inputs[0]].bases] == ["NamedTuple"], f"{story}: {inputs[0]} is a NamedTuple"
+    for name in ("check_flags", "read_inputs", "build_model", "run"):
+        assert name in top and isinstance(top[name], ast.FunctionDef), f"{story} defines no function {name}"
+        assert ast.get_docstring(top[name]), f"{story}: {name} has no docstring"
+    argument_names = {name: [a.arg for a in top[name].args.args] for name in ("check_flags", "read_inputs",
+                                                                              "build_model", "run")}
+    assert argument_names["check_flags"] == ["config"], (story, argument_names)
+    assert argument_names["read_inputs"][0] == "config", (story, argument_names)
+    assert argument_names["build_model"][:3] == ["config", "inputs", "strategy"], (story, argument_names)
+    assert argument_names["run"][0] == "config", (story, argument_names)
+
+
+@pytest.mark.parametrize("story", STORIES)
+def test_every_run_calls_the_steps_in_the_same_order(story):
+    run = _top_level(_tree(story))["run"]
+    first_call = {}
+    for node in ast.walk(run):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in STORY_STEPS:
+            first_call[node.func.id] = min(first_call.get(node.func.id, node.lineno), node.lineno)
+    assert set(first_call) == set(STORY_STEPS), f"{story}: run calls {sorted(first_call)}, expected {STORY_STEPS}"
+    order = sorted(first_call, key=first_call.get)
+    assert order == list(STORY_STEPS), f"{story}: run calls the steps in the order {order}"
+
+
+def test_the_inputs_of_read_inputs_are_what_build_model_takes():
+    """`build_model(config, read_inputs(config), strategy)` in every story: its `inputs` fields are read by name."""
+    for story in STORIES:
+        top = _top_level(_tree(story))
+        inputs_class = next(node for name, node in top.items() if isinstance(node, ast.ClassDef)
+                            and name.endswith("Inputs"))
+        fields = {node.target.id for node in inputs_class.body if isinstance(node, ast.AnnAssign)}
+        used = {node.attr for node in ast.walk(top["build_model"])
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "inputs"}
+        assert used <= fields, f"{story}: build_model reads inputs.{sorted(used - fields)}, not fields of {fields}"
