@@ -161,6 +161,7 @@ def read_inputs(config, label_names=None):
     if c.tag_scheme not in TAG_SCHEMES:
         raise ValueError(f"--tag_scheme must be one of {', '.join(TAG_SCHEMES)}, got {c.tag_scheme!r}")
     files = input_files(c)
+    given_label_names = label_names
     read = dict(tag_scheme=c.tag_scheme, tag_column=c.tag_column)
     sentences = {}
     if c.epochs > 0 or label_names is None:
@@ -171,10 +172,12 @@ def read_inputs(config, label_names=None):
             label_names = label_vocabulary(sentences["train"])
         else:  # a fine-tuned model trained further keeps its labels
             check_known_tags(sentences["train"], label_names, source="the fine-tuned model's labels")
+    # The tags a validation or test file may use: the training file's, or (given) the fine-tuned model's.
+    source = None if given_label_names is None else "the fine-tuned model's labels"
     for name in ("dev", "test"):
         if name in files:
             sentences[name] = read_conll(files[name], **read)
-            check_known_tags(sentences[name], label_names, files.get("train"))
+            check_known_tags(sentences[name], label_names, files.get("train"), source=source)
     return ConllInputs(files, label_names, sentences)
 
 

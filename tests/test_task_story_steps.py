@@ -1,0 +1,115 @@
+"""The story steps of `keras_bert_impl/tasks/` (docs/architecture.md, "Every story"): `read_inputs` reads and checks
+every input file before `build_model` runs, so a bad file is one error in seconds and never after training; a
+fine-tuned tagger's label names are read from its `.keras` file without building the model."""
+
+import gzip
+import json
+import shutil
+
+import pytest
+
+
+def _refuse_models(monkeypatch, module):
+    def build_model(*args, **kwargs):
+        raise AssertionError("build_model ran before every input file was read and checked")
+
+    monkeypatch.setattr(module, "build_model", build_model)
+
+
+def _conll_lines(path, sentences):
+    """The first `sentences` sentences of a real CoNLL-2003 file, as lines."""
+    lines, count = [], 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        lines.append(line)
+        if not line.strip() and len(lines) > 1 and lines[-2].strip() and not lines[-2].startswith("-DOCSTART-"):
+            count += 1
+            if count == sentences:
+                break
+    return lines
+
+
+def test_glue_a_missing_dev_file_fails_before_any_model(data_slices, tmp_path, monkeypatch):
+    from keras_bert_impl.tasks.classification import run as glue
+
+    (tmp_path / "STS-B").mkdir()
+    shutil.copy(data_slices / "glue" / "STS-B" / "train.tsv", tmp_path / "STS-B" / "train.tsv")
+    _refuse_models(monkeypatch, glue)
+    with pytest.raises(FileNotFoundError, match=r"STS-B[/\\]dev.tsv"):
+        glue.run(glue.ClassificationConfig(task="stsb", data_dir=str(tmp_path), model_dir=str(tmp_path / "model")))
+
+
+def test_squad_a_v2_training_file_under_version_1_1_fails_before_any_model(data_slices, tmp_path, monkeypatch):
+    from keras_bert_impl.tasks.span_qa import run as squad
+
+    dev = data_slices / "squad" / "dev-v1.1.json.gz"
+    with gzip.open(dev, "rt", encoding="utf-8") as f:
+        dataset = json.load(f)
+    train = tmp_path / "train-v2.0.json"
+    train.write_text(json.dumps(dict(dataset, version="v2.0")), encoding="utf-8")
+    _refuse_models(monkeypatch, squad)
+    with pytest.raises(ValueError, match=r"train-v2.0.json holds SQuAD v2.0 content .* pass --version 2.0"):
+        squad.run(squad.SpanQaConfig(model_dir=str(tmp_path / "model"), predict_file=str(dev), train_file=str(train),
+                                     preset="bert_tiny_en_uncased"))
+
+
+def test_table_an_unknown_validation_label_fails_before_any_model(data_slices, tmp_path, monkeypatch):
+    from keras_bert_impl.tasks.classification import table_run
+    from keras_bert_impl.tasks.classification.reading import read_split
+    from keras_bert_impl.tasks.classification.table_files import UnknownLabelError
+
+    stsb = read_split("stsb", data_slices / "glue", "train")
+    rows = [{"text": a, "label": "paraphrase" if score >= 4 else "other"} for a, score in zip(stsb.text_a, stsb.labels)]
+    train, validation = tmp_path / "train.jsonl", tmp_path / "dev.jsonl"
+    train.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    rows[3]["label"] = "unrelated"  # not a label of the training file
+    validation.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    _refuse_models(monkeypatch, table_run)
+    with pytest.raises(UnknownLabelError, match=r"dev.jsonl.*line 4.*'unrelated'"):
+        table_run.run(table_run.TableClassificationConfig(str(train), str(validation), "text", "label",
+                                                          str(tmp_path / "model")))
+
+
+def _tagger(label_names):
+    from keras_bert_impl import BertBackbone, BertTokenClassifier
+
+    backbone = BertBackbone(vocabulary_size=64, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                            max_sequence_length=16)
+    return BertTokenClassifier(backbone, 3, label_names=label_names)
+
+
+def test_a_fine_tuned_taggers_label_names_come_from_its_file(tmp_path):
+    from keras_bert_impl.tasks.tagging.run import fine_tuned_label_names
+
+    path = tmp_path / "model.keras"
+    _tagger(["O", "B-LOC", "I-LOC"]).save(path)
+    assert fine_tuned_label_names(str(path)) == ["O", "B-LOC", "I-LOC"]
+
+    older = tmp_path / "older"  # a model saved before it kept its label names: labels.json beside it
+    older.mkdir()
+    _tagger(None).save(older / "model.keras")
+    with pytest.raises(FileNotFoundError, match=r"the model has no label names and .*labels.json does not exist"):
+        fine_tuned_label_names(str(older / "model.keras"))
+    (older / "labels.json").write_text(json.dumps(["O", "B-PER", "I-PER"]), encoding="utf-8")
+    assert fine_tuned_label_names(str(older / "model.keras")) == ["O", "B-PER", "I-PER"]
+
+    with pytest.raises(FileNotFoundError, match=r"--init_checkpoint .*missing.keras: no such file"):
+        fine_tuned_label_names(str(tmp_path / "missing.keras"))
+    text = tmp_path / "notes.keras"
+    text.write_text("not a model\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"--init_checkpoint .*notes.keras: not a Keras model file"):
+        fine_tuned_label_names(str(text))
+
+
+def test_tagging_a_tag_unknown_to_the_fine_tuned_model_fails_before_it_is_loaded(shared_data, tmp_path, monkeypatch):
+    from keras_bert_impl.tasks.tagging import run as tagging
+    from keras_bert_impl.tasks.tagging.reading import ConllFormatError
+
+    model = tmp_path / "model.keras"
+    _tagger(["O", "B-LOC", "I-LOC"]).save(model)  # CoNLL-2003's dev file has PER, ORG and MISC tags too
+    dev = tmp_path / "eng.testa"
+    dev.write_text("\n".join(_conll_lines(shared_data / "conll2003" / "eng.testa", 5)) + "\n", encoding="utf-8")
+    _refuse_models(monkeypatch, tagging)
+    with pytest.raises(ConllFormatError, match=r"eng.testa, line 5, column 4: tag 'I-ORG' \(type 'ORG'\) is not in "
+                                               r"the fine-tuned model's labels, whose entity types are \['LOC'\]"):
+        tagging.run(tagging.TaggingConfig(model_dir=str(tmp_path / "out"), init_checkpoint=str(model),
+                                          validation_file=str(dev), epochs=0, tokenizer="bert_tiny_en_uncased"))
