@@ -113,3 +113,19 @@ def test_tagging_a_tag_unknown_to_the_fine_tuned_model_fails_before_it_is_loaded
                                                r"the fine-tuned model's labels, whose entity types are \['LOC'\]"):
         tagging.run(tagging.TaggingConfig(model_dir=str(tmp_path / "out"), init_checkpoint=str(model),
                                           validation_file=str(dev), epochs=0, tokenizer="bert_tiny_en_uncased"))
+
+
+@pytest.mark.parametrize("story", ["span_qa", "tagging"])
+def test_a_story_starts_from_one_backbone(story, tmp_path):
+    """`--preset` and `--init_checkpoint` are exclusive on the command line; in Python, both (one was silently
+    ignored) or neither (the tokenizer failed on `None`) is one line before any file is read."""
+    import importlib
+
+    run = importlib.import_module(f"keras_bert_impl.tasks.{story}.run")
+    make = {"span_qa": lambda **k: run.SpanQaConfig(model_dir=str(tmp_path), predict_file="dev.json", **k),
+            "tagging": lambda **k: run.TaggingConfig(model_dir=str(tmp_path), data_dir="conll", **k)}[story]
+    with pytest.raises(ValueError, match=r"^preset='bert_tiny_en_uncased' and init_checkpoint='runs/export': give one "
+                                         r"of them \(--preset or --init_checkpoint\), the backbone to start from$"):
+        run.run(make(preset="bert_tiny_en_uncased", init_checkpoint="runs/export"))
+    with pytest.raises(ValueError, match=r"^neither preset nor init_checkpoint: give one of them"):
+        run.run(make())

@@ -6,6 +6,8 @@ recipes print it as `error: ...` and exit with code 2.
 
 - `check_numbers(config, integers=..., positive=..., fractions=...)`: every
   named field of `config` is in range (a field that is None is not checked).
+- `check_starting_point(config)`: exactly one of `preset` and `init_checkpoint`
+  (SQuAD, tagging).
 - `check_epochs(config, head)`: `epochs >= 1`, or `epochs == 0` only with a
   fine-tuned `--init_checkpoint model.keras` (predicting with a new, random
   head would write outputs that mean nothing).
@@ -82,6 +84,24 @@ def is_fine_tuned_model(init_checkpoint):
     return bool(init_checkpoint) and str(init_checkpoint).endswith(".keras")
 
 
+def check_starting_point(config):
+    """Exactly one of `preset` and `init_checkpoint` (the recipes' flags are exclusive; in Python both were taken and
+    one silently ignored, or neither and the tokenizer failed to load `None`).
+
+    Example:
+    >>> import types
+    >>> check_starting_point(types.SimpleNamespace(preset="bert_tiny_en_uncased", init_checkpoint="runs/export"))
+    Traceback (most recent call last):
+    ...
+    ValueError: preset='bert_tiny_en_uncased' and init_checkpoint='runs/export': give one of them (--preset or \
+--init_checkpoint), the backbone to start from
+    """
+    if bool(config.preset) == bool(config.init_checkpoint):
+        given = (f"preset={config.preset!r} and init_checkpoint={config.init_checkpoint!r}" if config.preset
+                 else "neither preset nor init_checkpoint")
+        raise ValueError(f"{given}: give one of them (--preset or --init_checkpoint), the backbone to start from")
+
+
 def check_epochs(config, head):
     """`--epochs` is >= 1, or 0 with a fine-tuned `--init_checkpoint *.keras` (predict only).
 
@@ -139,7 +159,7 @@ trained with
         )
 
 
-__all__ = ["check_epochs", "check_numbers", "check_vocabulary", "is_fine_tuned_model"]
+__all__ = ["check_epochs", "check_numbers", "check_starting_point", "check_vocabulary", "is_fine_tuned_model"]
 
 
 def learning_rate_or_default(learning_rate, lora_rank, default):

@@ -18,20 +18,17 @@ import dataclasses
 import os
 from typing import NamedTuple, Optional
 
-import keras
-
 from keras_bert_impl.checkpoints.atomic_files import save_model_atomically
-from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.head_building import is_packable
 from keras_bert_impl.models.span_extractor import BertSpanExtractor
 from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
-from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model, learning_rate_or_default
+from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_starting_point, is_fine_tuned_model, learning_rate_or_default
 from keras_bert_impl.tasks.span_qa.reading import ReadStats, load_squad_json, read_squad_examples, squad_version
+from keras_bert_impl.tasks.starting_point import fine_tuned_model, pretrained_backbone
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
-from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
 from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.precision import resolve_mixed_precision
@@ -147,6 +144,7 @@ def check_flags(config):
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True)},
     )
+    check_starting_point(c)
     check_epochs(c, "span head")
 
 
@@ -207,22 +205,13 @@ def build_model(config, inputs, strategy):
     setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     with strategy.scope():
         if is_fine_tuned_model(c.init_checkpoint):
-            model = keras.models.load_model(c.init_checkpoint)
-            if c.tokenizer:
-                tokenizer = BertTokenizer.from_preset(c.tokenizer)
-            elif getattr(model, "preprocessor", None) is not None:
-                tokenizer = model.preprocessor.tokenizer
-            else:
-                raise ValueError(f"{c.init_checkpoint} holds no preprocessor: pass --tokenizer (preset or directory)")
+            model, tokenizer = fine_tuned_model(c.init_checkpoint, c.tokenizer)
         else:
-            tokenizer = BertTokenizer.from_preset(c.tokenizer or c.preset or c.init_checkpoint)
+            backbone, tokenizer = pretrained_backbone(c)
             preprocessor = BertSpanExtractorPreprocessor(
                 tokenizer, sequence_length=c.sequence_length, doc_stride=c.doc_stride,
                 max_question_length=c.max_query_length,
             )
-            backbone = BertBackbone.from_preset(c.preset or c.init_checkpoint)
-            check_vocabulary(backbone, tokenizer, f"--preset {c.preset}" if c.preset else
-                             f"--init_checkpoint {c.init_checkpoint}", c.tokenizer or c.preset or c.init_checkpoint)
             model = BertSpanExtractor(backbone, preprocessor=preprocessor, max_answer_length=c.max_answer_length)
         if c.lora_rank:
             model.backbone.enable_lora(c.lora_rank)

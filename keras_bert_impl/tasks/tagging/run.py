@@ -21,14 +21,12 @@ import os
 import zipfile
 from typing import NamedTuple
 
-import keras
-
 from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, save_model_atomically
-from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
-from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model, learning_rate_or_default
+from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_starting_point, is_fine_tuned_model, learning_rate_or_default
 from keras_bert_impl.tasks.old_keywords import old_field_names
+from keras_bert_impl.tasks.starting_point import fine_tuned_model, pretrained_backbone
 from keras_bert_impl.tasks.tagging.batches import make_dataset
 from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, ConllSplit, evaluate_conll
 from keras_bert_impl.tasks.tagging.features import encode_sentences
@@ -41,7 +39,6 @@ from keras_bert_impl.tasks.tagging.reading import (
     read_conll,
 )
 from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.text.tokenizer import BertTokenizer
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
 from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.precision import resolve_mixed_precision
@@ -222,6 +219,7 @@ def check_flags(config):
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True), "dropout": (0, 1, False)},
     )
+    check_starting_point(config)
     check_epochs(config, "tagging head")
 
 
@@ -241,18 +239,9 @@ def build_model(config, inputs, strategy):
     setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
     with strategy.scope():
         if is_fine_tuned_model(c.init_checkpoint):
-            model = keras.models.load_model(c.init_checkpoint)
-            if c.tokenizer:
-                tokenizer = BertTokenizer.from_preset(c.tokenizer)
-            elif getattr(model, "preprocessor", None) is not None:
-                tokenizer = model.preprocessor.tokenizer
-            else:
-                raise ValueError(f"{c.init_checkpoint} holds no preprocessor: pass --tokenizer (preset or directory)")
+            model, tokenizer = fine_tuned_model(c.init_checkpoint, c.tokenizer)
         else:
-            tokenizer = BertTokenizer.from_preset(c.tokenizer or c.preset or c.init_checkpoint)
-            backbone = BertBackbone.from_preset(c.preset or c.init_checkpoint)
-            check_vocabulary(backbone, tokenizer, f"--preset {c.preset}" if c.preset else
-                             f"--init_checkpoint {c.init_checkpoint}", c.tokenizer or c.preset or c.init_checkpoint)
+            backbone, tokenizer = pretrained_backbone(c)
             preprocessor = BertTokenClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length)
             model = BertTokenClassifier(backbone, len(inputs.label_names), dropout=c.dropout,
                                         label_names=inputs.label_names, preprocessor=preprocessor)
