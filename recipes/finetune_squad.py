@@ -44,7 +44,8 @@ def parse_args(argv=None):
     parser.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length", type=int,
                         default=384, help="packed length, special tokens included (aliases: --max_seq_length, --seq_length)")
     parser.add_argument("--doc_stride", type=int, default=128)
-    parser.add_argument("--max_query_length", type=int, default=64)
+    parser.add_argument("--max_question_length", "--max_query_length", dest="max_question_length", type=int, default=64,
+                        help="question pieces kept (default 64; --max_query_length: its name in BERT's run_squad.py)")
     parser.add_argument("--max_answer_length", type=int, default=30)
     parser.add_argument("--n_best_size", type=int, default=20)
     parser.add_argument("--batch_size", type=int, default=32)

@@ -21,7 +21,7 @@ def test_every_run_config_names_the_subsets_and_the_predict_batch_alike():
         names = {field.name for field in dataclasses.fields(config_class)}
         assert {"max_train_samples", "max_eval_samples", "batch_size", "sequence_length", "seed"} <= names, config_class
         assert not names & {"train_limit", "dev_limit", "eval_batch_size", "max_train_sentences",
-                            "max_eval_sentences"}, config_class
+                            "max_eval_sentences", "max_query_length"}, config_class
     for config_class in (ClassificationConfig, TaggingConfig, SpanQaConfig):  # the table run predicts in batch_size
         assert "predict_batch_size" in {field.name for field in dataclasses.fields(config_class)}
 
@@ -37,6 +37,8 @@ def test_old_config_keywords_build_the_new_fields():
     assert (conll.max_train_samples, conll.max_eval_samples) == (64, 24)
     table = TableClassificationConfig("a.csv", "b.csv", "text", "label", "out", train_limit=10)
     assert table.max_train_samples == 10
+    squad = SpanQaConfig("out", "dev.json", max_query_length=32)  # the preprocessor's name: max_question_length
+    assert (squad.max_question_length, squad.max_query_length) == (32, 32)
     with pytest.raises(TypeError) as error:
         TaggingConfig("out", max_train_sentences=64, max_train_samples=32)
     assert str(error.value) == ("TaggingConfig() got `max_train_sentences=64` (the old name of `max_train_samples`) "
@@ -65,11 +67,15 @@ def test_old_flags_parse_to_the_same_config(recipe, required, old, new):
 def test_squad_recipe_takes_the_subsets():
     module = load_script("recipes/finetune_squad.py")
     args = module.parse_args(["--train_file", "train.json", "--predict_file", "dev.json", "--preset", "p", "--model_dir", "o",
-                              "--max_train_samples", "1000", "--max_eval_samples", "400"])
+                              "--max_train_samples", "1000", "--max_eval_samples", "400", "--max_query_length", "32"])
     from command_line import config_from_args
 
     config = config_from_args(args, SpanQaConfig)
     assert (config.max_train_samples, config.max_eval_samples, config.predict_batch_size) == (1000, 400, 64)
+    assert config.max_question_length == 32  # BERT's --max_query_length, the alias of --max_question_length
+    base = ["--predict_file", "dev.json", "--init_checkpoint", "m.keras", "--epochs", "0", "--model_dir", "o"]
+    assert module.parse_args(base + ["--max_query_length", "32"]) == module.parse_args(base + ["--max_question_length",
+                                                                                             "32"])
 
 
 def test_squad_gold_of_the_first_questions_keeps_the_file_layout(data_slices):

@@ -37,7 +37,7 @@ def test_raw_text_windows_are_the_squad_features_with_the_same_labels(squad_slic
         PRESET, sequence_length=sequence_length, doc_stride=doc_stride, max_question_length=64)
     reference = span_qa.convert_examples_to_features(
         examples, preprocessor.tokenizer, sequence_length=sequence_length, doc_stride=doc_stride,
-        max_query_length=64, is_training=True)
+        max_question_length=64, is_training=True)
     answers = [{"text": e.answers[0][0], "start": e.answers[0][1]} for e in examples]
     windows = preprocessor.windows([e.question for e in examples], [e.context for e in examples], answers)
 

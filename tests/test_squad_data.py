@@ -303,13 +303,17 @@ def test_question_longer_than_max_seq_length_allows(tokenizer):
     examples = [squad.SquadExample("long", "t", long_question, "The cat sat.", (("cat", 4),))]
     with pytest.raises(ValueError, match=r"Question 'long' has \d+ tokens: with \[CLS\] and two \[SEP\] it leaves no room "
                                          r"for context in sequence_length=64"):
-        squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_query_length=None)
-    with pytest.raises(ValueError, match=r"Question 'long' has 64 tokens: .* set max_query_length to at most "
+        squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_question_length=None)
+    with pytest.raises(ValueError, match=r"Question 'long' has 64 tokens: .* set max_question_length to at most "
                                          r"sequence_length - 4 = 60 \(now 64\)"):
-        squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_query_length=64)
+        squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_question_length=64)
+    with pytest.raises(ValueError, match=r"leaves no room for context"):  # the old keyword, None included: no cut
+        squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_query_length=None)
     # With the default truncation the question is cut and counted.
-    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_query_length=16)
+    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_question_length=16)
     assert features.truncated_questions == 1
+    old = squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_query_length=16)
+    np.testing.assert_array_equal(old.token_ids, features.token_ids)  # BERT's run_squad.py name still works
     assert features.token_ids[0, 17] == tokenizer.sep_token_id and features.segment_ids[0, 18] == 1
 
 

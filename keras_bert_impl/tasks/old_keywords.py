@@ -9,6 +9,11 @@ The run configs (`tasks/*/run.py`) name the same settings the same way too
 (`predict_batch_size`, `max_train_samples`, `max_eval_samples`); their old
 field names still work through `old_field_names`.
 
+Span QA cuts questions to `max_question_length` pieces everywhere (the
+preprocessor's name); `SpanQaConfig`, `convert_examples_to_features` and
+`answer_questions` called it `max_query_length` (BERT's `run_squad.py` flag),
+which they still take (`old_question_length`).
+
 Example:
 >>> renamed("make_dataset", "shuffle_seed", 3, "seed", None, None)
 3
@@ -36,6 +41,30 @@ def renamed(function, old_name, old_value, new_name, new_value, new_default):
             f"`{new_name}={new_value!r}`: give `{new_name}` only."
         )
     return old_value
+
+
+NOT_GIVEN = object()  # an old keyword that was not passed (None is a value: no cut)
+
+
+def old_question_length(function, max_query_length, max_question_length, default=64):
+    """`max_question_length`, or the old keyword `max_query_length` when it was passed (None included: no cut).
+
+    Example:
+    >>> old_question_length("answer_questions", NOT_GIVEN, 32), old_question_length("answer_questions", None, 64)
+    (32, None)
+    >>> old_question_length("answer_questions", 16, 32)
+    Traceback (most recent call last):
+    ...
+    TypeError: answer_questions() got `max_query_length=16` (the old name of `max_question_length`) and `max_question_length=32`: give `max_question_length` only.
+    """
+    if max_query_length is NOT_GIVEN:
+        return max_question_length
+    if max_question_length != default and max_question_length != max_query_length:
+        raise TypeError(
+            f"{function}() got `max_query_length={max_query_length!r}` (the old name of `max_question_length`) and "
+            f"`max_question_length={max_question_length!r}`: give `max_question_length` only."
+        )
+    return max_query_length
 
 
 def check_training(function, training):

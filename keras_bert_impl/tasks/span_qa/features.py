@@ -7,7 +7,7 @@
   token overlapping a character span.
 - `convert_examples_to_features(examples, tokenizer, ...)`: the sliding
   windows of google-research/bert `run_squad.py`: `[CLS] question [SEP]
-  context window [SEP]`, question truncated to `max_query_length` tokens,
+  context window [SEP]`, question truncated to `max_question_length` tokens,
   windows of at most `sequence_length - len(question) - 3` context tokens,
   the next window starting `doc_stride` tokens later. Each window records
   its example, the character span of every context token in the original
@@ -23,6 +23,7 @@ import logging
 
 import numpy as np
 
+from keras_bert_impl.tasks.old_keywords import NOT_GIVEN, old_question_length
 from keras_bert_impl.text.span_windows import (
     byte_to_char_offsets,
     max_context_windows,
@@ -112,7 +113,7 @@ class SquadFeatures:
         lengths: int32 `(N,)` number of non-padding tokens.
         examples: the `SquadExample`s.
         unmappable_answers: training answers that cover no token (skipped).
-        truncated_questions: questions cut to `max_query_length` tokens.
+        truncated_questions: questions cut to `max_question_length` tokens.
     """
 
     token_ids: np.ndarray
@@ -159,9 +160,11 @@ def convert_examples_to_features(
     tokenizer,
     sequence_length=384,
     doc_stride=128,
-    max_query_length=64,
+    max_question_length=64,
     is_training=False,
     tokenized_contexts=None,
+    *,
+    max_query_length=NOT_GIVEN,
 ):
     """Sliding-window features of `examples` (see the module docstring).
 
@@ -171,8 +174,9 @@ def convert_examples_to_features(
             and `pad_token_id` attributes.
         sequence_length: tokens per window, special tokens included.
         doc_stride: context tokens between the starts of consecutive windows.
-        max_query_length: questions are cut to this many tokens (None: no
+        max_question_length: questions are cut to this many tokens (None: no
             cut; then a question that leaves no room for context is an error).
+            (`max_query_length`, BERT's `run_squad.py` name, is still taken.)
         is_training: compute start/end labels from each example's first answer.
         tokenized_contexts: optional dict context -> `TokenizedText` to reuse.
 
@@ -183,12 +187,13 @@ def convert_examples_to_features(
         ValueError: bad lengths, or a question too long for `sequence_length`
             (naming the question id and its length).
     """
+    max_question_length = old_question_length("convert_examples_to_features", max_query_length, max_question_length)
     for name, value in (("sequence_length", sequence_length), ("doc_stride", doc_stride)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
-    if max_query_length is not None:
-        if isinstance(max_query_length, bool) or not isinstance(max_query_length, int) or max_query_length < 1:
-            raise ValueError(f"`max_query_length` must be a positive int or None, got {max_query_length!r}.")
+    if max_question_length is not None:
+        if isinstance(max_question_length, bool) or not isinstance(max_question_length, int) or max_question_length < 1:
+            raise ValueError(f"`max_question_length` must be a positive int or None, got {max_question_length!r}.")
     if not examples:
         raise ValueError("No examples to convert.")
     cls_id, sep_id, pad_id = int(tokenizer.cls_token_id), int(tokenizer.sep_token_id), int(tokenizer.pad_token_id)
@@ -207,16 +212,16 @@ def convert_examples_to_features(
         query_ids = question.ids
         if len(query_ids) == 0:
             raise ValueError(f"Question {example.qas_id!r}: the question has no tokens ({example.question!r}).")
-        if max_query_length is not None and len(query_ids) > max_query_length:
-            query_ids = query_ids[:max_query_length]
+        if max_question_length is not None and len(query_ids) > max_question_length:
+            query_ids = query_ids[:max_question_length]
             truncated += 1
         max_window = sequence_length - len(query_ids) - 3
         if max_window < 1:
             raise ValueError(
                 f"Question {example.qas_id!r} has {len(query_ids)} tokens: with [CLS] and two [SEP] "
                 f"it leaves no room for context in sequence_length={sequence_length}; raise "
-                f"sequence_length or set max_query_length to at most sequence_length - 4 = {sequence_length - 4} "
-                f"(now {max_query_length})."
+                f"sequence_length or set max_question_length to at most sequence_length - 4 = {sequence_length - 4} "
+                f"(now {max_question_length})."
             )
         answer_span = None
         if is_training and not example.is_impossible:
@@ -253,7 +258,7 @@ def convert_examples_to_features(
     if unmappable:
         logger.warning("%d training answer(s) cover no token and were skipped.", unmappable)
     if truncated:
-        logger.info("%d question(s) were cut to max_query_length=%s tokens.", truncated, max_query_length)
+        logger.info("%d question(s) were cut to max_question_length=%s tokens.", truncated, max_question_length)
     n = len(rows["ids"])
     lengths = np.array([len(r) for r in rows["ids"]], np.int32)
 

@@ -43,6 +43,7 @@ from keras_bert_impl.models.span_decoding import (
     window_null_scores,
     window_spans,
 )
+from keras_bert_impl.tasks.old_keywords import NOT_GIVEN, old_question_length
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.reading import SquadExample
 
@@ -309,12 +310,14 @@ def answer_questions(
     contexts,
     sequence_length=384,
     doc_stride=128,
-    max_query_length=64,
+    max_question_length=64,
     max_answer_length=30,
     n_best_size=20,
     version_2_with_negative=False,
     null_score_diff_threshold=0.0,
     batch_size=32,
+    *,
+    max_query_length=NOT_GIVEN,
 ):
     """Answers raw questions about raw contexts with a fine-tuned `BertSpanExtractor`.
 
@@ -322,7 +325,8 @@ def answer_questions(
         model: a `BertSpanExtractor` (or any model with the same inputs/outputs).
         tokenizer: the model's `BertTokenizer`.
         questions, contexts: lists of str of the same length (or one str each).
-        sequence_length, doc_stride, max_query_length: window settings.
+        sequence_length, doc_stride, max_question_length: window settings (`max_query_length`, the old name
+            of `max_question_length`, is still taken).
         max_answer_length, n_best_size: post-processing settings.
         version_2_with_negative, null_score_diff_threshold: allow "no answer" ("").
 
@@ -347,8 +351,10 @@ def answer_questions(
         if not isinstance(context, str) or not context.strip():
             raise ValueError(f"contexts[{i}]: expected a non-empty string, got {context!r}.")
         examples.append(SquadExample(qas_id=str(i), title="", question=question, context=context, answers=()))
+    max_question_length = old_question_length("answer_questions", max_query_length, max_question_length)
     features = convert_examples_to_features(
-        examples, tokenizer, sequence_length=sequence_length, doc_stride=doc_stride, max_query_length=max_query_length
+        examples, tokenizer, sequence_length=sequence_length, doc_stride=doc_stride,
+        max_question_length=max_question_length,
     )
     start, end = predict_logits(model, features, batch_size=batch_size)
     result = postprocess_predictions(

@@ -21,6 +21,7 @@ from typing import NamedTuple, Optional
 from keras_bert_impl.checkpoints.atomic_files import save_model_atomically
 from keras_bert_impl.models.head_building import is_packable
 from keras_bert_impl.models.span_extractor import BertSpanExtractor
+from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
@@ -35,6 +36,7 @@ from keras_bert_impl.training.precision import resolve_mixed_precision
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
 
+@old_field_names(max_query_length="max_question_length")
 @dataclasses.dataclass
 class SpanQaConfig:
     """Everything one SQuAD run needs (the flags of `recipes/finetune_squad.py`).
@@ -47,7 +49,8 @@ class SpanQaConfig:
         preset: backbone preset name or directory; or
         init_checkpoint: a fine-tuned `BertSpanExtractor` `.keras` file, or a preset directory.
         tokenizer: tokenizer preset/directory (default: the backbone's, or the `.keras` model's own).
-        sequence_length, doc_stride, max_query_length: windows.
+        sequence_length, doc_stride, max_question_length: windows (question pieces kept: `max_question_length`, the
+            preprocessor's name; old name `max_query_length`, BERT's `run_squad.py` flag).
         max_answer_length, n_best_size: post-processing.
         batch_size, predict_batch_size, learning_rate, epochs, warmup_proportion: optimisation.
         packing: train on packed rows (several windows a row, `batches.make_packed_dataset`, through
@@ -72,7 +75,7 @@ class SpanQaConfig:
     tokenizer: str = None
     sequence_length: int = 384
     doc_stride: int = 128
-    max_query_length: int = 64
+    max_question_length: int = 64
     max_answer_length: int = 30
     n_best_size: int = 20
     batch_size: int = 32
@@ -138,7 +141,7 @@ def check_flags(config):
     c = config
     check_numbers(
         c,
-        integers=dict(sequence_length=5, doc_stride=1, max_query_length=1, max_answer_length=1, n_best_size=1,
+        integers=dict(sequence_length=5, doc_stride=1, max_question_length=1, max_answer_length=1, n_best_size=1,
                       batch_size=1, predict_batch_size=1, lora_rank=1,
                       max_train_samples=1, max_eval_samples=1),
         positive=["learning_rate"],
@@ -210,7 +213,7 @@ def build_model(config, inputs, strategy):
             backbone, tokenizer = pretrained_backbone(c)
             preprocessor = BertSpanExtractorPreprocessor(
                 tokenizer, sequence_length=c.sequence_length, doc_stride=c.doc_stride,
-                max_question_length=c.max_query_length,
+                max_question_length=c.max_question_length,
             )
             model = BertSpanExtractor(backbone, preprocessor=preprocessor, max_answer_length=c.max_answer_length)
         if c.lora_rank:
@@ -232,7 +235,8 @@ def run(config):
     inputs = read_inputs(c)  # every input file, before any model
     gold, examples, train_examples, train_stats = inputs
     mixed_precision = resolve_mixed_precision(c.mixed_precision, c.strategy)
-    window = dict(sequence_length=c.sequence_length, doc_stride=c.doc_stride, max_query_length=c.max_query_length)
+    window = dict(sequence_length=c.sequence_length, doc_stride=c.doc_stride,
+                  max_question_length=c.max_question_length)
     strategy = get_strategy(c.strategy)
     shared_model_dir = c.model_dir  # fine-tuning checkpoints: process 0 writes, every process resumes
     c = config_of_this_process(c, strategy)  # several processes: one writer, an even split of each batch
