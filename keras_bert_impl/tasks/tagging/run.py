@@ -144,15 +144,18 @@ def read_inputs(config, label_names=None):
 
     Returns a `ConllInputs` `(files, label_names, sentences)`: the label names come from the
     training file (or are given, for a fine-tuned model: `fine_tuned_label_names`); a validation or
-    test tag outside them is a `ConllFormatError` naming file, line and column.
+    test tag outside them is a `ConllFormatError` naming file, line and column. The sentences are
+    the first `max_train_samples` / `max_eval_samples` of each file when given (the labels and the
+    checks read every sentence).
 
-    Example: the CoNLL-2003 files of ../shared/data (the splits' whole sentences, before `max_*_samples`):
+    Example: the CoNLL-2003 files of ../shared/data (3,250 dev sentences, its first 100 kept):
 
     >>> import pathlib, keras_bert_impl
     >>> conll = pathlib.Path(keras_bert_impl.__file__).parents[2] / "shared/data/conll2003"
-    >>> inputs = read_inputs(TaggingConfig(model_dir="unused", data_dir=str(conll), preset="bert_tiny_en_uncased"))
+    >>> inputs = read_inputs(TaggingConfig(model_dir="unused", data_dir=str(conll), preset="bert_tiny_en_uncased",
+    ...                                    max_eval_samples=100))  # doctest: +SKIP
     >>> sorted(inputs.files), inputs.label_names[:3], len(inputs.sentences["dev"])  # doctest: +SKIP
-    (['dev', 'test', 'train'], ['O', 'B-LOC', 'I-LOC'], 3250)
+    (['dev', 'test', 'train'], ['O', 'B-LOC', 'I-LOC'], 100)
     """
     c = config
     if c.tag_scheme not in TAG_SCHEMES:
@@ -175,6 +178,9 @@ def read_inputs(config, label_names=None):
         if name in files:
             sentences[name] = read_conll(files[name], **read)
             check_known_tags(sentences[name], label_names, files.get("train"), source=source)
+    # The documented subsets: the first N sentences (the label names and the tag checks above saw every sentence).
+    limits = {"train": c.max_train_samples, "dev": c.max_eval_samples, "test": c.max_eval_samples}
+    sentences = {name: found if limits[name] is None else found[:limits[name]] for name, found in sentences.items()}
     return ConllInputs(files, label_names, sentences)
 
 
@@ -269,14 +275,13 @@ def run(config):
     c = config_of_this_process(c, strategy)  # several processes: one writer, an even split of each batch
     model, tokenizer = build_model(c, inputs, strategy)
 
-    def load_split(name, limit):
-        chosen = sentences[name][:limit] if limit is not None else sentences[name]
-        features = encode_sentences(chosen, tokenizer, label_names, c.sequence_length,
+    def load_split(name):
+        features = encode_sentences(sentences[name], tokenizer, label_names, c.sequence_length,
                                     document_context=c.document_context)
-        return ConllSplit(os.fspath(files[name]), chosen, features)
+        return ConllSplit(os.fspath(files[name]), sentences[name], features)
 
-    splits = {name: load_split(name, c.max_eval_samples) for name in ("dev", "test") if name in sentences}
-    train = load_split("train", c.max_train_samples) if c.epochs > 0 else None
+    splits = {name: load_split(name) for name in ("dev", "test") if name in sentences}
+    train = load_split("train") if c.epochs > 0 else None
 
     summary = {"labels": label_names, "document_context": c.document_context, "tag_scheme": c.tag_scheme,
                "mixed_precision": mixed_precision}
