@@ -46,6 +46,17 @@ def split_words_in_graph(texts):
     The same rules as the Python function, step for step: chunks between white space; while the chunk is not
     whole (an abbreviation or a lone clitic), a leading symbol comes off; then trailing symbols; then a clitic at
     its end. The lookahead of `_LEADING_SYMBOL` (RE2 has none) is spelled out on the code points.
+
+    Example: the words of `split_words`, at the same code point offsets, for a batch of two texts:
+
+    >>> from keras_bert_impl.text.token_classifier_preprocessor import split_words
+    >>> texts = ["Zoë met 东京's mayor 🙂.", "The U.S. didn't pay Germany's 1,000 euros to Acme Inc. yet."]
+    >>> starts, ends = split_words_in_graph(tf.constant(texts))
+    >>> [list(zip(s, e)) for s, e in zip(starts.to_list(), ends.to_list())] == [
+    ...     [(start, end) for _, start, end in split_words(text)] for text in texts]
+    True
+    >>> [texts[0][start:end] for start, end in zip(starts[0].numpy(), ends[0].numpy())]
+    ['Zoë', 'met', '东京', "'s", 'mayor', '🙂', '.']
     """
     from keras_bert_impl.text import token_classifier_preprocessor as words_module
 
