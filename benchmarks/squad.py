@@ -136,18 +136,11 @@ def _subset(dataset, num_questions, seed):
     """The SQuAD dict restricted to a seeded random sample of its questions (all if 0)."""
     if not num_questions:
         return dataset
+    from keras_bert_impl.tasks.span_qa.reading import select_questions
+
     ids = [qa["id"] for a in dataset["data"] for p in a["paragraphs"] for qa in p["qas"]]
     keep = set(random.Random(seed).sample(ids, min(num_questions, len(ids))))
-    data = []
-    for article in dataset["data"]:
-        paragraphs = []
-        for paragraph in article["paragraphs"]:
-            qas = [qa for qa in paragraph["qas"] if qa["id"] in keep]
-            if qas:
-                paragraphs.append(dict(paragraph, qas=qas))
-        if paragraphs:
-            data.append(dict(article, paragraphs=paragraphs))
-    return {"version": dataset.get("version"), "data": data}
+    return {"version": dataset.get("version"), "data": select_questions(dataset, keep)["data"]}
 
 
 def run_keras(args, train_features, eval_features, eval_gold):

@@ -9,7 +9,7 @@ import pytest
 from keras_bert_impl.tasks.classification.run import ClassificationConfig
 from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig
 from keras_bert_impl.tasks.span_qa import reading as squad_reading
-from keras_bert_impl.tasks.span_qa.run import SpanQaConfig, _questions_of
+from keras_bert_impl.tasks.span_qa.run import SpanQaConfig
 from keras_bert_impl.tasks.tagging.run import TaggingConfig
 from repo_scripts import load_script
 
@@ -82,7 +82,7 @@ def test_squad_gold_of_the_first_questions_keeps_the_file_layout(data_slices):
     gold = squad_reading.load_squad_json(data_slices / "squad" / "dev-v1.1.json.gz")
     examples, _ = squad_reading.read_squad_examples(gold)
     first = examples[:7]
-    subset = _questions_of(gold, {example.qas_id for example in first})
+    subset = squad_reading.select_questions(gold, {example.qas_id for example in first})
     kept, _ = squad_reading.read_squad_examples(subset)
     assert [example.qas_id for example in kept] == [example.qas_id for example in first]
     assert kept == first  # same contexts, questions and answers

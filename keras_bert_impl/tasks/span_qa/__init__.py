@@ -42,6 +42,7 @@ from keras_bert_impl.tasks.span_qa.reading import (
     SquadFormatError,
     load_squad_json,
     read_squad_examples,
+    select_questions,
     split_articles,
     squad_version,
 )

@@ -278,6 +278,27 @@ def read_squad_examples(path_or_dataset, is_training=False, source=None):
     return examples, stats
 
 
+def select_questions(dataset, question_ids):
+    """The SQuAD dict with only the questions in `question_ids`, in file order; the articles and paragraphs left
+    without a question are dropped. The gold of a subset of questions, for the official metrics (`SpanQaConfig`'s
+    `max_eval_samples`, the benchmark's `--eval_questions`).
+
+    Example:
+    >>> squad = {"version": "1.1", "data": [{"title": "a", "paragraphs": [
+    ...     {"context": "x", "qas": [{"id": "q1"}, {"id": "q2"}]}, {"context": "y", "qas": [{"id": "q3"}]}]}]}
+    >>> select_questions(squad, {"q2"})
+    {'version': '1.1', 'data': [{'title': 'a', 'paragraphs': [{'context': 'x', 'qas': [{'id': 'q2'}]}]}]}
+    """
+    articles = []
+    for article in dataset["data"]:
+        paragraphs = [dict(paragraph, qas=[qa for qa in paragraph["qas"] if qa["id"] in question_ids])
+                      for paragraph in article["paragraphs"]]
+        paragraphs = [paragraph for paragraph in paragraphs if paragraph["qas"]]
+        if paragraphs:
+            articles.append(dict(article, paragraphs=paragraphs))
+    return dict(dataset, data=articles)
+
+
 def split_articles(dataset, num_train_articles):
     """Splits a SQuAD dict by article: the first `num_train_articles` and the rest (file order).
 

@@ -27,7 +27,13 @@ from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
 from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_starting_point, is_fine_tuned_model, learning_rate_or_default
-from keras_bert_impl.tasks.span_qa.reading import ReadStats, load_squad_json, read_squad_examples, squad_version
+from keras_bert_impl.tasks.span_qa.reading import (
+    ReadStats,
+    load_squad_json,
+    read_squad_examples,
+    select_questions,
+    squad_version,
+)
 from keras_bert_impl.tasks.starting_point import fine_tuned_model, pretrained_backbone
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
@@ -184,7 +190,7 @@ def read_inputs(config):
     examples, _ = read_squad_examples(gold, source=c.predict_file)
     if c.max_eval_samples is not None:
         examples = examples[:c.max_eval_samples]
-        gold = _questions_of(gold, {example.qas_id for example in examples})
+        gold = select_questions(gold, {example.qas_id for example in examples})
     train_examples = train_stats = None
     if c.epochs > 0:
         check_version(load_squad_json(c.train_file), c.train_file, c.version)
@@ -300,16 +306,3 @@ def run(config):
     if c.epochs > 0:
         fit.remove_checkpoints()
     return result, summary
-
-
-def _questions_of(dataset, question_ids):
-    """The SQuAD dict with only the questions in `question_ids` (articles and paragraphs left without one dropped):
-    the gold of the questions a `max_eval_samples` run predicts, which the official metrics then score."""
-    articles = []
-    for article in dataset["data"]:
-        paragraphs = [dict(paragraph, qas=[qa for qa in paragraph["qas"] if qa["id"] in question_ids])
-                      for paragraph in article["paragraphs"]]
-        paragraphs = [paragraph for paragraph in paragraphs if paragraph["qas"]]
-        if paragraphs:
-            articles.append(dict(article, paragraphs=paragraphs))
-    return dict(dataset, data=articles)
