@@ -7,7 +7,9 @@ linear decay) on length-bucketed batches, scores the task's official
 metric(s) on dev after every epoch, keeps the best epoch, and writes to
 `--model_dir`: `dev_results.json`, `best.weights.h5`, `model.keras`,
 TensorBoard `logs/`, and `submission/<Task>.tsv` (e.g. `RTE.tsv`,
-`MNLI-m.tsv`) in the leaderboard's format.
+`MNLI-m.tsv`) in the leaderboard's format. With `--init_checkpoint model.keras`
+(a fine-tuned run's `--save_model`) and `--epochs 0` it only scores dev and
+writes the submissions, as the CoNLL and SQuAD recipes do.
 
 A bad file or flag stops the run with one line, `error: <message>`, and exit
 code 2; `--debug` shows the traceback.
@@ -38,7 +40,9 @@ def parse_args(argv=None):
                         help="backbone + tokenizer preset name, Hugging Face Hub id (hf://owner/name) or checkpoint "
                              "directory")
     parser.add_argument("--init_checkpoint", default=None,
-                        help="backbone checkpoint directory (e.g. a pretraining export); overrides --preset's weights")
+                        help="backbone checkpoint directory (e.g. a pretraining export; overrides --preset's weights), "
+                             "or a fine-tuned model.keras (a run's --save_model; with --epochs 0 it scores dev and "
+                             "writes the submissions without training)")
     parser.add_argument("--sequence_length", "--max_seq_length", "--seq_length", dest="sequence_length", type=int,
                         default=128, help="packed length, special tokens included (aliases: --max_seq_length, --seq_length)")
     parser.add_argument("--batch_size", type=int, default=32)

@@ -150,7 +150,11 @@ def _glue_dir(data_slices, tmp_path):
 
 
 NUMERIC_FLAG_CASES = {
-    "glue_epochs_0": ("finetune_glue", ("--epochs", "0"), "error: --epochs=0: must be an integer >= 1"),
+    "glue_epochs_0": ("finetune_glue", ("--epochs", "0"),
+                      "error: --epochs=0 predicts without training, but --preset all_minilm_l6_v2_en has no trained "
+                      "classification head: the predictions would come from a random classification head. Pass "
+                      "--epochs 1 or more (with training data), or --init_checkpoint a fine-tuned model.keras to "
+                      "predict only"),
     "glue_batch_size_0": ("finetune_glue", ("--batch_size", "0"), "error: --batch_size=0: must be an integer >= 1"),
     "glue_learning_rate_0": ("finetune_glue", ("--learning_rate", "0"),
                              "error: --learning_rate=0.0: must be a finite number > 0"),

@@ -54,6 +54,20 @@ def test_run_glue_rte_slice_writes_results_submission_and_model(shared_data, tmp
     pairs = model.predict_labels(list(zip(dev.text_a[:4], dev.text_b[:4])))
     assert pairs == labels
 
+    # Predict only, as the CoNLL and SQuAD stories: the saved model scores dev as its best epoch did, and writes the
+    # same submission, without a training file (removed here) or any training.
+    os.remove(os.path.join(data_dir, "RTE", "train.tsv"))
+    again = run(ClassificationConfig("rte", data_dir, str(tmp_path / "again"), init_checkpoint=os.path.join(
+        model_dir, "model.keras"), epochs=0, verbose=0))
+    assert again["best"] == pytest.approx(results["best"]) and again["epochs_run"] == 0
+    assert (again["best_epoch"], again["train_examples"], again["history"]) == (None, 0, {})
+    assert open(os.path.join(tmp_path, "again", "submission", "RTE.tsv")).read() == "\n".join(lines) + "\n"
+    with pytest.raises(ValueError, match=r"model.keras: a model of 2 output\(s\), but stsb is regression \(one "
+                                         r"output\): pass the model fine-tuned on stsb"):
+        run(ClassificationConfig("stsb", _slice_task(shared_data / "glue", tmp_path / "stsb", "STS-B", 9),
+                                 str(tmp_path / "stsb_run"), init_checkpoint=os.path.join(model_dir, "model.keras"),
+                                 epochs=0))
+
 
 def test_regression_on_stsb_slice_loss_goes_down(data_slices, tmp_path):
     from keras_bert_impl.tasks.classification.run import ClassificationConfig, run

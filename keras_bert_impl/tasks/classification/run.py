@@ -18,7 +18,7 @@ Example:
 import dataclasses
 import os
 import time
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import POOLINGS, BertClassifier
@@ -27,11 +27,12 @@ from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_name
 from keras_bert_impl.tasks.classification.outputs import save_model_atomically, write_dev_results, write_submission
 from keras_bert_impl.tasks.classification.prediction import predict_split
 from keras_bert_impl.tasks.classification.reading import GlueSplit, GlueTask, get_task, read_split
-from keras_bert_impl.tasks.flags import check_numbers, check_vocabulary, learning_rate_or_default
+from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model, learning_rate_or_default
+from keras_bert_impl.tasks.starting_point import fine_tuned_model
 from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.text.classifier_preprocessor import BertClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
-from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
+from keras_bert_impl.training.finetuning import FinetuneResult, config_of_this_process, finetune, setup_finetuning
 from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.precision import resolve_mixed_precision
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
@@ -112,19 +113,23 @@ class ClassificationConfig:
 
 
 def check_flags(config):
-    """Refuses `epochs < 1` (a GLUE run has no predict-only mode), a non-positive length, batch size, patience or
-    learning rate, or `--max_train_samples` / `--max_eval_samples` below 1, and a warm-up, weight decay or dropout
-    outside its range. A split file with a header only is refused when the files are read, naming the file.
+    """Refuses `epochs=0` without a fine-tuned `.keras` `init_checkpoint` (dev scores and submissions from a new,
+    random head), a non-positive length, batch size, patience or learning rate, or `--max_train_samples` /
+    `--max_eval_samples` below 1, and a warm-up, weight decay or dropout outside its range. A split file with a
+    header only is refused when the files are read, naming the file.
 
     Example:
     >>> check_flags(ClassificationConfig(task="rte", data_dir="glue", model_dir="m", epochs=0))
     Traceback (most recent call last):
     ...
-    ValueError: --epochs=0: must be an integer >= 1
+    ValueError: --epochs=0 predicts without training, but --preset all_minilm_l6_v2_en has no trained classification \
+head: the predictions would come from a random classification head. Pass --epochs 1 or more (with training data), or \
+--init_checkpoint a fine-tuned model.keras to predict only
     """
+    check_epochs(config, "classification head")
     check_numbers(
         config,
-        integers=dict(epochs=1, sequence_length=3, batch_size=1, predict_batch_size=1, early_stopping_patience=1,
+        integers=dict(sequence_length=3, batch_size=1, predict_batch_size=1, early_stopping_patience=1,
                       lora_rank=1, max_train_samples=1, max_eval_samples=1),
         positive=["learning_rate"],
         fractions={"warmup_proportion": (0, 1, True), "weight_decay": (0, 1, True), "dropout": (0, 1, False)},
@@ -140,7 +145,7 @@ class GlueInputs(NamedTuple):
     """What `read_inputs` returns: the task and its split files, read and checked before any model is built."""
 
     task: GlueTask
-    train: GlueSplit
+    train: Optional[GlueSplit]  # None with `epochs=0` (a fine-tuned model predicts only)
     dev_splits: list  # of GlueSplit, `task.dev_splits` (MNLI: matched and mismatched)
     test_splits: list  # of GlueSplit, `task.test_splits`; empty without `predict_test`
 
@@ -148,9 +153,9 @@ class GlueInputs(NamedTuple):
 def read_inputs(config):
     """Reads and checks every split file of the run before any model is built.
 
-    The training split and the dev split(s) (their first `max_train_samples` /
-    `max_eval_samples` examples when given) and, with `predict_test`, the test
-    split(s). A missing or malformed file is one error naming the file and
+    The training split (unless `epochs=0`) and the dev split(s) (their first
+    `max_train_samples` / `max_eval_samples` examples when given) and, with
+    `predict_test`, the test split(s). A missing or malformed file is one error naming the file and
     line; a split with a header only is refused.
 
     Example: the STS-B slice of the tests (tests/data/slices/glue: 100 train, 375 dev, 100 test pairs):
@@ -164,14 +169,14 @@ def read_inputs(config):
     """
     c = config
     task = get_task(c.task)
-    train = read_split(task, c.data_dir, "train")
-    if c.max_train_samples is not None:
+    train = read_split(task, c.data_dir, "train") if c.epochs > 0 else None
+    if train is not None and c.max_train_samples is not None:
         train = train.take(c.max_train_samples)
     dev_splits = [read_split(task, c.data_dir, s) for s in task.dev_splits]
     if c.max_eval_samples is not None:
         dev_splits = [s.take(c.max_eval_samples) for s in dev_splits]
     test_splits = [read_split(task, c.data_dir, s) for s in task.test_splits] if c.predict_test else []
-    if len(train) == 0:
+    if train is not None and len(train) == 0:
         raise ValueError(f"{train.path}: no training examples (it has a header only); a classifier trained on nothing would "
                          "write a dev score and submission files from an untrained head")
     for split in dev_splits:
@@ -183,7 +188,8 @@ def read_inputs(config):
 def build_model(config, inputs, strategy):
     """Seeds and sets the dtype policy (`setup_finetuning`), then builds a `BertClassifier` for `inputs.task`.
 
-    The backbone comes from `config.init_checkpoint` (when set) or `config.preset`, built under `strategy`'s
+    A fine-tuned `.keras` `init_checkpoint` (a run's `model.keras`, saved with `save_model`) is loaded, its
+    preprocessor and head included, and must have the task's number of classes. Otherwise the backbone comes from `config.init_checkpoint` (when set) or `config.preset`, built under `strategy`'s
     scope; the tokenizer from the checkpoint when it holds a vocabulary, else from the preset; the model keeps its
     `BertClassifierPreprocessor` (saved with it). With `lora_rank`, the backbone gets LoRA factors.
 
@@ -192,6 +198,17 @@ def build_model(config, inputs, strategy):
     """
     c = config
     setup_finetuning(seed=c.seed, mixed_precision=c.mixed_precision, strategy_name=c.strategy)
+    if is_fine_tuned_model(c.init_checkpoint):
+        with strategy.scope():
+            model, tokenizer = fine_tuned_model(c.init_checkpoint)
+            if c.lora_rank:
+                model.backbone.enable_lora(c.lora_rank)
+        task = inputs.task
+        if getattr(model, "num_classes", None) != task.num_classes:
+            what = ("regression (one output)" if task.num_classes == 1 else f"{task.num_classes} classes")
+            raise ValueError(f"--init_checkpoint {c.init_checkpoint}: a model of {getattr(model, 'num_classes', '?')} "
+                             f"output(s), but {task.name} is {what}: pass the model fine-tuned on {task.name}")
+        return model, tokenizer
     tokenizer_source = c.init_checkpoint if c.init_checkpoint and _has_vocabulary(c.init_checkpoint) else c.preset
     tokenizer = BertTokenizer.from_preset(tokenizer_source)
     preprocessor = BertClassifierPreprocessor(tokenizer, sequence_length=c.sequence_length, truncate=c.truncate)
@@ -235,11 +252,11 @@ def run(config):
     model, _ = build_model(c, inputs, distribution)
     preprocessor = model.preprocessor
 
-    if c.packing:
+    if c.epochs > 0 and c.packing:
         train_ds = make_packed_dataset(train, preprocessor, c.batch_size, seed=c.seed)
         with distribution.scope():
             trained_model = model.packed_training_model()  # trains `model`'s own weights
-    else:
+    elif c.epochs > 0:
         train_ds = make_dataset(train, preprocessor, c.batch_size, training=True, seed=c.seed)
         trained_model = model
     dev_datasets = [make_dataset(s, preprocessor, c.predict_batch_size) for s in dev_splits]
@@ -253,27 +270,33 @@ def run(config):
 
     monitor = next(iter(evaluate_metric_names(task, dev_splits)))
     start = time.perf_counter()
-    result = finetune(
-        trained_model,
-        train_ds,
-        epochs=c.epochs,
-        learning_rate=c.learning_rate,
-        warmup_proportion=c.warmup_proportion,
-        weight_decay=c.weight_decay,
-        eval_fn=eval_fn,
-        monitor=monitor,
-        model_dir=shared_model_dir,
-        strategy=distribution,
-        seed=c.seed,
-        early_stopping_patience=c.early_stopping_patience,
-        verbose=c.verbose,
-        jit_compile=c.jit_compile,
-        # A checkpoint of another task, data subset or starting point is refused, never resumed.
-        run_identity={"task": task.name, "starting_point": c.init_checkpoint or c.preset,
-                      "sequence_length": c.sequence_length, "packing": c.packing,
-                      "train_data": data_digest(train.text_a, train.text_b, train.labels)},
-        keep_checkpoints=True,  # removed once the outputs below are written: a kill while writing them keeps training
-    )
+    if c.epochs == 0:  # a fine-tuned model.keras: its dev scores and submissions, no training
+        with predicting_everywhere(distribution):
+            metrics = eval_fn(None)
+        result = FinetuneResult(history={}, best_epoch=None, best_metrics=metrics, best_weights_path=None,
+                                epoch_seconds=[], train_steps=0, stopped_early=False)
+    else:
+        result = finetune(
+            trained_model,
+            train_ds,
+            epochs=c.epochs,
+            learning_rate=c.learning_rate,
+            warmup_proportion=c.warmup_proportion,
+            weight_decay=c.weight_decay,
+            eval_fn=eval_fn,
+            monitor=monitor,
+            model_dir=shared_model_dir,
+            strategy=distribution,
+            seed=c.seed,
+            early_stopping_patience=c.early_stopping_patience,
+            verbose=c.verbose,
+            jit_compile=c.jit_compile,
+            # A checkpoint of another task, data subset or starting point is refused, never resumed.
+            run_identity={"task": task.name, "starting_point": c.init_checkpoint or c.preset,
+                          "sequence_length": c.sequence_length, "packing": c.packing,
+                          "train_data": data_digest(train.text_a, train.text_b, train.labels)},
+            keep_checkpoints=True,  # removed once the outputs below are written: a kill while writing them keeps training
+        )
     total_seconds = time.perf_counter() - start
 
     submission_files = []
@@ -296,7 +319,7 @@ def run(config):
         "best": {k: result.best_metrics[k] for k in evaluate_metric_names(task, dev_splits) if k in result.best_metrics},
         "glue_score": glue_score(task, dev_splits, result.best_metrics),
         "history": result.history,
-        "train_examples": len(train),
+        "train_examples": len(train) if train is not None else 0,
         "dev_examples": {s.split: len(s) for s in dev_splits},
         "epochs_run": epochs_run,
         "stopped_early": result.stopped_early,
@@ -311,7 +334,7 @@ def run(config):
         "config": {
             "preset": c.preset,
             "init_checkpoint": c.init_checkpoint,
-            "max_seq_length": c.sequence_length,  # the field name of earlier result files
+            "max_seq_length": preprocessor.sequence_length,  # the field name of earlier result files
             "batch_size": c.batch_size,
             "learning_rate": c.learning_rate,
             "epochs": c.epochs,
@@ -329,7 +352,8 @@ def run(config):
         },
     }
     write_dev_results(c.model_dir, results)
-    result.remove_checkpoints()
+    if c.epochs > 0:
+        result.remove_checkpoints()
     return results
 
 
