@@ -1,13 +1,17 @@
-"""Runs the test suite once per Keras backend: tensorflow (everything, plus every `>>>` example
-in the package's docstrings via `--doctest-modules keras_bert_impl`), then jax and torch (the
-`multibackend` layer/model tests); the TensorFlow tests in three parts, each with fresh worker processes, so that no
-worker's memory grows through the whole suite. Each run spreads its tests over worker processes (pytest-xdist,
-one per core, 2 to 4): many tests are single-threaded Python and TensorFlow dispatch or wait on
-subprocesses. On 2 cores the TensorFlow run took 2,778 s against 3,957 s serially, JAX 961 s against 1,132 s
-(session 33); JAX and PyTorch gain little, as their ops already use every core. Extra arguments go to pytest,
-after ours.
+"""Runs the test suite once per Keras backend: tensorflow (every test, plus every `>>>` example in the package's
+docstrings via `--doctest-modules keras_bert_impl`), then jax and torch (the `multibackend` layer/model tests); the
+TensorFlow tests in parts, each with fresh worker processes, so that no worker's memory grows through the whole
+suite. Each run spreads its tests over worker processes (pytest-xdist, one per core, 2 to 4): many tests are
+single-threaded Python and TensorFlow dispatch or wait on subprocesses. Extra arguments go to pytest, after ours.
 
-    python tests/run_all_backends.py            # all three backends
+Two tiers. By default (what `.ci/run` and the README's test command run) the tests marked `slow` are left out: the
+end-to-end runs that take a minute or more each (recipes run to the end, runs killed and resumed, two-process
+training, the longer docs snippets; each slow test says what it proves, and a fast test near it checks the same
+code on less). `--full` runs them too: before a release, after a change to a recipe or to training, or when a fast
+test points at one.
+
+    python tests/run_all_backends.py            # all three backends, the fast tier (CI)
+    python tests/run_all_backends.py --full     # every test, slow ones included (on 2 cores: about two hours)
     python tests/run_all_backends.py -x -q      # with pytest flags
     python tests/run_all_backends.py -n 0       # in this one process, serially
     KERAS_BERT_IMPL_BACKENDS=jax python tests/run_all_backends.py
@@ -47,21 +51,44 @@ def test_files_in_parts(parts, folder="tests"):
     return [sorted(part) for part in split]
 
 
+def marker_expression(backend, full):
+    """The `-m` expression of one backend's run: TensorFlow runs every test, the others the `multibackend` ones;
+    the fast tier leaves the `slow` ones out.
+
+    >>> marker_expression("tensorflow", full=False), marker_expression("jax", full=False)
+    ('not slow', 'multibackend and not slow')
+    >>> marker_expression("tensorflow", full=True), marker_expression("torch", full=True)
+    (None, 'multibackend')
+    """
+    expression = None if backend == "tensorflow" else "multibackend"
+    if full:
+        return expression
+    return "not slow" if expression is None else f"{expression} and not slow"
+
+
 def main(argv):
-    failed = []
+    full = "--full" in argv
+    argv = [a for a in argv if a != "--full"]
+    tier = ("every test, slow ones included (--full)" if full
+            else "the fast tier: the tests marked slow are left out (--full runs them)")
+    print(f"=== {tier}", flush=True)
+    failed, began = [], time.time()
     for backend in BACKENDS:
         env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
         # The 20 slowest tests of each run are listed at its end: where CI's time goes (`--durations=N` overrides).
         durations = [] if any(a.startswith("--durations") for a in argv) else ["--durations=20"]
         # `worksteal` rebalances the long tests at the end of a run; a later `-n` in argv overrides ours.
         workers = ["-n", str(WORKERS), "--dist", "worksteal"]
-        pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *durations, *workers, *argv]
+        # Our `-m` goes before the extra arguments: a `-m` of the caller's replaces it.
+        expression = marker_expression(backend, full)
+        selection = [] if expression is None else ["-m", expression]
+        pytest = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *durations, *workers, *selection, *argv]
         if backend == "tensorflow":
             # The docstring examples run on the package only (tests/ holds scripts that are not modules).
             commands = [pytest + part for part in test_files_in_parts(TENSORFLOW_PARTS)]
             commands.append(pytest + ["keras_bert_impl", "--doctest-modules"])
         else:
-            commands = [pytest + ["tests", "-m", "multibackend"]]
+            commands = [pytest + ["tests"]]
         for command in commands:
             print(f"\n=== KERAS_BACKEND={backend}: {' '.join(command)}", flush=True)
             start = time.time()
@@ -72,10 +99,11 @@ def main(argv):
                   f"({free:.1f} GiB free in {tempfile.gettempdir()})", flush=True)
             if code != 0 and backend not in failed:
                 failed.append(backend)
+    took = f"in {time.time() - began:.0f}s"
     if failed:
-        print(f"FAILED on backends: {', '.join(failed)}")
+        print(f"FAILED on backends: {', '.join(failed)} ({took})")
         return 1
-    print("All backends passed.")
+    print(f"All backends passed ({took}).")
     return 0
 
 

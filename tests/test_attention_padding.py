@@ -32,6 +32,7 @@ def test_a_named_padding_is_kept_and_a_bad_one_is_one_line():
     assert str(caught.value) == "--attention_padding='pad': expected auto, mask or lengths"
 
 
+@pytest.mark.slow
 def test_a_pretraining_run_on_lengths_reports_it_and_exports_without_it(tmp_path):
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining

@@ -28,6 +28,7 @@ def test_flops_of_bert_base_match_the_issue(bench):
     assert 69.5e9 < train < 70.5e9
 
 
+@pytest.mark.slow
 def test_one_run_sweeps_batches_with_steps_per_execution_and_reports_mfu_two_ways(bench, capsys):
     bench.main(["--configs", "tiny", "--peers", "", "--batch_sizes", "2,3", "--steps", "1",
                 "--steps_per_execution", "2", "--attention_dropout", "0", "--peak_tflops", "1",
@@ -58,6 +59,7 @@ def test_bad_flags_are_one_line(bench, capsys, argv, message):
     assert capsys.readouterr().err.strip().splitlines()[-1].split(": error: ", 1)[1] == message
 
 
+@pytest.mark.slow
 def test_train_only_times_the_training_step_alone(bench, capsys):
     bench.main(["--configs", "tiny", "--peers", "", "--batch_size", "2", "--steps", "1", "--train_only"])
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -95,6 +97,7 @@ def test_philox_dropout_off_jax_is_one_line(bench):
     assert str(caught.value) == f"error: --dropout_rng philox: JAX only (KERAS_BACKEND={keras.backend.backend()})"
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend  # the GPU measurement runs on JAX
 def test_float8_quantizes_the_four_matmuls_of_each_block_and_the_step_still_learns(bench):
     """`--float8 on` (issue 18: FP8 matmuls on an H100): Keras's float8 training on the encoder's Dense layers only,

@@ -392,6 +392,7 @@ E2E_CASES = [("variables.npz", "truncate"), ("state.json", "invalid_json"), ("it
              (DATA, "flip"), ("manifest.json", "delete")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,mode", E2E_CASES, ids=[f"{n}-{m}" for n, m in E2E_CASES])
 def test_resume_past_a_corrupt_newest_checkpoint_ends_with_identical_weights(reference, vocab, pretrain,
                                                                             name, mode):
@@ -416,6 +417,7 @@ def test_resume_past_a_corrupt_newest_checkpoint_ends_with_identical_weights(ref
                              reference_dir / "checkpoints" / checkpoint) == 0.0, checkpoint
 
 
+@pytest.mark.slow
 def test_resume_with_no_intact_checkpoint_is_one_clear_error(reference, vocab, pretrain):
     tmp_path, reference_dir = reference
     model_dir = tmp_path / "all-corrupt"

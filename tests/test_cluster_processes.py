@@ -246,6 +246,7 @@ def test_jax_recipe_checks_its_flags_before_waiting_for_the_other_processes(tmp_
     assert not os.path.exists(tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_a_torch_process_that_finds_no_coordinator_says_where_it_looked():
     pytest.importorskip("torch")
     script = (

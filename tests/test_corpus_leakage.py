@@ -72,6 +72,7 @@ def test_bundled_corpus_shares_no_8_gram_with_evaluation_text(evaluation):
     assert sum(len(words(t)) for t in texts) > 300_000
 
 
+@pytest.mark.slow
 def test_gutenberg_pretraining_corpus_shares_no_8_gram_with_evaluation_text(shared_data, evaluation):
     books = sorted(p for p in (shared_data / "corpus/gutenberg").glob("*.txt"))
     assert len(books) >= 10

@@ -47,6 +47,7 @@ def _run(mode, tmp_path, env, timeout=300, retries=0):
     return json.loads(out.read_text())
 
 
+@pytest.mark.slow
 def test_mirrored_two_logical_cpus_matches_one_device(tmp_path, data_slices, minilm_dir):
     """`MirroredStrategy` over 2 logical CPUs: the losses of one device; and each replica draws dropout masks of its
     own (Keras 3 gave every replica the same ones: `training/replica_dropout.py`), replica 0 those of one device."""
@@ -154,6 +155,7 @@ def _all_succeeded(procs, timeout):
     return [out for out, _, _ in finished]
 
 
+@pytest.mark.slow
 def test_jax_two_processes_end_with_equal_weights_equal_to_one_process(tmp_path, data_slices, minilm_dir):
     """`--strategy multiworker` on JAX: 2 processes x 1 CPU device (jax.distributed, gloo all-reduce).
 
@@ -178,6 +180,7 @@ def test_jax_two_processes_end_with_equal_weights_equal_to_one_process(tmp_path,
         np.testing.assert_allclose(weights[0][name], single[name], atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_two_processes_shard_the_data_and_resume_the_pretraining_run_exactly(backend, tmp_path, data_slices,
                                                                              minilm_dir):
@@ -234,6 +237,7 @@ def test_two_processes_shard_the_data_and_resume_the_pretraining_run_exactly(bac
             np.testing.assert_allclose(weights[other][key], weights[0, "straight"][key], atol=1e-6, rtol=0)
 
 
+@pytest.mark.slow
 def test_tf_multiworker_pretrain_recipe_has_one_writer(tmp_path, minilm_dir):
     """`recipes/pretrain.py --strategy multiworker` on 2 TensorFlow workers (TF_CONFIG, one shared model_dir).
 
@@ -337,6 +341,7 @@ def _finish(procs, timeout):
     return codes, logs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend, runtime", [("jax", "JAX"), ("torch", "PyTorch")])
 def test_a_killed_process_stops_the_others_in_one_line_and_the_restart_resumes(backend, runtime, tmp_path):
     """`recipes/pretrain.py --strategy multiworker`, 2 processes; process 1 is killed (SIGKILL) after step 10.
@@ -408,6 +413,7 @@ def _killed_after_first_epoch(backend, tmp_path, env):
     assert [proc.returncode for proc in procs] == [3, 3], outputs[0][1][-3000:] + outputs[1][1][-3000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_two_processes_fine_tune_like_one_process_with_one_writer_also_after_a_kill(backend, tmp_path, data_slices,
                                                                                    minilm_dir):
@@ -503,6 +509,7 @@ def _start_recipe_processes(recipe, args, backend, tmp_path):
     return procs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tmp_path, shared_data):
     """`recipes/finetune_glue.py --strategy multiworker`, 2 processes, the real RTE files' first 40 examples of each
@@ -529,6 +536,7 @@ def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tm
     assert results["best"]["accuracy"] == lines[0]["accuracy"] and results["config"]["strategy"] == "multiworker"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_classifier_recipe_fine_tunes_your_table_across_two_processes_with_one_writer(backend, tmp_path,
                                                                                       shared_data):
@@ -556,6 +564,7 @@ def test_classifier_recipe_fine_tunes_your_table_across_two_processes_with_one_w
     assert results["train_examples"] == 40 and results["validation_examples"] == results["test_examples"] == 24
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_fit_on_raw_strings_in_a_job_of_two_processes_is_refused_in_one_line(backend, tmp_path, data_slices,
                                                                              minilm_dir):
@@ -577,6 +586,7 @@ def test_fit_on_raw_strings_in_a_job_of_two_processes_is_refused_in_one_line(bac
         assert "recipes/finetune_classifier.py --strategy multiworker" in result["message"]
 
 
+@pytest.mark.slow
 def test_a_glue_recipe_killed_on_two_processes_resumes_to_the_uninterrupted_scores(tmp_path, shared_data):
     """`recipes/finetune_glue.py --strategy multiworker` on 2 PyTorch processes (torchrun-style cluster flags), the
     first 24 RTE training examples, 3 epochs: process 1 killed (SIGKILL) once process 0 has written its first

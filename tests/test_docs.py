@@ -3,7 +3,10 @@
 Each fenced ```python block runs in a fresh interpreter (TensorFlow backend),
 from an empty working directory, as a user would paste it; a snippet that
 reads the project's real data finds it through `KERAS_BERT_IMPL_SHARED_DATA`
-(set here to ../shared/data), as the docs say.
+(set here to ../shared/data), as the docs say. A block that takes a minute or
+more (a fit to the end, a recipe run) has the line `<!-- slow test -->` just
+above its fence, invisible on the rendered page: it runs with the `slow` tests
+(`python tests/run_all_backends.py --full`).
 """
 
 import os
@@ -19,14 +22,17 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 DOCUMENTS = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
 SHARED_DATA = os.environ.get("KERAS_BERT_IMPL_SHARED_DATA", str(REPO.parent / "shared" / "data"))
 _BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+SLOW = "<!-- slow test -->"
 
 
 def _snippets():
     for document in DOCUMENTS:
         text = (REPO / document).read_text(encoding="utf-8")
-        for index, match in enumerate(_BLOCK.finditer(text)):
+        for match in _BLOCK.finditer(text):
             line = text[: match.start()].count("\n") + 2
-            yield pytest.param(document, line, match.group(1), id=f"{document}:{line}")
+            slow = text[: match.start()].rstrip().endswith(SLOW)
+            yield pytest.param(document, line, match.group(1), id=f"{document}:{line}",
+                               marks=[pytest.mark.slow] if slow else [])
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="snippets run once, on the default backend")

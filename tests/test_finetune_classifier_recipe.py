@@ -123,6 +123,7 @@ def test_sst2_csv_run_writes_results_model_and_predictions(sst2_run):
     assert len(predictions) == 12 and set(predictions) <= {"0", "1"}
 
 
+@pytest.mark.slow
 def test_model_keras_in_a_fresh_process_gives_the_same_predictions(sst2_run, sst2_files):
     out, _, test_csv = sst2_run
     results = json.load(open(out / "dev_results.json"))
@@ -132,6 +133,7 @@ def test_model_keras_in_a_fresh_process_gives_the_same_predictions(sst2_run, sst
     assert reloaded["label_names"] == ["0", "1"] and reloaded["optimizer"] is False
 
 
+@pytest.mark.slow
 def test_stsb_pairs_regression_from_jsonl_and_tsv(shared_data, tmp_path):
     sts = shared_data / "glue" / "STS-B"
     train = tmp_path / "train.jsonl"
@@ -166,6 +168,7 @@ def test_stsb_pairs_regression_from_jsonl_and_tsv(shared_data, tmp_path):
     assert not (out / "test_predictions.tsv").exists() and not (out / "checkpoints").exists()
 
 
+@pytest.mark.slow
 def test_multi_label_entity_types_from_jsonl_and_csv(shared_data, tmp_path):
     """Each CoNLL-2003 sentence labelled with the entity types it mentions (none, one or several)."""
     from keras_bert_impl.tasks.tagging.reading import read_conll
@@ -310,6 +313,7 @@ CHANGED_WEIGHTS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_lora_rank_trains_only_the_qkv_projections_and_saves_a_plain_model(sst2_files, tmp_path):
     train, dev, _ = sst2_files
     out = tmp_path / "out"

@@ -211,6 +211,7 @@ def tiny_preset(tmp_path_factory, minilm_dir):
     return preset
 
 
+@pytest.mark.slow
 def test_two_column_iobes_files_train_and_the_saved_model_tags_raw_text(slices, tiny_preset, tmp_path):
     """Your own files: 2 columns (word tag), IOBES, converted from the real slices; then the .keras file alone."""
     converted = {}
@@ -251,6 +252,7 @@ def _check_saved_model_tags_raw_text(path, labels):
         assert entity["type"] in ("PER", "ORG", "LOC", "MISC") and 0.0 <= entity["score"] <= 1.0
 
 
+@pytest.mark.slow
 def test_saved_model_of_the_conll_run_tags_raw_text(trained):
     model_dir, summary = trained
     _check_saved_model_tags_raw_text(model_dir / "model.keras", summary["labels"])

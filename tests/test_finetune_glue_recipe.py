@@ -30,6 +30,7 @@ def _run(*args):
                           env={**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "3"})
 
 
+@pytest.mark.slow
 def test_run_glue_rte_slice_writes_results_submission_and_model(shared_data, tmp_path):
     from keras_bert_impl.tasks.classification.run import ClassificationConfig, run
 
@@ -69,6 +70,7 @@ def test_run_glue_rte_slice_writes_results_submission_and_model(shared_data, tmp
                                  epochs=0))
 
 
+@pytest.mark.slow
 def test_regression_on_stsb_slice_loss_goes_down(data_slices, tmp_path):
     from keras_bert_impl.tasks.classification.run import ClassificationConfig, run
 
@@ -119,6 +121,7 @@ def test_no_training_examples_is_refused_before_training(data_slices, tmp_path):
     assert not (model_dir / "dev_results.json").exists()
 
 
+@pytest.mark.slow
 def test_packed_regression_on_stsb_slice_trains_the_classifier(data_slices, tmp_path):
     """--packing: several pairs per row, trained through packed_training_model(); dev is read unpacked."""
     from keras_bert_impl.tasks.classification.run import ClassificationConfig, run
@@ -156,6 +159,7 @@ def test_packed_batches_refuse_a_split_without_labels(data_slices, tmp_path, min
     assert str(error.value) == f"{test.path}: no labels (a test split): packed batches are for training"
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_scores_of_an_uninterrupted_one(shared_data, tmp_path):
     """`finetune_glue.py` on the first 32 RTE examples, 3 epochs: killed (SIGKILL) once its first epoch's checkpoint
     exists, then the same command again. It resumes from that checkpoint and ends with the history, best epoch and

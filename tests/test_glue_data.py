@@ -191,6 +191,7 @@ def test_submission_files(glue_dir, tmp_path):
         write_submission("rte", "test", ["0"], [2], tmp_path)
 
 
+@pytest.mark.slow
 def test_make_dataset_batches_are_fixed_size_with_zero_weight_fillers(shared_data):
     from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
     from keras_bert_impl.text.tokenizer import BertTokenizer
@@ -226,6 +227,7 @@ def test_default_boundaries_are_finer_for_short_sentences():
         default_boundaries(0, **CLASSIFICATION_BUCKETS)
 
 
+@pytest.mark.slow
 def test_make_dataset_training_tokenizes_once_and_reshuffles_each_epoch(shared_data):
     from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
     from keras_bert_impl.text.tokenizer import BertTokenizer

@@ -6,9 +6,12 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_tiny_training_step_fusions_on_the_cpu(tmp_path):
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
     result = subprocess.run(
@@ -83,6 +86,7 @@ print(json.dumps(sorted(set(re.findall(r"= f32\\[([0-9,]+)\\]\\{[0-9,]+\\} dot\\
 """
 
 
+@pytest.mark.slow
 def test_the_padded_vocabulary_survives_xla_optimisation():
     """XLA could fold slice(dot(x, pad(W))) back into dot(x, W); the optimised HLO must keep 30,592 columns
     in the forward projection and in the embedding's gradient (XLA:CPU here; the GPU run times it)."""
@@ -122,6 +126,7 @@ print(json.dumps({{"kept": float((a != 0).mean()), "values": sorted(set(a.ravel(
     return json.loads(result.stdout.strip().splitlines()[-1]), env
 
 
+@pytest.mark.slow
 def test_philox_dropout_keeps_kerass_statistics_and_drops_the_threefry_loops(tmp_path):
     """`--dropout_rng philox` (backbone_speed.use_philox_dropout, issue 18 item 3): the same keep rate and
     scaling as Keras's dropout, a fresh mask per call, and on XLA:CPU no threefry `while` loops left."""

@@ -69,6 +69,7 @@ def _run(tmp_path, *args, batch_size=2, sequence_length=32):
     )
 
 
+@pytest.mark.slow
 def test_tiny_step_on_the_local_cpu_and_the_recomputed_activation_moves_fewer_bytes(tmp_path):
     lines = {}
     for setting in ("on", "off"):

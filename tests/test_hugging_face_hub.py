@@ -85,6 +85,7 @@ def test_a_hub_id_downloads_once_into_the_cache_and_loads_as_the_directory(hub, 
     assert len(requests) == count
 
 
+@pytest.mark.slow
 def test_a_fine_tuned_tagger_on_the_hub_loads_with_its_head_and_tags(hub, tmp_path):
     # What BertTokenClassifier.from_preset("dslim/bert-base-NER") does: the trained head and id2label come along.
     root, _, _ = hub

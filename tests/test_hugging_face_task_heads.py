@@ -41,6 +41,7 @@ def save_fine_tuned(directory, minilm_dir, architecture, labels=None, **config):
     return getattr(transformers, architecture).from_pretrained(str(directory)).eval()  # the reference: as saved
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_a_sequence_classification_checkpoint_predicts_as_transformers(tmp_path, minilm_dir, lines):
     import transformers
@@ -84,6 +85,7 @@ def test_a_regression_checkpoint_is_a_one_score_classifier(tmp_path, minilm_dir,
     np.testing.assert_allclose(classifier.predict_labels(lines), expected, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_a_token_classification_checkpoint_gives_transformers_logits(tmp_path, minilm_dir, lines):
     import torch
     import transformers
@@ -165,6 +167,7 @@ def test_a_question_answering_checkpoint_gives_transformers_logits(tmp_path, min
     np.testing.assert_allclose(again.end_logits.numpy(), expected.end_logits.numpy(), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_classifier_saved_for_transformers_predicts_the_same_in_its_pipeline(tmp_path, lines):
     """Ours -> `save_huggingface` -> transformers' `pipeline("text-classification")`: the same labels and scores;
     a regression exports as one score (`problem_type: regression`); mean pooling has no transformers equivalent."""

@@ -48,6 +48,7 @@ def _keras_hub_blocks():
 BLOCKS = _keras_hub_blocks()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="the examples run once, in subprocesses")
 @pytest.mark.skipif(not BLOCKS, reason="keras-hub is not installed")
 @pytest.mark.parametrize("name,index,code", BLOCKS)
@@ -135,6 +136,7 @@ def test_the_masked_lm_preprocessor_in_a_tf_data_map_is_one_line():
         "batch_size=...), which masks every batch anew, or to BertPretrainer.fit(texts).")
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_features_with_labels_as_python_lists_train_as_arrays_do():
     """keras-hub's `fit(x=features, y=[0, 3])` with `preprocessor=None`: Keras stopped on the mix of a NumPy feature

@@ -116,6 +116,7 @@ def test_layer_norm_backward_is_a_setting_not_architecture(tmp_path):
     assert str(error.value) == f"backward='manual': {expected}"
 
 
+@pytest.mark.slow
 def test_the_pretraining_recipe_passes_both_memory_settings_and_refuses_bad_ones(tmp_path, capsys):
     from repo_scripts import load_script
 

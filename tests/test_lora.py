@@ -38,6 +38,7 @@ def tuned(shared_data):
     return classifier, texts
 
 
+@pytest.mark.slow
 def test_enable_lora_trains_only_the_factors_and_the_head(shared_data):
     texts, labels = _sst2(shared_data, 32)
     classifier = BertClassifier.from_preset(PRESET, num_classes=2, sequence_length=64)
@@ -120,6 +121,7 @@ def test_enable_lora_argument_errors():
         backbone.enable_lora(4)
 
 
+@pytest.mark.slow
 def test_a_lora_model_saves_and_loads_as_a_plain_model(tuned, tmp_path):
     classifier, texts = tuned
     expected = classifier.predict(texts, verbose=0)
@@ -141,6 +143,7 @@ def test_a_lora_model_saves_and_loads_as_a_plain_model(tuned, tmp_path):
                                keras.ops.convert_to_numpy(classifier.backbone(features)["sequence_output"]), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_continued_pretraining_with_lora_moves_only_the_factors_and_the_mlm_head():
     texts = [
         "The note was immediately despatched, and its contents as quickly complied with.",
@@ -156,6 +159,7 @@ def test_continued_pretraining_with_lora_moves_only_the_factors_and_the_mlm_head
     assert float(keras.ops.convert_to_numpy(pretrainer.optimizer.learning_rate)) == pytest.approx(5e-4)
 
 
+@pytest.mark.slow
 def test_an_interrupted_lora_finetune_resumes_to_the_uninterrupted_factors(shared_data, tmp_path):
     """The run checkpoints hold every variable as it is (the frozen kernels and the factors apart), so a resumed
     LoRA run goes on training its factors; a Keras `.weights.h5` would hold the merged kernels, and loading one
@@ -190,6 +194,7 @@ def test_an_interrupted_lora_finetune_resumes_to_the_uninterrupted_factors(share
                                    err_msg=a.path)
 
 
+@pytest.mark.slow
 def test_lora_enabled_after_training_recompiles_the_auto_optimizer_or_says_to(shared_data):
     texts, labels = _sst2(shared_data, 8)
     classifier = BertClassifier.from_preset(PRESET, num_classes=2, sequence_length=32)

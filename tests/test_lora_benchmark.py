@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "lora_finetuning.py"
 
@@ -16,6 +18,7 @@ def _run(*args):
                           timeout=600)
 
 
+@pytest.mark.slow
 def test_each_row_prints_its_accuracy_weights_and_bytes(shared_data, tmp_path):
     output = tmp_path / "rows.jsonl"
     result = _run("--data_dir", shared_data / "glue", "--train_limit", 16, "--epochs", 1, "--batch_size", 8,

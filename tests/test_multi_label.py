@@ -49,6 +49,7 @@ def test_labels_as_names_ids_or_multi_hot_rows():
     assert model.label_ids([[0, 2], [2]]).tolist() == [[1, 0, 1], [0, 0, 1]]  # not num_classes long: ids
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_fit_predict_and_the_loss_is_transformers_binary_cross_entropy(minilm_dir, examples):
     lines, labels = examples
@@ -80,6 +81,7 @@ def test_fit_predict_and_the_loss_is_transformers_binary_cross_entropy(minilm_di
     assert model.predict_labels(lines[:1], top_k=2)[0] == scores[:2]  # the two likeliest, as the pipeline's top_k=2
 
 
+@pytest.mark.slow
 def test_a_transformers_multi_label_checkpoint_both_ways(tmp_path, minilm_dir, examples):
     import torch
     import transformers
@@ -112,6 +114,7 @@ def test_a_transformers_multi_label_checkpoint_both_ways(tmp_path, minilm_dir, e
     np.testing.assert_allclose(loaded.predict(lines, verbose=0), model.predict(lines, verbose=0), atol=1e-4)
 
 
+@pytest.mark.slow
 def test_multi_label_survives_keras_files_and_presets(tmp_path, minilm_dir, examples):
     import keras
 

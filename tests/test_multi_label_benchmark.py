@@ -3,10 +3,12 @@ our recipe's run (`tasks.classification.table_run.run`) trains on, so the benchm
 two draws of the batch order (which alone move micro F1 by several points on this task)."""
 
 import numpy as np
+import pytest
 
 from repo_scripts import load_script
 
 
+@pytest.mark.slow
 def test_the_reference_starts_from_the_recipes_head_and_batches(shared_data, tmp_path, monkeypatch):
     benchmark = load_script("benchmarks/multi_label_conll.py")
     from keras_bert_impl.tasks.classification import table_run

@@ -135,6 +135,7 @@ def _final_validation_tags(model_dir):
     return sorted(found)
 
 
+@pytest.mark.slow
 def test_a_resumed_run_reports_every_checkpoints_held_out_accuracy_and_keeps_its_warmup(tmp_path, capsys):
     from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 
@@ -158,6 +159,7 @@ def test_a_resumed_run_reports_every_checkpoints_held_out_accuracy_and_keeps_its
     assert _final_validation_tags(model_dir) == [(10, "final_mlm_accuracy"), (20, "final_mlm_accuracy")]
 
 
+@pytest.mark.slow
 def test_checkpoint_every_default_divides_a_short_run_and_a_resumed_run_keeps_its_own(tmp_path, capsys):
     """`--num_steps 5` without `--checkpoint_every` runs (it stopped on `--checkpoint_every=500` before); the default
     run keeps its 500; extending a run keeps its interval rather than the new --num_steps's default, and a
@@ -202,6 +204,7 @@ def test_checkpoint_every_default_divides_a_short_run_and_a_resumed_run_keeps_it
                                   f"trained model is {model_dir / 'export'}, pass that")
 
 
+@pytest.mark.slow
 def test_tensorboard_shows_the_steps_a_resumed_run_trains_again_once(tmp_path):
     """A run stopped after logging steps its last checkpoint does not hold (here: steps 5-8 logged, the checkpoint of
     step 8 gone) trains them again on resume. TensorBoard's Python reader (`--load_fast=false`; its default, the Rust
@@ -239,6 +242,7 @@ def test_tensorboard_shows_the_steps_a_resumed_run_trains_again_once(tmp_path):
     assert [step for step, _ in final["final_mlm_accuracy"]] == [step for step, _ in final["mlm_unigram_floor"]] == [8]
 
 
+@pytest.mark.slow
 def test_a_resume_on_another_held_out_set_does_not_mix_it_into_the_curve(tmp_path, capsys):
     """--validation_steps (or --validation_files) may change on resume; the accuracies measured on the old held-out
     set are then left out of the run's curve, with a line that says so, instead of one list mixing two sets."""

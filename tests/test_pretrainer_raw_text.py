@@ -69,6 +69,7 @@ def _batches(dataset):
     return [(x["token_ids"].numpy(), x["mask_positions"].numpy(), w["mlm"].numpy()) for x, _, w in dataset]
 
 
+@pytest.mark.slow
 def test_training_masks_change_every_epoch_and_evaluation_masks_do_not(lines):
     preprocessor = BertPretrainerPreprocessor.from_preset(PRESET, sequence_length=64)
     train = preprocessor.make_dataset(lines[:40], batch_size=8, shuffle=True, seed=5)
@@ -116,6 +117,7 @@ def test_bad_input_is_one_line(kwargs, message):
     assert str(error.value) == message
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_fit_on_raw_text_lowers_the_held_out_masked_lm_loss_and_round_trips(lines, tmp_path):
     keras.utils.set_random_seed(0)
@@ -156,6 +158,7 @@ print(json.dumps([type(model.preprocessor).__name__, model.preprocessor.get_conf
 """
 
 
+@pytest.mark.slow
 def test_an_uncompiled_pretrainer_saves_and_loads_in_a_fresh_process(lines, tmp_path):
     """`BertPretrainer.from_preset(...)` straight away (not compiled): `save` used to raise AttributeError
     ('optimizer'), and `load_model` after `import keras_bert_impl` could not find `BertPretrainerPreprocessor`."""
@@ -181,6 +184,7 @@ def test_an_uncompiled_pretrainer_saves_and_loads_in_a_fresh_process(lines, tmp_
     np.testing.assert_allclose(np.asarray(logits), expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_validation_data_is_held_out_texts_alone(lines):
     # Before: validation_data=texts was refused with "add their labels" (which fit refuses), and (texts,) stopped on

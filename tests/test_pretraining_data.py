@@ -216,6 +216,7 @@ def small_dataset(paths, tokenizer, **kwargs):
     return pretraining_dataset(paths["valid"], tokenizer, **options)
 
 
+@pytest.mark.slow
 def test_same_seed_same_batches_other_seed_different(paths, tokenizer):
     first = take(small_dataset(paths, tokenizer), 4)
     second = take(small_dataset(paths, tokenizer), 4)
@@ -415,6 +416,7 @@ def test_bad_arguments(paths, tokenizer, tmp_path):
         pretraining_dataset(paths["valid"], tokenizer, batch_size=0)
 
 
+@pytest.mark.slow
 def test_tfrecord_documents_give_the_same_batches_as_text(paths, tokenizer, tmp_path):
     from keras_bert_impl.data.document_records import write_document_records
 
@@ -461,6 +463,7 @@ print(json.dumps({"contexts": contexts, "shapes": shapes}))
 """
 
 
+@pytest.mark.slow
 def test_distribute_datasets_from_function(paths, minilm_dir):
     # A fresh process: logical CPU devices must be set before TensorFlow starts.
     result = subprocess.run(

@@ -117,6 +117,7 @@ def test_the_export_holds_the_trained_heads_for_fill_mask(reference_run):
     assert BertClassifier.from_preset(export, num_classes=2).num_classes == 2  # a task reads the backbone alone
 
 
+@pytest.mark.slow
 def test_sigkill_then_restart_ends_with_identical_weights(reference_run, vocab):
     tmp_path, reference_dir, _ = reference_run
     model_dir = tmp_path / "killed"
@@ -176,6 +177,7 @@ def test_model_dir_of_a_different_config_is_refused(reference_run, vocab):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, vocab):
     model_dir = tmp_path / "nan"
     # A healthy first checkpoint, then (extending the run: allowed) a learning rate that diverges.
@@ -199,6 +201,7 @@ def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_pat
     assert json.loads((model_dir / "run_config.json").read_text())["learning_rate"] == 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_a_resumed_pretraining_run_ends_with_the_uninterrupted_weights_on_every_backend(tmp_path):
     """`run_pretraining` with dropout, 2 steps then resumed to 4: the weights of 4 steps straight, on every backend.
@@ -229,6 +232,7 @@ def test_a_resumed_pretraining_run_ends_with_the_uninterrupted_weights_on_every_
                                    atol=1e-6, rtol=0)
 
 
+@pytest.mark.slow
 def test_resume_may_extend_num_steps_and_change_learning_rate_and_reads_legacy_run_config(
         reference_run, vocab):
     import shutil
@@ -375,6 +379,7 @@ def test_bad_start_is_one_line_before_any_write(case, tmp_path, vocab, capsys):
         assert model_dir.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_run_from_scratch_starts_from_the_sinusoidal_position_table(tmp_path, vocab):
     from keras_bert_impl.models import BertBackbone
     from keras_bert_impl.training.position_init import sinusoidal_position_table
@@ -411,6 +416,7 @@ def test_export_dir_holding_a_users_file_is_refused_before_training(tmp_path, vo
     assert sorted(str(p.relative_to(model_dir)) for p in model_dir.rglob("*")) == ["export", "export/notes.txt"]
 
 
+@pytest.mark.slow
 def test_failed_start_leaves_model_dir_usable_and_debug_shows_the_traceback(tmp_path, vocab):
     model_dir = tmp_path / "run"
     result = _run(_command(model_dir, vocab, tmp_path, "--checkpoint_every", "0"))
@@ -430,6 +436,7 @@ def test_failed_start_leaves_model_dir_usable_and_debug_shows_the_traceback(tmp_
     assert os.listdir(model_dir / "checkpoints") == ["ckpt-000000002"]
 
 
+@pytest.mark.slow
 def test_a_second_run_in_the_same_model_dir_is_refused_and_a_killed_holder_leaves_no_stale_lock(
         tmp_path, vocab, capsys):
     """Two processes in one --model_dir used to both train: one's checkpoint save removed the other's half-written
@@ -508,6 +515,7 @@ def test_export_records_the_architecture_dropout_not_the_runs(tmp_path, vocab):
     assert BertBackbone.from_preset(str(tmp_path / "export2")).dropout == 0.2
 
 
+@pytest.mark.slow
 def test_fifty_steps_of_the_main_job_reduce_the_mlm_loss(tmp_path):
     """The main job's own settings on the bundled corpus learn: 50 steps lower the MLM loss (issue 17)."""
     from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining

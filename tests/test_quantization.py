@@ -67,6 +67,7 @@ def test_backbone_config_rebuilds_the_quantized_layers(mode):
     assert "quantized_layers" not in _small_backbone().get_config()
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_classifier_quantized_saves_and_loads_quantized(minilm_dir, sentences, tmp_path):
     texts, labels = sentences
@@ -99,6 +100,7 @@ def test_classifier_quantized_saves_and_loads_quantized(minilm_dir, sentences, t
     assert not (tmp_path / "hf").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_quantized_classifier_exports_a_quantized_saved_model(minilm_dir, sentences, tmp_path):
     if keras.backend.backend() == "torch":
@@ -118,6 +120,7 @@ def test_quantized_classifier_exports_a_quantized_saved_model(minilm_dir, senten
     np.testing.assert_allclose(served, logits, atol=5e-3, rtol=0)
 
 
+@pytest.mark.slow
 def test_token_classifier_and_span_extractor_load_quantized(minilm_dir, sentences, data_slices, tmp_path):
     texts, _ = sentences
     tagger = kb.BertTokenClassifier.from_preset(minilm_dir, label_names=["O", "B-X", "I-X"], sequence_length=32)

@@ -126,6 +126,7 @@ def test_a_span_extractors_evaluate_loss_is_the_mean_over_the_real_windows(data_
     assert reported == pytest.approx(total / windows, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_finetune_keeps_the_tasks_reported_loss(shared_data):
     """`finetune` re-compiles with its optimizer; a task compiled with `loss="auto"` keeps it, so `val_loss` (the
     default `monitor` of the best epoch) is also the mean over the real examples."""

@@ -54,6 +54,7 @@ def _glue(real_data, task, columns, count):
     return [tuple(row[c] for c in columns) for row in rows]
 
 
+@pytest.mark.slow
 @needs_savedmodel_backend
 def test_a_classifier_serves_raw_strings_and_pairs_as_predict_does_in_a_process_without_the_package(
         shared_data, tmp_path, capsys):
@@ -91,6 +92,7 @@ def test_a_classifier_serves_raw_strings_and_pairs_as_predict_does_in_a_process_
     np.testing.assert_allclose(served_features["logits"], expected[:2], atol=2e-5)
 
 
+@pytest.mark.slow
 @needs_savedmodel_backend
 def test_regression_multi_label_and_embedder_outputs_are_named_for_what_they_are(tmp_path):
     texts = ["The cat sat on the mat.", "A dog barked at the postman all morning long."]
@@ -111,6 +113,7 @@ def test_regression_multi_label_and_embedder_outputs_are_named_for_what_they_are
     np.testing.assert_allclose(probabilities["probabilities"], multi_label.predict(texts, verbose=0), atol=2e-6)
 
 
+@pytest.mark.slow
 @needs_savedmodel_backend
 def test_a_task_whose_text_runs_in_python_exports_the_features_endpoint_and_exports_are_written_whole(tmp_path):
     tagger = BertTokenClassifier(

@@ -77,6 +77,7 @@ def _served_entities(served, index):
              "score": float(served["entity_score"][index][j])} for j in range(len(mask)) if mask[j]]
 
 
+@pytest.mark.slow
 def test_a_tagger_serves_the_entities_of_predict_entities_on_conll_sentences(shared_data, tmp_path, capsys):
     keras.utils.set_random_seed(3)
     texts = _conll_texts(shared_data / "conll2003" / "eng.testb", 40)
@@ -112,6 +113,7 @@ def test_a_tagger_serves_the_entities_of_predict_entities_on_conll_sentences(sha
         assert served["tag_id"][index][real].tolist() == [CONLL_TAGS.index(tag) for tag in tags]
 
 
+@pytest.mark.slow
 def test_the_graph_splits_words_as_split_words_on_every_conll_sentence(shared_data):
     import tensorflow as tf
 
@@ -142,6 +144,7 @@ def _squad_pairs(shared_data, count):
     return pairs[:count] + [non_ascii]
 
 
+@pytest.mark.slow
 def test_a_span_extractor_serves_the_answers_of_answer_on_squad_windows_and_all(shared_data, tmp_path, capsys):
     keras.utils.set_random_seed(5)
     pairs = _squad_pairs(shared_data, 16)
@@ -167,6 +170,7 @@ def test_a_span_extractor_serves_the_answers_of_answer_on_squad_windows_and_all(
     assert all(contexts[i][a["start"]:a["end"]] == a["text"] for i, a in enumerate(expected))
 
 
+@pytest.mark.slow
 def test_without_a_preprocessor_or_tag_names_the_features_endpoint_alone_and_wrong_names_show_the_signature(
         tmp_path):
     import tensorflow as tf

@@ -159,6 +159,7 @@ def test_batches_keep_the_order_pad_to_a_bucket_fill_and_count():
     assert [tuple(f["token_ids"].shape) for f in short] == [(2, 32)]  # no answers: features alone, bucketed
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_fit_on_raw_questions_contexts_and_answers_learns_the_answers(squad_slice):
     """One real question per paragraph; after fitting on the raw strings, `answer` returns their gold answers."""

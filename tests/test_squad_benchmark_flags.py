@@ -23,6 +23,7 @@ def _run(*args, backend="tensorflow"):
                           timeout=600)
 
 
+@pytest.mark.slow
 def test_random_weights_from_a_config_alone_time_both_frameworks(tmp_path, data_slices, minilm_dir):
     squad_file = data_slices / "squad" / "dev-v1.1.json.gz"
     common = ["--squad_file", squad_file, "--num_train_articles", 1, "--train_questions", 6, "--eval_questions", 6]

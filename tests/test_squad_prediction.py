@@ -99,6 +99,7 @@ def test_filled_partial_batch_gives_the_unfilled_logits(model, features):
                                    rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_bucketed_prediction_gives_the_input_order_answers(model, features):
     old_start, old_end, old_widths = input_order_logits(model, features)
     stats = {}

@@ -12,6 +12,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 
+@pytest.mark.slow
 def test_tiny_step_profile_on_the_cpu(tmp_path):
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
     result = subprocess.run(

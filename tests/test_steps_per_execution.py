@@ -58,6 +58,7 @@ def test_the_recipe_refuses_a_bad_value_in_one_line():
         "error: argument --steps_per_execution: expected auto or an integer >= 1, got 'many' (see --help)")
 
 
+@pytest.mark.slow
 def test_a_pretraining_run_reports_its_steps_per_execution(tmp_path):
     from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 

@@ -14,6 +14,7 @@ def test_word_jaccard_counts_shared_lowercased_words():
     assert script.word_jaccard("", "") == 0.0
 
 
+@pytest.mark.slow
 def test_a_similarity_model_beats_word_overlap_zero_shot(shared_data, capsys):
     script = load_script("benchmarks/sts_zero_shot.py")
     script.main(["--checkpoints", "all_minilm_l6_v2_en", "--data_dir", str(shared_data / "glue"),

@@ -51,6 +51,7 @@ def _preprocessor(sequence_length=32):
 # === Classification: the three-line habit ===
 
 
+@pytest.mark.slow
 def test_classifier_from_preset_fits_raw_sst2_strings(shared_data):
     texts, labels = _sst2(shared_data, "train", 96)
     classifier = BertClassifier.from_preset(PRESET, num_classes=2, label_names=["negative", "positive"],
@@ -141,6 +142,7 @@ def test_empty_or_non_text_lists_are_one_line_in_predict(model, x, message):
     assert str(error.value) == message
 
 
+@pytest.mark.slow
 def test_validation_split_on_raw_strings_holds_out_the_last_examples_as_keras_does(shared_data):
     texts, labels = _sst2(shared_data, "train", 16)
     keras.utils.set_random_seed(0)
@@ -163,6 +165,7 @@ def test_validation_split_on_raw_strings_holds_out_the_last_examples_as_keras_do
         classifier.fit(pairs, [0, 1, 0, 1], validation_split=0.1, verbose=0)
 
 
+@pytest.mark.slow
 def test_class_weight_on_raw_strings_trains_like_the_same_sample_weights(shared_data):
     texts, labels = _sst2(shared_data, "train", 12)
     names = ["negative", "positive"]
@@ -247,6 +250,7 @@ def test_an_argument_no_one_takes_is_one_line_and_from_preset_routes_the_preproc
     assert (pretrainer.preprocessor.masking_rate, pretrainer.preprocessor.max_predictions_per_seq) == (0.3, 12)
 
 
+@pytest.mark.slow
 def test_an_interrupted_fit_on_raw_strings_resumes_both_ways(shared_data, tmp_path):
     """docs/quickstart.md's two ways back after a stop (here after epoch 2 of 3), on every backend.
 
@@ -303,6 +307,7 @@ def test_setting_the_preprocessors_sequence_length_repacks_everything_after():
         classifier.preprocessor.sequence_length = 2
 
 
+@pytest.mark.slow
 def test_labels_by_name_train_exactly_like_class_ids(shared_data):
     texts, labels = _sst2(shared_data, "train", 12)
     names = ["negative", "positive"]
@@ -348,6 +353,7 @@ def test_a_label_that_is_not_a_class_is_one_line_naming_it(num_classes, label_na
     assert str(error.value) == message
 
 
+@pytest.mark.slow
 def test_raw_text_without_its_labels_is_one_line_and_the_model_still_trains_after_it():
     from keras_bert_impl.tasks.tagging.reading import ConllSentence
 
@@ -549,6 +555,7 @@ def test_predict_entities_offsets_on_real_conll_and_unicode(shared_data):
     assert [e["start"] for e in found[-1]] == [0, 8, 30]
 
 
+@pytest.mark.slow
 def test_token_classifier_fits_words_and_tag_names_without_gradient_warnings(shared_data):
     sentences = _conll_sentences(shared_data, 16)
     words = [[w for w, _ in s] for s in sentences]
@@ -759,6 +766,7 @@ def test_every_task_from_preset():
     assert tagger.num_classes == 2 and not tagger.backbone.pooled_dense.trainable
 
 
+@pytest.mark.slow
 def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_data):
     """keras-hub's `activation="softmax"`: `predict` gives probabilities, and the default loss takes them (the same
     training as from logits)."""
@@ -869,6 +877,7 @@ def _weights(model):
     return [np.array(w) for w in model.get_weights()]
 
 
+@pytest.mark.slow
 def test_an_interrupt_in_fit_evaluate_or_predict_keeps_the_weights_it_reached(shared_data):
     # Before, on JAX: Keras detaches the weights from the model while a call runs, and an evaluate or predict that
     # stopped left the model without them (the next call failed on "'NoneType' object is not callable"). Keras's fit
@@ -898,6 +907,7 @@ def test_an_interrupt_in_fit_evaluate_or_predict_keeps_the_weights_it_reached(sh
     assert np.isfinite(model.fit(texts, labels, batch_size=2, verbose=0).history["loss"][0])
 
 
+@pytest.mark.slow
 def test_freezing_or_unfreezing_after_fit_trains_what_is_trainable_now(shared_data):
     # Before: TensorFlow's traced step went on training a backbone frozen after fit (and did not train one unfrozen);
     # on JAX the step stopped on Keras's "Argument `optimizer_variables` must be a list of tensors ...".
@@ -952,6 +962,7 @@ def test_a_loss_or_metric_of_ones_own_sees_no_filler_rows(shared_data):
 # === Tables: pandas DataFrames and Series, Hugging Face dataset columns ===
 
 
+@pytest.mark.slow
 def test_pandas_tables_and_hugging_face_columns_read_as_the_lists_they_hold(shared_data):
     # Before: a DataFrame as `x` stopped inside Keras on "Invalid dtype: str", and a Series of word lists was
     # refused as "an array of shape (2,)".
@@ -1117,6 +1128,7 @@ def test_accuracy_by_name_is_the_tasks_accuracy(shared_data):
     assert named["accuracy"] == pytest.approx(default["accuracy"]) == pytest.approx(np.mean((logits > 0) == hot))
 
 
+@pytest.mark.slow
 def test_metrics_of_ones_own_are_the_only_metrics_and_f1_means_each_tasks_f1(shared_data):
     # Before: metrics=["accuracy", "f1"] also logged the default weighted_accuracy (the same number twice); a
     # multi-label classifier's "f1" and a tagger's compiled, then stopped in fit on Keras's "Could not interpret
@@ -1381,6 +1393,7 @@ def test_an_unknown_argument_of_fit_or_evaluate_is_the_same_line_on_every_backen
     assert "val_loss" in history  # (fit's own evaluate passes Keras's private keywords)
 
 
+@pytest.mark.slow
 def test_fit_evaluate_predict_print_one_line_each_where_the_output_is_not_a_terminal():
     """`python train.py > log`: Keras draws its progress bar with carriage returns and colour codes on every POSIX
     system, so the log held each redraw; the tasks' `verbose="auto"` is one line per epoch there (a terminal or a
