@@ -4,14 +4,19 @@ TensorFlow tests in parts, each with fresh worker processes, so that no worker's
 suite. Each run spreads its tests over worker processes (pytest-xdist, one per core, 2 to 4): many tests are
 single-threaded Python and TensorFlow dispatch or wait on subprocesses. Extra arguments go to pytest, after ours.
 
-Two tiers. By default (what `.ci/run` and the README's test command run) the tests marked `slow` are left out: the
-end-to-end runs that take a minute or more each (recipes run to the end, runs killed and resumed, two-process
-training, the longer docs snippets; each slow test says what it proves, and a fast test near it checks the same
-code on less). `--full` runs them too: before a release, after a change to a recipe or to training, or when a fast
-test points at one.
+Two tiers. By default (what `.ci/run` and the README's test command run) the tests marked `slow` are left out:
+those that took 12 s or more on 2 cores under TensorFlow (session 47, `--durations=0`), and the `multibackend` ones
+of 6.5 s or more (they run once per backend, and under JAX they took about three times as long: compilation):
+recipes run to the end, runs killed and resumed, training across two processes, fits on raw text, loss-and-SGD-step
+equivalences, the longer docs snippets. The fast tier keeps, for each recipe, its error paths and one end-to-end
+run (pretraining, the table classifier, CoNLL, SQuAD v1.1; GLUE's, 70 s and more each, run only in `--full`, share
+the table classifier's fine-tuning loop), one data-parallel run per backend (two processes on TensorFlow and
+PyTorch, two host devices on JAX), parity with transformers on the real checkpoint, one fit on raw strings on every
+backend, and the output equivalences of packing, the fused projection and the length-masked attention. `--full` runs
+every test (two to three hours on 2 cores): before a release, after a change to a recipe, to training or to a model.
 
     python tests/run_all_backends.py            # all three backends, the fast tier (CI)
-    python tests/run_all_backends.py --full     # every test, slow ones included (on 2 cores: about two hours)
+    python tests/run_all_backends.py --full     # every test, slow ones included (on 2 cores: two to three hours)
     python tests/run_all_backends.py -x -q      # with pytest flags
     python tests/run_all_backends.py -n 0       # in this one process, serially
     KERAS_BERT_IMPL_BACKENDS=jax python tests/run_all_backends.py

@@ -123,6 +123,7 @@ def test_bad_input_errors(sst2_dev):
         LengthBucketedBatches({"ids": token_ids})
 
 
+@pytest.mark.slow
 def test_finetune_trains_a_classifier_from_array_batches(sst2_dev):
     """The JAX/PyTorch-only fine-tuning path: `finetune` counts the batches and fits without tf.data."""
     if keras.backend.backend() == "tensorflow":

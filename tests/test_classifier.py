@@ -54,6 +54,7 @@ def _loss_before_and_after(model, features, labels, steps=30):
     return losses[0], losses[-1]
 
 
+@pytest.mark.slow
 def test_classification_head_trains_on_real_rte(shared_data, minilm_dir, backbone):
     rows = _read_tsv(shared_data / "glue" / "RTE" / "train.tsv", 16)
     features = _encode(minilm_dir, [r[1] for r in rows], [r[2] for r in rows])
@@ -159,6 +160,7 @@ def test_weight_zero_filler_rows_change_neither_loss_nor_metric(data_slices, min
         assert weighted["accuracy"] == pytest.approx(plain["accuracy"], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_mean_pooling_head_reads_real_tokens_only_trains_and_round_trips(shared_data, minilm_dir, tmp_path):
     """`pooling="mean"`: the mean of the real tokens' vectors (padding changes nothing), pooler frozen, saved."""
     keras.utils.set_random_seed(0)

@@ -45,6 +45,7 @@ def masked_texts():
     return texts
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_fill_mask_equals_the_hugging_face_pipeline(masked_lm_dir, masked_texts):
     import transformers

@@ -288,6 +288,7 @@ def test_an_interrupted_finetune_resumes_to_the_uninterrupted_weights(sst2_dev, 
     assert not os.path.exists(tmp_path / "straight" / "checkpoints")
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_a_resumed_finetune_ends_with_the_uninterrupted_weights_on_every_backend(sst2_dev, tmp_path):
     """Dropout and a shuffled input, interrupted after epoch 2 of 3: the same weights as the run never interrupted.

@@ -54,6 +54,7 @@ def test_f1_and_matthews_equal_scikit_learn_on_a_real_dev_set(shared_data, task,
         sklearn_metrics.matthews_corrcoef(labels, predicted), abs=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_classes", [2, 3])
 def test_precision_recall_and_auc_equal_scikit_learn_on_a_real_dev_set(shared_data, num_classes):
     labels = np.array(read_split("MRPC", shared_data / "glue", "dev").labels)
@@ -79,6 +80,7 @@ def test_pearson_equals_scipy_on_real_sts_b_scores(shared_data):
     assert _streamed(PearsonCorrelation(), scores, predictions[:, None]) == pytest.approx(expected, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_glue_scores_by_name_in_compile_score_what_predict_gives(shared_data):
     # Before: compile(metrics=["f1"]) stopped in Keras (its F1Score reads one-hot labels and probabilities) and no
     # Pearson existed: the GLUE score of MRPC, CoLA or STS-B was not in fit's history.

@@ -26,6 +26,7 @@ def test_lengths_give_the_mask_paths_outputs_padding_positions_included(minilm_e
     assert worst <= TOLERANCE
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_lengths_give_the_mask_paths_loss_and_sgd_step(minilm_examples):
     loss_difference, moved, differ = loss_and_sgd_step(minilm_examples, {"attention_padding": "mask"},

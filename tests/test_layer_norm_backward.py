@@ -29,6 +29,7 @@ def test_explicit_backward_gives_autodiffs_outputs(minilm_examples):
     assert worst <= TOLERANCE
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_explicit_backward_gives_autodiffs_loss_and_sgd_step(minilm_examples):
     loss_difference, moved, differ = loss_and_sgd_step(minilm_examples, {"layer_norm_backward": "autodiff"},

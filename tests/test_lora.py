@@ -65,6 +65,7 @@ def test_enable_lora_trains_only_the_factors_and_the_head(shared_data):
     assert any(not np.array_equal(v, head[p]) for p, v in _values(classifier.get_layer("logits").weights).items())
 
 
+@pytest.mark.slow
 def test_the_lora_file_holds_the_whole_update(tuned, tmp_path):
     classifier, texts = tuned
     expected = classifier.predict(texts, verbose=0)

@@ -282,6 +282,7 @@ def test_a_multi_label_table_without_labels_or_with_an_object_cell_is_one_line(t
                                                 "joined by ','), got {'PER': 1}")
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_precision_recall_and_auc_by_name_read_a_multi_label_classifiers_logits(minilm_dir, examples):
     """`compile(metrics=["precision", "recall", "auc"])` on a multi-label classifier: over every (example, class)

@@ -87,6 +87,7 @@ def test_packed_rows_give_every_token_its_unpacked_output(backbone, examples):
     assert np.abs(leaked[r, c] - alone[second, 0]).max() > 1e-2
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_packed_token_classification_loss_and_sgd_step_equal_unpacked(examples):
     backbone = BertBackbone.from_preset("all_minilm_l6_v2_en", dropout=0.0)
@@ -171,6 +172,7 @@ def test_pack_rows_errors_name_the_example():
         packed_arrays({"token_ids": [[1], [1, 2, 3]], "segment_ids": [[0], [0, 0]]}, [[0, 1]], 8)
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 @pytest.mark.parametrize("num_classes", [3, 1], ids=["classification", "regression"])
 def test_packed_classifier_loss_and_sgd_step_equal_unpacked(examples, num_classes):

@@ -51,6 +51,7 @@ def test_mlm_loss_is_mean_over_real_masked_positions(batch):
     np.testing.assert_allclose(logs["loss"], logs["mlm_loss"] + logs["nsp_loss"], rtol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_fit_lowers_the_loss_and_round_trips_through_keras_file(batch, tmp_path):
     keras.utils.set_random_seed(0)

@@ -25,6 +25,7 @@ def test_split_projection_gives_the_fused_outputs(minilm_examples):
     assert worst <= TOLERANCE
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_split_projection_gives_the_fused_loss_and_sgd_step(minilm_examples):
     loss_difference, moved, differ = loss_and_sgd_step(minilm_examples, {"qkv_projection": "fused"},

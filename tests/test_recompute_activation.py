@@ -26,6 +26,7 @@ def test_recomputed_activation_gives_the_stored_outputs(minilm_examples):
     assert worst <= TOLERANCE
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_recomputed_activation_gives_the_stored_loss_and_sgd_step(minilm_examples):
     loss_difference, moved, differ = loss_and_sgd_step(minilm_examples, {"recompute_activation": False},

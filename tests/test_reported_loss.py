@@ -43,6 +43,7 @@ def _batches(dataset):
     return [keras.tree.map_structure(np.asarray, batch) for batch in dataset.as_numpy_iterator()]
 
 
+@pytest.mark.slow
 def test_a_classifiers_evaluate_loss_is_the_weighted_mean_over_the_real_examples(shared_data):
     with open(shared_data / "glue" / "SST-2" / "dev.tsv", encoding="utf-8") as f:
         rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:41]
@@ -68,6 +69,7 @@ def test_a_classifiers_evaluate_loss_is_the_weighted_mean_over_the_real_examples
     assert abs(by_rows - expected) > 1e-3, (by_rows, expected)
 
 
+@pytest.mark.slow
 def test_a_taggers_evaluate_loss_is_the_mean_over_the_labelled_words(shared_data):
     sentences, words = [], []
     with open(shared_data / "conll2003" / "eng.testa", encoding="utf-8") as f:
@@ -99,6 +101,7 @@ def test_a_taggers_evaluate_loss_is_the_mean_over_the_labelled_words(shared_data
     assert reported == pytest.approx(total / labelled, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_a_span_extractors_evaluate_loss_is_the_mean_over_the_real_windows(data_slices):
     with gzip.open(data_slices / "squad" / "dev-v1.1.json.gz", "rt", encoding="utf-8") as f:
         paragraphs = [p for article in json.load(f)["data"] for p in article["paragraphs"]]

@@ -152,6 +152,7 @@ def test_on_pytorch_a_savedmodel_export_is_one_line_naming_the_way_there(tmp_pat
     assert not (tmp_path / "exported").exists()
 
 
+@pytest.mark.slow
 def test_a_pretrainer_exports_its_token_id_model_on_jax_and_is_one_line_on_pytorch(tmp_path):
     # Before: on JAX Keras named the three feature lengths apart and stopped in the position embedding ("Symbolic
     # dimension comparison 'd' <= '512' is inconclusive"); on PyTorch "'dict' object has no attribute 'shape'".

@@ -67,6 +67,7 @@ def test_span_loss_ignores_rows_labelled_minus_one():
     assert loss == pytest.approx(float(keras.ops.convert_to_numpy(SpanLoss()(labels[:2], logits[:2]))), rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_span_extractor_trains_and_round_trips_keras_file(tmp_path):
     keras.utils.set_random_seed(0)

@@ -186,6 +186,7 @@ def test_fit_on_raw_questions_contexts_and_answers_learns_the_answers(squad_slic
                                atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.multibackend
 def test_the_squad_json_answers_train_as_their_first_answer(squad_slice):
     """A SQuAD JSON file's own `answers` (a list of `{"text", "answer_start"}` dicts per question) are labelled as

@@ -53,6 +53,7 @@ def test_packed_rows_hold_every_window_with_its_answer_in_row_positions(features
     assert answered
 
 
+@pytest.mark.slow
 def test_the_packed_loss_is_the_unpacked_loss(extractor, features):
     import keras
 

@@ -86,6 +86,7 @@ def test_bucketed_batches_have_few_fixed_shapes_and_less_padding(features):
     assert bucketed < input_order
 
 
+@pytest.mark.slow
 def test_filled_partial_batch_gives_the_unfilled_logits(model, features):
     batches = PredictionBatches(features, BATCH_SIZE)
     (rows, inputs), *full = batches  # the one partial batch comes first, in the narrowest bucket
@@ -135,6 +136,7 @@ def test_packed_batches_hold_every_window_once_in_one_shape(features):
     assert batches.token_slots < PredictionBatches(features, BATCH_SIZE).token_slots
 
 
+@pytest.mark.slow
 def test_packed_prediction_gives_the_unpacked_logits_and_answers(model, features):
     start, end = predict_logits(model, features, batch_size=BATCH_SIZE)
     stats = {}

@@ -293,6 +293,7 @@ def test_an_interrupted_fit_on_raw_strings_resumes_both_ways(shared_data, tmp_pa
             np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
 
 
+@pytest.mark.slow
 def test_setting_the_preprocessors_sequence_length_repacks_everything_after():
     classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=64))
     texts = ["a much longer sentence that goes on " * 3, "short"]
@@ -415,6 +416,7 @@ print(json.dumps(np.asarray(model.predict(json.loads(sys.argv[2]), verbose=0), "
 """
 
 
+@pytest.mark.slow
 def test_keras_file_round_trip_in_a_fresh_process(tmp_path):
     classifier = BertClassifier(_tiny_backbone(), num_classes=3, label_names=["a", "b", "c"],
                                 preprocessor=_preprocessor())
@@ -449,6 +451,7 @@ print(json.dumps({"optimizer": type(model.optimizer).__name__,
 """
 
 
+@pytest.mark.slow
 def test_save_with_the_optimizer_reloads_its_state_in_a_fresh_process(tmp_path):
     from keras_bert_impl.training.optimizer import create_optimizer
 
@@ -714,6 +717,7 @@ def test_answer_top_k_gives_the_best_spans_of_all_windows_best_first(real_data, 
 # === Embeddings ===
 
 
+@pytest.mark.slow
 def test_text_embedder_matches_sentence_transformers_mean_pooling(minilm_dir):
     import torch
     import transformers
@@ -733,6 +737,7 @@ def test_text_embedder_matches_sentence_transformers_mean_pooling(minilm_dir):
     assert similarity.shape == (1, 3) and abs(similarity[0, 0] - 1.0) < 1e-5
 
 
+@pytest.mark.slow
 def test_encode_gives_one_vector_for_one_string_and_takes_sentence_transformers_conversions():
     # Before: encode("one string") gave (1, 384), and convert_to_numpy / convert_to_tensor were a plain TypeError.
     embedder = BertTextEmbedder.from_preset(PRESET)
@@ -1223,6 +1228,7 @@ def test_misshapen_tags_and_pairs_are_one_line_naming_the_shape():
                                 "(texts_a, texts_b) of two lists, or a list of [text_a, text_b] pairs.")
 
 
+@pytest.mark.slow
 def test_labelled_examples_cut_to_sequence_length_are_counted_in_one_warning(shared_data, minilm_dir):
     # Before: examples longer than sequence_length were cut without a word (keras-hub's habit), so a user training
     # on long reviews with the default 128 never learnt that the model read only their beginnings. The count is
@@ -1266,6 +1272,7 @@ def test_labelled_examples_cut_to_sequence_length_are_counted_in_one_warning(sha
 # === NumPy arrays, generators and compile's metric objects, alike on every backend ===
 
 
+@pytest.mark.slow
 def test_numpy_arrays_of_text_read_as_their_lists_and_a_0d_array_as_its_one_string():
     # Before: a 0-d array was read as its characters (predict(np.array("I loved it")) gave 10 rows, encode 10
     # vectors), or stopped on "iteration over a 0-d array" (predict_entities, answer, fill_mask); the tagger refused
@@ -1328,6 +1335,7 @@ def test_a_generator_or_pydataset_of_raw_text_is_one_line_on_every_backend():
     assert len(seen["loss"]) == 1
 
 
+@pytest.mark.slow
 def test_metric_objects_given_to_compile_are_counted_once():
     # Before: they were one of the model's metrics twice, so evaluate's list gave their values twice and
     # metrics_names listed them again (the pretrainer's defaults too: 5 values for 3 names).

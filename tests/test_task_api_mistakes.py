@@ -63,6 +63,7 @@ def classifier():
                           preprocessor=BertClassifierPreprocessor.from_preset(PRESET, sequence_length=32))
 
 
+@pytest.mark.slow
 def test_span_answers_as_hugging_face_columns_are_one_answer_per_question(qa, squad_questions):
     questions, contexts, answers = squad_questions
     columns = {"text": [a["text"] for a in answers], "answer_start": [a["answer_start"] for a in answers]}

@@ -26,6 +26,7 @@ def _ids(preprocessor, texts):
     return keras.ops.convert_to_numpy(preprocessor(texts)["token_ids"]).tolist()
 
 
+@pytest.mark.slow
 def test_hugging_face_directory(minilm_dir):
     classifier = BertClassifier.from_preset(str(minilm_dir), num_classes=2, sequence_length=32)
     named = BertClassifier.from_preset(PRESET, num_classes=2, sequence_length=32)
