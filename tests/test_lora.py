@@ -80,6 +80,7 @@ def test_the_lora_file_holds_the_whole_update(tuned, tmp_path):
     np.testing.assert_allclose(fresh.predict(texts, verbose=0), expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_lora_file_errors_name_the_file_and_the_mismatch(tuned, tmp_path):
     classifier, _ = tuned
     with pytest.raises(ValueError, match=r"must end in '\.lora\.h5'"):
