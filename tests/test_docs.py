@@ -3,8 +3,8 @@
 Each fenced ```python block runs in a fresh interpreter (TensorFlow backend),
 from an empty working directory, as a user would paste it; a snippet that
 reads the project's real data finds it through `KERAS_BERT_IMPL_SHARED_DATA`
-(set here to ../shared/data), as the docs say. A block that takes a minute or
-more (a fit to the end, a recipe run) has the line `<!-- slow test -->` just
+(set here to ../shared/data), as the docs say. A block that took 12 s or more
+(a fit to the end, a recipe run) has the line `<!-- slow test -->` just
 above its fence, invisible on the rendered page: it runs with the `slow` tests
 (`python tests/run_all_backends.py --full`).
 """

@@ -5,6 +5,11 @@ import run_all_backends
 import test_docs
 
 
+def _last_m(command):
+    """The expression pytest uses: that of the last `-m` on its command line."""
+    return command[len(command) - command[::-1].index("-m")]
+
+
 def test_the_fast_tier_leaves_the_slow_tests_out_on_every_backend_and_full_runs_them():
     assert run_all_backends.marker_expression("tensorflow", full=False) == "not slow"
     assert run_all_backends.marker_expression("jax", full=False) == "multibackend and not slow"
@@ -21,8 +26,8 @@ def test_the_runner_passes_the_tier_to_pytest_and_a_callers_m_replaces_it(monkey
     tensorflow_parts, doctests, jax = commands[:-2], commands[-2], commands[-1]
     assert len(tensorflow_parts) == run_all_backends.TENSORFLOW_PARTS
     for command in tensorflow_parts:
-        assert command[command.index("-m", 3) + 1] == "not slow"
-    assert jax[jax.index("-m", 3) + 1] == "multibackend and not slow"
+        assert _last_m(command) == "not slow"
+    assert _last_m(jax) == "multibackend and not slow"
     assert "--doctest-modules" in doctests
     assert "fast tier" in capsys.readouterr().out
 
@@ -30,13 +35,12 @@ def test_the_runner_passes_the_tier_to_pytest_and_a_callers_m_replaces_it(monkey
     assert run_all_backends.main(["--full", "-q"]) == 0
     assert "--full" not in sum(commands, [])  # ours, not pytest's
     assert all("not slow" not in command for command in commands)
-    assert commands[-1][commands[-1].index("-m", 3) + 1] == "multibackend"
+    assert _last_m(commands[-1]) == "multibackend"
 
     commands.clear()
     run_all_backends.main(["-m", "slow"])
     # pytest keeps the last -m: the caller's comes after ours
-    assert all(command[len(command) - 1 - command[::-1].index("-m") + 1] == "slow"
-               for command in commands if "--doctest-modules" not in command)
+    assert all(_last_m(command) == "slow" for command in commands if "--doctest-modules" not in command)
 
 
 def test_a_docs_snippet_under_the_slow_comment_is_marked_slow_and_the_others_are_not():
