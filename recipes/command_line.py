@@ -93,6 +93,24 @@ def positive(kind):
     return parse
 
 
+def epochs_value(text):
+    """An argparse `type` for --epochs: an integer >= 0, 0 meaning predict only (`--epochs 1.5` is the one line
+    `error: argument --epochs: must be an integer >= 1 (or 0 with a fine-tuned --init_checkpoint model.keras, to
+    predict only), got '1.5' (see --help)`).
+
+    >>> epochs_value("3"), epochs_value("0")
+    (3, 0)
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be an integer >= 1 (or 0 with a fine-tuned --init_checkpoint "
+                                         f"model.keras, to predict only), got {text!r}")
+    return value
+
+
 def seed_value(text):
     """An argparse `type` for --seed: an integer from 0 to 2**32 - 1, NumPy's range (`--seed -1` is the one line
     `error: argument --seed: must be an integer from 0 to 4294967295 (2**32 - 1), got -1 (see --help)`)."""

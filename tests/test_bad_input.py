@@ -176,8 +176,12 @@ NUMERIC_FLAG_CASES = {
     "squad_epochs_negative": ("finetune_squad", ("--epochs", "-2"),
                               "error: --epochs=-2: must be an integer >= 1 (or 0 with a fine-tuned --init_checkpoint "
                               "model.keras, to predict only)"),
+    # --epochs 0 predicts only, with a fine-tuned model.keras (before: refused by the flag parser in every case).
     "classifier_epochs_0": ("finetune_classifier", ("--epochs", "0"),
-                            "error: argument --epochs: must be positive, got 0 (see --help)"),
+                            "error: --epochs=0 predicts without training, but --preset all_minilm_l6_v2_en has no "
+                            "trained classification head: the predictions would come from a random classification "
+                            "head. Pass --epochs 1 or more (with training data), or --init_checkpoint a fine-tuned "
+                            "model.keras to predict only"),
     "classifier_batch_size_0": ("finetune_classifier", ("--batch_size", "0"),
                                 "error: argument --batch_size: must be positive, got 0 (see --help)"),
     "classifier_learning_rate_inf": ("finetune_classifier", ("--learning_rate", "inf"),
@@ -190,7 +194,8 @@ NUMERIC_FLAG_CASES = {
     "classifier_learning_rate_abc": ("finetune_classifier", ("--learning_rate", "abc"),
                                      "error: argument --learning_rate: must be a number > 0, got 'abc' (see --help)"),
     "classifier_epochs_1.5": ("finetune_classifier", ("--epochs", "1.5"),
-                              "error: argument --epochs: must be an integer > 0, got '1.5' (see --help)"),
+                              "error: argument --epochs: must be an integer >= 1 (or 0 with a fine-tuned "
+                              "--init_checkpoint model.keras, to predict only), got '1.5' (see --help)"),
 }
 
 

@@ -105,7 +105,9 @@ def sst2_run(sst2_files, tmp_path_factory):
 def test_sst2_csv_run_writes_results_model_and_predictions(sst2_run):
     out, result, _ = sst2_run
     results = json.load(open(out / "dev_results.json"))
-    assert set(json.loads(result.stdout.strip().splitlines()[-1])) == {"accuracy", "macro_f1"}
+    printed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert printed == {"accuracy": results["accuracy"], "macro_f1": results["macro_f1"],
+                       "test_predictions": str(out / "test_predictions.tsv")}
     assert 0.0 <= results["accuracy"] <= 1.0 and 0.0 <= results["macro_f1"] <= 1.0
     assert results["validation_examples"] == 32 and results["train_examples"] == 48 and results["test_examples"] == 12
     assert results["label_names"] == ["0", "1"] and results["epochs"] == 2 and results["regression"] is False
@@ -131,6 +133,42 @@ def test_model_keras_in_a_fresh_process_gives_the_same_predictions(sst2_run, sst
     assert reloaded["predictions"] == _predictions(out / "test_predictions.tsv")
     assert reloaded["dev"] == {"accuracy": results["accuracy"], "macro_f1": results["macro_f1"]}
     assert reloaded["label_names"] == ["0", "1"] and reloaded["optimizer"] is False
+
+
+def test_a_runs_model_keras_labels_new_rows_without_training(sst2_run, sst2_files, tmp_path):
+    """`--init_checkpoint <run>/model.keras --epochs 0`: the same test predictions and validation scores as the run
+    that wrote it, no training file read, no model rewritten."""
+    out, _, test_csv = sst2_run
+    trained = json.load(open(out / "dev_results.json"))
+    predicted = tmp_path / "predicted"
+    result = _run("--init_checkpoint", out / "model.keras", "--epochs", 0, "--test_file", test_csv,
+                  "--validation_file", sst2_files[1], "--text_column", "text", "--label_column", "label",
+                  "--model_dir", predicted, "--batch_size", 8)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _predictions(predicted / "test_predictions.tsv") == _predictions(out / "test_predictions.tsv")
+    results = json.load(open(predicted / "dev_results.json"))
+    assert (results["accuracy"], results["macro_f1"]) == (trained["accuracy"], trained["macro_f1"])
+    assert results["epochs"] == 0 and results["label_names"] == ["0", "1"] and results["sequence_length"] == 64
+    assert "best_epoch" not in results and "train_examples" not in results and results["test_examples"] == 12
+    assert not (predicted / "model.keras").exists() and not (predicted / "checkpoints").exists()
+    printed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert printed == {"accuracy": trained["accuracy"], "macro_f1": trained["macro_f1"],
+                       "test_predictions": str(predicted / "test_predictions.tsv")}
+
+
+@pytest.mark.slow
+def test_a_runs_model_keras_trains_further_on_rows_of_its_labels(sst2_run, sst2_files, tmp_path):
+    out, _, _ = sst2_run
+    train, dev, _ = sst2_files
+    further = tmp_path / "further"
+    result = _run("--init_checkpoint", out / "model.keras", "--train_file", train, "--validation_file", dev,
+                  "--text_column", "text", "--label_column", "label", "--model_dir", further, "--epochs", 1,
+                  "--batch_size", 8, "--max_train_samples", 16)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.load(open(further / "dev_results.json"))
+    assert results["train_examples"] == 16 and results["label_names"] == ["0", "1"] and results["best_epoch"] == 1
+    assert results["sequence_length"] == 64  # the fine-tuned model's preprocessor, not the flag's default 128
+    assert (further / "model.keras").is_file()
 
 
 @pytest.mark.slow

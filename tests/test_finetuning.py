@@ -212,6 +212,28 @@ def test_finetune_jit_compile_choice_reaches_the_model(sst2_dev):
     np.testing.assert_allclose(losses["auto"], losses[True], rtol=1e-2)  # the same training, XLA or not
 
 
+def test_finetune_trains_a_task_model_loaded_from_an_inference_only_save(sst2_dev, tmp_path):
+    """A run's `model.keras` is saved without its optimizer and loads uncompiled; `finetune` trains it on the task's
+    defaults (its loss, the loss counting real rows), as the model's own `fit` does (before: "`model` is not compiled
+    and no `loss` was given", so no recipe could train a fine-tuned model.keras further)."""
+    from keras_bert_impl import BertBackbone, BertClassifier
+
+    setup_finetuning(seed=0)
+    sentences, labels = sst2_dev
+    token_ids = np.zeros((64, 16), "int32")
+    for i, row in enumerate(_word_ids(sentences[:64], vocab_size=500)):
+        token_ids[i, :min(16, len(row))] = row[:16]
+    x = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": (token_ids > 0).astype("int32")}
+    backbone = BertBackbone(vocabulary_size=500, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                            max_sequence_length=16)
+    BertClassifier(backbone, 2, label_names=["negative", "positive"]).save(tmp_path / "model.keras")
+    model = keras.saving.load_model(tmp_path / "model.keras")
+    assert not model.compiled
+    train = tf.data.Dataset.from_tensor_slices((x, labels[:64])).batch(16)
+    result = finetune(model, train, epochs=1, learning_rate=1e-3, seed=0, verbose=0)
+    assert model.compiled_with_default_loss and np.isfinite(result.history["loss"][0]) and result.train_steps == 4
+
+
 def test_finetune_runs_the_steps_per_epoch_it_is_given(sst2_dev):
     """`steps_per_epoch` sets both the schedule's length and each epoch's: 3 epochs of 2 steps (of 8 batches) take
     6 optimizer steps, and the learning rate ends at 0."""

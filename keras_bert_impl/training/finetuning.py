@@ -312,6 +312,11 @@ def finetune(
             group.check_same_on_every_process("the fine-tuning epoch to resume from", epochs_to_skip,
                                               f"that model_dir {model_dir} is one folder every process sees")
 
+        if loss is None and not model.compiled and hasattr(type(model), "compiled_with_default_loss"):
+            # A task model loaded from an inference-only save (a run's model.keras, trained further): its defaults,
+            # as its own `fit` would take them (before: "not compiled and no `loss` was given").
+            with strategy.scope() if strategy is not None else contextlib.nullcontext():
+                model.compile()
         compile_loss = loss
         if compile_loss is None:  # the model's own: a task's "auto" stays "auto" (its reported loss counts real rows)
             compile_loss = "auto" if getattr(model, "compiled_with_default_loss", False) else getattr(model, "loss", None)

@@ -206,6 +206,7 @@ def read_table(
     file_format=None,
     label_separator=None,
     empty_texts="refuse",
+    known_labels_source="training labels",
 ):
     """Reads a labelled text table, checking every row.
 
@@ -218,6 +219,8 @@ def read_table(
         known_labels: for a validation/test file of a classifier, the
             training labels (`label_vocabulary(train_table)`): any other
             label is an `UnknownLabelError`.
+        known_labels_source: what the error calls `known_labels` ("the
+            fine-tuned model's labels" when a saved model's labels bind them).
         file_format: "csv", "tsv" or "jsonl"; default from the extension.
         label_separator: None (one label a row), or the string between the
             labels of a row that has several (multi-label, e.g. ","): each
@@ -318,7 +321,7 @@ def read_table(
                 if known_set is not None and label not in known_set:
                     raise UnknownLabelError(
                         path, line, label_column,
-                        f"label {label!r} is not among the training labels {_preview(known)}",
+                        f"label {label!r} is not among the {known_labels_source} {_preview(known)}",
                     )
             labels.append(row_labels[0] if label_separator is None else row_labels)
         lines.append(line)

@@ -18,7 +18,6 @@ Example:
 import dataclasses
 import json
 import os
-import zipfile
 from typing import NamedTuple
 
 from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
@@ -26,7 +25,7 @@ from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, save_mod
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_starting_point, is_fine_tuned_model, learning_rate_or_default
 from keras_bert_impl.tasks.old_keywords import old_field_names
-from keras_bert_impl.tasks.starting_point import fine_tuned_model, pretrained_backbone
+from keras_bert_impl.tasks.starting_point import fine_tuned_model, pretrained_backbone, saved_model_config
 from keras_bert_impl.tasks.tagging.batches import make_dataset
 from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, ConllSplit, evaluate_conll
 from keras_bert_impl.tasks.tagging.features import encode_sentences
@@ -190,15 +189,8 @@ def fine_tuned_label_names(path):
     From the model's saved config (`BertTokenClassifier(label_names=...)`), else (a model saved before it kept
     them) from `labels.json` beside the file, which every run writes.
     """
-    if not os.path.isfile(path):
-        what = "a directory" if os.path.isdir(path) else "no such file"
-        raise FileNotFoundError(f"--init_checkpoint {path}: {what}; expected a fine-tuned tagger's .keras file")
-    try:
-        with zipfile.ZipFile(path) as archive:
-            label_names = json.loads(archive.read("config.json")).get("config", {}).get("label_names")
-    except (zipfile.BadZipFile, KeyError, ValueError) as error:
-        raise ValueError(f"--init_checkpoint {path}: not a Keras model file (a .keras zip with config.json): "
-                         f"{error}") from None
+    _, model_config = saved_model_config(path, expected="a fine-tuned tagger's .keras file")
+    label_names = model_config.get("label_names")
     if label_names is None:
         labels_path = os.path.join(os.path.dirname(os.path.abspath(path)), "labels.json")
         if not os.path.isfile(labels_path):
