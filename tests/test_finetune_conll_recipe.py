@@ -69,6 +69,21 @@ def test_fine_tuned_model_reloads_and_predicts_the_same(trained, shared_data, mi
     assert (tmp_path / "dev_predictions.txt").read_text() == (model_dir / "dev_predictions.txt").read_text()
 
 
+@pytest.mark.slow
+def test_fine_tuned_model_trains_further_with_its_labels(trained, shared_data, tmp_path):
+    """`--init_checkpoint <run>/model.keras --epochs 1`: the loaded model (saved without its optimizer) trains on the
+    task's loss (before: finetune refused it, "`model` is not compiled and no `loss` was given")."""
+    model_dir, summary = trained
+    further = _recipe().main([
+        "--data_dir", str(shared_data / "conll2003"), "--init_checkpoint", str(model_dir / "model.keras"),
+        "--epochs", "1", "--max_train_samples", "32", "--max_eval_samples", "24", "--batch_size", "16",
+        "--max_seq_length", "64", "--model_dir", str(tmp_path), "--no_test_each_epoch",
+    ])
+    assert further["labels"] == summary["labels"] and further["train_sentences"] == 32
+    assert further["best_epoch"] == 1 and 0.0 <= further["dev_f1"] <= 1.0
+    assert (tmp_path / "model.keras").exists()
+
+
 def test_recipe_flag_errors(capsys):
     recipe = _recipe()
     with pytest.raises(SystemExit) as exit_info:

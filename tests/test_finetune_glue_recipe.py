@@ -55,6 +55,12 @@ def test_run_glue_rte_slice_writes_results_submission_and_model(shared_data, tmp
     pairs = model.predict_labels(list(zip(dev.text_a[:4], dev.text_b[:4])))
     assert pairs == labels
 
+    # Trained further from the saved model (saved without its optimizer: before, finetune refused it as "not
+    # compiled"), on the task's loss.
+    further = run(ClassificationConfig("rte", data_dir, str(tmp_path / "further"), init_checkpoint=os.path.join(
+        model_dir, "model.keras"), sequence_length=32, batch_size=8, epochs=1, seed=1, verbose=0, predict_test=False))
+    assert further["epochs_run"] == 1 and further["train_examples"] == 24 and further["history"]["loss"][0] > 0
+
     # Predict only, as the CoNLL and SQuAD stories: the saved model scores dev as its best epoch did, and writes the
     # same submission, without a training file (removed here) or any training.
     os.remove(os.path.join(data_dir, "RTE", "train.tsv"))

@@ -44,6 +44,23 @@ def _load_recipe():
     return finetune_squad
 
 
+@pytest.mark.slow
+def test_a_fine_tuned_model_keras_trains_further(tmp_path, tiny_preset, dev_slice):
+    """`--init_checkpoint <run>/model.keras --epochs 1`: the loaded model (saved without its optimizer) trains on the
+    task's loss (before: finetune refused it, "`model` is not compiled and no `loss` was given")."""
+    data = tmp_path / "train.json"
+    data.write_text(json.dumps(dev_slice), encoding="utf-8")
+    recipe = _load_recipe()
+    common = ["--version", "1.1", "--train_file", str(data), "--predict_file", str(data), "--max_seq_length", "128",
+              "--doc_stride", "64", "--batch_size", "8", "--epochs", "1", "--learning_rate", "1e-3"]
+    recipe.main([*common, "--preset", str(tiny_preset), "--model_dir", str(tmp_path / "run")])
+    recipe.main([*common, "--init_checkpoint", str(tmp_path / "run" / "model.keras"),
+                 "--model_dir", str(tmp_path / "further")])
+    evaluation = json.loads((tmp_path / "further" / "eval.json").read_text())
+    assert evaluation["train_windows"] > 0 and 0.0 <= evaluation["f1"] <= 100.0
+    assert (tmp_path / "further" / "model.keras").exists()
+
+
 def test_recipe_v1_trains_predicts_and_writes_official_files(tmp_path, tiny_preset, dev_slice, capsys):
     train = tmp_path / "train.json.gz"
     with gzip.open(train, "wt", encoding="utf-8") as f:
