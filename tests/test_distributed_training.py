@@ -553,7 +553,8 @@ def test_classifier_recipe_fine_tunes_your_table_across_two_processes_with_one_w
         "finetune_classifier.py", ["--train_file", train, "--validation_file", dev, "--test_file", dev,
                                    "--text_column", "text", "--label_column", "label", "--output_dir", model_dir,
                                    "--batch_size", 8, "--sequence_length", 32, "--epochs", 1], backend, tmp_path)
-    assert lines[0] == lines[1] and set(lines[0]) == {"accuracy", "macro_f1"}
+    assert lines[0] == lines[1] and set(lines[0]) == {"accuracy", "macro_f1", "test_predictions"}
+    assert lines[0]["test_predictions"] == str(model_dir / "test_predictions.tsv")  # the job's file, process 0's
     if backend == "torch":  # each process's progress line shows its own rows' loss and accuracy: a real split
         progress = [(tmp_path / f"{index}.out").read_text().splitlines()[0] for index in range(2)]
         assert "loss: " in progress[0] and progress[0] != progress[1]

@@ -338,7 +338,8 @@ def run(config, inputs=None):
         lines = [f"{i}\t{p:.6g}" if regression else f"{i}\t{p}" for i, p in enumerate(predictions)]
         atomic_write_text(predictions_path, "\n".join(["index\tprediction", *lines]) + "\n")
         results["test_examples"] = len(test)
-        results["test_predictions"] = os.path.abspath(predictions_path)
+        # Where the job's file is (process 0 writes it; every process says the same path).
+        results["test_predictions"] = os.path.abspath(os.path.join(shared_model_dir, "test_predictions.tsv"))
     if validation is not None:
         atomic_write_json(os.path.join(config.model_dir, "dev_results.json"), results)
     if result is not None:
