@@ -14,7 +14,6 @@ import tensorflow as tf
 
 from keras_bert_impl.batching.boundaries import default_boundaries
 from keras_bert_impl.batching.tf_batches import bucket_by_length, pad_to_boundaries
-from keras_bert_impl.training import finetuning
 from keras_bert_impl.training.finetuning import BestEpochCheckpoint, finetune, setup_finetuning
 from interruptions import StopAfterEpoch, StopAtBatch
 
@@ -111,7 +110,7 @@ def test_pad_to_boundaries_keeps_order(sst2_dev):
 def test_fill_batches_gives_fixed_shapes_and_ignorable_labels(sst2_dev):
     import tensorflow as tf
 
-    from keras_bert_impl.batching.tf_batches import bucket_by_length, fill_batches
+    from keras_bert_impl.batching.tf_batches import fill_batches
 
     dataset = tf.data.Dataset.from_tensor_slices(({"token_ids": [[1, 2, 0], [3, 0, 0], [4, 5, 6]]}, [0, 1, 1]))
     batches = list(fill_batches(dataset.batch(2), 2, label_fill_value=-1))

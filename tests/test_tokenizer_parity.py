@@ -8,7 +8,6 @@ give identical ids; the counts are printed (`pytest -s`).
 
 import csv
 import itertools
-import os
 
 import pytest
 import tensorflow as tf
