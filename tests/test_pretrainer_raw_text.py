@@ -200,6 +200,32 @@ def test_validation_data_is_held_out_texts_alone(lines):
                                 "pass the texts alone.")
 
 
+def test_masked_lm_alone_trains_without_gradient_warnings_and_leaves_the_pooler_to_a_classifier(lines):
+    """`BertPretrainer(nsp=False)` never reads the pooler: it is frozen (before, every `fit` warned "Gradients do not
+    exist for variables ['pooled_dense/kernel', 'pooled_dense/bias'] ... did you forget to provide a `loss`?"). A
+    classifier then built on that backbone reads the pooler, and trains it again; a backbone the user froze stays
+    frozen."""
+    import warnings
+
+    from keras_bert_impl import BertClassifier
+
+    backbone = _tiny_backbone()
+    model = BertPretrainer(backbone, nsp=False, preprocessor=BertPretrainerPreprocessor.from_preset(PRESET, sequence_length=16))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(lines[:8], batch_size=4, verbose=0)
+    assert not [w for w in caught if "Gradients do not exist" in str(w.message)], [str(w.message) for w in caught]
+    assert backbone.pooled_dense.trainable is False
+    assert BertPretrainer(backbone, nsp=True).backbone.pooled_dense.trainable is True  # next-sentence reads it
+    BertPretrainer(backbone, nsp=False)
+    classifier = BertClassifier(backbone, num_classes=2)
+    assert classifier.backbone.pooled_dense.trainable is True
+    assert len(classifier.trainable_weights) == len(backbone.weights) + 2  # every backbone weight, and the head's
+    frozen = _tiny_backbone()
+    frozen.trainable = False  # a linear probe
+    assert BertClassifier(frozen, num_classes=2).backbone.pooled_dense.trainable is False
+
+
 def _tiny_backbone():
     from keras_bert_impl import BertBackbone
 

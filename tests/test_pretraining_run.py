@@ -106,6 +106,8 @@ def test_the_export_holds_the_trained_heads_for_fill_mask(reference_run):
     both = BertPretrainer.from_preset(export)
     mlm_only = BertPretrainer.from_preset(export, nsp=False)
     assert both.heads_loaded == ["masked LM", "next sentence"] and mlm_only.heads_loaded == ["masked LM"]
+    # Next-sentence prediction trains the pooler; masked LM alone never reads it: frozen (no gradient warnings).
+    assert both.backbone.pooled_dense.trainable and not mlm_only.backbone.pooled_dense.trainable
     # The run's packing (--sequence_length 32 --max_predictions_per_seq 5), not the preprocessor's default 128.
     assert (mlm_only.preprocessor.sequence_length, mlm_only.preprocessor.max_predictions_per_seq) == (32, 5)
     trained_bias = keras.ops.convert_to_numpy(both.masked_lm_head.output_bias)

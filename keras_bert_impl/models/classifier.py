@@ -22,6 +22,7 @@ from keras_bert_impl.models.head_building import (
     check_packable,
     class_count,
     freeze_unused_pooler,
+    use_pooler,
 )
 from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import Task
@@ -187,6 +188,8 @@ class BertClassifier(Task):
 
         # === Layers ===
         self.sequence_pooling = None
+        if pooling == "pooled":
+            use_pooler(backbone)  # (frozen by a head that did not read it, e.g. an MLM-only pretrainer's)
         if pooling == "mean":
             freeze_unused_pooler(backbone)
             self.sequence_pooling = SequencePooling("mean", normalize=False, dtype=backbone.dtype_policy,

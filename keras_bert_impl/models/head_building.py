@@ -4,7 +4,7 @@
 `BertTextEmbedder` build their functional graph on `backbone_inputs()` (the
 backbone's three features, `BACKBONE_INPUTS`, which `Task` and
 `BertPretrainer` also read) and freeze the pooler when their head never reads
-it (`freeze_unused_pooler`); the classifier and the tagger check their
+it (`freeze_unused_pooler`; a head that reads it trains it again: `use_pooler`); the classifier and the tagger check their
 `num_classes`/`label_names` (`class_count`) and `dropout` (`check_dropout`).
 Packed rows hold several examples: `BertClassifier` and `BertSpanExtractor`'s
 `packed_training_model()` and `tasks/span_qa/` ask `check_packable` (or
@@ -71,12 +71,37 @@ def backbone_inputs():
 def freeze_unused_pooler(backbone):
     """Marks the pooler (dense + tanh on [CLS]) non-trainable, for heads that use only `sequence_output`.
 
-    The token and span heads never read `pooled_output`, so its weights get
-    no gradient; left trainable, every step would warn that they have none.
-    Freezing them changes no computation (and is undone by setting
-    `backbone.pooled_dense.trainable = True`).
+    The token and span heads, the embedder and the masked-LM-only pretrainer never read `pooled_output`, so its
+    weights get no gradient; left trainable, every step would warn that they have none. Freezing them changes no
+    computation; a head that reads the pooler, built later on the same backbone, trains it again (`use_pooler`), as
+    does `backbone.pooled_dense.trainable = True`.
     """
-    backbone.pooled_dense.trainable = False
+    if backbone.pooled_dense.trainable:
+        backbone.pooled_dense.trainable = False
+        backbone.pooled_dense.frozen_as_unused = True
+
+
+def use_pooler(backbone):
+    """Trains the pooler again for a head that reads `pooled_output` (the classifier's [CLS] head, next-sentence
+    prediction) when `freeze_unused_pooler` froze it for another head on the same backbone, e.g.
+    `BertClassifier(mlm_pretrainer.backbone, ...)`: before, that classifier trained with its pooler silently frozen.
+    A pooler frozen by the user (or a frozen backbone) stays frozen.
+
+    Example:
+    >>> from keras_bert_impl.models.backbone import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+    >>> freeze_unused_pooler(backbone); backbone.pooled_dense.trainable
+    False
+    >>> use_pooler(backbone); backbone.pooled_dense.trainable
+    True
+    >>> backbone.trainable = False  # the user's: a frozen backbone (a linear probe) stays frozen
+    >>> use_pooler(backbone); backbone.pooled_dense.trainable
+    False
+    """
+    pooler = backbone.pooled_dense
+    if getattr(pooler, "frozen_as_unused", False) and backbone.trainable:
+        pooler.trainable = True
+        pooler.frozen_as_unused = False
 
 
 def is_packable(backbone):

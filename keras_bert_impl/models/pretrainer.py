@@ -9,10 +9,17 @@ from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.models import quantization
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.head_building import BACKBONE_INPUTS
+from keras_bert_impl.models.head_building import BACKBONE_INPUTS, freeze_unused_pooler, use_pooler
 from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import TASK_CONFIG_FILE, TASK_WEIGHTS_FILE, Task, copy_variables, read_task_config
 
+
+
+def _pooler_for(backbone, nsp):
+    """The pooler trains with next-sentence prediction, which reads it, and is frozen without it (masked LM alone
+    never reads it: every step warned "Gradients do not exist for variables ['pooled_dense/kernel', ...]", and
+    transformers' `BertForMaskedLM` has no pooler at all)."""
+    (use_pooler if nsp else freeze_unused_pooler)(backbone)
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertPretrainer(Task):
@@ -77,6 +84,7 @@ class BertPretrainer(Task):
                  vocabulary_padding_multiple=None, **kwargs):
         if not isinstance(backbone, BertBackbone):
             raise TypeError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
+        _pooler_for(backbone, nsp)
         # === Layers ===
         self.masked_lm_head = MaskedLMHead(
             token_embedding=backbone.token_embedding,
@@ -170,6 +178,7 @@ class BertPretrainer(Task):
                                                  if path.startswith(model.masked_lm_head.name + "/")})
             twin.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
             copy_variables(twin.masked_lm_head, model.masked_lm_head)
+            _pooler_for(model.backbone, model.nsp)  # (the twin set the shared pooler for its own head)
         model.heads_loaded = ["masked LM", "next sentence"] if saved_nsp and model.nsp else ["masked LM"]
         return model
 
