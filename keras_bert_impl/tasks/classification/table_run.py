@@ -38,6 +38,7 @@ from typing import NamedTuple, Optional
 
 from keras_bert_impl.tasks.flags import check_epochs, check_numbers, is_fine_tuned_model, learning_rate_or_default
 from keras_bert_impl.tasks.old_keywords import old_field_names
+from keras_bert_impl.tasks.starting_point import saved_model_config
 
 
 @old_field_names(train_limit="max_train_samples")
@@ -107,7 +108,8 @@ def check_flags(config):
 def missing_file_flags(epochs, train_file, validation_file, test_file, label_column):
     """What a run of `epochs` lacks among its files and label column, as one line (None when nothing is missing).
 
-    `recipes/finetune_classifier.py` checks its flags with it before TensorFlow is imported.
+    `recipes/finetune_classifier.py` refuses the training case's missing flags itself, before TensorFlow is
+    imported; this check (run by `check_flags`) also covers a config built in Python.
 
     Example:
     >>> missing_file_flags(3, "train.csv", None, None, None)
@@ -150,8 +152,6 @@ def fine_tuned_head(config):
     A flag that says what the labels are (`regression`, `multi_label`) must agree with the model; one left unset
     follows the model.
     """
-    from keras_bert_impl.tasks.starting_point import saved_model_config
-
     path = config.preset
     if not is_fine_tuned_model(path):
         return None
