@@ -4,8 +4,9 @@
 `BertTextEmbedder` build their functional graph on `backbone_inputs()` (the
 backbone's three features, `BACKBONE_INPUTS`, which `Task` and
 `BertPretrainer` also read) and freeze the pooler when their head never reads
-it (`freeze_unused_pooler`; a head that reads it trains it again: `use_pooler`); the classifier and the tagger check their
-`num_classes`/`label_names` (`class_count`) and `dropout` (`check_dropout`).
+it (`freeze_unused_pooler`; a head that reads it trains it again: `use_pooler`);
+the classifier and the tagger check their `num_classes`/`label_names`
+(`class_count`) and `dropout` (`check_dropout`).
 Packed rows hold several examples: `BertClassifier` and `BertSpanExtractor`'s
 `packed_training_model()` and `tasks/span_qa/` ask `check_packable` (or
 `is_packable`) whether the backbone's attention keeps them apart.

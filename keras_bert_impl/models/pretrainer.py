@@ -14,12 +14,12 @@ from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import TASK_CONFIG_FILE, TASK_WEIGHTS_FILE, Task, copy_variables, read_task_config
 
 
-
 def _pooler_for(backbone, nsp):
     """The pooler trains with next-sentence prediction, which reads it, and is frozen without it (masked LM alone
     never reads it: every step warned "Gradients do not exist for variables ['pooled_dense/kernel', ...]", and
     transformers' `BertForMaskedLM` has no pooler at all)."""
     (use_pooler if nsp else freeze_unused_pooler)(backbone)
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertPretrainer(Task):
