@@ -308,7 +308,8 @@ def test_missing_file_and_bad_flags_exit_2(sst2_files, tmp_path):
     assert error == f"error: --train_file {tmp_path}: a directory; expected a .csv, .tsv or .jsonl table"
     result = _run("--train_file", train, "--validation_file", train, "--text_column", "text",
                   "--output_dir", tmp_path / "out")
-    _assert_one_line_error(result, "--label_column")
+    error = _assert_one_line_error(result, "--label_column")
+    assert error == "error: --epochs 3 trains: give --label_column too (see --help)"
     assert result.stderr.strip().count("\n") == 0  # the flag parser fails before TensorFlow is imported
     error = _assert_one_line_error(_error_run(tmp_path, train, train, "--warmup_proportion", "1.5"))
     assert error == "error: --warmup_proportion=1.5: must be a number in [0, 1)"

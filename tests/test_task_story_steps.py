@@ -200,6 +200,10 @@ def test_table_a_fine_tuned_models_labels_bind_the_tables_before_it_is_loaded(tm
                                          r"labels \['negative', 'positive'\]: leave --regression out$"):
         table_run.run(table_run.TableClassificationConfig(None, dev, "text", "label", "out", preset=str(model),
                                                           epochs=0, regression=True))
+    with pytest.raises(ValueError, match=r"^--multi_label, but --init_checkpoint .*model.keras is a classifier of the "
+                                         r"labels \['negative', 'positive'\]: leave --multi_label out$"):
+        table_run.read_inputs(table_run.TableClassificationConfig(None, dev, "text", "label", "out",
+                                                                  preset=str(model), epochs=0, multi_label=True))
 
     regressor = tmp_path / "regressor" / "model.keras"
     regressor.parent.mkdir()
@@ -213,7 +217,9 @@ def test_table_a_fine_tuned_models_labels_bind_the_tables_before_it_is_loaded(tm
     unnamed = tmp_path / "unnamed" / "model.keras"
     unnamed.parent.mkdir()
     _classifier().save(unnamed)
-    with pytest.raises(ValueError, match=r"a classifier without label names"):
+    with pytest.raises(ValueError, match=r"^--init_checkpoint .*model.keras: a classifier without label names, so "
+                                         r"the labels of the tables cannot be matched to its classes; save it with "
+                                         r"`BertClassifier\(label_names=\[\.\.\.\]\)`$"):
         table_run.run(table_run.TableClassificationConfig(None, dev, "text", "label", "out", preset=str(unnamed),
                                                           epochs=0))
     tagger = tmp_path / "tagger" / "model.keras"

@@ -203,13 +203,13 @@ def read_inputs(config):
     columns = dict(text_column=config.text_column, text_pair_column=config.text_pair_column)
     labels = dict(label_column=config.label_column, regression=regression,
                   label_separator=config.label_separator if multi_label else None)
-    known = dict(known_labels=label_names, known_labels_source="training labels" if head is None
-                 else "fine-tuned model's labels")
+    source = "training labels" if head is None else "fine-tuned model's labels"  # what may bind the tables' labels
     train = None
     if config.train_file is not None:
-        train = read_table(config.train_file, **labels, **known, **columns)
+        train = read_table(config.train_file, **labels, known_labels=label_names, known_labels_source=source,
+                           **columns)
         if head is None and not regression:
-            label_names = known["known_labels"] = label_vocabulary(train)
+            label_names = label_vocabulary(train)
         if label_names is not None and len(label_names) < 2:
             raise ValueError(f"{config.train_file}: column {config.label_column!r} has "
                              + (f"one label only, {label_names[0]!r}" if label_names else "no labels")
@@ -217,7 +217,8 @@ def read_inputs(config):
         train = train.head(config.max_train_samples)
     validation = None
     if config.validation_file is not None:
-        validation = read_table(config.validation_file, **labels, **known, **columns).head(config.max_eval_samples)
+        validation = read_table(config.validation_file, **labels, known_labels=label_names,
+                                known_labels_source=source, **columns).head(config.max_eval_samples)
     test = None if config.test_file is None else read_table(config.test_file, **columns)
     return TableInputs(train, validation, test, label_names, regression, multi_label)
 
