@@ -156,6 +156,19 @@ def test_a_runs_model_keras_labels_new_rows_without_training(sst2_run, sst2_file
                        "test_predictions": str(predicted / "test_predictions.tsv")}
 
 
+def test_scoring_into_the_training_runs_directory_is_refused_and_keeps_its_results(sst2_run, sst2_files):
+    """A run that only scores (`--epochs 0 --validation_file`) into the training run's `--model_dir` would replace
+    its `dev_results.json` (best epoch, history, timings): one line, before the model loads, and nothing changed."""
+    out, _, _ = sst2_run
+    before = (out / "dev_results.json").read_bytes()
+    result = _run("--init_checkpoint", out / "model.keras", "--epochs", 0, "--validation_file", sst2_files[1],
+                  "--text_column", "text", "--label_column", "label", "--model_dir", out)
+    _assert_one_line_error(result, f"error: --model_dir {out} holds the model.keras of a training run and its scores "
+                                   "(dev_results.json): --epochs 0 would replace them. Give another --model_dir for "
+                                   "this run's outputs (--init_checkpoint reads the model from wherever it is)")
+    assert (out / "dev_results.json").read_bytes() == before
+
+
 @pytest.mark.slow
 def test_a_runs_model_keras_trains_further_on_rows_of_its_labels(sst2_run, sst2_files, tmp_path):
     out, _, _ = sst2_run

@@ -16,6 +16,9 @@ recipes print it as `error: ...` and exit with code 2.
 - `check_vocabulary(backbone, tokenizer, flag, tokenizer_source)`: the
   backbone's embedding rows equal the tokenizer's vocabulary (else a gather
   error at the first step), checked before training.
+- `check_training_scores_kept(config, score_files)`: an `epochs == 0` run
+  does not replace the scores a training run left beside its `model.keras`
+  in `--model_dir` (its best epoch, history and timings would be lost).
 
 Example:
 >>> import types
@@ -26,6 +29,7 @@ ValueError: --batch_size=0: must be an integer >= 1
 """
 
 import numbers
+import os
 
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE
 
@@ -159,7 +163,53 @@ trained with
         )
 
 
-__all__ = ["check_epochs", "check_numbers", "check_starting_point", "check_vocabulary", "is_fine_tuned_model"]
+def check_training_scores_kept(config, score_files):
+    """With `epochs == 0`, refuses a `model_dir` that holds a training run's `model.keras` and one of `score_files`.
+
+    A run that predicts only writes the same score files as the training run (`dev_results.json`, ...): in the
+    training run's directory it would replace the record of that training (its best epoch, validation history,
+    timings) with a prediction's. Predictions alone (the table recipe's `test_predictions.tsv`, CoNLL's
+    `--predict_text`) are no record of training: a run that writes no score file may use the training run's
+    directory. A predicting run never writes `model.keras`, so one beside the score files says a training run
+    wrote them.
+
+    Args:
+        config: with `epochs` and `model_dir`.
+        score_files: the names of the score files this run would write into `model_dir`.
+
+    Raises:
+        ValueError: one line naming the directory, the files and what to pass instead.
+
+    Example:
+    >>> import pathlib, tempfile, types
+    >>> run = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("model.keras", "dev_results.json"):
+    ...     _ = (run / name).write_text("{}")
+    >>> check_training_scores_kept(types.SimpleNamespace(epochs=0, model_dir=str(run)), ["test_results.json"])
+    >>> check_training_scores_kept(types.SimpleNamespace(epochs=2, model_dir=str(run)), ["dev_results.json"])
+    >>> check_training_scores_kept(types.SimpleNamespace(epochs=0, model_dir="runs/sst2"), ["dev_results.json"])
+    >>> check_training_scores_kept(types.SimpleNamespace(epochs=0, model_dir=str(run)),
+    ...                            ["dev_results.json"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --model_dir /tmp/... holds the model.keras of a training run and its scores (dev_results.json): \
+--epochs 0 would replace them. Give another --model_dir for this run's outputs (--init_checkpoint reads the model \
+from wherever it is)
+    >>> import shutil; shutil.rmtree(run)
+    """
+    if config.epochs != 0 or not os.path.isfile(os.path.join(config.model_dir, "model.keras")):
+        return
+    replaced = [name for name in score_files if os.path.exists(os.path.join(config.model_dir, name))]
+    if replaced:
+        raise ValueError(
+            f"--model_dir {config.model_dir} holds the model.keras of a training run and its scores "
+            f"({', '.join(replaced)}): --epochs 0 would replace them. Give another --model_dir for this run's outputs "
+            "(--init_checkpoint reads the model from wherever it is)"
+        )
+
+
+__all__ = ["check_epochs", "check_numbers", "check_starting_point", "check_training_scores_kept", "check_vocabulary",
+           "is_fine_tuned_model"]
 
 
 def learning_rate_or_default(learning_rate, lora_rank, default):

@@ -24,10 +24,15 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import POOLINGS, BertClassifier
 from keras_bert_impl.tasks.classification.batches import make_dataset, make_packed_dataset
 from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_names, evaluate_splits, glue_score
-from keras_bert_impl.tasks.classification.outputs import save_model_atomically, write_dev_results, write_submission
+from keras_bert_impl.tasks.classification.outputs import (
+    DEV_RESULTS_NAME, save_model_atomically, write_dev_results, write_submission,
+)
 from keras_bert_impl.tasks.classification.prediction import predict_split
 from keras_bert_impl.tasks.classification.reading import GlueSplit, GlueTask, get_task, read_split
-from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_vocabulary, is_fine_tuned_model, learning_rate_or_default
+from keras_bert_impl.tasks.flags import (
+    check_epochs, check_numbers, check_training_scores_kept, check_vocabulary, is_fine_tuned_model,
+    learning_rate_or_default,
+)
 from keras_bert_impl.tasks.starting_point import fine_tuned_model
 from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.text.classifier_preprocessor import BertClassifierPreprocessor
@@ -127,6 +132,7 @@ head: the predictions would come from a random classification head. Pass --epoch
 --init_checkpoint a fine-tuned model.keras to predict only
     """
     check_epochs(config, "classification head")
+    check_training_scores_kept(config, [DEV_RESULTS_NAME])
     check_numbers(
         config,
         integers=dict(sequence_length=3, batch_size=1, predict_batch_size=1, early_stopping_patience=1,

@@ -36,7 +36,9 @@ import time
 import types
 from typing import NamedTuple, Optional
 
-from keras_bert_impl.tasks.flags import check_epochs, check_numbers, is_fine_tuned_model, learning_rate_or_default
+from keras_bert_impl.tasks.flags import (
+    check_epochs, check_numbers, check_training_scores_kept, is_fine_tuned_model, learning_rate_or_default,
+)
 from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.tasks.starting_point import saved_model_config
 
@@ -103,6 +105,7 @@ def check_flags(config):
                                  config.label_column)
     if missing:
         raise ValueError(missing)
+    check_training_scores_kept(config, ["dev_results.json"] if config.validation_file else [])
 
 
 def missing_file_flags(epochs, train_file, validation_file, test_file, label_column):

@@ -26,7 +26,10 @@ from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
 from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
-from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_starting_point, is_fine_tuned_model, learning_rate_or_default
+from keras_bert_impl.tasks.flags import (
+    check_epochs, check_numbers, check_starting_point, check_training_scores_kept, is_fine_tuned_model,
+    learning_rate_or_default,
+)
 from keras_bert_impl.tasks.span_qa.reading import (
     ReadStats,
     load_squad_json,
@@ -155,6 +158,7 @@ def check_flags(config):
     )
     check_starting_point(c)
     check_epochs(c, "span head")
+    check_training_scores_kept(c, ["eval.json"])
 
 
 class SquadInputs(NamedTuple):

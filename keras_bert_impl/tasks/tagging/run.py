@@ -23,7 +23,10 @@ from typing import NamedTuple
 from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, save_model_atomically
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
-from keras_bert_impl.tasks.flags import check_epochs, check_numbers, check_starting_point, is_fine_tuned_model, learning_rate_or_default
+from keras_bert_impl.tasks.flags import (
+    check_epochs, check_numbers, check_starting_point, check_training_scores_kept, is_fine_tuned_model,
+    learning_rate_or_default,
+)
 from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.tasks.starting_point import fine_tuned_model, pretrained_backbone, saved_model_config
 from keras_bert_impl.tasks.tagging.batches import make_dataset
@@ -219,6 +222,8 @@ def check_flags(config):
     )
     check_starting_point(config)
     check_epochs(config, "tagging head")
+    if config.epochs == 0:  # the splits it scores (a run that only tags --predict_text writes no score file)
+        check_training_scores_kept(config, [f"{name}_results.json" for name in input_files(config) if name != "train"])
 
 
 def build_model(config, inputs, strategy):
