@@ -129,18 +129,38 @@ def held_out_set(validation_files, validation_steps):
     return {"validation_files": files, "validation_steps": int(validation_steps)}
 
 
+def same_held_out_set(recorded, now):
+    """Whether two `held_out_set` records name the same held-out set: the same number of batches and the same
+    files, by name and size in order, wherever they are (a moved corpus keeps its curve).
+
+    >>> a = {"validation_files": [["/data/valid.txt", 2048]], "validation_steps": 20}
+    >>> same_held_out_set(a, {"validation_files": [["/mnt/valid.txt", 2048]], "validation_steps": 20})
+    True
+    >>> same_held_out_set(a, {"validation_files": [["/data/valid.txt", 2048]], "validation_steps": 10})
+    False
+    >>> same_held_out_set(a, {"validation_files": [["/data/other.txt", 2048]], "validation_steps": 20})
+    False
+    """
+    def by_name(record):
+        return ([(os.path.basename(str(path)), size) for path, size in record.get("validation_files") or []],
+                record.get("validation_steps"))
+
+    return by_name(recorded) == by_name(now)
+
+
 def held_out_accuracies(manager, restored_state, start_step, measured_on=None):
     """`{"<step>": accuracy}`: the held-out MLM accuracy after each checkpoint of the run up to `start_step`.
 
     From the resumed checkpoint's state.json (`restored_state`, `HELD_OUT_KEY`); a checkpoint written before that
     key existed gives what the checkpoints still in `manager`'s directory say of their own step (their `logs`).
     Accuracies measured on another held-out set than `measured_on` (`held_out_set`: --validation_files or
-    --validation_steps changed on resume) are left out: one curve never mixes two sets.
+    --validation_steps changed on resume) are left out: one curve never mixes two sets. The same files moved
+    (another mount, a new install's bundled corpus: the same names and sizes) are the same set.
     """
     if not restored_state:
         return {}
     recorded_set = restored_state.get(HELD_OUT_SET_KEY)
-    if measured_on is not None and recorded_set is not None and recorded_set != measured_on:
+    if measured_on is not None and recorded_set is not None and not same_held_out_set(recorded_set, measured_on):
         return {}
     if isinstance(restored_state.get(HELD_OUT_KEY), dict):
         return {str(step): float(value) for step, value in restored_state[HELD_OUT_KEY].items()

@@ -6,8 +6,10 @@ the flags, the model configuration, the sha256 of the vocabulary's tokens and
 the size and sha256 of every training file) are recorded atomically in
 `<model_dir>/run_config.json` before training starts, so before any checkpoint
 can exist (`record_run_config`), and compared on resume (`check_resumable`):
-only `MAY_CHANGE_ON_RESUME` may differ, and a checkpoint without a recorded
-configuration is refused.
+only `MAY_CHANGE_ON_RESUME` may differ (and the training files' paths, where
+the same bytes moved: `same_files_moved`), and a checkpoint without a recorded
+configuration is refused. `checkpoint_trained_the_pooler` says whether a
+masked-LM-only checkpoint was written while its pooler still trained.
 """
 
 import dataclasses
@@ -167,7 +169,8 @@ def _flag(key):
 
 
 def check_resumable(model_dir, settings, checkpoint=None):
-    """Refuses to resume `model_dir` with settings other than those it records, except `MAY_CHANGE_ON_RESUME`.
+    """Refuses to resume `model_dir` with settings other than those it records, except `MAY_CHANGE_ON_RESUME` and
+    training files that moved with their bytes (`same_files_moved`).
 
     Called only when `model_dir` holds a checkpoint: a model_dir without one
     has nothing to resume, whatever a failed earlier start left in it. A
@@ -199,7 +202,13 @@ def check_resumable(model_dir, settings, checkpoint=None):
             settings.pop(key, None)
     differ = [(key, saved.get(key), settings.get(key)) for key in sorted(set(saved) | set(settings))
               if saved.get(key) != settings.get(key)]
-    refused = [d for d in differ if d[0] not in MAY_CHANGE_ON_RESUME]
+    if same_files_moved(saved.get("train_file_fingerprints"), settings.get("train_file_fingerprints")):
+        # The corpus at other paths (another mount, a new install's bundled corpus), byte for byte: it resumes.
+        differ = [d for d in differ if d[0] != "train_file_fingerprints"]
+        may_change = (*MAY_CHANGE_ON_RESUME, "train_files")
+    else:
+        may_change = MAY_CHANGE_ON_RESUME
+    refused = [d for d in differ if d[0] not in may_change]
     if any(key == "train_files" for key, _, _ in refused):  # other files: their contents say nothing more
         refused = [d for d in refused if d[0] != "train_file_fingerprints"]
     if refused:
@@ -219,14 +228,67 @@ def check_resumable(model_dir, settings, checkpoint=None):
     return [(key, started.get(key, old), old, new) for key, old, new in differ]
 
 
+def checkpoint_trained_the_pooler(state, model, optimizer):
+    """Whether the checkpoint of `state` (its state.json) was written with the pooler trainable, where `model`
+    froze it as unused: a masked-LM-only run started before `BertPretrainer(nsp=False)` froze the pooler
+    (`head_building.freeze_unused_pooler`) holds optimizer slots for the pooler's kernel and bias that `optimizer`
+    (built) lacks. The run then resumes with the pooler trainable, as it started (`head_building.use_pooler`);
+    with it frozen, the checkpoint's optimizer variables would not match and the run could not resume at all.
+    Any other difference is left to `CheckpointManager.restore`, which names it.
+
+    Example:
+    >>> import types
+    >>> from keras_bert_impl.models.backbone import BertBackbone
+    >>> from keras_bert_impl.models.pretrainer import BertPretrainer
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+    >>> model = BertPretrainer(backbone, nsp=False)  # freezes the pooler
+    >>> optimizer = keras.optimizers.AdamW()
+    >>> optimizer.build(model.trainable_variables)
+    >>> old = {"num_model_variables": len(model.variables), "num_optimizer_variables": len(optimizer.variables) + 4}
+    >>> checkpoint_trained_the_pooler(old, model, optimizer)  # 2 slots (m, v) for the kernel and the bias
+    True
+    >>> checkpoint_trained_the_pooler(dict(old, num_optimizer_variables=len(optimizer.variables)), model, optimizer)
+    False
+    """
+    if not getattr(model.backbone.pooled_dense, "frozen_as_unused", False):
+        return False
+    return (state.get("num_model_variables") == len(model.variables)
+            and state.get("num_optimizer_variables", 0) > len(optimizer.variables))
+
+
+def same_files_moved(old, new):
+    """Whether the training files of fingerprints `new` are those of `old` at other paths: the same number of
+    files, each of the same size and sha256, in the same order (the order the run reads them in). A remote file
+    (no sha256: identified by its size alone) never counts as moved.
+
+    >>> old = {"/data/a.txt": {"bytes": 5, "sha256": "aa"}, "/data/b.txt": {"bytes": 7, "sha256": "bb"}}
+    >>> same_files_moved(old, {"/mnt/a.txt": {"bytes": 5, "sha256": "aa"}, "/mnt/b.txt": {"bytes": 7, "sha256": "bb"}})
+    True
+    >>> same_files_moved(old, {"/mnt/b.txt": {"bytes": 7, "sha256": "bb"}, "/mnt/a.txt": {"bytes": 5, "sha256": "aa"}})
+    False
+    >>> same_files_moved(old, old)  # not moved
+    False
+    """
+    if not old or not new or list(old) == list(new) or len(old) != len(new):
+        return False
+    pairs = list(zip(old.values(), new.values()))
+    return all(before == now and before.get("sha256") for before, now in pairs)
+
+
 def resume_change_message(key, started, last, now):
-    """The line a resumed run prints for a `MAY_CHANGE_ON_RESUME` setting it changes (`check_resumable`'s tuple).
+    """The line a resumed run prints for a setting it changes (`check_resumable`'s tuple): one of
+    `MAY_CHANGE_ON_RESUME`, or `train_files` moved (`same_files_moved`).
 
     >>> resume_change_message("learning_rate", 0.001, 0.0005, 0.0002)
     'Resuming with --learning_rate 0.0002 (the run was started with 0.001; its last checkpoint was written with 0.0005).'
     >>> resume_change_message("num_steps", 2, 2, 4)
     'Resuming with --num_steps 4 (the run was started with 2).'
+    >>> resume_change_message("train_files", ["/data/a.txt"], ["/data/a.txt"], ["/mnt/a.txt"])
+    'Resuming with --train_files ["/mnt/a.txt"]: the files of ["/data/a.txt"], moved (the same bytes, sha256).'
     """
+    if key == "train_files":
+        return (f"Resuming with --train_files {json.dumps(now)}: the files of {json.dumps(last)}, moved (the same "
+                "bytes, sha256).")
     line = f"Resuming with --{key} {now} (the run was started with {started}"
     if last != started:
         line += f"; its last checkpoint was written with {last}"

@@ -21,6 +21,7 @@ import keras
 import numpy as np
 
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.head_building import use_pooler
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.unknown_arguments import check_arguments
 from keras_bert_impl.training.optimizer import create_optimizer
@@ -36,6 +37,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
     RUN_DEFINING_SETTINGS,
     check_flags,
     check_model_dir,
+    checkpoint_trained_the_pooler,
     check_resumable,
     check_steps_in_epochs,
     read_run_config,
@@ -324,10 +326,11 @@ def _run_pretraining(config, dataset_fn, held):
     # === Resume: only a model_dir with a checkpoint holds a run; its recorded flags must match ===
     manager = CheckpointManager(os.path.join(config.model_dir, "checkpoints"), keep=config.keep_checkpoints)
     latest = manager.latest()
-    start_step = 0
+    start_step, latest_state = 0, {}
     if latest:
         with open(os.path.join(latest, "state.json")) as f:
-            start_step = json.load(f)["step"]
+            latest_state = json.load(f)
+        start_step = latest_state["step"]
         recorded = read_run_config(config.model_dir) or {}
         recorded_warmup = recorded.get("warmup_steps")
         if auto_warmup and isinstance(recorded_warmup, int) and 0 <= recorded_warmup <= config.num_steps:
@@ -406,18 +409,27 @@ def _run_pretraining(config, dataset_fn, held):
                 redraw_plain_normal(model, seed=config.seed + 1000)  # the QKV kernels keep the init above
             if config.position_init == "sinusoidal":  # after the redraw, which draws the position table too
                 initialize_positions_sinusoidal(backbone)
-        optimizer = create_optimizer(
-            config.learning_rate, config.num_steps, config.warmup_steps,
-            optimizer=config.optimizer, beta_2=config.adam_beta2, weight_decay=config.weight_decay,
-            gradient_accumulation_steps=config.gradient_accumulation_steps,
-            mixed_precision=config.mixed_precision,
-        )
-        model.compile(
-            optimizer=optimizer,
-            jit_compile=resolve_jit_compile(config.jit_compile, strategy),
-            steps_per_execution=steps_per_execution,
-        )
-        optimizer.build(model.trainable_variables)
+
+        def compile_model():
+            optimizer = create_optimizer(
+                config.learning_rate, config.num_steps, config.warmup_steps,
+                optimizer=config.optimizer, beta_2=config.adam_beta2, weight_decay=config.weight_decay,
+                gradient_accumulation_steps=config.gradient_accumulation_steps,
+                mixed_precision=config.mixed_precision,
+            )
+            model.compile(
+                optimizer=optimizer,
+                jit_compile=resolve_jit_compile(config.jit_compile, strategy),
+                steps_per_execution=steps_per_execution,
+            )
+            optimizer.build(model.trainable_variables)
+            return optimizer
+
+        optimizer = compile_model()
+        pooler_trained_as_started = latest and checkpoint_trained_the_pooler(latest_state, model, optimizer)
+        if pooler_trained_as_started:  # a masked-LM-only run started before masked LM alone froze the pooler
+            use_pooler(model.backbone)
+            optimizer = compile_model()
 
     single_pipeline = _owns_iterator(strategy)
 
@@ -454,6 +466,9 @@ def _run_pretraining(config, dataset_fn, held):
         processes.start_from_process_zero(model)
     if restored:
         print(f"Resumed from {latest} at step {start_step}.", flush=True)
+    if restored and pooler_trained_as_started:
+        print("The pooler trains on, as when this run started (its checkpoints hold the pooler's optimizer slots); "
+              "a new masked-LM-only run freezes it, since masked LM alone never reads it.", flush=True)
 
     logs_dir = os.path.join(config.model_dir, "logs")
     export_dir = os.path.join(config.model_dir, "export")

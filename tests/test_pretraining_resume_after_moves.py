@@ -1,0 +1,111 @@
+"""A pretraining run resumes where its files moved and across the release that froze the masked-LM-only pooler.
+
+- The training and held-out files at other paths, byte for byte the same (another mount after a preemption, the
+  bundled corpus of a new install): the run resumes, says so in one line, and keeps its held-out curve. Before, it
+  was refused ("--train_files: [old path] vs [new path]"): a run on the defaults could not resume from another
+  install at all.
+- A masked-LM-only run whose checkpoints were written while the pooler still trained (before `BertPretrainer(
+  nsp=False)` froze it) resumes with the pooler trained, as it started, and continues exactly as it would have: the
+  same losses as the same run never stopped. Before, the checkpoint's 4 extra optimizer slots stopped the resume
+  ("holds 36 model / 73 optimizer variables, but the model has 36 / 69").
+"""
+
+import json
+import os
+import shutil
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(REPO, "keras_bert_impl", "assets", "corpus")
+RUN = dict(strategy="cpu", global_batch_size=8, sequence_length=32, max_predictions_per_seq=5, warmup_steps=1,
+           checkpoint_every=2, log_every=1000, validation_steps=2, verbose=0, dropout=0.0,
+           vocab=os.path.join(CORPUS, "vocab.txt"))
+
+
+def _files(folder):
+    """A copy of the bundled corpus's first 300 lines (train) and 100 lines (held out) in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, lines in (("train.txt", 300), ("valid.txt", 100)):
+        with open(os.path.join(CORPUS, name), encoding="utf-8") as f:
+            text = "".join(line for _, line in zip(range(lines), f))
+        (folder / name).write_text(text, encoding="utf-8")
+    return str(folder / "train.txt"), str(folder / "valid.txt")
+
+
+def _config(tmp_path, model_dir, files, num_steps, **extra):
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
+
+    micro = tmp_path / "micro_bert.json"
+    micro.write_text(json.dumps({"num_layers": 1, "num_heads": 2, "hidden_dim": 16, "intermediate_dim": 32,
+                                 "max_sequence_length": 64}))
+    train, valid = files
+    return PretrainingConfig(model_dir=str(model_dir), config=str(micro), train_files=[train],
+                             validation_files=[valid], num_steps=num_steps, **RUN, **extra)
+
+
+@pytest.mark.slow
+def test_moved_training_and_held_out_files_resume_with_one_line_and_keep_the_curve(tmp_path, capsys):
+    from keras_bert_impl.training.pretraining_run import run_pretraining
+
+    model_dir = tmp_path / "run"
+    # Masked LM alone, as a run started today: its pooler frozen from the start, and so when it resumes.
+    run_pretraining(_config(tmp_path, model_dir, _files(tmp_path / "data"), num_steps=2, nsp=False))
+    shutil.move(tmp_path / "data", tmp_path / "mounted_elsewhere")
+    capsys.readouterr()
+    moved = _files(tmp_path / "mounted_elsewhere")  # (the same bytes: the test writes what it moved)
+    resumed = run_pretraining(_config(tmp_path, model_dir, moved, num_steps=4, nsp=False))
+    printed = capsys.readouterr().out
+    assert resumed["resumed_from_step"] == 2 and resumed["step"] == 4
+    assert (f'Resuming with --train_files ["{moved[0]}"]: the files of ["{tmp_path}/data/train.txt"], moved (the '
+            "same bytes, sha256).") in printed.splitlines()
+    assert "held-out set changed" not in printed and "The pooler trains on" not in printed
+    assert [step for step, _ in resumed["held_out_curve"]] == [2, 4]
+    assert json.loads((model_dir / "run_config.json").read_text())["train_files"] == [moved[0]]
+
+
+def test_files_moved_in_another_order_or_changed_are_still_refused(tmp_path):
+    from keras_bert_impl.training.pretraining_checks import check_resumable, training_file_fingerprints
+
+    old = _files(tmp_path / "old")
+    (tmp_path / "old" / "more.txt").write_text("One more document.\n")
+    started = [old[0], str(tmp_path / "old" / "more.txt")]
+    settings = {"adam_beta2": 0.999, "train_files": started, "train_file_fingerprints": training_file_fingerprints(
+        started)}
+    (tmp_path / "run_config.json").write_text(json.dumps(settings))
+    shutil.copytree(tmp_path / "old", tmp_path / "new")
+    moved = [str(tmp_path / "new" / "train.txt"), str(tmp_path / "new" / "more.txt")]
+    assert check_resumable(str(tmp_path), dict(settings, train_files=moved, train_file_fingerprints=(
+        training_file_fingerprints(moved)))) == [("train_files", started, started, moved)]
+    # In another order the run would read other batches at the resumed step: refused, naming the flag.
+    reordered = moved[::-1]
+    with pytest.raises(ValueError, match=r"Differences: --train_files: \["):
+        check_resumable(str(tmp_path), dict(settings, train_files=reordered,
+                                            train_file_fingerprints=training_file_fingerprints(reordered)))
+    (tmp_path / "new" / "more.txt").write_text("One other document.\n")
+    with pytest.raises(ValueError, match=r"Differences: --train_files: \["):
+        check_resumable(str(tmp_path), dict(settings, train_files=moved,
+                                            train_file_fingerprints=training_file_fingerprints(moved)))
+
+
+@pytest.mark.slow
+def test_a_masked_lm_run_whose_checkpoints_trained_the_pooler_resumes_as_it_started(tmp_path, capsys):
+    from keras_bert_impl.models import pretrainer
+    from keras_bert_impl.training.pretraining_run import run_pretraining
+
+    files = _files(tmp_path / "data")
+    earlier_release = pytest.MonkeyPatch()  # what BertPretrainer(nsp=False) did then: the pooler stayed trainable
+    earlier_release.setattr(pretrainer, "freeze_unused_pooler", lambda backbone: None)
+    try:
+        never_stopped = run_pretraining(_config(tmp_path, tmp_path / "never_stopped", files, num_steps=4, nsp=False))
+        run_pretraining(_config(tmp_path, tmp_path / "run", files, num_steps=2, nsp=False))
+    finally:
+        earlier_release.undo()
+    capsys.readouterr()
+    resumed = run_pretraining(_config(tmp_path, tmp_path / "run", files, num_steps=4, nsp=False))
+    printed = capsys.readouterr().out.splitlines()
+    assert ("The pooler trains on, as when this run started (its checkpoints hold the pooler's optimizer slots); a "
+            "new masked-LM-only run freezes it, since masked LM alone never reads it.") in printed
+    assert resumed["resumed_from_step"] == 2
+    assert resumed["history"]["loss"] == pytest.approx(never_stopped["history"]["loss"][1:], rel=1e-6)
+    assert resumed["validation"] == pytest.approx(never_stopped["validation"], rel=1e-6)
