@@ -144,6 +144,35 @@ def test_missing_column_names_the_existing_columns(sst2_csv):
             path, 1, "hypothesis")
 
 
+def test_a_csv_separated_by_semicolons_or_tabs_reads_as_excel_wrote_it(sst2_csv, tmp_path):
+    """Excel where the decimal mark is a comma (most of Europe) saves "CSV" separated by semicolons, quoting the
+    fields that hold one; other tools save tabs under a .csv name. Their header names the columns only when split
+    on that delimiter: the file reads that way, row for row as the comma-separated one."""
+    path, _ = sst2_csv
+    commas = read_table(path, "text", "label")
+    for name, delimiter in (("excel_fr.csv", ";"), ("tabs.csv", "\t")):
+        other = tmp_path / name
+        with open(path, encoding="utf-8", newline="") as f, open(other, "w", encoding="utf-8", newline="") as out:
+            rows = list(csv.reader(f))
+            rows[3][0] = f"a text{delimiter} quoted as Excel quotes it"
+            csv.writer(out, delimiter=delimiter).writerows(rows)
+        table = read_table(other, "text", "label")
+        assert table.labels == commas.labels and table.texts[:2] == commas.texts[:2]
+        assert table.texts[2] == f"a text{delimiter} quoted as Excel quotes it" and table.line_numbers[-1] == 21
+
+
+def test_a_semicolon_csv_without_the_columns_names_the_columns_it_has(tmp_path):
+    path = tmp_path / "excel_fr.csv"
+    path.write_text("texte;étiquette\nun film superbe;positif\n", encoding="utf-8")
+    assert _raises(MissingColumnError, lambda: read_table(path, "text", "label"), path, 1, "text") == (
+        f"{path}, line 1, column 'text': no such column in the header; the header is one field, 'texte;étiquette'; "
+        "split on ';' it names 'texte', 'étiquette'")
+    path.write_text("text;label\nun film; superbe;positif\n", encoding="utf-8")  # a semicolon left unquoted
+    assert _raises(RaggedRowError, lambda: read_table(path, "text", "label"), path, 2, 3) == (
+        f"{path}, line 2, column 3: 3 fields where the header (line 1) has 2 (text, label); quote a text that holds "
+        'semicolons, e.g. "a fine; moving film"')
+
+
 def test_missing_key_on_a_json_line(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"text": "fine", "label": "a"}\n{"text": "no label here"}\n')

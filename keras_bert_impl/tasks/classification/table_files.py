@@ -17,7 +17,10 @@ training labels ['negative', 'positive']``.
 Formats (from the extension, or `file_format`):
 
 - ``.csv``: comma-separated with a header row, quoted as Python's `csv`
-  module (and Excel, pandas) write it; a quoted field may span lines.
+  module (and Excel, pandas) write it; a quoted field may span lines. A
+  header that names the columns only when split on semicolons (Excel where
+  the decimal mark is a comma), tabs or bars reads the file that way
+  (`csv_delimiter`).
 - ``.tsv``: tab-separated with a header row, *unquoted* as GLUE's files are
   (a ``"`` is an ordinary character; a field cannot hold a tab).
 - ``.jsonl`` / ``.json``: JSON Lines, one object per line.
@@ -349,9 +352,11 @@ def _delimited_rows(path, text, fmt, columns):
     if not text.strip():
         raise EmptyTableError(path, 1, None, "the file is empty: expected a header line naming the columns")
     if fmt == "tsv":
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE, strict=True)
+        delimiter = "\t"
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_NONE, strict=True)
     else:
-        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        delimiter = csv_delimiter(text, columns)
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     header, header_line = None, 1
     previous = 0
     rows = []
@@ -372,7 +377,7 @@ def _delimited_rows(path, text, fmt, columns):
                 raise RaggedRowError(
                     path, line, column,
                     f"{len(row)} fields where the header (line {header_line}) has {len(header)} "
-                    f"({', '.join(header)})" + _ragged_hint(fmt, len(row), len(header)),
+                    f"({', '.join(header)})" + _ragged_hint(fmt, len(row), len(header), delimiter),
                 )
             rows.append((line, {name: row[i] for name, i in index.items()}))
     except csv.Error as error:
@@ -384,9 +389,44 @@ def _delimited_rows(path, text, fmt, columns):
     return rows
 
 
-def _ragged_hint(fmt, got, expected):
+# What a ".csv" may be separated by besides commas: semicolons (Excel where the decimal mark is a comma: most of
+# Europe), tabs and bars (other tools' exports under a .csv name).
+OTHER_CSV_DELIMITERS = (";", "\t", "|")
+
+
+def csv_delimiter(text, columns):
+    """The delimiter of a `.csv` file's `text`: a comma, unless the header names the `columns` only when split on
+    another of `OTHER_CSV_DELIMITERS` (a file that reads with commas reads as it always did).
+
+    >>> csv_delimiter("text;label\\nbon film;positif\\n", ["text", "label"])
+    ';'
+    >>> csv_delimiter("text,label\\ngood;fine,positive\\n", ["text", "label"]), csv_delimiter("a;b\\n", ["text"])
+    (',', ',')
+    """
+    header = _header_line(text)
+    if all(name in _split_header(header, ",") for name in columns):
+        return ","
+    for delimiter in OTHER_CSV_DELIMITERS:
+        if all(name in _split_header(header, delimiter) for name in columns):
+            return delimiter
+    return ","
+
+
+def _header_line(text):
+    return next((line for line in text.splitlines() if line.strip()), "")
+
+
+def _split_header(line, delimiter):
+    try:
+        return [name.strip() for name in next(csv.reader([line], delimiter=delimiter))]
+    except (csv.Error, StopIteration):
+        return []
+
+
+def _ragged_hint(fmt, got, expected, delimiter=","):
     if fmt == "csv" and got > expected:
-        return '; quote a text that holds commas, e.g. "a fine, moving film"'
+        held = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "bars"}[delimiter]
+        return f'; quote a text that holds {held}, e.g. "a fine{delimiter} moving film"'
     if fmt == "tsv" and got > expected:
         return "; a TSV field cannot hold a tab"
     if fmt == "tsv":  # (a quoted text with a line break, as a CSV holds it, read as two short rows)
@@ -400,9 +440,21 @@ def _check_header(path, line, header, columns):
         raise TableFormatError(path, line, duplicates[0], f"the header names the column {duplicates[0]!r} twice")
     for name in columns:
         if name not in header:
-            raise MissingColumnError(
-                path, line, name, f"no such column in the header; the columns are {', '.join(map(repr, header))}"
-            )
+            raise MissingColumnError(path, line, name, "no such column in the header; " + _columns_phrase(header))
+
+
+def _columns_phrase(header):
+    """`the columns are 'a', 'b'`, or for a header of one field that another delimiter splits (a file separated
+    by semicolons, say), the columns it names that way: `the header is one field, 'a;b'; split on ';' it names ...`.
+    """
+    if len(header) == 1:
+        for delimiter in (",", *OTHER_CSV_DELIMITERS):  # (a .tsv file of commas too)
+            names = _split_header(header[0], delimiter)
+            if len(names) > 1:
+                shown = {"\t": "tabs"}.get(delimiter, repr(delimiter))
+                return (f"the header is one field, {header[0]!r}; split on {shown} it names "
+                        f"{', '.join(map(repr, names))}")
+    return f"the columns are {', '.join(map(repr, header))}"
 
 
 def _json_rows(path, text, columns):
