@@ -98,6 +98,13 @@ def test_a_fine_tuned_taggers_label_names_come_from_its_file(tmp_path):
     text.write_text("not a model\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"--init_checkpoint .*notes.keras: not a Keras model file"):
         fine_tuned_label_names(str(text))
+    cut = tmp_path / "cut_short.keras"  # a copy or download stopped half-way
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(ValueError) as error:
+        fine_tuned_label_names(str(cut))
+    assert str(error.value) == (f"--init_checkpoint {cut}: a .keras zip cut short or damaged "
+                                f"({cut.stat().st_size:,} bytes; its table of contents, at the end, is missing): "
+                                "copy or download it again")
 
 
 def test_tagging_a_tag_unknown_to_the_fine_tuned_model_fails_before_it_is_loaded(shared_data, tmp_path, monkeypatch):

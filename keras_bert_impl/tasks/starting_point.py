@@ -114,6 +114,12 @@ def saved_model_config(path, expected="a fine-tuned task model's .keras file"):
         with zipfile.ZipFile(path) as archive:
             saved = json.loads(archive.read("config.json"))
     except (zipfile.BadZipFile, KeyError, ValueError) as error:
+        with open(path, "rb") as f:
+            starts_as_zip = f.read(4) == b"PK\x03\x04"
+        if starts_as_zip and isinstance(error, zipfile.BadZipFile):  # the zip's directory, at its end, is missing
+            raise ValueError(f"--init_checkpoint {path}: a .keras zip cut short or damaged ({os.path.getsize(path):,} "
+                             "bytes; its table of contents, at the end, is missing): copy or download it again"
+                             ) from None
         raise ValueError(f"--init_checkpoint {path}: not a Keras model file (a .keras zip with config.json): "
                          f"{error}") from None
     return saved.get("class_name"), saved.get("config", {})
