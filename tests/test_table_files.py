@@ -161,6 +161,20 @@ def test_a_csv_separated_by_semicolons_or_tabs_reads_as_excel_wrote_it(sst2_csv,
         assert table.texts[2] == f"a text{delimiter} quoted as Excel quotes it" and table.line_numbers[-1] == 21
 
 
+def test_a_whole_book_in_one_field_reads(shared_data, tmp_path):
+    """A text of a whole document (here a public-domain novel of ../shared/data, far over the csv module's default
+    131,072-character field limit, which refused it as 'malformed CSV: field larger than field limit') reads whole,
+    quoted in a CSV and unquoted in a TSV."""
+    book = sorted((shared_data / "corpus" / "gutenberg").glob("*.txt"))[0].read_text(encoding="utf-8")
+    assert len(book) > 131_072
+    path = _write_csv(tmp_path / "books.csv", ["text", "label"], [[book, "novel"], ["a short note", "note"]])
+    assert read_table(path, "text", "label").texts == [book, "a short note"]
+    flat = " ".join(book.split())  # a TSV field holds no tab or line break
+    tsv = tmp_path / "books.tsv"
+    tsv.write_text(f"text\tlabel\n{flat}\tnovel\n", encoding="utf-8")
+    assert read_table(tsv, "text", "label").texts == [flat]
+
+
 def test_a_semicolon_csv_without_the_columns_names_the_columns_it_has(tmp_path):
     path = tmp_path / "excel_fr.csv"
     path.write_text("texte;étiquette\nun film superbe;positif\n", encoding="utf-8")

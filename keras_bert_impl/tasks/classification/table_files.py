@@ -347,10 +347,16 @@ def _decode(path):
         return decode_utf8(f.read(), path, TableEncodingError)
 
 
+_FIELD_SIZE_LIMIT = 2**31 - 1  # the largest a C long holds on every platform (Windows: 32 bits)
+
+
 def _delimited_rows(path, text, fmt, columns):
     """Yields `(line, {column: value})` for each non-blank row, after checking the header and the row's width."""
     if not text.strip():
         raise EmptyTableError(path, 1, None, "the file is empty: expected a header line naming the columns")
+    # A text may be a whole document: the csv module refuses a field over 131,072 characters by default ("field
+    # larger than field limit"); the model reads its first tokens anyway. (Raised for the process, never lowered.)
+    csv.field_size_limit(max(csv.field_size_limit(), _FIELD_SIZE_LIMIT))
     if fmt == "tsv":
         delimiter = "\t"
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_NONE, strict=True)
