@@ -316,9 +316,38 @@ def test_invalid_json_line(tmp_path):
     path.write_text('{"text": "ok", "label": 1}\n["text", 0]\n', encoding="utf-8")
     assert "expected a JSON object per line, got a JSON list" in _raises(
         JsonLineError, lambda: read_table(path, "text", "label"), path, 2, 1)
-    array = tmp_path / "array.json"
-    array.write_text('[{"text": "ok",\n "label": 1}]\n', encoding="utf-8")
-    assert "looks like a JSON array" in _raises(JsonLineError, lambda: read_table(array, "text", "label"), array, 1, 16)
+
+
+
+def test_a_json_array_of_objects_reads_as_its_json_lines(sst2_csv, tmp_path):
+    """pandas' `to_json(orient="records")` (and many an export) writes one JSON array of objects, which Hugging Face
+    `datasets` reads as JSON too: it reads row for row as the same rows in JSON Lines, each row's line where its
+    object starts (was refused: 'expected JSON Lines ..., this looks like a JSON array')."""
+    path, rows = sst2_csv
+    records = [{"text": r["sentence"], "label": int(r["label"])} for r in rows]
+    lines, array = tmp_path / "train.jsonl", tmp_path / "train.json"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    array.write_text(json.dumps(records, indent=2), encoding="utf-8")  # each object over 4 lines, after "[" alone
+    from_lines, from_array = read_table(lines, "text", "label"), read_table(array, "text", "label")
+    assert (from_array.texts, from_array.labels) == (from_lines.texts, from_lines.labels) and len(from_array) == 20
+    assert from_array.line_numbers == [2 + 4 * i for i in range(20)]
+
+
+@pytest.mark.parametrize("content, line, column, problem", [
+    ('[\n {"text": "a", "label": 1},\n {"text": "b" "label": 0}\n]\n', 3, 15, "invalid JSON: Expecting ',' delimiter"),
+    ('[\n {"text": "a", "label": 1},\n "b"\n]\n', 3, 2, "expected a JSON object in the array, got a JSON str"),
+    ('[\n {"text": "a", "label": 1}\n]\n[]\n', 4, 1,
+     "invalid JSON: more after the array's closing ']' (a file holds one array, or one object per line)"),
+    ('[\n {"text": "a", "label": 1}\n {"text": "b", "label": 0}\n]', 3, 2,
+     "invalid JSON: expected ',' or ']' after an element of the array"),
+    ('[\n {"text": "a", "label": 1},\n {"txt": "b", "label": 0}\n]', 3, "text",
+     "no such key in this object of the array; its keys are 'txt', 'label'"),
+])
+def test_a_broken_json_array_names_line_and_column(tmp_path, content, line, column, problem):
+    path = tmp_path / "t.json"
+    path.write_text(content, encoding="utf-8")
+    error = MissingColumnError if column == "text" else JsonLineError
+    assert _raises(error, lambda: read_table(path, "text", "label"), path, line, column).endswith(problem)
 
 
 @pytest.mark.parametrize("name, content, line", [
@@ -327,6 +356,7 @@ def test_invalid_json_line(tmp_path):
     ("header_only.csv", "text,label\n", 1),
     ("header_only_late.csv", "\n\ntext,label\n\n", 3),
     ("empty.jsonl", "\n", 1),
+    ("empty_array.json", " [ ]\n", 1),
 ])
 def test_empty_file_or_header_only(tmp_path, name, content, line):
     path = tmp_path / name

@@ -23,7 +23,8 @@ Formats (from the extension, or `file_format`):
   (`csv_delimiter`).
 - ``.tsv``: tab-separated with a header row, *unquoted* as GLUE's files are
   (a ``"`` is an ordinary character; a field cannot hold a tab).
-- ``.jsonl`` / ``.json``: JSON Lines, one object per line.
+- ``.jsonl`` / ``.json``: JSON Lines, one object per line, or one JSON
+  array of objects (pandas' ``to_json(orient="records")``).
 
 Files must be UTF-8 (a leading byte-order mark is allowed). Blank lines are
 skipped.
@@ -464,33 +465,77 @@ def _columns_phrase(header):
 
 
 def _json_rows(path, text, columns):
+    """`(line, {column: value})` of each object: of each line (JSON Lines), or of each element of a file that is one
+    JSON array of objects (pandas' `to_json(orient="records")`, what Hugging Face `datasets` reads as JSON too)."""
+    in_array = text.lstrip().startswith("[")
+    records = _json_array_records(path, text) if in_array else _json_line_records(path, text)
+    where = "in the array" if in_array else "per line"
     rows = []
+    for line, column, record in records:
+        if not isinstance(record, dict):
+            raise JsonLineError(path, line, column, f"expected a JSON object {where}, got a JSON "
+                                                    f"{type(record).__name__}")
+        for name in columns:
+            if name not in record:
+                owner = "this object of the array" if in_array else "this line's object"
+                raise MissingColumnError(path, line, name,
+                                         f"no such key in {owner}; its keys are {', '.join(map(repr, record))}")
+        rows.append((line, {name: record[name] for name in columns}))
+    if not rows:
+        problem = ("an empty JSON array: expected one JSON object per example" if in_array
+                   else "the file is empty: expected one JSON object per line")
+        raise EmptyTableError(path, 1, None, problem)
+    return rows
+
+
+def _json_line_records(path, text):
+    """Yields `(line, column, value)` of each non-blank line of a JSON Lines file."""
     for line, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        hint = ""
-        if not rows and raw.lstrip().startswith("["):
-            hint = "; expected JSON Lines (one object per line), this looks like a JSON array"
         try:
             record = json.loads(raw)
         except json.JSONDecodeError as error:
-            raise JsonLineError(
-                path, line, error.colno, f"invalid JSON: {error.msg}{hint}"
-            ) from None
-        if not isinstance(record, dict):
-            raise JsonLineError(
-                path, line, len(raw) - len(raw.lstrip()) + 1,
-                f"expected a JSON object per line, got a JSON {type(record).__name__}{hint}"
-            )
-        for name in columns:
-            if name not in record:
-                raise MissingColumnError(
-                    path, line, name, f"no such key in this line's object; its keys are {', '.join(map(repr, record))}"
-                )
-        rows.append((line, {name: record[name] for name in columns}))
-    if not rows:
-        raise EmptyTableError(path, 1, None, "the file is empty: expected one JSON object per line")
-    return rows
+            raise JsonLineError(path, line, error.colno, f"invalid JSON: {error.msg}") from None
+        yield line, len(raw) - len(raw.lstrip()) + 1, record
+
+
+def _json_array_records(path, text):
+    """Yields `(line, column, value)` of each element of a file that holds one JSON array, where each starts."""
+    decoder, position = json.JSONDecoder(), text.index("[") + 1
+
+    def skip_space(at):
+        while at < len(text) and text[at] in " \t\r\n":
+            at += 1
+        return at
+
+    def place(at):  # (line, column) of a character offset
+        return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+
+    position = skip_space(position)
+    if text.startswith("]", position):
+        position = skip_space(position + 1)
+    else:
+        while True:
+            try:
+                record, end = decoder.raw_decode(text, position)
+            except json.JSONDecodeError as error:
+                raise JsonLineError(path, error.lineno, error.colno, f"invalid JSON: {error.msg}") from None
+            yield (*place(position), record)
+            position = skip_space(end)
+            if text.startswith(",", position):
+                position = skip_space(position + 1)
+            elif text.startswith("]", position):
+                position = skip_space(position + 1)
+                break
+            else:
+                line, column = place(position)
+                raise JsonLineError(path, line, column, "invalid JSON: expected ',' or ']' after an element of the "
+                                                        "array")
+    if position < len(text):
+        line, column = place(position)
+        raise JsonLineError(path, line, column, "invalid JSON: more after the array's closing ']' (a file holds one "
+                                                "array, or one object per line)")
 
 
 def _is_empty(value):
