@@ -443,12 +443,13 @@ def test_a_checkpoint_of_other_data_or_seed_is_refused_and_kept_checkpoints_outl
     ids = _word_ids(sentences[:128])
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    def run(train_labels, seed=0, callbacks=(), keep_checkpoints=False):
+    def run(train_labels, seed=0, callbacks=(), keep_checkpoints=False, starting_point=str(tmp_path)):
         setup_finetuning(seed=seed)
         train = pad_to_boundaries(_examples(ids, train_labels), [64], 32)
         return finetune(_bag_of_words_model(), train, epochs=2, learning_rate=1e-2, loss=loss, seed=seed,
                         model_dir=str(tmp_path), verbose=0, callbacks=list(callbacks),
-                        run_identity={"train_data": data_digest(sentences[:128], train_labels)},
+                        run_identity={"train_data": data_digest(sentences[:128], train_labels),
+                                      "starting_point": starting_point},
                         keep_checkpoints=keep_checkpoints)
 
     with pytest.raises(KeyboardInterrupt):
@@ -464,7 +465,10 @@ def test_a_checkpoint_of_other_data_or_seed_is_refused_and_kept_checkpoints_outl
     with pytest.raises(ValueError, match="with seed=0, and this run has seed=7"):
         run(labels[:128], seed=7)
 
-    finished = run(labels[:128], keep_checkpoints=True)  # resumed: epoch 2 trained, the checkpoint left
+    with pytest.raises(ValueError, match="with starting_point="):  # another folder
+        run(labels[:128], starting_point=str(tmp_path / "checkpoints"))
+    # Resumed, its starting point typed another way (the same folder): epoch 2 trained, the checkpoint left.
+    finished = run(labels[:128], keep_checkpoints=True, starting_point=f"{tmp_path}/./")
     assert os.listdir(tmp_path / "checkpoints") == ["ckpt-000000002"]
     again = run(labels[:128], keep_checkpoints=True)  # killed before its outputs were written: run again
     assert again.history == finished.history and again.best_epoch == finished.best_epoch  # nothing retrained
