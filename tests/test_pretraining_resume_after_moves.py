@@ -88,6 +88,18 @@ def test_files_moved_in_another_order_or_changed_are_still_refused(tmp_path):
                                             train_file_fingerprints=training_file_fingerprints(moved)))
 
 
+def test_a_starting_checkpoint_typed_another_way_is_the_same_run(tmp_path):
+    from keras_bert_impl.training.pretraining_checks import check_resumable
+
+    export = tmp_path / "pretrained" / "export"
+    export.mkdir(parents=True)
+    settings = {"adam_beta2": 0.999, "init_checkpoint": str(export)}
+    (tmp_path / "run_config.json").write_text(json.dumps(settings))
+    assert check_resumable(str(tmp_path), dict(settings, init_checkpoint=f"{tmp_path}/pretrained/./export/")) == []
+    with pytest.raises(ValueError, match=r"Differences: --init_checkpoint: "):
+        check_resumable(str(tmp_path), dict(settings, init_checkpoint=str(tmp_path / "pretrained")))
+
+
 @pytest.mark.slow
 def test_a_masked_lm_run_whose_checkpoints_trained_the_pooler_resumes_as_it_started(tmp_path, capsys):
     from keras_bert_impl.models import pretrainer

@@ -147,7 +147,7 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
     for key, value in settings.items():
         if key not in saved and key in LATER_SETTINGS:  # a checkpoint of an earlier version, which did not record it
             continue
-        if saved.get(key) != value and not _same_path(saved.get(key), value):
+        if saved.get(key) != value and not same_path(saved.get(key), value):
             raise ValueError(
                 f"{path} was written by a fine-tuning run with {key}={saved.get(key)!r}, and this run has "
                 f"{key}={value!r}{_SETTING_HINTS.get(key, '')}: "
@@ -185,13 +185,13 @@ finished = {"outputs_written": 0}
 # Nobody passes steps_per_epoch: the batch size and the number of training examples make it (was only
 # "steps_per_epoch=4, and this run has steps_per_epoch=8" for a rerun with another --batch_size).
 # What a setting of a checkpoint is, in the recipes' flags, where its name does not say.
-def _same_path(recorded, given):
+def same_path(recorded, given):
     """Whether two spellings of a setting name the same existing file or folder from here (`runs/pre/export`,
     `./runs/pre/export/` and its absolute path): a starting point typed another way is the same run.
 
     >>> import os, tempfile
     >>> folder = tempfile.mkdtemp()
-    >>> _same_path(folder, folder + "/./"), _same_path(folder, os.path.dirname(folder)), _same_path(1, 1)
+    >>> same_path(folder, folder + "/./"), same_path(folder, os.path.dirname(folder)), same_path(1, 1)
     (True, False, False)
     """
     if not (isinstance(recorded, str) and isinstance(given, str) and os.path.exists(given)):

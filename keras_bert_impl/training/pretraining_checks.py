@@ -23,6 +23,7 @@ import keras
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import check_attention_padding
+from keras_bert_impl.training.finetuning_resume import same_path
 from keras_bert_impl.training.position_init import POSITION_INITS
 from keras_bert_impl.training.steps_per_execution import check_steps_per_execution
 from keras_bert_impl.training.weight_init import WEIGHT_INITS
@@ -201,7 +202,8 @@ def check_resumable(model_dir, settings, checkpoint=None):
         if key not in saved:
             settings.pop(key, None)
     differ = [(key, saved.get(key), settings.get(key)) for key in sorted(set(saved) | set(settings))
-              if saved.get(key) != settings.get(key)]
+              if saved.get(key) != settings.get(key) and not (key == "init_checkpoint" and same_path(
+                  saved.get(key), settings.get(key)))]  # the same folder typed another way
     if same_files_moved(saved.get("train_file_fingerprints"), settings.get("train_file_fingerprints")):
         # The corpus at other paths (another mount, a new install's bundled corpus), byte for byte: it resumes.
         differ = [d for d in differ if d[0] != "train_file_fingerprints"]
