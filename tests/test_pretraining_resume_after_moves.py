@@ -8,11 +8,18 @@
   nsp=False)` froze it) resumes with the pooler trained, as it started, and continues exactly as it would have: the
   same losses as the same run never stopped. Before, the checkpoint's 4 extra optimizer slots stopped the resume
   ("holds 36 model / 73 optimizer variables, but the model has 36 / 69").
+- A run stopped on one backend resumes on another (a TPU job's TensorFlow checkpoint on a GPU machine with JAX or
+  PyTorch): PyTorch lists the model's variables in another order, and the checkpoint's recorded paths put each array
+  back where it belongs. Before, the PyTorch resume stopped at 'token_embedding/embeddings has shape (4291, 128) but
+  the checkpoint holds (4291,)'.
 """
 
+import dataclasses
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -121,3 +128,32 @@ def test_a_masked_lm_run_whose_checkpoints_trained_the_pooler_resumes_as_it_star
     assert resumed["resumed_from_step"] == 2
     assert resumed["history"]["loss"] == pytest.approx(never_stopped["history"]["loss"][1:], rel=1e-6)
     assert resumed["validation"] == pytest.approx(never_stopped["validation"], rel=1e-6)
+
+
+# Resumes a run in a fresh process on KERAS_BACKEND (argv: the config as JSON); prints its result as JSON.
+RESUME = """
+import json, sys
+from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
+result = run_pretraining(PretrainingConfig(**json.loads(sys.argv[1])))
+print(json.dumps({"history": result["history"], "validation": result["validation"],
+                  "resumed_from_step": result["resumed_from_step"]}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_a_tensorflow_run_resumes_on_another_backend_to_the_same_losses(tmp_path, backend):
+    from keras_bert_impl.training.pretraining_run import run_pretraining
+
+    files = _files(tmp_path / "data")
+    run_pretraining(_config(tmp_path, tmp_path / "run", files, num_steps=2))
+    shutil.copytree(tmp_path / "run", tmp_path / "elsewhere")
+    on_tensorflow = run_pretraining(_config(tmp_path, tmp_path / "run", files, num_steps=4))
+    config = dataclasses.asdict(_config(tmp_path, tmp_path / "elsewhere", files, num_steps=4))
+    done = subprocess.run([sys.executable, "-c", RESUME, json.dumps(config)], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    resumed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert resumed["resumed_from_step"] == 2
+    assert resumed["history"]["loss"] == pytest.approx(on_tensorflow["history"]["loss"], rel=1e-4)
+    assert resumed["validation"] == pytest.approx(on_tensorflow["validation"], rel=1e-4)

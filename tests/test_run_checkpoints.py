@@ -250,3 +250,54 @@ def test_a_kill_while_checkpoints_are_removed_leaves_none_half_deleted(tmp_path,
                for name in os.listdir(tmp_path / "checkpoints"))
     manager.save(3, model, optimizer)  # the next save removes what the kill left
     assert os.listdir(tmp_path / "checkpoints") == ["ckpt-000000003"]
+
+
+class _Listed:
+    """A model or optimizer as the manager sees it: its `variables`, in the order its backend lists them."""
+
+    def __init__(self, variables):
+        self.variables = list(variables)
+
+
+@pytest.mark.multibackend
+def test_a_checkpoint_restores_by_path_where_another_backend_lists_the_variables_in_another_order(tmp_path):
+    """PyTorch lists a model's variables in another order than TensorFlow and JAX (the embeddings first, the heads
+    last): a checkpoint records each variable's path, so one written on a backend resumes on another. Before, the
+    arrays went by position and the first mismatch read 'token_embedding/embeddings has shape (4291, 128) but the
+    checkpoint holds (4291,)'."""
+    manager = CheckpointManager(str(tmp_path))
+    model, optimizer = _model_and_optimizer(0)
+    path = manager.save(5, model, optimizer)
+    state = json.loads(open(os.path.join(path, "state.json")).read())
+    assert state["model_variable_paths"] == [v.path for v in model.variables]
+    assert state["backend"] == keras.backend.backend()
+    # Built second in this process, its unnamed layers are numbered otherwise ("dense_1" where the first said
+    # "dense"), as a notebook's model against a fresh process's: matched all the same.
+    other, other_optimizer = _model_and_optimizer(1)
+    assert [v.path for v in other.variables] != state["model_variable_paths"]
+    reordered, reordered_optimizer = _Listed(other.variables[::-1]), _Listed(other_optimizer.variables[::-1])
+    manager.restore(path, reordered, reordered_optimizer)
+    for a, b in zip(_weights(model) + _weights(optimizer), _weights(other) + _weights(other_optimizer)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.multibackend
+def test_a_checkpoint_from_another_backend_that_does_not_match_says_which(tmp_path):
+    manager = CheckpointManager(str(tmp_path))
+    model, optimizer = _model_and_optimizer(0)
+    path = manager.save(5, model, optimizer)
+    state_file = os.path.join(path, "state.json")
+    state = json.loads(open(state_file).read())
+    elsewhere = "torch" if keras.backend.backend() != "torch" else "jax"
+    # Unnamed layers numbered otherwise (another process's history): no path matches, so arrays go by position.
+    state.update(backend=elsewhere, model_variable_paths=["dense_9/bias", "dense_9/kernel"])
+    open(state_file, "w").write(json.dumps(state))
+    run_checkpoints._write_manifest(path)
+    reordered = _Listed(model.variables[::-1])
+    with pytest.raises(ValueError) as info:
+        manager.restore(path, reordered, optimizer)
+    assert str(info.value) == (
+        f"Checkpoint {path}: variable {model.variables[1].path} has shape (3,) but the checkpoint holds (4, 3) "
+        f"(written on the {elsewhere} backend, whose variables this one ({keras.backend.backend()}) cannot match by "
+        f"name: resume it with KERAS_BACKEND={elsewhere}). Run the command that wrote it to resume that run, or "
+        f"remove {tmp_path} (or use another model_dir) to start this one.")
