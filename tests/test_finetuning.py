@@ -5,6 +5,7 @@ heads are trained in tests/test_classifier.py).
 """
 
 import csv
+import json
 import os
 
 import keras
@@ -336,6 +337,54 @@ def test_a_resumed_finetune_ends_with_the_uninterrupted_weights_on_every_backend
     resumed = run(tmp_path / "resumed")
     for a, b in zip(straight, resumed):
         np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+
+
+# Runs `_cross_backend_run` of this file in a fresh process on KERAS_BACKEND; prints the final weights as JSON.
+RESUME_ELSEWHERE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import test_finetuning
+print(json.dumps([w.tolist() for w in test_finetuning._cross_backend_run(sys.argv[2], sys.argv[3])]))
+"""
+
+
+def _cross_backend_run(shared_data, model_dir, callbacks=()):
+    """Three epochs of the bag-of-words model on 192 real SST-2 dev rows, shuffled, checkpointed in `model_dir`."""
+    with open(os.path.join(shared_data, "glue", "SST-2", "dev.tsv"), encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:193]
+    setup_finetuning(seed=0)
+    train = bucket_by_length(_examples(_word_ids([r[0] for r in rows]), [int(r[1]) for r in rows]).shuffle(
+        192, seed=0), [16, 32, 64], 32)
+    model = _bag_of_words_model()
+    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    finetune(model, train, epochs=3, learning_rate=5e-2, model_dir=model_dir, seed=0, verbose=0,
+             callbacks=list(callbacks), restore_best_weights=False, tensorboard=False)
+    return [np.asarray(keras.ops.convert_to_numpy(w)) for w in model.weights]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_a_finetune_stopped_on_tensorflow_resumes_on_another_backend_to_the_same_weights(shared_data, tmp_path,
+                                                                                          backend):
+    """A fine-tuning run stopped after epoch 1 of 3 on TensorFlow, resumed in a fresh process on JAX or PyTorch
+    (the checkpoint's variables go back by path: `run_checkpoints.restore_order`), ends with the weights of the
+    run never stopped (measured: max |diff| 6e-8 on JAX, 3e-7 on PyTorch)."""
+    import subprocess
+    import sys
+
+    straight = _cross_backend_run(str(shared_data), str(tmp_path / "straight"))
+    with pytest.raises(KeyboardInterrupt):
+        _cross_backend_run(str(shared_data), str(tmp_path / "stopped"), [StopAfterEpoch(1)])
+    done = subprocess.run(
+        [sys.executable, "-c", RESUME_ELSEWHERE, os.path.dirname(os.path.abspath(__file__)), str(shared_data),
+         str(tmp_path / "stopped")], capture_output=True, text=True, timeout=900,
+        env={**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Resuming from" in done.stderr and "1 epoch(s) done" in done.stderr
+    resumed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(resumed) == len(straight)
+    for a, b in zip(straight, resumed):
+        np.testing.assert_allclose(a, np.asarray(b, a.dtype), atol=1e-5, rtol=0)
 
 
 @pytest.mark.multibackend
