@@ -420,7 +420,15 @@ def csv_delimiter(text, columns):
 
 
 def _header_line(text):
-    return next((line for line in text.splitlines() if line.strip()), "")
+    """The first non-blank line of `text`, found without splitting the whole file into lines."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if text[start:end].strip():
+            return text[start:end].rstrip("\r")
+        start = end + 1
+    return ""
 
 
 def _split_header(line, delimiter):
