@@ -517,8 +517,12 @@ def _json_array_records(path, text):
             at += 1
         return at
 
-    def place(at):  # (line, column) of a character offset
-        return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+    counted = {"offset": 0, "lines": 0}  # newlines before `offset`: each element's line counts on from the last
+
+    def place(at):  # (line, column) of a character offset at or after the last one asked
+        counted["lines"] += text.count("\n", counted["offset"], at)
+        counted["offset"] = at
+        return counted["lines"] + 1, at - (text.rfind("\n", 0, at) + 1) + 1
 
     position = skip_space(position)
     if text.startswith("]", position):
