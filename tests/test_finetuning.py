@@ -7,6 +7,7 @@ heads are trained in tests/test_classifier.py).
 import csv
 import json
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -523,6 +524,48 @@ def test_a_checkpoint_of_other_data_or_seed_is_refused_and_kept_checkpoints_outl
     assert again.history == finished.history and again.best_epoch == finished.best_epoch  # nothing retrained
     again.remove_checkpoints()
     assert not os.path.exists(tmp_path / "checkpoints")
+
+
+def test_a_starting_point_moved_or_copied_resumes_and_another_is_refused(sst2_dev, tmp_path, capfd):
+    """Before: the starting checkpoint was compared by path, so a run whose pretrained export moved to another disk
+    could not resume ('was written by a fine-tuning run with starting_point=...'). Now a local starting point is
+    identified by its files' sha256 as well."""
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:64])
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    export = tmp_path / "pretrained" / "export"
+    export.mkdir(parents=True)
+    (export / "config.json").write_text('{"num_layers": 2}')
+    (export / "vocab.txt").write_text("[PAD]\n[UNK]\nfilm\n")
+    model_dir = tmp_path / "run"
+
+    def run(starting_point, callbacks=()):
+        setup_finetuning(seed=0)
+        train = pad_to_boundaries(_examples(ids, labels[:64]), [64], 32)
+        return finetune(_bag_of_words_model(), train, epochs=3, learning_rate=1e-2, loss=loss,
+                        model_dir=str(model_dir), verbose=0, callbacks=list(callbacks), keep_checkpoints=True,
+                        run_identity={"starting_point": str(starting_point)})
+
+    with pytest.raises(KeyboardInterrupt):
+        run(export, [StopAfterEpoch(1)])
+    other = shutil.copytree(export, tmp_path / "other")
+    (other / "vocab.txt").write_text("[PAD]\n[UNK]\nfilms\n")
+    with pytest.raises(ValueError, match=f"with starting_point='{export}', and this run has starting_point='{other}'"):
+        run(other)
+    moved = shutil.move(str(export), str(tmp_path / "disk2"))
+    capfd.readouterr()
+    with pytest.raises(KeyboardInterrupt):
+        run(moved, [StopAfterEpoch(2)])
+    assert (f"Resuming with starting point {moved}: the files of {export}, moved or copied (the same bytes, "
+            "sha256).") in capfd.readouterr().err.splitlines()
+    assert os.listdir(model_dir / "checkpoints") == ["ckpt-000000002"]
+    # The same folder written again since: the run goes on from its checkpoint, saying how to start anew instead.
+    (tmp_path / "disk2" / "config.json").write_text('{"num_layers": 4}')
+    result = run(moved)
+    assert (f"Resuming {model_dir} although the files of starting point {moved} changed since the run started: the "
+            "run goes on from its checkpoint (which holds its weights); to start from the new files, remove "
+            f"{model_dir / 'checkpoints'} or pass another model_dir.") in capfd.readouterr().err.splitlines()
+    assert len(result.history["loss"]) == 3
 
 
 def test_a_run_stopped_before_its_best_weights_file_resumes_with_the_best_weights(sst2_dev, tmp_path):

@@ -12,6 +12,9 @@
   PyTorch): PyTorch lists the model's variables in another order, and the checkpoint's recorded paths put each array
   back where it belongs. Before, the PyTorch resume stopped at 'token_embedding/embeddings has shape (4291, 128) but
   the checkpoint holds (4291,)'.
+- The starting checkpoint (`--init_checkpoint`) moved or copied elsewhere, its files the same bytes: the run
+  resumes, saying so; another checkpoint is refused; the same folder written again resumes, saying that the run goes
+  on from its checkpoint. Before, only the same folder typed another way resumed.
 """
 
 import dataclasses
@@ -105,6 +108,53 @@ def test_a_starting_checkpoint_typed_another_way_is_the_same_run(tmp_path):
     assert check_resumable(str(tmp_path), dict(settings, init_checkpoint=f"{tmp_path}/pretrained/./export/")) == []
     with pytest.raises(ValueError, match=r"Differences: --init_checkpoint: "):
         check_resumable(str(tmp_path), dict(settings, init_checkpoint=str(tmp_path / "pretrained")))
+
+
+def test_a_starting_checkpoint_moved_or_copied_resumes_and_one_changed_in_place_goes_on(tmp_path):
+    """Before: `--init_checkpoint` was compared by path, so a run whose starting export moved to another disk (or was
+    copied to another machine) could not resume. Now its files' sha256 is recorded and compared too."""
+    from keras_bert_impl.training.pretraining_checks import check_resumable, resume_change_message
+    from keras_bert_impl.training.starting_point_identity import starting_point_sha256
+
+    export = tmp_path / "pretrained" / "export"
+    export.mkdir(parents=True)
+    (export / "config.json").write_text('{"num_layers": 1}')
+    (export / "model.weights.h5").write_bytes(bytes(range(256)) * 64)
+    started = {"adam_beta2": 0.999, "init_checkpoint": str(export),
+               "init_checkpoint_sha256": starting_point_sha256(str(export))}
+    (tmp_path / "run_config.json").write_text(json.dumps(started))
+
+    def now(path):
+        return dict(started, init_checkpoint=str(path), init_checkpoint_sha256=starting_point_sha256(str(path)))
+
+    moved = shutil.move(str(export), str(tmp_path / "disk2" / "export"))
+    change = check_resumable(str(tmp_path), now(moved))
+    assert change == [("init_checkpoint", str(export), str(export), moved)]
+    assert resume_change_message(*change[0]) == (
+        f"Resuming with --init_checkpoint {moved}: the files of {export}, moved or copied (the same bytes, sha256).")
+    # Another checkpoint at another path (a weight changed) is another run: refused, naming the flag alone.
+    other = shutil.copytree(moved, str(tmp_path / "other"))
+    with open(os.path.join(other, "model.weights.h5"), "r+b") as f:
+        f.write(b"\xff")
+    with pytest.raises(ValueError) as error:
+        check_resumable(str(tmp_path), now(other))
+    assert f'Differences: --init_checkpoint: "{export}" in {tmp_path} vs "{other}" now.' in str(error.value)
+    assert "sha256" not in str(error.value)
+    # The same path written again since the run started (a pretraining run that went on): the run goes on from its
+    # checkpoint, and says how to start from the new files instead.
+    shutil.rmtree(moved)
+    shutil.copytree(other, str(export))
+    change = check_resumable(str(tmp_path), now(export))
+    assert [key for key, *_ in change] == ["init_checkpoint_sha256"]
+    assert resume_change_message(*change[0], model_dir=str(tmp_path), init_checkpoint=str(export)) == (
+        f"Resuming {tmp_path} although the files of --init_checkpoint {export} changed since the run started: the "
+        f"run goes on from its checkpoint (which holds its weights); to start from the new files, remove "
+        f"{tmp_path / 'checkpoints'} or pass another model_dir.")
+    # A run recorded before the sha256 was: compared by path, as then.
+    (tmp_path / "run_config.json").write_text(json.dumps({"adam_beta2": 0.999, "init_checkpoint": str(export)}))
+    assert check_resumable(str(tmp_path), now(export)) == []
+    with pytest.raises(ValueError, match="Differences: --init_checkpoint: "):
+        check_resumable(str(tmp_path), now(other))
 
 
 @pytest.mark.slow

@@ -77,6 +77,7 @@ from keras_bert_impl.training.finetuning_resume import (
 )
 from keras_bert_impl.training.process_cluster import lost_peers_as_one_line, take_rows_of_each_batch
 from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
+from keras_bert_impl.training.starting_point_identity import starting_point_sha256
 from keras_bert_impl.training.strategy import process_group
 from keras_bert_impl.training.symbolic_build import build_from_element_spec
 from keras_bert_impl.training.torch_random_state import restoring_at_first_batch
@@ -229,7 +230,9 @@ def finetune(
             process resumes from the same one.
         run_identity: optional dict of what else defines the run, e.g. the task, the starting checkpoint, a
             digest of the training examples (`finetuning_resume.data_digest`) and the labels: a checkpoint
-            written by a run with other values (or another `seed`) is refused in one line, never resumed.
+            written by a run with other values (or another `seed`) is refused in one line, never resumed. Its
+            `"starting_point"`, where a local file or folder, is identified by its files' sha256 too
+            (`starting_point_identity`): moved or copied elsewhere, it resumes.
         keep_checkpoints: leave the checkpoints when training ends, for the caller to remove with
             `result.remove_checkpoints()` once its own outputs (predictions, model file) are written: a run
             stopped while writing them then resumes with its training done, rather than from the start.
@@ -371,8 +374,11 @@ def finetune(
         if checkpoints is not None:  # after the evaluation: a resumed run knows its best epoch
             # The run's identity first: a changed --sequence_length is named as such, not as the steps per epoch that
             # its length buckets changed.
+            identity = dict(run_identity or {})
+            if "starting_point" in identity:
+                identity["starting_point_sha256"] = starting_point_sha256(identity["starting_point"])
             settings = finetuning_run_settings(
-                **(run_identity or {}), dtype_policy=_dtype_policy_name(model),
+                **identity, dtype_policy=_dtype_policy_name(model),
                 epochs=epochs, steps_per_epoch=steps_per_epoch, learning_rate=learning_rate,
                 warmup_proportion=warmup_proportion, weight_decay=weight_decay, clipnorm=clipnorm,
                 optimizer=optimizer if isinstance(optimizer, str) else type(optimizer).__name__, monitor=monitor,

@@ -40,6 +40,7 @@ import keras
 
 from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
+from keras_bert_impl.training.starting_point_identity import changed_in_place, moved_line, same_bytes, same_path
 from keras_bert_impl.training.torch_random_state import checkpoint_entry
 
 CHECKPOINTS = "checkpoints"
@@ -61,7 +62,7 @@ def data_digest(*parts):
 
 
 # Settings that checkpoints record since a later version than their first: one without them resumes unchecked.
-LATER_SETTINGS = ("dtype_policy",)
+LATER_SETTINGS = ("dtype_policy", "starting_point_sha256")
 
 
 def finetuning_run_settings(**settings):
@@ -144,8 +145,18 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
         raise ValueError(f"{path} is not a fine-tuning checkpoint (a pretraining run's?): fine-tune into another "
                          "model_dir")
     saved = state["finetune"]
+    model_dir = os.path.dirname(manager.directory)
+    starting = settings.get("starting_point")
+    moved = same_bytes(saved.get("starting_point_sha256"), settings.get("starting_point_sha256"))
     for key, value in settings.items():
         if key not in saved and key in LATER_SETTINGS:  # a checkpoint of an earlier version, which did not record it
+            continue
+        if key == "starting_point_sha256":  # compared with the path: its files changed in place, or moved
+            if saved.get(key) != value and same_path(saved.get("starting_point"), starting):
+                print(changed_in_place("starting point", starting, model_dir), file=sys.stderr)
+            continue
+        if key == "starting_point" and saved.get(key) != value and moved and not same_path(saved.get(key), value):
+            print(moved_line("starting point", saved.get(key), value), file=sys.stderr)
             continue
         if saved.get(key) != value and not same_path(saved.get(key), value):
             raise ValueError(
@@ -185,20 +196,6 @@ finished = {"outputs_written": 0}
 # Nobody passes steps_per_epoch: the batch size and the number of training examples make it (was only
 # "steps_per_epoch=4, and this run has steps_per_epoch=8" for a rerun with another --batch_size).
 # What a setting of a checkpoint is, in the recipes' flags, where its name does not say.
-def same_path(recorded, given):
-    """Whether two spellings of a setting name the same existing file or folder from here (`runs/pre/export`,
-    `./runs/pre/export/` and its absolute path): a starting point typed another way is the same run.
-
-    >>> import os, tempfile
-    >>> folder = tempfile.mkdtemp()
-    >>> same_path(folder, folder + "/./"), same_path(folder, os.path.dirname(folder)), same_path(1, 1)
-    (True, False, False)
-    """
-    if not (isinstance(recorded, str) and isinstance(given, str) and os.path.exists(given)):
-        return False
-    return os.path.realpath(recorded) == os.path.realpath(given)
-
-
 _SETTING_HINTS = {
     "steps_per_epoch": " (the batches of an epoch: the batch size, --batch_size, or the number of training examples "
                        "changed)",

@@ -23,8 +23,14 @@ import keras
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json
 from keras_bert_impl.layers.layer_norm_backward import LAYER_NORM_BACKWARDS
 from keras_bert_impl.training.attention_padding import check_attention_padding
-from keras_bert_impl.training.finetuning_resume import same_path
 from keras_bert_impl.training.position_init import POSITION_INITS
+from keras_bert_impl.training.starting_point_identity import (
+    changed_in_place,
+    moved_line,
+    same_bytes,
+    same_path,
+    starting_point_sha256,
+)
 from keras_bert_impl.training.steps_per_execution import check_steps_per_execution
 from keras_bert_impl.training.weight_init import WEIGHT_INITS
 
@@ -38,6 +44,7 @@ RUN_DEFINING_SETTINGS = (
     "warmup_steps", "learning_rate", "optimizer", "adam_beta2", "weight_decay", "mixed_precision", "seed",
     "whole_word_masking", "nsp", "lowercase", "checkpoint_every", "train_files",
     "init_checkpoint", "gradient_accumulation_steps", "vocabulary_sha256", "train_file_fingerprints",
+    "init_checkpoint_sha256",
 )
 # Of those, the ones a resumed run may change: extend a run (--num_steps), or rerun after a
 # non-finite loss with a lower --learning_rate or a longer --warmup_steps. The optimizer's
@@ -56,7 +63,7 @@ LEGACY_KEYS = {"seq_length": "sequence_length"}
 LEGACY_DEFAULTS = {"adam_beta2": 0.999}
 # Settings that earlier versions did not record and whose value is unknown: not compared when the recorded
 # configuration lacks them (the next checkpoint records them).
-UNRECORDED_BEFORE = ("vocabulary_sha256", "train_file_fingerprints")
+UNRECORDED_BEFORE = ("vocabulary_sha256", "train_file_fingerprints", "init_checkpoint_sha256")
 _HASH_BLOCK = 1 << 22  # 4 MiB read at a time: a corpus of a few GB is hashed in seconds, in little memory
 
 
@@ -107,12 +114,14 @@ def pretraining_run_settings(config, model_config, vocabulary=None):
             sha256, so that a resume with another `--vocab` of the same size is refused.
 
     The training files are recorded by size and sha256 (`training_file_fingerprints`), so that a resume after a
-    file was replaced at the same path is refused.
+    file was replaced at the same path is refused; a local `--init_checkpoint` by the sha256 of its files
+    (`starting_point_sha256`), so that it resumes where it was moved.
     """
     values = dataclasses.asdict(config)
     values["model_config"] = model_config
     values["vocabulary_sha256"] = None if vocabulary is None else vocabulary_sha256(vocabulary)
     values["train_file_fingerprints"] = training_file_fingerprints(config.train_files)
+    values["init_checkpoint_sha256"] = starting_point_sha256(config.init_checkpoint)
     return {key: values[key] for key in RUN_DEFINING_SETTINGS}
 
 
@@ -204,15 +213,20 @@ def check_resumable(model_dir, settings, checkpoint=None):
     differ = [(key, saved.get(key), settings.get(key)) for key in sorted(set(saved) | set(settings))
               if saved.get(key) != settings.get(key) and not (key == "init_checkpoint" and same_path(
                   saved.get(key), settings.get(key)))]  # the same folder typed another way
+    may_change = MAY_CHANGE_ON_RESUME
     if same_files_moved(saved.get("train_file_fingerprints"), settings.get("train_file_fingerprints")):
         # The corpus at other paths (another mount, a new install's bundled corpus), byte for byte: it resumes.
         differ = [d for d in differ if d[0] != "train_file_fingerprints"]
-        may_change = (*MAY_CHANGE_ON_RESUME, "train_files")
-    else:
-        may_change = MAY_CHANGE_ON_RESUME
+        may_change = (*may_change, "train_files")
+    if same_bytes(saved.get("init_checkpoint_sha256"), settings.get("init_checkpoint_sha256")):
+        may_change = (*may_change, "init_checkpoint")  # moved or copied, the same files
+    elif not any(key == "init_checkpoint" for key, _, _ in differ):
+        may_change = (*may_change, "init_checkpoint_sha256")  # the same folder, written again: the run goes on
     refused = [d for d in differ if d[0] not in may_change]
     if any(key == "train_files" for key, _, _ in refused):  # other files: their contents say nothing more
         refused = [d for d in refused if d[0] != "train_file_fingerprints"]
+    if any(key == "init_checkpoint" for key, _, _ in refused):
+        refused = [d for d in refused if d[0] != "init_checkpoint_sha256"]
     if refused:
         advice = []
         if any(key != "train_file_fingerprints" for key, _, _ in refused):
@@ -277,9 +291,10 @@ def same_files_moved(old, new):
     return all(before == now and before.get("sha256") for before, now in pairs)
 
 
-def resume_change_message(key, started, last, now):
+def resume_change_message(key, started, last, now, model_dir=None, init_checkpoint=None):
     """The line a resumed run prints for a setting it changes (`check_resumable`'s tuple): one of
-    `MAY_CHANGE_ON_RESUME`, or `train_files` moved (`same_files_moved`).
+    `MAY_CHANGE_ON_RESUME`, `train_files` moved (`same_files_moved`), `init_checkpoint` moved or copied, or the
+    files of the run's `init_checkpoint` changed in place (`init_checkpoint_sha256`; the run's `model_dir`).
 
     >>> resume_change_message("learning_rate", 0.001, 0.0005, 0.0002)
     'Resuming with --learning_rate 0.0002 (the run was started with 0.001; its last checkpoint was written with 0.0005).'
@@ -291,6 +306,10 @@ def resume_change_message(key, started, last, now):
     if key == "train_files":
         return (f"Resuming with --train_files {json.dumps(now)}: the files of {json.dumps(last)}, moved (the same "
                 "bytes, sha256).")
+    if key == "init_checkpoint":
+        return moved_line("--init_checkpoint", last, now)
+    if key == "init_checkpoint_sha256":
+        return changed_in_place("--init_checkpoint", init_checkpoint, model_dir)
     line = f"Resuming with --{key} {now} (the run was started with {started}"
     if last != started:
         line += f"; its last checkpoint was written with {last}"

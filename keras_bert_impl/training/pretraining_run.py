@@ -351,7 +351,8 @@ def _run_pretraining(config, dataset_fn, held):
                 f"cannot be shortened; pass --num_steps >= {start_step}, or use a new --model_dir"
             )
         for change in changed:
-            print(resume_change_message(*change), flush=True)
+            print(resume_change_message(*change, model_dir=config.model_dir, init_checkpoint=config.init_checkpoint),
+                  flush=True)
 
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
