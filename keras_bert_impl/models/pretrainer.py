@@ -62,6 +62,7 @@ class BertPretrainer(Task):
 
     Example:
     >>> import numpy as np
+    >>> from keras_bert_impl import BertBackbone, BertPretrainer
     >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2,
     ...                         hidden_dim=16, intermediate_dim=32,
     ...                         max_sequence_length=16)

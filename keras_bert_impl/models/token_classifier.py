@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 
-from keras_bert_impl.models.backbone import BertBackbone, bert_kernel_initializer  # noqa: F401 (BertBackbone: the doctest)
+from keras_bert_impl.models.backbone import bert_kernel_initializer
 from keras_bert_impl.models.entity_f1 import EntityF1
 from keras_bert_impl.models.head_building import backbone_inputs, check_dropout, class_count, freeze_unused_pooler
 from keras_bert_impl.models.probabilities import softmax
@@ -47,6 +47,7 @@ class BertTokenClassifier(Task):
 
     Example:
     >>> import numpy as np
+    >>> from keras_bert_impl import BertBackbone, BertTokenClassifier
     >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2,
     ...                         hidden_dim=16, intermediate_dim=32, max_sequence_length=16)
     >>> model = BertTokenClassifier(backbone, num_classes=9)

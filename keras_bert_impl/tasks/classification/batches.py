@@ -65,7 +65,7 @@ def make_dataset(
 
     Args:
         split: a `GlueSplit`.
-        preprocessor: a `keras_bert_impl.text.classifier_preprocessor.ClassifierPreprocessor`
+        preprocessor: a `keras_bert_impl.BertClassifierPreprocessor`
             (strings -> unpadded token_ids/segment_ids/padding_mask).
         batch_size: int.
         training: shuffle + bucket (order changes) if True.

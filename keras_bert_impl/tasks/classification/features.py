@@ -1,6 +1,6 @@
 """Step 2, features: a split's text columns -> unpadded token ids, segment ids and padding mask.
 
-The encoding itself is `keras_bert_impl.text.classifier_preprocessor.ClassifierPreprocessor`
+The encoding itself is `keras_bert_impl.BertClassifierPreprocessor`
 (WordPiece, then `[CLS] a [SEP] b [SEP]` truncated to `sequence_length`);
 this module says which columns of a `GlueSplit` it reads.
 

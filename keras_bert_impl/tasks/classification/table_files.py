@@ -630,19 +630,19 @@ def label_vocabulary(table):
         return sorted(unique)
 
 
-def label_to_id(vocabulary):
-    """`{label: class id}` for a label vocabulary.
+def label_to_id(label_names):
+    """`{label: class id}` for the class names in id order.
 
     Example:
     >>> label_to_id(["negative", "positive"])
     {'negative': 0, 'positive': 1}
     """
-    return {label: index for index, label in enumerate(vocabulary)}
+    return {label: index for index, label in enumerate(label_names)}
 
 
-def encode_labels(table, vocabulary):
-    """The table's labels as int32 class ids under `vocabulary` (an `UnknownLabelError` for any other label);
-    multi-label: int32 multi-hot rows `(examples, len(vocabulary))`.
+def encode_labels(table, label_names):
+    """The table's labels as int32 class ids under `label_names` (the class names in id order) (an `UnknownLabelError` for any other label);
+    multi-label: int32 multi-hot rows `(examples, len(label_names))`.
 
     Example:
     >>> encode_labels(LabelledTable("t.csv", ["a", "b"], None, ["pos", "neg"], [2, 3]), ["neg", "pos"]).tolist()
@@ -651,14 +651,14 @@ def encode_labels(table, vocabulary):
     >>> encode_labels(topics, ["x", "y", "z"]).tolist()
     [[1, 0, 1], [0, 0, 0]]
     """
-    ids = label_to_id(vocabulary)
+    ids = label_to_id(label_names)
     encoded = np.zeros((len(table.labels), len(ids)) if table.multi_label else len(table.labels), dtype="int32")
     for i, (labels, line) in enumerate(zip(table.labels, table.line_numbers)):
         for label in labels if table.multi_label else (labels,):
             if label not in ids:
                 raise UnknownLabelError(
                     table.path, line, table.label_column,
-                    f"label {label!r} is not among the training labels {_preview(list(vocabulary))}",
+                    f"label {label!r} is not among the training labels {_preview(list(label_names))}",
                 )
             if table.multi_label:
                 encoded[i, ids[label]] = 1
@@ -667,12 +667,12 @@ def encode_labels(table, vocabulary):
     return encoded
 
 
-def label_targets(table, vocabulary=None):
-    """What `fit` takes as `y`: float32 scores for regression, int32 class ids (under `vocabulary`) otherwise
-    (multi-hot rows for multi-label)."""
+def label_targets(table, label_names=None):
+    """What `fit` takes as `y`: float32 scores for regression, int32 class ids (under `label_names`; default:
+    `label_vocabulary(table)`) otherwise (multi-hot rows for multi-label)."""
     if table.regression:
         return np.asarray(table.labels, dtype="float32")
-    return encode_labels(table, vocabulary if vocabulary is not None else label_vocabulary(table))
+    return encode_labels(table, label_names if label_names is not None else label_vocabulary(table))
 
 
 # === Scoring ===
@@ -705,7 +705,7 @@ def regression_scores(labels, predictions):
     return {name: None if math.isnan(value) else value for name, value in scores.items()}
 
 
-def score_outputs(table, outputs, vocabulary=None):
+def score_outputs(table, outputs, label_names=None):
     """Scores a classifier's raw `predict` outputs (logits or `(n, 1)` scores) against a labelled table.
 
     Multi-label outputs are logits: a class is predicted where its logit is
@@ -720,8 +720,8 @@ def score_outputs(table, outputs, vocabulary=None):
     if table.regression:
         return regression_scores(np.asarray(table.labels, "float64"), outputs.reshape(len(table), -1)[:, 0])
     if table.multi_label:
-        return multi_label_scores(encode_labels(table, vocabulary), (outputs > 0).astype("int32"))
-    return classification_scores(encode_labels(table, vocabulary), outputs.argmax(axis=-1))
+        return multi_label_scores(encode_labels(table, label_names), (outputs > 0).astype("int32"))
+    return classification_scores(encode_labels(table, label_names), outputs.argmax(axis=-1))
 
 
 __all__ = [
