@@ -374,7 +374,7 @@ def pretraining_task(sequence_length, num_batches, batch_size):
     from keras_bert_impl.training.pretraining_run import PretrainingConfig
 
     started = time.perf_counter()
-    config = PretrainingConfig()
+    config = PretrainingConfig().resolved()
     paths = corpus.bundled_corpus()
     dataset = pretraining_dataset(
         paths["train"], BertTokenizer(paths["vocab"], lowercase=config.lowercase), sequence_length=sequence_length,

@@ -127,7 +127,9 @@ def check_model_dir(model_dir):
     """Refuses, in one line, a local `--model_dir` that is a file or cannot be written, before any work
     (`keras_bert_impl.training.pretraining_checks.check_writable_model_dir`, pretraining's check)."""
     from keras_bert_impl.training.pretraining_checks import check_writable_model_dir
+    from keras_bert_impl.training.remote_model_dir import refuse_remote_for_finetuning
 
+    refuse_remote_for_finetuning(model_dir, "--model_dir")
     check_writable_model_dir(model_dir)
 
 

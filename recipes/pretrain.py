@@ -58,10 +58,10 @@ def parse_args(argv=None):
                    help="held-out text files or globs, evaluated after every checkpoint (default: the bundled "
                         "corpus's held-out text without --train_files, else none)")
     p.add_argument("--vocab", default=None,
-                   help="WordPiece vocab.txt, UTF-8, one token a line: needed with --train_files (unless "
-                        "--init_checkpoint holds a vocab.txt, which is then the default); without --train_files, "
-                        "the bundled corpus vocab is the default")
-    p.add_argument("--lowercase", default=True, action=argparse.BooleanOptionalAction)
+                   help="WordPiece vocab.txt, UTF-8, one token a line: the default is --init_checkpoint's own, else "
+                        "the bundled corpus vocab without --train_files (needed with --train_files from scratch)")
+    p.add_argument("--lowercase", default=None, action=argparse.BooleanOptionalAction,
+                   help="lowercase the text before WordPiece (default: --init_checkpoint's casing, else on)")
     p.add_argument("--sequence_length", "--seq_length", "--max_seq_length", dest="sequence_length", type=int,
                    default=d.sequence_length, help="the packed length of every example")
     p.add_argument("--max_predictions_per_seq", type=int, default=d.max_predictions_per_seq)

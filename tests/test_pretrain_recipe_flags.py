@@ -55,9 +55,10 @@ def test_help_says_what_vocab_warmup_steps_and_checkpoint_every_default_to(capsy
     with pytest.raises(SystemExit):
         _recipe().parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert ("--vocab VOCAB WordPiece vocab.txt, UTF-8, one token a line: needed with --train_files (unless "
-            "--init_checkpoint holds a vocab.txt, which is then the default); without --train_files, the bundled "
-            "corpus vocab is the default") in text
+    assert ("--vocab VOCAB WordPiece vocab.txt, UTF-8, one token a line: the default is --init_checkpoint's own, "
+            "else the bundled corpus vocab without --train_files (needed with --train_files from scratch)") in text
+    assert ("--lowercase, --no-lowercase lowercase the text before WordPiece (default: --init_checkpoint's casing, "
+            "else on)") in text
     assert "(default: min(100, --num_steps // 10): 100 for the default 1,000 steps, 0 for a run of under 10" in text
     assert ("(default: the largest divisor of --num_steps up to 500: 500 for the default 1,000 steps, --num_steps "
             "itself for a run of up to 500; a resumed run keeps the one it was started with)") in text
@@ -72,6 +73,27 @@ def test_warmup_steps_default_scales_with_a_short_run_and_keeps_the_default_runs
     assert PretrainingConfig(num_steps=5, warmup_steps=3).resolved().warmup_steps == 3
     config, _, _ = _recipe().parse_args(["--num_steps", "5"])
     assert config.warmup_steps is None and config.resolved().warmup_steps == 0
+
+
+def test_a_starting_checkpoint_brings_its_vocabulary_and_casing(minilm_dir, tmp_path):
+    """Before: `--init_checkpoint all_minilm_l6_v2_en` on the bundled corpus stopped at 'has vocabulary_size=30522
+    but --vocab .../corpus/vocab.txt has 4291 tokens', and a cased checkpoint was fed lowercased text unless
+    --no-lowercase was given: a real BERT could not go on learning on the README's main job."""
+    from keras_bert_impl import BertBackbone
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
+
+    config = PretrainingConfig(init_checkpoint="all_minilm_l6_v2_en").resolved()
+    assert os.path.samefile(config.vocab, minilm_dir / "vocab.txt") and config.lowercase is True
+    assert config.train_files == [os.path.join(CORPUS, "train.txt")]  # the bundled corpus, with the model's vocab
+    cased = tmp_path / "cased"
+    BertBackbone(vocabulary_size=4291, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                 max_sequence_length=64).save_to_preset(str(cased), vocabulary=VOCAB, lowercase=False)
+    config = PretrainingConfig(init_checkpoint=str(cased)).resolved()
+    assert os.path.samefile(config.vocab, cased / "vocab.txt") and config.lowercase is False
+    # What is given stays: --vocab, --lowercase; and without a starting checkpoint the text is lowercased.
+    config = PretrainingConfig(init_checkpoint=str(cased), vocab=VOCAB, lowercase=True).resolved()
+    assert (config.vocab, config.lowercase) == (VOCAB, True)
+    assert PretrainingConfig().resolved().lowercase is True
 
 
 def _start(tmp_path, *flags):

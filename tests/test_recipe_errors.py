@@ -61,6 +61,20 @@ def test_read_only_model_dir_is_refused_before_any_work(capsys):
                                        "or not ours): pass a writable directory\n")
 
 
+def test_a_remote_model_dir_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """Before: a fine-tuning run into `--model_dir gs://b/sst2` wrote everything under a local folder named `gs:`."""
+    monkeypatch.chdir(tmp_path)
+    args = _run_args("--model_dir", "gs://bucket/sst2", "--strategy", "cpu")
+    ran = []
+    with pytest.raises(SystemExit) as leaving:
+        command_line.run_recipe(args, lambda config: ran.append(config), lambda a: "config")
+    assert leaving.value.code == 2 and not ran and os.listdir(tmp_path) == []
+    assert capsys.readouterr().err == (
+        "error: --model_dir gs://bucket/sst2: fine-tuning writes its checkpoints and outputs to a local directory "
+        "(pretraining alone works in a local copy of a remote one): give a local directory, and copy it there when "
+        "the run ends (e.g. gsutil -m cp -r DIR gs://bucket/sst2)\n")
+
+
 def test_model_dir_that_is_a_file_is_refused(tmp_path):
     (tmp_path / "run").write_text("notes\n")
     with pytest.raises(ValueError, match=r"^--model_dir .*run is a file, not a directory: pass a new directory"):

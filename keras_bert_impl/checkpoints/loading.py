@@ -28,6 +28,7 @@ import os
 
 from keras_bert_impl.checkpoints.download import CheckpointFileError  # noqa: F401 (re-exported)
 from keras_bert_impl.checkpoints.hugging_face_hub import fetch_hub_model, hub_model_id
+from keras_bert_impl.checkpoints.remote_directory import fetch_remote_directory, is_remote_directory
 
 logger = logging.getLogger("keras_bert_impl.checkpoints")
 
@@ -253,7 +254,8 @@ def resolve_preset(preset):
     """Finds the files of a preset name or local directory.
 
     Args:
-        preset: a name in `BertBackbone.presets` or a path to a local directory.
+        preset: a name in `BertBackbone.presets`, a path to a local directory, a remote one (`gs://...`, copied
+            into the cache: `remote_directory`) or a Hugging Face Hub id.
 
     Returns:
         A `ResolvedPreset` (location, format, name).
@@ -274,6 +276,9 @@ def resolve_preset(preset):
     if preset not in backbone_presets:
         if os.path.isfile(preset):
             raise _file_as_preset_error(preset)
+        if is_remote_directory(preset):  # gs://bucket/run/export: copied into the cache, then read from there
+            directory = fetch_remote_directory(preset, preset_cache_root())
+            return ResolvedPreset(directory, detect_format(directory))
         hub_model = hub_model_id(preset)
         if hub_model is not None:
             return _resolve_hub_model(preset, *hub_model)

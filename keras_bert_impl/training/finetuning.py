@@ -76,6 +76,7 @@ from keras_bert_impl.training.finetuning_resume import (
     finetuning_run_settings,
 )
 from keras_bert_impl.training.process_cluster import lost_peers_as_one_line, take_rows_of_each_batch
+from keras_bert_impl.training.remote_model_dir import refuse_remote_for_finetuning
 from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
 from keras_bert_impl.training.starting_point_identity import starting_point_sha256
 from keras_bert_impl.training.strategy import process_group
@@ -292,6 +293,8 @@ def finetune(
     # the data unless given). Run to its end instead, Keras's TensorFlow trainer counts one more optimizer iteration
     # at each epoch's end on an input of unknown length (a bucketed one) or on TensorFlow workers, which moves the
     # learning-rate schedule a step ahead every epoch; and the stream is what an interrupted run resumes exactly.
+    if model_dir:
+        refuse_remote_for_finetuning(model_dir)
     fit_steps_per_epoch = steps_per_epoch
     if steps_per_epoch is None:
         steps_per_epoch = _count_batches(train_ds)

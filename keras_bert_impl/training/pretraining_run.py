@@ -15,6 +15,8 @@ import dataclasses
 import inspect
 import json
 import os
+import shutil
+import tempfile
 import time
 
 import keras
@@ -48,6 +50,7 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
 from keras_bert_impl.training.process_cluster import lost_peers_as_one_line
 from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
+from keras_bert_impl.training.remote_model_dir import RemoteModelDir, is_remote
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
 from keras_bert_impl.training.run_lock import ModelDirInUseError, hold_model_dir  # noqa: F401 (raised by the run)
 from keras_bert_impl.training.steps_per_execution import on_accelerator, resolve_steps_per_execution
@@ -95,7 +98,7 @@ class PretrainingConfig:
     train_files: list = None
     validation_files: list = None
     vocab: str = None
-    lowercase: bool = True
+    lowercase: bool = None  # None: --init_checkpoint's casing, else True (uncased)
     sequence_length: int = 64
     max_predictions_per_seq: int = 10
     global_batch_size: int = 128
@@ -133,6 +136,17 @@ class PretrainingConfig:
     def resolved(self):
         """Returns a copy with the bundled corpus filled in where no data was named."""
         config = dataclasses.replace(self)
+        if config.init_checkpoint and (not config.vocab or config.lowercase is None):
+            # Its own vocabulary and casing (a preset name, a Hub id or a directory): a real BERT goes on learning
+            # on the bundled corpus or --train_files as it was trained. (Was the bundled corpus's vocab: "has
+            # vocabulary_size=30522 but --vocab .../corpus/vocab.txt has 4291 tokens".)
+            from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets
+
+            assets = resolve_tokenizer_assets(config.init_checkpoint)
+            config.vocab = config.vocab or assets["vocabulary"]
+            config.lowercase = assets["lowercase"] if config.lowercase is None else config.lowercase
+        if config.lowercase is None:
+            config.lowercase = True
         if not config.train_files:
             from keras_bert_impl.data.corpus import bundled_corpus
 
@@ -144,9 +158,6 @@ class PretrainingConfig:
             config.train_files = [config.train_files]
         if isinstance(config.validation_files, str):
             config.validation_files = [config.validation_files]
-        if not config.vocab and config.init_checkpoint and os.path.exists(
-                os.path.join(config.init_checkpoint, "vocab.txt")):
-            config.vocab = os.path.join(config.init_checkpoint, "vocab.txt")
         # No --vocab with --train_files stays None: `_run_pretraining` refuses it once the files are checked
         # (`check_vocab`), so that a missing or bad training file is what the first line names.
         if config.warmup_steps is None:
@@ -300,6 +311,16 @@ def _run_pretraining(config, dataset_fn, held):
         # PyTorch's processes join here too, so that a missing process fails the run before any work.
         strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
                                 num_processes=config.num_processes, process_id=config.process_id)
+    # A remote --model_dir (gs://): the run works in a local copy of what it needs to resume, and copies each
+    # checkpoint back as it is written (`remote_model_dir`); each process of a job works in its own copy.
+    remote = None
+    if is_remote(config.model_dir):
+        local = None
+        if strategy is not None and not callbacks_lib.is_chief(strategy):
+            local = tempfile.mkdtemp(prefix="keras_bert_impl_run_")
+            held.callback(shutil.rmtree, local, True)
+        remote = RemoteModelDir(config.model_dir, local=local)
+        config = dataclasses.replace(config, model_dir=remote.local)
     # `auto` becomes bf16 or None (float32) here, before the run's settings are recorded or compared.
     config = dataclasses.replace(config, mixed_precision=resolve_mixed_precision(config.mixed_precision,
                                                                                 config.strategy))
@@ -397,7 +418,8 @@ def _run_pretraining(config, dataset_fn, held):
                 raise ValueError(
                     f"--init_checkpoint {config.init_checkpoint} has vocabulary_size="
                     f"{backbone.vocabulary_size} but --vocab {config.vocab} has "
-                    f"{tokenizer.vocabulary_size()} tokens."
+                    f"{tokenizer.vocabulary_size()} tokens: leave --vocab out (the checkpoint's own is the default)"
+                    " or give the vocab.txt it was trained with."
                 )
         else:
             backbone = BertBackbone(**model_config, attention_padding=attention_padding, **memory_settings)
@@ -487,10 +509,16 @@ def _run_pretraining(config, dataset_fn, held):
     if restored and not earlier and (restored.get(callbacks_lib.HELD_OUT_KEY) or {}):
         print("The held-out set changed since the checkpoint (--validation_files or --validation_steps): the "
               "held-out accuracy of the earlier checkpoints is left out of the summary.", flush=True)
+    def saved(path):  # the settings this checkpoint was written with; a remote --model_dir gets both
+        record_run_config(config.model_dir, settings)
+        if remote is not None:
+            remote.push()
+
     checkpointing = callbacks_lib.PretrainingCheckpoint(
         manager, optimizer, train_iterator, config.checkpoint_every,
         state={"config": config.config, callbacks_lib.HELD_OUT_SET_KEY: measured_on},
-        on_saved=lambda path: record_run_config(config.model_dir, settings), chief=chief, held_out=earlier)
+        on_saved=saved, chief=chief, held_out=earlier)
+
     run_callbacks = [
         restoring_at_first_batch(restored),  # PyTorch: each process's dropout stream goes on where it was
         callbacks_lib.NaNGuard(start_step, manager),
@@ -541,6 +569,8 @@ def _run_pretraining(config, dataset_fn, held):
         exported = model.inference_copy()
         if chief:
             _export(exported, export_dir, config)
+            if remote is not None:  # the export, and the logs since the last checkpoint
+                remote.push()
         if processes:  # every process returns once process 0's files are written
             processes.barrier("run_pretraining: checkpoint and export written")
     return {
@@ -561,9 +591,10 @@ def _run_pretraining(config, dataset_fn, held):
         "steps_per_execution": steps_per_execution,
         "replicas": replicas,
         "is_chief": chief,
-        "model_dir": config.model_dir,
-        "logs_dir": logs_dir,
-        "export_dir": export_dir,
+        # (a remote --model_dir's own paths, where the files were copied)
+        "model_dir": remote.remote if remote else config.model_dir,
+        "logs_dir": f"{remote.remote}/logs" if remote else logs_dir,
+        "export_dir": f"{remote.remote}/export" if remote else export_dir,
         "model": model,
     }
 
