@@ -94,6 +94,46 @@ def test_raw_pairs_and_string_datasets():
     assert np.isfinite(history.history["loss"][0])
 
 
+def test_a_datasets_labels_are_names_or_checked_ids_on_every_backend(shared_data):
+    """Before: a tf.data.Dataset's labels reached the loss unchecked. A label outside the classes trained at loss 0.0 on
+    JAX (an all-zero one-hot row) and stopped in PyTorch's cross_entropy ('Target 5 is out of bounds'); label names
+    stopped deep in each backend ('Invalid dtype: object'). Now names map to ids, and a bad label is one line."""
+    import tensorflow as tf
+
+    texts, labels = _sst2(shared_data, "train", 16)
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, label_names=["negative", "positive"],
+                                preprocessor=_preprocessor())
+    names = np.array(["negative", "positive"])[labels]
+    by_name = tf.data.Dataset.from_tensor_slices((texts, names)).batch(8)
+    by_id = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(8)
+    assert classifier.evaluate(by_name, verbose=0, return_dict=True) == classifier.evaluate(
+        by_id, verbose=0, return_dict=True)
+    assert np.isfinite(classifier.fit(by_name, epochs=1, verbose=0).history["loss"][0])
+    assert np.isfinite(classifier.fit(by_id.unbatch(), epochs=1, batch_size=8, verbose=0).history["loss"][0])
+
+    outside = np.array(labels)
+    outside[11] = 5
+    with pytest.raises(ValueError) as error:
+        classifier.fit(tf.data.Dataset.from_tensor_slices((texts, outside)).batch(8), epochs=1, verbose=0)
+    assert str(error.value) == ("Batch 1 of the dataset, row 3: label 5 is not a class of this 2-class classifier "
+                                "(ids 0..1).")
+    unknown = names.copy()
+    unknown[2] = "neutral"
+    with pytest.raises(ValueError) as error:
+        classifier.evaluate(tf.data.Dataset.from_tensor_slices((texts, unknown)).batch(8), verbose=0)
+    assert str(error.value) == ("Batch 0 of the dataset, row 2: label 'neutral' is not one of the label_names "
+                                "['negative', 'positive'].")
+    with pytest.raises(ValueError) as error:
+        classifier.fit(tf.data.Dataset.from_tensor_slices((texts, outside)), epochs=1, verbose=0)
+    assert str(error.value) == ("Element 11 of the dataset: label 5 is not a class of this 2-class classifier "
+                                "(ids 0..1).")
+    unnamed = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    with pytest.raises(ValueError, match=r"^The dataset's labels are strings \(label names\), but this classifier has "
+                                         r"no label_names: give class ids 0..1, or build it with label_names=\[...\].$"):
+        unnamed.fit(by_name, epochs=1, verbose=0)
+    assert np.isfinite(classifier.evaluate(by_id, verbose=0, return_dict=True)["loss"])  # it runs on
+
+
 def test_raw_batches_have_a_known_length_and_bucket_widths():
     preprocessor = _preprocessor(sequence_length=128)
     texts = ["short"] * 5 + ["a much longer sentence " * 6] * 3

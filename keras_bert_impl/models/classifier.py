@@ -26,6 +26,7 @@ from keras_bert_impl.models.head_building import (
 )
 from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import Task
+from keras_bert_impl.models.user_inputs import is_dataset
 
 POOLINGS = ("pooled", "mean")
 # The cross-entropies `compile` takes by name, which read probabilities (from_logits=False).
@@ -473,6 +474,10 @@ class BertClassifier(Task):
     def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None, **options):
         if y is not None:
             y = self.label_ids(y)
+        if is_dataset(x) and not (self.is_regression or self.multi_label):  # names -> ids, ids checked, as read
+            from keras_bert_impl.text.dataset_labels import class_ids_of_dataset
+
+            x = class_ids_of_dataset(x, self.num_classes, self.label_names)
         return super()._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed,
                                     **options)
 

@@ -476,11 +476,11 @@ class Task(FunctionalModel):
             y = sample_weight = batch_size = None
         if is_dataset(x):
             shuffle = False  # a dataset shuffles itself; Keras would only warn
-        return run_recoverably(self, "train_function", lambda: super(Task, self).fit(
-            x=x, y=y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
-            sample_weight=sample_weight, shuffle=shuffle, validation_split=validation_split,
-            class_weight=class_weight, **kwargs
-        ))
+        return _label_errors_as_one_line(lambda: run_recoverably(
+            self, "train_function", lambda: super(Task, self).fit(
+                x=x, y=y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
+                sample_weight=sample_weight, shuffle=shuffle, validation_split=validation_split,
+                class_weight=class_weight, **kwargs)))
 
     def _split_off_validation(self, x, y, sample_weight, validation_split):
         """Raw examples (and their labels and weights) -> `(x, y, sample_weight, validation_data)`."""
@@ -517,8 +517,9 @@ class Task(FunctionalModel):
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size)
             y = sample_weight = batch_size = None
-        return run_recoverably(self, "test_function", lambda: super(Task, self).evaluate(
-            x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs))
+        return _label_errors_as_one_line(lambda: run_recoverably(
+            self, "test_function", lambda: super(Task, self).evaluate(
+                x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)))
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""
@@ -845,3 +846,18 @@ def copy_variables(source, target):
         store = {}
         source_layer.save_own_variables(store)
         target_layer.load_own_variables(store)
+
+
+def _label_errors_as_one_line(call):
+    """Runs `call()`; a label check that failed inside a `tf.data.Dataset`'s read (`text.dataset_labels`) becomes
+    its one line (a `ValueError`), not the runtime's error with the pipeline's trace."""
+    try:
+        return call()
+    except Exception as error:
+        if type(error).__module__.startswith("tensorflow"):  # (the read of a dataset: TensorFlow is here)
+            from keras_bert_impl.text.dataset_labels import labels_error_as_one_line
+
+            line = labels_error_as_one_line(error)
+            if line:
+                raise ValueError(line) from None
+        raise
