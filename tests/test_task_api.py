@@ -89,6 +89,9 @@ def test_raw_pairs_and_string_datasets():
     as_tuple = classifier.predict(pairs, verbose=0)
     as_list = classifier.predict(list(zip(*pairs)), verbose=0)
     np.testing.assert_allclose(as_tuple, as_list, atol=1e-6)
+    # A tuple of two strings is one pair, as keras-hub's preprocessors read it (was two single texts, silently).
+    one_pair = classifier.predict((pairs[0][0], pairs[1][0]), verbose=0)
+    np.testing.assert_allclose(one_pair, as_tuple[:1], atol=1e-6)
     dataset = tf.data.Dataset.from_tensor_slices(((pairs[0], pairs[1]), [1, 0])).batch(2)
     history = classifier.fit(dataset, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])

@@ -326,12 +326,13 @@ def is_raw_text(x):
 def as_segments(x):
     """Raw text -> a list of one or two lists of strings of equal length.
 
-    A tuple `(texts_a, texts_b)` holds two segment lists; a list holds
+    A tuple `(texts_a, texts_b)` holds two segment lists (a tuple of two
+    strings is one pair, as keras-hub's preprocessors read it); a list holds
     examples, each a string or an `(a, b)` pair.
 
     Example:
-    >>> as_segments("hi"), as_segments((["a"], ["b"])), as_segments([("a", "b")])
-    ([['hi']], [['a'], ['b']], [['a'], ['b']])
+    >>> as_segments("hi"), as_segments((["a"], ["b"])), as_segments([("a", "b")]), as_segments(("a", "b"))
+    ([['hi']], [['a'], ['b']], [['a'], ['b']], [['a'], ['b']])
     """
     if _is_text(x):
         return [[x]]
@@ -341,10 +342,13 @@ def as_segments(x):
         texts_a = x[0].tolist() if hasattr(x[0], "tolist") else list(x[0])
         texts_b = x[1].tolist() if hasattr(x[1], "tolist") else list(x[1])
         if len(texts_a) != len(texts_b):
-            raise ValueError(f"The two segment lists differ in length: {len(texts_a)} vs {len(texts_b)}.")
+            raise ValueError(f"The two segment lists (texts_a, texts_b) of the sentence pairs differ in length: "
+                             f"{len(texts_a)} vs {len(texts_b)}.")
         for texts in (texts_a, texts_b):
             _check_texts(texts)
         return [texts_a, texts_b]
+    if isinstance(x, tuple) and len(x) == 2 and all(map(_is_text, x)):  # one pair, as keras-hub's preprocessors
+        return [[x[0]], [x[1]]]  # read it (was two single texts, silently)
     x = list(x)
     if all(_is_text(item) for item in x):
         return [x]
