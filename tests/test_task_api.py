@@ -1237,6 +1237,15 @@ def test_answer_takes_the_examples_as_predict_does_and_one_question_of_several_c
     asked_of_both = qa.answer(questions[0], contexts)
     assert [(a["text"], a["start"], a["end"]) for a in asked_of_both] == [(a["text"], a["start"], a["end"]) for a in alone]
     assert [a["score"] for a in asked_of_both] == pytest.approx([a["score"] for a in alone], abs=1e-5)
+    # Questions without their contexts: one line (was the second question read as the first one's context), and
+    # contexts that are short are named as such (was "3 questions but 2 answers").
+    with pytest.raises(ValueError, match=r"^Span extraction reads \(questions, contexts\), got a list of a string and "
+                                         r"a str: one question and its context are a tuple \(question, context\);"):
+        qa.answer(questions)
+    with pytest.raises(ValueError, match=r"^Span extraction reads \(questions, contexts\), got a list"):
+        qa.fit(questions, [{"text": "Ada Lovelace", "answer_start": 18}] * 2, verbose=0)
+    with pytest.raises(ValueError, match=r"^3 questions but 2 contexts: give one context per question\.$"):
+        qa.fit((questions + questions[:1], contexts), [{"text": "Ada Lovelace", "answer_start": 18}] * 2, verbose=0)
 
 
 def test_calling_a_task_on_raw_strings_points_to_predict():

@@ -308,6 +308,14 @@ def as_columns(x):
     Example:
     >>> as_columns([("Who?", "Ada wrote it."), ("When?", "In 1843.")])
     (['Who?', 'When?'], ['Ada wrote it.', 'In 1843.'])
+    >>> as_columns(("Who?", "Ada wrote it."))
+    (['Who?'], ['Ada wrote it.'])
+    >>> as_columns(["Who?", "When?"])  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    ValueError: Span extraction reads (questions, contexts), got a list of a string and a str: one question and its
+    context are a tuple (question, context); several are a tuple of two lists (questions, contexts) or a list of
+    (question, context) tuples.
     """
     if _is_list_of_pairs(x):
         return [question for question, _ in x], [context for _, context in x]
@@ -318,8 +326,17 @@ def as_columns(x):
         )
     questions, contexts = x
     if isinstance(questions, str):
+        if isinstance(x, list) or not isinstance(contexts, str):  # two questions, or a question and its context?
+            raise ValueError(
+                f"Span extraction reads (questions, contexts), got a {type(x).__name__} of a string and a "
+                f"{type(contexts).__name__}: one question and its context are a tuple (question, context); several "
+                "are a tuple of two lists (questions, contexts) or a list of (question, context) tuples."
+            )
         return [questions], [contexts]
-    return list(questions), list(contexts)
+    questions, contexts = list(questions), list(contexts)
+    if len(questions) != len(contexts):  # (before the answers are counted: the contexts are what is short)
+        raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts: give one context per question.")
+    return questions, contexts
 
 
 def answers_per_question(y, num_questions, single_question=False):
