@@ -350,8 +350,14 @@ class Task(FunctionalModel):
         arguments = getattr(self, "_compile_arguments", None)
         if arguments is None:
             return True
-        return (arguments["loss"] == "auto" and arguments["metrics"] in ("auto", None)
-                and arguments["weighted_metrics"] in ("auto", None))
+        return arguments["loss"] == "auto" and all(
+            given in ("auto", None) or (isinstance(given, (list, tuple)) and all(map(self._skips_filler_rows, given)))
+            for given in (arguments["metrics"], arguments["weighted_metrics"]))
+
+    def _skips_filler_rows(self, metric):
+        """Whether a metric given to `compile` counts nothing of the filler rows' labels (whatever their weight):
+        none here; a task whose filler labels its own metrics skip (the tagger's -1) says which."""
+        return False
 
     def _raw_validation(self, validation_data, batch_size):
         if validation_data is None:

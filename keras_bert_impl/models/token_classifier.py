@@ -193,6 +193,14 @@ class BertTokenClassifier(Task):
             return EntityF1(self.label_names, name=name)
         return None
 
+    def _skips_filler_rows(self, metric):
+        """The tagger's own metrics, by name or object, skip label -1, which every position of a filler row has: its
+        batches keep one step shape per bucket with them (a short last batch recompiles the step on JAX: 37 s
+        instead of 3.3 s for a second `fit` of 16 CoNLL sentences, `compile(metrics=["accuracy", "f1"])`)."""
+        if isinstance(metric, str):
+            metric = self.metric_for_name(metric)
+        return isinstance(metric, (MaskedTokenAccuracy, EntityF1))
+
     def check_loss(self, loss):
         """A sparse cross-entropy must read logits and skip label -1 (TensorFlow stops on the label in the step;
         JAX and PyTorch would train on it)."""
