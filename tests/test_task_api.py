@@ -157,6 +157,11 @@ def test_raw_strings_errors_name_the_problem():
         classifier.predict((["a", "b"], ["c"]))
     with pytest.raises(ValueError, match=r"`y` must hold one value \(or one row of values\) per example \(2\), got shape \(1,\)"):
         classifier.fit(["a", "b"], [1], verbose=0)
+    tagging = keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=32)
+    with pytest.raises(ValueError) as error:  # (was "invalid literal for int() with base 10: 'B-ORG'")
+        tagging.make_dataset([["EU", "rejects"]], [["B-ORG", "O"]], batch_size=2)
+    assert str(error.value) == ("Example 0: label 'B-ORG' is a tag name; the preprocessor takes tag ids "
+                                "(label_names.index(tag)), and BertTokenClassifier.fit(words, tags) takes the names.")
 
 
 @pytest.mark.parametrize(

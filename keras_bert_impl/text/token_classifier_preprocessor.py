@@ -256,6 +256,12 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
                     raise ValueError(
                         f"Example {index}: {len(pieces_per_word)} words but {len(labels)} labels."
                     )
+                named = next((label for label in labels if isinstance(label, (str, bytes))), None)
+                if named is not None:  # (was "invalid literal for int() with base 10: 'B-ORG'")
+                    raise ValueError(
+                        f"Example {index}: label {named!r} is a tag name; the preprocessor takes tag ids "
+                        "(label_names.index(tag)), and BertTokenClassifier.fit(words, tags) takes the names."
+                    )
             ids, label_row, _ = self._pack(pieces_per_word, labels)
             rows.append(ids)
             label_rows.append(label_row)
