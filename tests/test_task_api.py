@@ -386,6 +386,9 @@ def test_labels_by_name_train_exactly_like_class_ids(shared_data):
         (2, None, [0, -1], "Example 1: label -1 is not a class of this 2-class classifier (ids 0..1); 1 label(s) "
                            "in all are outside."),
         (2, None, [0, 0.5], "Example 1: label 0.5 is not a class id (int) or a label name (str)."),
+        # Class ids as a file gives them ("0", "1") are ids; one outside the classes is named as the others.
+        (2, None, ["0", "7"], "Example 1: label 7 is not a class of this 2-class classifier (ids 0..1); 1 label(s) in "
+                              "all are outside."),
         (1, None, [0.5, "high"], "Example 1: label 'high' is not a number (num_classes=1 is regression)."),
         # Before: a NaN score trained to a loss of nan without a word; the first string was named, not the bad one.
         (1, None, [0.5, float("nan")], "Example 1: label nan is not a finite number (num_classes=1 is regression)."),

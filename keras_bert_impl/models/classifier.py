@@ -1,6 +1,7 @@
 """BertClassifier: sentence (pair) classification (one class, or any number: multi-label) and regression on BERT's
 pooled output (GLUE), or on the mean token vector."""
 
+import re
 import warnings
 
 import keras
@@ -553,6 +554,9 @@ class BertClassifier(Task):
             for index, value in enumerate(values):
                 if isinstance(value, (str, bytes, np.str_)):
                     value = value.decode("utf-8") if isinstance(value, bytes) else str(value)
+                    if not self.label_names and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+                        ids[index] = int(value)  # a class id read from a file ("0", "1"), as a regression's "3.8"
+                        continue
                     if not self.label_names:
                         raise ValueError(
                             f"Example {index}: label {value!r} is a name, but this classifier has no label_names: "
