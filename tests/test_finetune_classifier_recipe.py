@@ -22,7 +22,8 @@ RELOAD = textwrap.dedent("""
     import json, sys
     import keras
     import keras_bert_impl
-    from keras_bert_impl.tasks.classification.table_files import read_table, score_outputs
+    from keras_bert_impl.tasks.classification.evaluation import score_outputs
+    from keras_bert_impl.tasks.classification.table_files import read_table
     model_path, test_file, dev_file, text, pair, label, regression, separator = sys.argv[1:]
     pair, regression, separator = pair or None, regression == "1", separator or None
     model = keras.saving.load_model(model_path)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.tasks.classification import table_files as tf_
+from keras_bert_impl.tasks.classification.evaluation import classification_scores, regression_scores, score_outputs
 from keras_bert_impl.tasks.classification.table_files import (
     EmptyTableError,
     EmptyTextError,
@@ -20,11 +21,9 @@ from keras_bert_impl.tasks.classification.table_files import (
     TableEncodingError,
     TableFormatError,
     UnknownLabelError,
-    classification_scores,
     encode_labels,
     label_vocabulary,
     read_table,
-    regression_scores,
 )
 
 
@@ -390,7 +389,7 @@ def test_regression_and_output_scores():
     assert scores["pearson"] == pytest.approx(np.corrcoef([0, 1, 2, 3], [0.1, 0.9, 2.5, 2.4])[0, 1])
     assert scores["spearman"] == pytest.approx(0.8)
     table = tf_.LabelledTable("dev.tsv", ["a", "b", "c"], None, [1.0, 2.0, 3.0], [2, 3, 4], "score", regression=True)
-    assert tf_.score_outputs(table, np.array([[1.0], [2.0], [4.0]]))["spearman"] == 1.0
+    assert score_outputs(table, np.array([[1.0], [2.0], [4.0]]))["spearman"] == 1.0
     assert tf_.label_targets(table).dtype == np.float32
 
 

@@ -9,7 +9,14 @@ story of `recipes/finetune_classifier.py`, `table_run`.
 """
 
 from keras_bert_impl.tasks.classification.batches import make_array_batches, make_dataset, make_packed_dataset
-from keras_bert_impl.tasks.classification.evaluation import evaluate_metric_names, evaluate_splits, glue_score
+from keras_bert_impl.tasks.classification.evaluation import (
+    classification_scores,
+    evaluate_metric_names,
+    evaluate_splits,
+    glue_score,
+    regression_scores,
+    score_outputs,
+)
 from keras_bert_impl.tasks.classification.features import encode_texts, split_texts
 from keras_bert_impl.tasks.classification.outputs import (
     SUBMISSION_HEADER,

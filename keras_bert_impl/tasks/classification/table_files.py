@@ -2,12 +2,10 @@
 
 `read_table` reads a user's own file into a `LabelledTable` (texts, optional
 second texts, labels, and the line each row came from), checking every row.
-`label_vocabulary` gives the sorted training labels, `encode_labels` maps
-labels to class ids, and `classification_scores` / `regression_scores`
-score predictions (accuracy and macro F1; Pearson and Spearman). With
+`label_vocabulary` gives the sorted training labels and `encode_labels` maps
+labels to class ids (a table's scores are step 4's, `evaluation.score_outputs`). With
 `label_separator`, each row holds any number of labels (multi-label): a cell
-``"ORG,MISC"`` (or a JSON list ``["ORG", "MISC"]``; empty: none), scored by
-micro and macro F1 (`metrics.multi_label`).
+``"ORG,MISC"`` (or a JSON list ``["ORG", "MISC"]``; empty: none).
 
 Every problem in a file raises a `TableFormatError` (a `ValueError`) whose
 message is one line naming the file, the line and the column, e.g.
@@ -56,8 +54,6 @@ from typing import List, Optional, Union
 import numpy as np
 
 from keras_bert_impl.file_errors import FileFormatError, decode_utf8
-from keras_bert_impl.metrics.glue import accuracy, f1_score, pearson, spearman
-from keras_bert_impl.metrics.multi_label import multi_label_scores
 
 FORMATS = ("csv", "tsv", "jsonl")
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
@@ -675,55 +671,6 @@ def label_targets(table, label_names=None):
     return encode_labels(table, label_names if label_names is not None else label_vocabulary(table))
 
 
-# === Scoring ===
-
-
-def classification_scores(label_ids, predicted_ids):
-    """Accuracy and macro F1 (mean one-vs-rest F1 over the classes in labels or predictions, as scikit-learn).
-
-    Example:
-    >>> classification_scores([0, 1, 2, 2], [0, 1, 1, 2])
-    {'accuracy': 0.75, 'macro_f1': 0.7777777777777777}
-    """
-    label_ids = np.asarray(label_ids)
-    predicted_ids = np.asarray(predicted_ids)
-    classes = np.union1d(label_ids, predicted_ids)
-    macro_f1 = float(np.mean([f1_score(label_ids, predicted_ids, positive_label=c) for c in classes]))
-    return {"accuracy": accuracy(label_ids, predicted_ids), "macro_f1": macro_f1}
-
-
-def regression_scores(labels, predictions):
-    """Pearson and Spearman correlations (None where undefined, e.g. constant predictions).
-
-    Example:
-    >>> regression_scores([1.0, 2.0, 3.0], [2.0, 4.0, 7.0])
-    {'pearson': 0.9933992677987828, 'spearman': 1.0}
-    >>> regression_scores([1.0, 2.0, 3.0], [2.0, 2.0, 2.0])
-    {'pearson': None, 'spearman': None}
-    """
-    scores = {"pearson": pearson(labels, predictions), "spearman": spearman(labels, predictions)}
-    return {name: None if math.isnan(value) else value for name, value in scores.items()}
-
-
-def score_outputs(table, outputs, label_names=None):
-    """Scores a classifier's raw `predict` outputs (logits or `(n, 1)` scores) against a labelled table.
-
-    Multi-label outputs are logits: a class is predicted where its logit is
-    above 0 (probability 0.5), as `BertClassifier.predict_labels` does.
-
-    Example:
-    >>> table = LabelledTable("dev.csv", ["a", "b"], None, ["neg", "pos"], [2, 3])
-    >>> score_outputs(table, [[2.0, -1.0], [0.5, 0.1]], ["neg", "pos"])
-    {'accuracy': 0.5, 'macro_f1': 0.3333333333333333}
-    """
-    outputs = np.asarray(outputs)
-    if table.regression:
-        return regression_scores(np.asarray(table.labels, "float64"), outputs.reshape(len(table), -1)[:, 0])
-    if table.multi_label:
-        return multi_label_scores(encode_labels(table, label_names), (outputs > 0).astype("int32"))
-    return classification_scores(encode_labels(table, label_names), outputs.argmax(axis=-1))
-
-
 __all__ = [
     "FORMATS",
     "EmptyTableError",
@@ -736,13 +683,10 @@ __all__ = [
     "TableEncodingError",
     "TableFormatError",
     "UnknownLabelError",
-    "classification_scores",
     "encode_labels",
     "label_targets",
     "label_to_id",
     "label_vocabulary",
     "read_table",
-    "regression_scores",
-    "score_outputs",
     "table_format",
 ]

@@ -269,7 +269,8 @@ def run(config, inputs=None):
     (`dev_results.json`) and the test file labelled (`test_predictions.tsv`); `model.keras` is not rewritten.
     """
     from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, atomic_write_text, save_model_atomically
-    from keras_bert_impl.tasks.classification.table_files import label_targets, score_outputs
+    from keras_bert_impl.tasks.classification.evaluation import score_outputs
+    from keras_bert_impl.tasks.classification.table_files import label_targets
     from keras_bert_impl.training.finetuning import config_of_this_process, finetune
     from keras_bert_impl.training.finetuning_resume import data_digest
     from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
