@@ -52,7 +52,8 @@ def parse_args(argv=None):
                    help="JAX or PyTorch processes of the job (multiworker)")
     p.add_argument("--process_id", type=int, default=None, help="this process's index, 0..num_processes-1")
     p.add_argument("--config", "--preset", dest="config", default=d.config,
-                   help="tiny|mini|small|medium|base|large, a preset name, or a JSON file of BertBackbone args")
+                   help="tiny|mini|small|medium|base|large, a preset name (its architecture: training starts from "
+                        "scratch; --init_checkpoint starts from a preset's weights), or a JSON file of BertBackbone args")
     p.add_argument("--train_files", nargs="+", default=None, help="text files or globs (default: bundled corpus)")
     p.add_argument("--validation_files", nargs="+", default=None,
                    help="held-out text files or globs, evaluated after every checkpoint (default: the bundled "

@@ -96,6 +96,18 @@ def test_a_starting_checkpoint_brings_its_vocabulary_and_casing(minilm_dir, tmp_
     assert PretrainingConfig().resolved().lowercase is True
 
 
+@pytest.mark.slow
+def test_a_preset_name_as_config_says_it_trains_from_scratch(tmp_path, capsys):
+    """`--preset bert_tiny_en_uncased` (pretrain.py's alias of --config, as keras-hub users type a preset) builds
+    that architecture with new weights: the run says so, and how to start from the preset's weights instead."""
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
+
+    run_pretraining(PretrainingConfig(**_micro_run(tmp_path, config="bert_tiny_en_uncased", num_steps=2,
+                                                   checkpoint_every=2)))
+    assert ("--config bert_tiny_en_uncased: its architecture, trained from scratch (to go on from its weights and "
+            "vocabulary: --init_checkpoint bert_tiny_en_uncased).") in capsys.readouterr().out.splitlines()
+
+
 def _start(tmp_path, *flags):
     """main() of a run that is refused before any work: its exit status and its error lines."""
     return _recipe().main(["--num_steps", "4", "--checkpoint_every", "2", "--model_dir", str(tmp_path / "run"),

@@ -428,6 +428,11 @@ def _run_pretraining(config, dataset_fn, held):
         model = BertPretrainer(backbone, nsp=config.nsp,
                                vocabulary_padding_multiple=config.vocabulary_padding_multiple)
         if not config.init_checkpoint:  # from scratch: the starting values docs/pretraining.md measured
+            if not latest and config.config not in PRESET_ALIASES and not os.path.isfile(config.config):
+                # A preset's full name (`--preset bert_base_en_uncased`, as keras-hub users type it) names its
+                # architecture here, not its weights: say so, and how to start from them.
+                print(f"--config {config.config}: its architecture, trained from scratch (to go on from its "
+                      f"weights and vocabulary: --init_checkpoint {config.config}).", flush=True)
             if config.weight_init == "normal":
                 redraw_plain_normal(model, seed=config.seed + 1000)  # the QKV kernels keep the init above
             if config.position_init == "sinusoidal":  # after the redraw, which draws the position table too
