@@ -247,6 +247,33 @@ def test_two_column_iobes_files_train_and_the_saved_model_tags_raw_text(slices, 
     _check_saved_model_tags_raw_text(model_dir / "model.keras", summary["labels"])
 
 
+def test_a_run_stopped_after_its_last_epoch_resumes_and_writes_the_best_epochs_outputs(slices, tiny_preset,
+                                                                                         tmp_path, monkeypatch):
+    """Before: a run stopped after its last epoch (Ctrl-C while it wrote its outputs) stopped at every rerun on
+    `IndexError: list index out of range` (the best epoch's evaluation looked up among the epochs run in this
+    process: none), and never wrote its results."""
+    from keras_bert_impl.tasks.tagging import run as tagging_run
+
+    flags = [*map(str, _files(slices)), "--preset", str(tiny_preset), "--epochs", "2", "--batch_size", "8",
+             "--max_seq_length", "64", "--model_dir", str(tmp_path / "run"), "--seed", "1", "--no_test_each_epoch"]
+    written = tagging_run.write_conll_outputs
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tagging_run, "write_conll_outputs", stopped)
+    with pytest.raises(SystemExit) as leaving:  # (the recipe's Ctrl-C: one line, exit status 130)
+        _recipe().main(flags)
+    assert leaving.value.code == 130
+    assert os.listdir(tmp_path / "run" / "checkpoints") == ["ckpt-000000002"]
+    monkeypatch.setattr(tagging_run, "write_conll_outputs", written)
+    summary = _recipe().main(flags)  # resumed: both epochs done, the best one's weights restored and scored
+    assert len(summary["history"]["dev_f1"]) == 2
+    results = json.loads((tmp_path / "run" / "dev_results.json").read_text())
+    assert results["f1"] == summary["dev_f1"] == summary["history"]["dev_f1"][summary["best_epoch"] - 1]
+    assert (tmp_path / "run" / "test_results.json").exists() and not (tmp_path / "run" / "checkpoints").exists()
+
+
 def _check_saved_model_tags_raw_text(path, labels):
     script = textwrap.dedent(f"""
         import json, keras

@@ -120,19 +120,27 @@ class ConllEpochEvaluator:
         label_names: tags.
         batch_size, boundaries: prediction batching (see `predict_word_tags`).
         on_epoch: optional callable `on_epoch(results_dict)` (e.g. print).
+        epochs_before: the epochs a resumed run finished before (its numbers go on from them).
 
     Example:
     >>> evaluator = ConllEpochEvaluator({"dev": dev}, labels)  # doctest: +SKIP
     >>> finetune(model, train_ds, epochs=3, learning_rate=5e-5, eval_fn=evaluator, monitor="dev_f1")  # doctest: +SKIP
     """
 
-    def __init__(self, splits, label_names, batch_size=64, boundaries=None, on_epoch=None):
+    def __init__(self, splits, label_names, batch_size=64, boundaries=None, on_epoch=None, epochs_before=0):
         self.splits = dict(splits)
         self.label_names = list(label_names)
         self.batch_size = batch_size
         self.boundaries = boundaries
         self.on_epoch = on_epoch
+        self.epochs_before = epochs_before  # a resumed run's finished epochs (`finetuning_resume.epochs_done_in`)
         self.evaluations = []
+
+    def of_epoch(self, epoch):
+        """The `{name: ConllEvaluation}` of `epoch` (counted from the run's start), or `{}` where this evaluator did
+        not run it (a resumed run's earlier epochs: their predictions are made again from the restored weights)."""
+        index = epoch - self.epochs_before - 1
+        return self.evaluations[index] if 0 <= index < len(self.evaluations) else {}
 
     def __call__(self, model):
         results, evaluations = {}, {}
@@ -144,5 +152,5 @@ class ConllEpochEvaluator:
             results[f"{name}_recall"] = evaluation.scores["recall"]
         self.evaluations.append(evaluations)
         if self.on_epoch is not None:
-            self.on_epoch(dict(results, epoch=len(self.evaluations)))
+            self.on_epoch(dict(results, epoch=self.epochs_before + len(self.evaluations)))
         return results

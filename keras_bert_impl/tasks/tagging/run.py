@@ -42,7 +42,7 @@ from keras_bert_impl.tasks.tagging.reading import (
 )
 from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
-from keras_bert_impl.training.finetuning_resume import data_digest
+from keras_bert_impl.training.finetuning_resume import checkpoint_manager, data_digest, epochs_done_in
 from keras_bert_impl.training.precision import resolve_mixed_precision
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
@@ -289,6 +289,7 @@ def run(config):
         evaluator = ConllEpochEvaluator(
             evaluated, label_names, c.predict_batch_size, boundaries,
             on_epoch=lambda results: print(json.dumps(results), flush=True),
+            epochs_before=epochs_done_in(checkpoint_manager(shared_model_dir)),  # (a resumed run's epochs go on)
         )
 
         fit = finetune(
@@ -323,7 +324,9 @@ def run(config):
         save_model_atomically(model, os.path.join(c.model_dir, "model.keras"))
         atomic_write_json(os.path.join(c.model_dir, "labels.json"), label_names)
 
-    best = evaluator.evaluations[fit.best_epoch - 1] if c.epochs > 0 else {}
+    # (a run resumed after its last epoch, or after its best one, evaluated none or not that one here: was an
+    # IndexError at every rerun of a run stopped after its last epoch)
+    best = evaluator.of_epoch(fit.best_epoch) if c.epochs > 0 and fit.best_epoch else {}
     for name, split in splits.items():
         # The best epoch's weights are restored: reuse its predictions where it made them.
         with predicting_everywhere(strategy):  # several processes: each predicts every sentence
