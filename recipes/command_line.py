@@ -178,7 +178,9 @@ def start_job(args):
     apply_triton_gemm(getattr(args, "triton_gemm", "auto"))
     check_finetuning_strategy(args.strategy)
     check_model_dir(args.model_dir)
-    note = finished_run_note(args.model_dir)
+    # (a predict-only run, --epochs 0, trains nothing and replaces nothing of the run whose model it reads: it was
+    # told "this run trains again", and the finished run's TensorBoard logs were removed)
+    note = finished_run_note(args.model_dir) if getattr(args, "epochs", None) != 0 else None
     if note:
         print(note, file=sys.stderr)
         # Its TensorBoard curves go too: the new run's would otherwise be drawn over them, epoch for epoch.

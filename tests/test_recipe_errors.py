@@ -336,6 +336,11 @@ def test_a_run_in_a_finished_runs_model_dir_says_it_replaces_its_outputs(tmp_pat
         f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again and "
         "replaces them, its TensorBoard logs included (another --model_dir keeps them)"]
     assert not (model_dir / "logs").exists()  # before, the new run's curves were drawn over the old run's
+    # A predict-only run (--epochs 0) into the same directory, as the quickstart shows: no note, the logs stay.
+    (model_dir / "logs" / "train").mkdir(parents=True)
+    predicting = argparse.Namespace(**vars(args), epochs=0)
+    command_line.start_job(predicting)
+    assert "note:" not in capfd.readouterr().err and (model_dir / "logs" / "train").exists()
     (model_dir / "checkpoints").mkdir()
     command_line.start_job(args)
     assert "note:" not in capfd.readouterr().err
