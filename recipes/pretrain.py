@@ -201,7 +201,9 @@ def main(argv=None):
               f"the model scores {accuracy / floor['accuracy']:.1f}x that on the same "
               f"{floor['masked_positions']} held-out masked positions)")
     if result.get("masked_word_guesses"):
-        print("Held-out masked words (the word: the model's 3 guesses), the TensorBoard text tab has them all:")
+        # (without held-out files, the probe sentences are the training files')
+        source = "Held-out" if validation else "Training-text"
+        print(f"{source} masked words (the word: the model's 3 guesses), the TensorBoard text tab has them all:")
         for sentence in result["masked_word_guesses"][:2]:
             print("  " + " | ".join(f"{truth}: {', '.join(piece for piece, _ in guesses)}"
                                     for truth, guesses in sentence["guesses"][:6]))
