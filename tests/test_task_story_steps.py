@@ -69,6 +69,25 @@ def test_table_an_unknown_validation_label_fails_before_any_model(data_slices, t
                                                           str(tmp_path / "model")))
 
 
+def test_table_scores_without_regression_are_one_line_before_any_model(data_slices, tmp_path, monkeypatch):
+    """STS-B's scores ('3.800') without --regression: before, a classifier of one class per distinct score, or (where
+    a dev score was not among the training ones) 'label ... is not among the training labels' without the hint."""
+    from keras_bert_impl.tasks.classification import table_run
+    from keras_bert_impl.tasks.classification.reading import read_split
+
+    stsb = read_split("stsb", data_slices / "glue", "train")
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"text": a, "score": f"{score:.3f}"}) + "\n"
+                             for a, score in zip(stsb.text_a, stsb.labels)), encoding="utf-8")
+    _refuse_models(monkeypatch, table_run)
+    with pytest.raises(ValueError) as error:
+        table_run.run(table_run.TableClassificationConfig(str(train), str(train), "text", "score",
+                                                          str(tmp_path / "model")))
+    message = str(error.value)
+    assert message.startswith(f"{train}: column 'score' holds numbers with decimals (e.g. '")
+    assert message.endswith("read as as many classes: add --regression for scores")
+
+
 def _tagger(label_names):
     from keras_bert_impl import BertBackbone, BertTokenClassifier
 

@@ -31,6 +31,7 @@ Example:
 """
 
 import dataclasses
+import math
 import os
 import time
 import types
@@ -213,6 +214,12 @@ def read_inputs(config):
                            **columns)
         if head is None and not regression:
             label_names = label_vocabulary(train)
+            scores = [name for name in label_names if _fractional_number(name)]
+            if scores and not multi_label:  # (was a classifier of one class per distinct score, or a dev label "not
+                # among the training labels" without a word about --regression)
+                raise ValueError(f"{config.train_file}: column {config.label_column!r} holds numbers with decimals "
+                                 f"(e.g. {scores[0]!r}), {len(label_names)} distinct values read as as many classes: "
+                                 "add --regression for scores")
         if label_names is not None and len(label_names) < 2:
             raise ValueError(f"{config.train_file}: column {config.label_column!r} has "
                              + (f"one label only, {label_names[0]!r}" if label_names else "no labels")
@@ -350,3 +357,12 @@ def run(config, inputs=None):
     if result is not None:
         result.remove_checkpoints()
     return results
+
+
+def _fractional_number(text):
+    """Whether a label reads as a finite number that is not whole (`"2.615"`: a score, not a class)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return math.isfinite(value) and not value.is_integer()
