@@ -117,7 +117,7 @@ def check_epochs(config, head):
         ValueError: one line naming the flag, what it would do and what to pass instead.
 
     Example:
-    >>> import types
+    >>> import tempfile, types
     >>> check_epochs(types.SimpleNamespace(epochs=0, init_checkpoint="runs/squad/model.keras"), "span head")
     >>> check_epochs(types.SimpleNamespace(epochs=0, init_checkpoint=None, preset="bert_tiny_en_uncased"), "span head")
     Traceback (most recent call last):
@@ -125,18 +125,26 @@ def check_epochs(config, head):
     ValueError: --epochs=0 predicts without training, but --preset bert_tiny_en_uncased has no trained span head: \
 the predictions would come from a random span head. Pass --epochs 1 or more (with training data), or \
 --init_checkpoint a fine-tuned model.keras to predict only
+    >>> run = tempfile.mkdtemp(); open(os.path.join(run, "model.keras"), "wb").close()
+    >>> check_epochs(types.SimpleNamespace(epochs=0, init_checkpoint=run), "span head")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ... or --init_checkpoint .../model.keras, the model of the run in that folder, to predict only
     """
     epochs = config.epochs
     if not (_is_integer(epochs) and epochs >= 0):
         raise ValueError(f"--epochs={epochs!r}: must be an integer >= 1 (or 0 with a fine-tuned --init_checkpoint "
                          "model.keras, to predict only)")
     if epochs == 0 and not is_fine_tuned_model(config.init_checkpoint):
-        source = (f"--init_checkpoint {config.init_checkpoint}" if config.init_checkpoint
-                  else f"--preset {getattr(config, 'preset', None)}")
+        given = config.init_checkpoint or getattr(config, "preset", None)
+        source = f"--init_checkpoint {given}" if config.init_checkpoint else f"--preset {given}"
+        model_file = os.path.join(given, "model.keras") if isinstance(given, str) and os.path.isdir(given) else None
+        instead = (f"--init_checkpoint {model_file}, the model of the run in that folder, to predict only"
+                   if model_file and os.path.isfile(model_file) else
+                   "--init_checkpoint a fine-tuned model.keras to predict only")  # (a run's folder for its model)
         raise ValueError(
             f"--epochs=0 predicts without training, but {source} has no trained {head}: the predictions would come "
-            f"from a random {head}. Pass --epochs 1 or more (with training data), or --init_checkpoint a fine-tuned "
-            "model.keras to predict only"
+            f"from a random {head}. Pass --epochs 1 or more (with training data), or {instead}"
         )
 
 
