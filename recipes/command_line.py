@@ -254,7 +254,39 @@ def run_recipe(args, run, config):
         finally:
             warnings.formatwarning = python_form  # (the job's own: a caller in the same process keeps its form)
 
-    return exit_on_user_error(job, debug=args.debug, checkpoints=os.path.join(args.model_dir, "checkpoints"))
+    import time
+
+    started = time.time()
+    result = exit_on_user_error(job, debug=args.debug, checkpoints=os.path.join(args.model_dir, "checkpoints"))
+    line = outputs_line(args.model_dir, started)
+    if line:
+        print(line, flush=True)  # (before the recipe's JSON summary, which stays its last line)
+    return result
+
+
+def outputs_line(model_dir, since):
+    """The line that says which files a run wrote into `model_dir` (those changed since `since`, a time), and how
+    its `model.keras` predicts; None when it wrote none.
+
+    >>> import os, tempfile, time
+    >>> run = tempfile.mkdtemp(); started = time.time() - 1
+    >>> for name in ("model.keras", "dev_results.json"):
+    ...     open(os.path.join(run, name), "w").close()
+    >>> outputs_line(run, started) == (f"Written to {run}: dev_results.json, model.keras (to predict with it: "
+    ...                                f"--init_checkpoint {run}/model.keras --epochs 0)")
+    True
+    """
+    if not os.path.isdir(model_dir):
+        return None
+    names = sorted(name for name in os.listdir(model_dir) if not name.startswith(".")
+                   and os.path.isfile(os.path.join(model_dir, name))
+                   and os.path.getmtime(os.path.join(model_dir, name)) >= since - 1)
+    if not names:
+        return None
+    line = f"Written to {model_dir}: {', '.join(names)}"
+    if "model.keras" in names:
+        line += f" (to predict with it: --init_checkpoint {os.path.join(model_dir, 'model.keras')} --epochs 0)"
+    return line
 
 
 def one_line_warnings():

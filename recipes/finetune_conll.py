@@ -93,6 +93,9 @@ def main(argv=None):
     from keras_bert_impl.tasks.tagging.run import TaggingConfig, run
 
     summary = run_recipe(args, run, TaggingConfig)
+    for text, entities in zip(args.predict_text or (), summary.get("entities") or ()):  # one readable line a text
+        found = ", ".join(f"{span['text']} ({span['type']})" for span in entities) or "no entities"
+        print(f"{text!r}: {found}")
     print(json.dumps(summary))
     return summary
 
