@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 
-from command_line import OneLineParser, exit_on_user_error, one_line_on_ctrl_c, seed_value
+from command_line import OneLineParser, exit_on_user_error, one_line_on_ctrl_c, one_line_warnings, seed_value
 from native_logs import quiet_native_logs
 
 if __name__ == "__main__":
@@ -166,6 +166,8 @@ def main(argv=None):
     config, debug, process_settings = parse_args(argv)
 
     def job():
+        if not debug:
+            one_line_warnings()  # `warning: <message>` (a raw Gutenberg book in --train_files), as the other recipes
         # XLA reads XLA_FLAGS when JAX first starts a device: before jax.distributed and the cache's device query.
         apply_triton_gemm(process_settings["triton_gemm"])
         if config.strategy == "multiworker" and keras.backend.backend() == "jax":

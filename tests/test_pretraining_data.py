@@ -478,6 +478,26 @@ def test_distribute_datasets_from_function(paths, minilm_dir):
     assert report["shapes"]["next_sentence_labels"] == [[4], [4]]
 
 
+def test_a_gutenberg_book_as_downloaded_is_named_with_the_command_that_prepares_it(shared_data, paths, tmp_path):
+    """Before: a raw Project Gutenberg file trained as it was, licence header and wrapped lines included."""
+    import warnings
+
+    from keras_bert_impl.data.pretraining import check_pretraining_files
+
+    book = tmp_path / "1184-0.txt"  # The Count of Monte Cristo's first 2,000 lines, as downloaded
+    with open(shared_data / "corpus" / "gutenberg" / "1184-0.txt", encoding="utf-8-sig") as f:
+        book.write_text("".join(line for _, line in zip(range(2000), f)), encoding="utf-8")
+    with pytest.warns(UserWarning) as caught:
+        check_pretraining_files([str(book)])
+    assert [str(w.message) for w in caught] == [
+        f"{book} is a Project Gutenberg book as downloaded: its licence header and footer would train as text, and "
+        f"each wrapped line would be read as a sentence; python recipes/prepare_corpus.py --input {book} --output "
+        "<file> writes it as pretraining text (documents, one sentence a line)"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_pretraining_files(paths["valid"])  # prepared text: no warning
+
+
 def test_check_pretraining_files_names_file_line_and_byte_before_any_iteration(real_data, paths, tmp_path):
     from keras_bert_impl.data.pretraining import check_pretraining_files
 

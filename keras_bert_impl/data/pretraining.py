@@ -37,9 +37,12 @@ print({name: tuple(t.shape) for name, t in batch.items()})
 ```
 """
 
+import warnings
+
 import tensorflow as tf
 
 from keras_bert_impl.data import document_records, sentence_pairs
+from keras_bert_impl.data.book_text import GUTENBERG_START_MARKERS
 from keras_bert_impl.data.pipeline_arguments import check_pipeline_arguments
 from keras_bert_impl.data.text_documents import check_text_file, expand_files, read_documents
 from keras_bert_impl.text import masking
@@ -114,7 +117,21 @@ def check_pretraining_files(files):
             document_records.check_record_file(path)
         else:
             check_text_file(path)
+            _warn_of_raw_book(path)
     return expanded
+
+
+def _warn_of_raw_book(path):
+    """Warns, in one line, of a Project Gutenberg book as downloaded: its licence header and footer would train as
+    text, and its lines wrapped at about 70 characters would be read as sentences (was accepted without a word)."""
+    with tf.io.gfile.GFile(path, "rb") as f:
+        head = f.read(1 << 16).decode("utf-8", "replace")
+    if GUTENBERG_START_MARKERS.search(head):
+        warnings.warn(
+            f"{path} is a Project Gutenberg book as downloaded: its licence header and footer would train as text, "
+            "and each wrapped line would be read as a sentence; python recipes/prepare_corpus.py --input "
+            f"{path} --output <file> writes it as pretraining text (documents, one sentence a line)",
+            UserWarning, stacklevel=3)
 
 
 def pretraining_dataset(files, tokenizer, *, sequence_length=128, max_predictions_per_seq=20, batch_size=32,
