@@ -166,8 +166,17 @@ def main(argv=None):
     config, debug, process_settings = parse_args(argv)
 
     def job():
+        import warnings
+
+        python_form = warnings.formatwarning
         if not debug:
             one_line_warnings()  # `warning: <message>` (a raw Gutenberg book in --train_files), as the other recipes
+        try:
+            return run_job()
+        finally:
+            warnings.formatwarning = python_form  # (the job's own: a caller in the same process keeps its form)
+
+    def run_job():
         # XLA reads XLA_FLAGS when JAX first starts a device: before jax.distributed and the cache's device query.
         apply_triton_gemm(process_settings["triton_gemm"])
         if config.strategy == "multiworker" and keras.backend.backend() == "jax":
