@@ -296,6 +296,13 @@ def test_invalid_json_names_line_and_column(tmp_path):
     gz.write_bytes(b"not gzip at all")
     with pytest.raises(squad.SquadFormatError, match=rf"^{gz}: not a valid gzip file"):
         squad.load_squad_json(gz)
+    table = tmp_path / "train.csv"  # a table given as --predict_file: says what a SQuAD file is
+    table.write_text("question,context\nWho?,Ada.\n", encoding="utf-8")
+    with pytest.raises(squad.SquadFormatError) as error:
+        squad.load_squad_json(table)
+    assert str(error.value) == (
+        f'{table}: not valid JSON at line 1 column 1: Expecting value (a SQuAD file is one JSON object, {{"version": '
+        '..., "data": [{"title": ..., "paragraphs": [...]}]}, in a .json or .json.gz file).')
 
 
 def test_question_longer_than_max_seq_length_allows(tokenizer):

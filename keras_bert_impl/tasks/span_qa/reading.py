@@ -128,8 +128,11 @@ def load_squad_json(path):
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
+        # Not JSON from its first character (a CSV, a text file): say what a SQuAD file is.
+        kind = (" (a SQuAD file is one JSON object, {\"version\": ..., \"data\": [{\"title\": ..., \"paragraphs\": "
+                "[...]}]}, in a .json or .json.gz file)" if (error.lineno, error.colno) == (1, 1) else "")
         raise SquadFormatError(
-            path, None, None, f"not valid JSON at line {error.lineno} column {error.colno}: {error.msg}."
+            path, None, None, f"not valid JSON at line {error.lineno} column {error.colno}: {error.msg}{kind}."
         ) from error
 
 
