@@ -109,6 +109,12 @@ def test_a_checkpoint_copied_in_part_is_passed_over_for_the_one_before(tmp_path)
     assert staged.push() == 2
     assert sorted(name.rstrip("/") for name in tf.io.gfile.listdir(f"{remote}/checkpoints")) == ["ckpt-000000008"]
     assert not tf.io.gfile.exists(f"{remote}/.run.lock")
+    # A new run's remote directory does not exist yet: the run says where it works all the same.
+    lines.clear()
+    fresh = f"{_bucket()}/new_run"
+    RemoteModelDir(fresh, local=str(tmp_path / "fresh"), log=lines.append)
+    assert lines == [f"--model_dir {fresh}: working in {tmp_path / 'fresh'}; every checkpoint is copied there as it "
+                     "is written."]
 
 
 def test_an_unreadable_remote_model_dir_is_one_line(tmp_path):

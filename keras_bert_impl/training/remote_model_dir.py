@@ -99,14 +99,14 @@ class RemoteModelDir:
         shutil.rmtree(self.local, ignore_errors=True)
         os.makedirs(self.local)
         self._uploaded = {}
-        if not self._call(gfile.exists, self.remote):
-            return None
-        for name in self._call(gfile.listdir, self.remote):
-            name = name.rstrip("/")
-            source = f"{self.remote}/{name}"
-            if name not in (_CHECKPOINTS, *_NOT_DOWNLOADED) and not self._call(gfile.isdir, source):
-                self._download(name)
-        step = self._newest_complete_checkpoint()
+        step = None
+        if self._call(gfile.exists, self.remote):  # (a new run's directory is made by its first copy)
+            for name in self._call(gfile.listdir, self.remote):
+                name = name.rstrip("/")
+                source = f"{self.remote}/{name}"
+                if name not in (_CHECKPOINTS, *_NOT_DOWNLOADED) and not self._call(gfile.isdir, source):
+                    self._download(name)
+            step = self._newest_complete_checkpoint()
         if step is not None:
             folder = f"{_CHECKPOINTS}/ckpt-{step:09d}"
             for name in self._call(gfile.listdir, f"{self.remote}/{folder}"):
