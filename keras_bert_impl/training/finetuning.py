@@ -55,6 +55,7 @@ Example:
 import atexit
 import contextlib
 import dataclasses
+import inspect
 import logging
 import math
 import os
@@ -202,7 +203,9 @@ def finetune(
         validation_ds: optional dataset for `model.evaluate` each epoch
             (logged as `val_loss`, `val_<metric>`).
         eval_fn: optional callable `eval_fn(model) -> dict[str, float]` run after
-            each epoch, e.g. the task's official metrics on dev predictions.
+            each epoch, e.g. the task's official metrics on dev predictions; one with
+            an `epoch` keyword is told the epoch (counted from the run's start, a
+            resumed run's earlier epochs included).
         monitor: name of the value that selects the best epoch and drives early
             stopping. Default: the first key of `eval_fn`'s result, else
             `"val_loss"` when `validation_ds` is given, else none.
@@ -681,7 +684,8 @@ class BestEpochCheckpoint(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
         if self.eval_fn is not None:
-            results = self.eval_fn(self.model)
+            results = (self.eval_fn(self.model, epoch=epoch + 1) if "epoch" in inspect.signature(self.eval_fn).parameters
+                       else self.eval_fn(self.model))
             if not isinstance(results, dict) or not results:
                 raise ValueError(f"`eval_fn` must return a non-empty dict of metric values, got {results!r}.")
             for key, value in results.items():

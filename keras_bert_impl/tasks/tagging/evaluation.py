@@ -112,7 +112,7 @@ class ConllEpochEvaluator:
 
     Returns `{"<name>_f1", "<name>_precision", "<name>_recall"}` to `finetune`
     (use `monitor="dev_f1"`) and keeps each epoch's `ConllEvaluation`s in
-    `evaluations` (a list, one dict name -> evaluation per epoch), so the best
+    `evaluations` (a dict epoch -> {name: evaluation}), so the best
     epoch's predictions need not be computed again.
 
     Args:
@@ -120,29 +120,28 @@ class ConllEpochEvaluator:
         label_names: tags.
         batch_size, boundaries: prediction batching (see `predict_word_tags`).
         on_epoch: optional callable `on_epoch(results_dict)` (e.g. print).
-        epochs_before: the epochs a resumed run finished before (its numbers go on from them).
 
     Example:
     >>> evaluator = ConllEpochEvaluator({"dev": dev}, labels)  # doctest: +SKIP
     >>> finetune(model, train_ds, epochs=3, learning_rate=5e-5, eval_fn=evaluator, monitor="dev_f1")  # doctest: +SKIP
     """
 
-    def __init__(self, splits, label_names, batch_size=64, boundaries=None, on_epoch=None, epochs_before=0):
+    def __init__(self, splits, label_names, batch_size=64, boundaries=None, on_epoch=None):
         self.splits = dict(splits)
         self.label_names = list(label_names)
         self.batch_size = batch_size
         self.boundaries = boundaries
         self.on_epoch = on_epoch
-        self.epochs_before = epochs_before  # a resumed run's finished epochs (`finetuning_resume.epochs_done_in`)
-        self.evaluations = []
+        self.evaluations = {}  # epoch (counted from the run's start) -> {name: ConllEvaluation}
 
     def of_epoch(self, epoch):
         """The `{name: ConllEvaluation}` of `epoch` (counted from the run's start), or `{}` where this evaluator did
         not run it (a resumed run's earlier epochs: their predictions are made again from the restored weights)."""
-        index = epoch - self.epochs_before - 1
-        return self.evaluations[index] if 0 <= index < len(self.evaluations) else {}
+        return self.evaluations.get(epoch, {})
 
-    def __call__(self, model):
+    def __call__(self, model, epoch=None):
+        """Scores `model` after `epoch` (`finetune` says which; counted on from the last one alone)."""
+        epoch = epoch if epoch is not None else max(self.evaluations, default=0) + 1
         results, evaluations = {}, {}
         for name, split in self.splits.items():
             evaluation = evaluate_conll(model, split, self.label_names, self.batch_size, self.boundaries)
@@ -150,7 +149,7 @@ class ConllEpochEvaluator:
             results[f"{name}_f1"] = evaluation.scores["f1"]
             results[f"{name}_precision"] = evaluation.scores["precision"]
             results[f"{name}_recall"] = evaluation.scores["recall"]
-        self.evaluations.append(evaluations)
+        self.evaluations[epoch] = evaluations
         if self.on_epoch is not None:
-            self.on_epoch(dict(results, epoch=self.epochs_before + len(self.evaluations)))
+            self.on_epoch(dict(results, epoch=epoch))
         return results

@@ -42,7 +42,7 @@ from keras_bert_impl.tasks.tagging.reading import (
 )
 from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
-from keras_bert_impl.training.finetuning_resume import checkpoint_manager, data_digest, epochs_done_in
+from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.precision import resolve_mixed_precision
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 
@@ -289,7 +289,6 @@ def run(config):
         evaluator = ConllEpochEvaluator(
             evaluated, label_names, c.predict_batch_size, boundaries,
             on_epoch=lambda results: print(json.dumps(results), flush=True),
-            epochs_before=epochs_done_in(checkpoint_manager(shared_model_dir)),  # (a resumed run's epochs go on)
         )
 
         fit = finetune(
