@@ -154,3 +154,76 @@ def test_a_remote_export_loads_as_a_preset_and_is_copied_again_only_when_it_chan
     assert cached.stat().st_mtime_ns == first_copy  # unchanged on the remote side: not copied again
     with pytest.raises(FileNotFoundError, match=f"Preset directory {remote}-missing does not exist."):
         BertBackbone.from_preset(f"{remote}-missing")
+
+
+def _real_checkpoint(directory, step):
+    """A checkpoint `run_checkpoints` verifies (a one-layer model and its optimizer)."""
+    import keras
+
+    from keras_bert_impl.training.run_checkpoints import CheckpointManager
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    optimizer = keras.optimizers.SGD()
+    optimizer.build(model.trainable_variables)
+    return CheckpointManager(str(directory), keep=3).save(step, model, optimizer)
+
+
+def test_a_checkpoint_whose_copy_failed_is_kept_and_copied_by_the_next_start(tmp_path, monkeypatch):
+    """Before, a run whose copy to the bucket failed lost its newer checkpoints at the next start: the staging
+    directory was emptied and the bucket's older checkpoint downloaded."""
+    import tensorflow as tf
+
+    from keras_bert_impl.training.remote_model_dir import RemoteModelDir, RemoteModelDirError
+
+    remote, local = f"{_bucket()}/run", tmp_path / "local"
+    settings = {"num_steps": 4, "seed": 0, "learning_rate": 1e-4}
+    with tf.io.gfile.GFile(f"{remote}/run_config.json", "w") as f:
+        f.write(json.dumps(settings))
+    tf.io.gfile.makedirs(f"{remote}/checkpoints")
+    lines = []
+    staged = RemoteModelDir(remote, local=str(local), log=lines.append)
+    _real_checkpoint(local / "checkpoints", 2)
+    assert staged.push() == 3  # the checkpoint's state, variables and manifest (run_config.json is there)
+
+    # The bucket goes out of reach: the next checkpoint is kept locally and the run goes on, saying so.
+    copy = tf.io.gfile.copy
+
+    def unreachable(source, destination, overwrite=False):
+        if destination.startswith("ram://"):
+            raise tf.errors.UnavailableError(None, None, "503 Service Unavailable")
+        return copy(source, destination, overwrite=overwrite)
+
+    monkeypatch.setattr(tf.io.gfile, "copy", unreachable)
+    _real_checkpoint(local / "checkpoints", 4)
+    (local / "run_config.json").write_text(json.dumps(dict(settings, num_steps=6)))  # a resume extended the run
+    lines.clear()
+    assert staged.push_or_report() is None
+    assert lines == [f"--model_dir {remote}: run_config.json could not be copied there (503 "
+                     f"Service Unavailable). Training goes on: the checkpoint is kept in the local copy {local}, and "
+                     "the next checkpoint copies it there again."]
+    with pytest.raises(RemoteModelDirError) as error:  # (the copy at the end of a run raises)
+        staged.push()
+    assert str(error.value) == (f"--model_dir {remote}: run_config.json could not be copied "
+                                f"there (503 Service Unavailable). The run's files are kept in its local copy {local}: "
+                                "the same command, run again on this machine, copies them there.")
+
+    # The same command again, the bucket back: the newer local checkpoint is kept and copied there first.
+    monkeypatch.setattr(tf.io.gfile, "copy", copy)
+    lines.clear()
+    RemoteModelDir(remote, local=str(local), log=lines.append)
+    assert lines == [f"--model_dir {remote}: its local copy {local} holds checkpoint step 4, newer than the one "
+                     "copied there (step 2): an earlier copy failed. Working in the local copy, which is copied there "
+                     "now."]
+    assert sorted(name.rstrip("/") for name in tf.io.gfile.listdir(f"{remote}/checkpoints")) == [
+        "ckpt-000000002", "ckpt-000000004"]
+    assert json.loads(tf.io.gfile.GFile(f"{remote}/run_config.json").read())["num_steps"] == 6
+
+    # Another run started in the bucket since (other defining settings): the bucket is the run, the local copy goes.
+    _real_checkpoint(local / "checkpoints", 6)
+    with tf.io.gfile.GFile(f"{remote}/run_config.json", "w") as f:
+        f.write(json.dumps(dict(settings, seed=1)))
+    lines.clear()
+    RemoteModelDir(remote, local=str(local), log=lines.append)
+    assert lines[-1] == (f"--model_dir {remote}: working in {local}, a local copy of its newest checkpoint (step 4); "
+                         "every checkpoint is copied back as it is written.")
+    assert sorted(os.listdir(local / "checkpoints")) == ["ckpt-000000004"]

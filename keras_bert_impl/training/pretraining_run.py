@@ -507,6 +507,8 @@ def _run_pretraining(config, dataset_fn, held):
         # The run's settings are on disk (atomically) before its first checkpoint can be: a run killed between
         # the two would otherwise leave a checkpoint that any flags could resume.
         record_run_config(config.model_dir, settings, fresh=True)
+        if remote is not None:  # a bucket this run cannot write to fails now, not at the first checkpoint
+            remote.push()
     # (it keeps the held-out accuracy after every checkpoint of the run, those before a resume included, where they
     # were measured on the same held-out set)
     measured_on = callbacks_lib.held_out_set(config.validation_files, config.validation_steps)
@@ -516,8 +518,8 @@ def _run_pretraining(config, dataset_fn, held):
               "held-out accuracy of the earlier checkpoints is left out of the summary.", flush=True)
     def saved(path):  # the settings this checkpoint was written with; a remote --model_dir gets both
         record_run_config(config.model_dir, settings)
-        if remote is not None:
-            remote.push()
+        if remote is not None:  # (a failed copy is one line; the run goes on, and the next checkpoint copies it)
+            remote.push_or_report()
 
     checkpointing = callbacks_lib.PretrainingCheckpoint(
         manager, optimizer, train_iterator, config.checkpoint_every,

@@ -7,9 +7,11 @@ resumed run needs into a local directory (`staging_directory`): the run's top-le
 its newest complete checkpoint, and `push()` uploads every file that is new or changed since, each checkpoint's
 files before its `manifest.json`. A checkpoint counts as complete on the remote side only when its manifest is
 there and every file it lists has the listed size, so a job stopped mid-upload leaves the previous checkpoint as
-the one a restart resumes from. The remote checkpoints older than the oldest one kept locally are removed, as the
-local ones are (`--keep_checkpoints`). TensorBoard logs and the export are copied with the checkpoints and at the
-end; they are not downloaded (the logs stay on the remote side, where TensorBoard reads them).
+the one a restart resumes from. A copy that fails mid-run is one line and the run goes on (`push_or_report`); a
+newer checkpoint that only the local copy holds is kept at the next start and copied first (`pull`). The remote
+checkpoints older than the oldest one kept locally are removed, as the local ones are (`--keep_checkpoints`).
+TensorBoard logs and the export are copied with the checkpoints and at the end; they are not downloaded (the logs
+stay on the remote side, where TensorBoard reads them).
 
 Before, a `gs://` `--model_dir` wrote `run_config.json` and the checkpoints under a local folder named `gs:` in
 the working directory (`os.makedirs("gs://b/run")`), and only the TensorBoard logs reached the bucket: a preempted
@@ -29,6 +31,12 @@ import os
 import re
 import shutil
 import uuid
+
+from keras_bert_impl.training.pretraining_checks import (
+    MAY_CHANGE_ON_RESUME,
+    RUN_CONFIG_FILE,
+    STARTED_WITH_KEY,
+)
 
 _CHECKPOINTS = "checkpoints"
 _CHECKPOINT_NAME = re.compile(r"^ckpt-(\d+)$")
@@ -93,20 +101,33 @@ class RemoteModelDir:
     # --- download ---
 
     def pull(self):
-        """Empties the staging directory and downloads the run's top-level files and its newest complete
-        checkpoint (verified against its manifest). Returns the step of that checkpoint, or None."""
+        """Downloads the run's top-level files and its newest complete checkpoint (verified against its manifest)
+        into an emptied staging directory; returns the step of that checkpoint, or None.
+
+        The staging directory is kept instead, and copied to the remote side at once, when it holds an intact
+        checkpoint newer than the remote side's newest complete one and the same `run_config.json` (or the remote
+        side has none): a run whose copies failed (the bucket out of reach, its permissions changed) left the
+        newer checkpoint only here, and emptying the directory would lose it."""
         gfile = _gfile()
+        exists = self._call(gfile.exists, self.remote)  # (a new run's directory is made by its first copy)
+        step = self._newest_complete_checkpoint() if exists else None
+        kept = self._newer_local_checkpoint(step)
+        if kept is not None:
+            self._log(f"--model_dir {self.remote}: its local copy {self.local} holds checkpoint step {kept}, newer "
+                      f"than the one copied there ({'step ' + str(step) if step is not None else 'none'}): an "
+                      "earlier copy failed. Working in the local copy, which is copied there now.")
+            self._uploaded = {}
+            self.push()
+            return kept
         shutil.rmtree(self.local, ignore_errors=True)
         os.makedirs(self.local)
         self._uploaded = {}
-        step = None
-        if self._call(gfile.exists, self.remote):  # (a new run's directory is made by its first copy)
+        if exists:
             for name in self._call(gfile.listdir, self.remote):
                 name = name.rstrip("/")
                 source = f"{self.remote}/{name}"
                 if name not in (_CHECKPOINTS, *_NOT_DOWNLOADED) and not self._call(gfile.isdir, source):
                     self._download(name)
-            step = self._newest_complete_checkpoint()
         if step is not None:
             folder = f"{_CHECKPOINTS}/ckpt-{step:09d}"
             for name in self._call(gfile.listdir, f"{self.remote}/{folder}"):
@@ -117,6 +138,27 @@ class RemoteModelDir:
             self._log(f"--model_dir {self.remote}: working in {self.local}; every checkpoint is copied there as "
                       "it is written.")
         return step
+
+    def _newer_local_checkpoint(self, remote_step):
+        """The step of the staging directory's newest intact checkpoint when it is newer than `remote_step` and the
+        local `run_config.json` is the remote one (or the remote side has none); else None."""
+        from keras_bert_impl.training.run_checkpoints import CheckpointManager
+
+        local_config = os.path.join(self.local, RUN_CONFIG_FILE)
+        if not os.path.isfile(local_config):
+            return None
+        manager = CheckpointManager(os.path.join(self.local, _CHECKPOINTS), log=lambda line: None)
+        newer = [step for step in manager.all_steps() if remote_step is None or step > remote_step]
+        intact = [step for step in sorted(newer, reverse=True) if not manager.verify(manager.path(step))]
+        if not intact:
+            return None
+        remote_config = f"{self.remote}/{RUN_CONFIG_FILE}"
+        if self._call(_gfile().exists, remote_config):
+            with open(local_config, "rb") as f:
+                mine = _run_identity(f.read())
+            if _run_identity(self._call(_read_bytes, remote_config)) != mine:
+                return None  # another run was started there since: the remote side is the run
+        return intact[0]
 
     def _remote_checkpoints(self):
         """`{step: folder name}` of the remote checkpoints, complete or not."""
@@ -168,7 +210,29 @@ class RemoteModelDir:
     def push(self):
         """Uploads every local file that is new or changed since it was downloaded or last uploaded (a checkpoint's
         `manifest.json` after its other files), then removes the remote checkpoints older than the oldest local
-        one. Returns the number of files uploaded."""
+        one. Returns the number of files uploaded.
+
+        Raises `RemoteModelDirError` (one line, which says that the local copy keeps the files and that the same
+        command, run again on this machine, copies them: `pull` keeps a newer local checkpoint)."""
+        try:
+            return self._push()
+        except RemoteModelDirError as error:
+            raise RemoteModelDirError(f"{str(error).rstrip('.')}. The run's files are kept in its local copy "
+                                      f"{self.local}: the same command, run again on this machine, copies them "
+                                      "there.") from None
+
+    def push_or_report(self):
+        """`push`, a failure reported in one line instead of raised: a run goes on training when a checkpoint
+        could not be copied (a bucket out of reach for a while), and its next checkpoint copies every file
+        again. Returns the number of files uploaded, or None."""
+        try:
+            return self._push()
+        except RemoteModelDirError as error:
+            self._log(f"{str(error).rstrip('.')}. Training goes on: the checkpoint is kept in the local copy "
+                      f"{self.local}, and the next checkpoint copies it there again.")
+            return None
+
+    def _push(self):
         gfile = _gfile()
         ordinary, manifests = [], []
         for folder, subfolders, names in os.walk(self.local):
@@ -188,12 +252,16 @@ class RemoteModelDir:
             if self._uploaded.get(relative) == signature:
                 continue
             destination = f"{self.remote}/{relative}"
-            self._call(gfile.makedirs, destination.rsplit("/", 1)[0])
             # Under a new name, then renamed onto the old file: never a half-written file under its own name, and
             # a file system whose overwrite does not truncate (TensorFlow's `ram://`) replaced whole too.
             partial = f"{destination}.partial-{uuid.uuid4().hex[:8]}"
-            self._call(gfile.copy, os.path.join(self.local, *relative.split("/")), partial)
-            self._call(gfile.rename, partial, destination, overwrite=True)
+            try:
+                self._call(gfile.makedirs, destination.rsplit("/", 1)[0])
+                self._call(gfile.copy, os.path.join(self.local, *relative.split("/")), partial)
+                self._call(gfile.rename, partial, destination, overwrite=True)
+            except RemoteModelDirError as error:
+                raise RemoteModelDirError(f"--model_dir {self.remote}: {relative} could not be copied there "
+                                          f"({error.reason.rstrip('.')})") from None
             self._uploaded[relative] = signature
             uploaded += 1
         if local_checkpoints:
@@ -214,7 +282,26 @@ class RemoteModelDir:
             reason = getattr(error, "message", None) or str(error)
             reason = " ".join(reason.split())
             where = "" if args[0] == self.remote else f" ({args[0]})"
-            raise RemoteModelDirError(f"--model_dir {self.remote}{where}: {reason[:300]}") from None
+            failure = RemoteModelDirError(f"--model_dir {self.remote}{where}: {reason[:300]}")
+            failure.reason = reason[:300]
+            raise failure from None
+
+
+def _run_identity(run_config):
+    """A run's `run_config.json` bytes without the settings a resume may change: equal for two copies of one run
+    whose later resume changed `--num_steps` (the local copy written, its upload failed)."""
+    try:
+        settings = json.loads(run_config.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return run_config
+    if not isinstance(settings, dict):
+        return run_config
+    return {key: value for key, value in settings.items() if key not in (*MAY_CHANGE_ON_RESUME, STARTED_WITH_KEY)}
+
+
+def _read_bytes(path):
+    with _gfile().GFile(path, "rb") as f:
+        return f.read()
 
 
 def _signature(path):
