@@ -140,13 +140,23 @@ def test_a_datasets_labels_are_names_or_checked_ids_on_every_backend(shared_data
 def test_raw_batches_have_a_known_length_and_bucket_widths():
     preprocessor = _preprocessor(sequence_length=128)
     texts = ["short"] * 5 + ["a much longer sentence " * 6] * 3
-    dataset = preprocessor.make_dataset(texts, np.zeros(8, "int32"), batch_size=4, shuffle=True, seed=1)
+    dataset = preprocessor.make_dataset(texts, np.zeros(8, "int32"), batch_size=4, shuffle=True, seed=1,
+                                        boundaries=preprocessor.default_boundaries())
     batches = list(dataset)
     assert len(dataset) == len(batches) == 3  # ceil(5/4) + ceil(3/4): one bucket each
     widths = sorted(int(f["token_ids"].shape[1]) for f, _, _ in batches)
     assert widths == [16, 16, 32]
     assert all(int(f["token_ids"].shape[0]) == 4 for f, _, _ in batches)
     assert sum(float(np.sum(w)) for _, _, w in batches) == 8.0  # filler rows weigh 0
+    # By default, buckets of fewer than 8 batches join the next one up: 8 texts are one step shape, not two.
+    merged = preprocessor.make_dataset(texts, np.zeros(8, "int32"), batch_size=4, shuffle=True, seed=1)
+    assert [int(f["token_ids"].shape[1]) for f, _, _ in merged] == [32, 32]
+    many = texts[:5] * 8 + texts[5:] * 11  # 40 short and 33 long texts: 8 batches or more each, two shapes
+    merged = preprocessor.make_dataset(many, np.zeros(73, "int32"), batch_size=4, shuffle=True, seed=1)
+    assert sorted({int(f["token_ids"].shape[1]) for f, _, _ in merged}) == [16, 32]
+    fewer = texts[:5] * 8 + texts[5:] * 10  # 30 long texts: under 8 batches, they and the short ones share 32
+    merged = preprocessor.make_dataset(fewer, np.zeros(70, "int32"), batch_size=4, shuffle=True, seed=1)
+    assert sorted({int(f["token_ids"].shape[1]) for f, _, _ in merged}) == [32]
 
 
 def test_raw_strings_errors_name_the_problem():

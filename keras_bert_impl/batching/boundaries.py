@@ -18,6 +18,10 @@ Each task's choice is a dict of these keyword arguments:
 >>> default_boundaries(256, **TAGGING_BUCKETS)         # CoNLL: news sentences, 40-70 pieces
 [32, 48, 64, 96, 128, 256]
 
+`merge_sparse_buckets(boundaries, lengths, batch_size)` keeps the boundaries of the buckets that hold at least
+`MIN_BATCHES_PER_BUCKET` batches of the data at hand (what the preprocessors' `make_dataset` does with its default
+boundaries): each bucket is one more compiled step shape, which costs more than padding a few batches.
+
 `bucket_indices(lengths, boundaries)` is the one bucket choice (the first
 boundary >= a length) and `count_batches_from_lengths` the one batch count
 (the cardinality of `tf_batches.bucket_by_length` / `pad_to_boundaries` and
@@ -41,6 +45,14 @@ TAGGING_BUCKETS = {"smallest": 32, "half_steps_up_to": 96}
 
 # SQuAD windows are long (question + context, up to 384): powers of two.
 SPAN_QA_BUCKETS = {"smallest": 32, "half_steps_up_to": 0}
+
+
+# A bucket of fewer examples than this many batches joins the next one up (`merge_sparse_buckets`). One more
+# step shape costs a compilation (JAX and XLA: 10-40 s for a BERT step on a CPU, seconds on a GPU), where padding
+# a few batches to the next boundary costs a fraction of a step each. On 32 SST-2 sentences in batches of 8 (MiniLM,
+# JAX, 2 shared CPU cores): the first `fit` took 44.3 s with one shape (48) against 97.4 s with three (16, 32, 48);
+# each later `fit`, 5.5-6.2 s against 3.3 s (`benchmarks/first_fit_shapes.py`, docs/benchmarks.md).
+MIN_BATCHES_PER_BUCKET = 8
 
 
 def default_boundaries(sequence_length, smallest=32, half_steps_up_to=0):
@@ -123,3 +135,38 @@ def count_batches_from_lengths(lengths, batch_size, boundaries=None, grouped=Fal
     if boundaries is None:
         raise ValueError("`grouped=True` needs the `boundaries` of the length buckets.")
     return int(sum(rounding(int(n)) for n in np.bincount(bucket_indices(lengths, boundaries)) if n))
+
+
+def merge_sparse_buckets(boundaries, lengths, batch_size, min_batches=MIN_BATCHES_PER_BUCKET):
+    """`boundaries` without those whose bucket (with the sparse buckets below it merged in) holds fewer than
+    `min_batches * batch_size` of `lengths`: their examples join the next boundary kept. A last group that is too
+    small joins the group below it, and the boundaries above the longest example are kept (their buckets are
+    empty: no batch, no step shape).
+
+    Args:
+        boundaries: strictly increasing bucket upper bounds.
+        lengths: each example's length.
+        batch_size: examples per batch.
+        min_batches: batches a bucket needs to keep its own step shape.
+
+    Example:
+    >>> merge_sparse_buckets([16, 32, 48, 64, 128], [10] * 40 + [20] * 5 + [40] * 30, batch_size=4)
+    [16, 48, 64, 128]
+    >>> merge_sparse_buckets([16, 32, 48, 128], [10] * 20 + [20] * 5 + [40] * 7, batch_size=8)  # too few for two
+    [48, 128]
+    """
+    lengths = np.asarray(lengths)
+    if lengths.size == 0:
+        return list(boundaries)
+    counts = np.bincount(bucket_indices(lengths, boundaries), minlength=len(boundaries))
+    needed = min_batches * batch_size
+    highest = int(np.flatnonzero(counts)[-1])
+    kept, carried = [], 0
+    for index in range(highest + 1):
+        carried += int(counts[index])
+        if carried >= needed or index == highest:
+            if index == highest and carried < needed and kept:
+                kept.pop()  # (a short last group shares the shape of the one below)
+            kept.append(boundaries[index])
+            carried = 0
+    return kept + [boundary for boundary in boundaries if boundary > kept[-1]]

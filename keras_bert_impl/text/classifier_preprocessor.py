@@ -8,7 +8,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
+from keras_bert_impl.batching.boundaries import (
+    CLASSIFICATION_BUCKETS,
+    default_boundaries,
+    merge_sparse_buckets,
+)
 from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.table_columns import table_as_labels
 from keras_bert_impl.text.packer import SegmentPacker
@@ -155,7 +159,9 @@ class BertClassifierPreprocessor(PreprocessingLayer):
         GLUE recipe does; without it the order is kept and each batch is
         padded to the smallest boundary that holds its longest row. Every
         batch has exactly `batch_size` rows, so an XLA-compiled step sees one
-        shape per boundary: missing rows are weight-0 copies (label 0).
+        shape per boundary: missing rows are weight-0 copies (label 0). By
+        default a bucket of fewer than 8 batches joins the next one up
+        (`merge_sparse_buckets`): a small dataset compiles one or two shapes.
 
         A `tf.data.Dataset` of raw strings is mapped instead (its batching and
         order kept): batches of strings, or `(strings, labels)`, each padded
@@ -168,7 +174,7 @@ class BertClassifierPreprocessor(PreprocessingLayer):
             batch_size: int.
             shuffle: shuffle and bucket by length (training) or keep the order.
             seed: shuffle seed.
-            boundaries: bucket boundaries; default `default_boundaries()`.
+            boundaries: bucket boundaries, kept as given; default `default_boundaries()`, sparse buckets merged.
             fixed_batch_size: fill each last, partial batch to `batch_size` rows (weight 0) for one step
                 shape per bucket; False: a short last batch (what losses and metrics that count every
                 row need: `Task` asks for it when compiled with other than the default loss and metrics).
@@ -176,7 +182,8 @@ class BertClassifierPreprocessor(PreprocessingLayer):
         Returns:
             Batches of `(features, y, weight)`, or `features` alone without `y`.
         """
-        boundaries = list(boundaries) if boundaries is not None else self.default_boundaries()
+        given = boundaries is not None
+        boundaries = list(boundaries) if given else self.default_boundaries()
         if boundaries[-1] < self.sequence_length:
             boundaries.append(self.sequence_length)
         if isinstance(x, tf.data.Dataset):
@@ -196,6 +203,8 @@ class BertClassifierPreprocessor(PreprocessingLayer):
                                                                 one_text=one_text)
         features, full_lengths = self._tokenize_all(segments)
         lengths = features["token_ids"].row_lengths().numpy()
+        if not given:  # (a small dataset: fewer step shapes)
+            boundaries = merge_sparse_buckets(boundaries, lengths, batch_size)
         if y is not None:
             self._warn_of_truncation(full_lengths)
 

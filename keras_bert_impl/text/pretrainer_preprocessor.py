@@ -4,7 +4,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
+from keras_bert_impl.batching.boundaries import (
+    CLASSIFICATION_BUCKETS,
+    default_boundaries,
+    merge_sparse_buckets,
+)
 from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.text.masking import mask_batch
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer, as_list, as_string_tensor
@@ -239,7 +243,8 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
             batch_size: int, rows per batch.
             shuffle: shuffle, bucket by length and re-draw the masks each epoch (training).
             seed: an int for repeatable order and masks, or None.
-            boundaries: bucket boundaries; default `default_boundaries()`.
+            boundaries: bucket boundaries, kept as given; default `default_boundaries()`, sparse buckets merged
+                (`merge_sparse_buckets`: fewer step shapes for a small dataset).
             fixed_batch_size: fill each last, partial batch to `batch_size` rows (weight 0) for one step
                 shape per bucket; False: a short last batch (what losses and metrics that count every
                 row need: `Task` asks for it when compiled with other than the default loss and metrics).
@@ -253,11 +258,14 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
             raise ValueError("Masked-LM pretraining makes its own labels (the masked pieces): pass the texts alone.")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
-        boundaries = list(boundaries) if boundaries is not None else self.default_boundaries()
+        given = boundaries is not None
+        boundaries = list(boundaries) if given else self.default_boundaries()
         if boundaries[-1] < self.sequence_length:
             boundaries.append(self.sequence_length)
         rows = self.rows(x)
         lengths = rows.row_lengths().numpy()
+        if not given:  # (a small dataset: fewer step shapes)
+            boundaries = merge_sparse_buckets(boundaries, lengths, batch_size)
         dataset = tf.data.Dataset.from_tensor_slices({"token_ids": rows})
         if shuffle:
             dataset = dataset.shuffle(len(lengths), seed=seed, reshuffle_each_iteration=True)

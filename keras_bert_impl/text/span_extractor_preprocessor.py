@@ -6,7 +6,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import SPAN_QA_BUCKETS, default_boundaries
+from keras_bert_impl.batching.boundaries import (
+    SPAN_QA_BUCKETS,
+    default_boundaries,
+    merge_sparse_buckets,
+)
 from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_impl.text.span_windows import (
@@ -229,7 +233,8 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
             batch_size: int, windows per batch.
             shuffle: shuffle and bucket by length (training), or keep the order.
             seed: shuffle seed.
-            boundaries: bucket boundaries; default `default_boundaries()`.
+            boundaries: bucket boundaries, kept as given; default `default_boundaries()`, sparse buckets merged
+                (`merge_sparse_buckets`: fewer step shapes for a small dataset).
             fixed_batch_size: fill each last, partial batch to `batch_size` rows (weight 0) for one step
                 shape per bucket; False: a short last batch (what losses and metrics that count every
                 row need: `Task` asks for it when compiled with other than the default loss and metrics).
@@ -246,7 +251,8 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
             )
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
-        boundaries = list(boundaries) if boundaries is not None else self.default_boundaries()
+        given = boundaries is not None
+        boundaries = list(boundaries) if given else self.default_boundaries()
         if boundaries[-1] < self.sequence_length:
             boundaries.append(self.sequence_length)
         questions, contexts = as_columns(x)
@@ -258,6 +264,8 @@ class BertSpanExtractorPreprocessor(PreprocessingLayer):
                 raise ValueError(f"{len(questions)} questions but {len(y)} answers: give one answer per question.")
         windows = self.windows(questions, contexts, y)
         lengths = windows.lengths
+        if not given:  # (a small dataset: fewer step shapes)
+            boundaries = merge_sparse_buckets(boundaries, lengths, batch_size)
         elements = {key: value for key, value in windows.features.items()}
         if y is not None:
             if sample_weight is None:

@@ -6,7 +6,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
+from keras_bert_impl.batching.boundaries import (
+    TAGGING_BUCKETS,
+    default_boundaries,
+    merge_sparse_buckets,
+)
 from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_impl.text.tokenizer import BertTokenizer
@@ -348,8 +352,9 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
             dataset = tf.data.Dataset.from_tensor_slices(element)
         else:
             dataset = tf.data.Dataset.from_tensor_slices((element, tf.ragged.constant(labels, dtype=tf.int32)))
-        if shuffle:
-            boundaries = list(boundaries) if boundaries is not None else self.default_boundaries()
+        if shuffle:  # (by default, the buckets of a small dataset merged: fewer step shapes)
+            boundaries = list(boundaries) if boundaries is not None else merge_sparse_buckets(
+                self.default_boundaries(), [len(r) for r in rows], batch_size)
             dataset = dataset.shuffle(len(rows), seed=seed, reshuffle_each_iteration=True)
         else:
             boundaries = list(boundaries) if boundaries is not None else [self.sequence_length]
