@@ -11,6 +11,7 @@
 - `array_batches`: the NumPy twin (`LengthBucketedBatches`, a
   `keras.utils.PyDataset`) for JAX- or PyTorch-only hosts. No TensorFlow.
 
-This package imports nothing else from `keras_bert_impl` (it sits at the
-bottom of the layer order; see docs/architecture.md).
+This package imports nothing else from `keras_bert_impl` but
+`tensorflow_devices` (its room: the bottom of the layer order; see
+docs/architecture.md).
 """

@@ -28,6 +28,9 @@ per-token tensors of the same length (padded with `label_padding_value`).
 import tensorflow as tf
 
 from keras_bert_impl.batching.boundaries import check_boundaries, count_batches_from_lengths
+from keras_bert_impl.tensorflow_devices import keep_tensorflow_off_the_gpus
+
+keep_tensorflow_off_the_gpus()  # (JAX, PyTorch: TensorFlow only tokenizes and batches, on the CPU)
 
 
 def count_batches(dataset):

@@ -61,6 +61,10 @@ in one window (14 tokens), so each document is one example:
 
 import tensorflow as tf
 
+from keras_bert_impl.tensorflow_devices import keep_tensorflow_off_the_gpus
+
+keep_tensorflow_off_the_gpus()  # (JAX, PyTorch: TensorFlow only tokenizes and batches, on the CPU)
+
 
 def _exclusive_cumsum(x):
     return tf.cumsum(x, exclusive=True)

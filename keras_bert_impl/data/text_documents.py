@@ -14,6 +14,9 @@ import os
 import tensorflow as tf
 
 from keras_bert_impl.file_errors import UTF8_BOM, FileFormatError, decode_utf8, not_text_problem
+from keras_bert_impl.tensorflow_devices import keep_tensorflow_off_the_gpus
+
+keep_tensorflow_off_the_gpus()  # (JAX, PyTorch: TensorFlow only tokenizes and batches, on the CPU)
 
 _PREPARE_ADVICE = ", or prepare it with recipes/prepare_corpus.py --errors replace"
 _BINARY_HEAD = 8000  # a NUL byte in the first 8,000 bytes: a binary file (git's test)

@@ -37,6 +37,10 @@ print(outputs["mask_positions"], outputs["mask_weights"])
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_impl.tensorflow_devices import keep_tensorflow_off_the_gpus
+
+keep_tensorflow_off_the_gpus()  # (JAX, PyTorch: TensorFlow only tokenizes and batches, on the CPU)
+
 
 def _split_seed(seed, n):
     return tf.unstack(tf.random.experimental.stateless_split(seed, n))

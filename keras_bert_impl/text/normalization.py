@@ -16,7 +16,10 @@ library inside TensorFlow.
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_impl.tensorflow_devices import keep_tensorflow_off_the_gpus
 from keras_bert_impl.text import unicode_classes
+
+keep_tensorflow_off_the_gpus()  # (JAX, PyTorch: TensorFlow only tokenizes and batches, on the CPU)
 
 
 def _class(ranges):

@@ -28,8 +28,11 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_impl.tensorflow_devices import keep_tensorflow_off_the_gpus
 from keras_bert_impl.text.normalization import bert_normalize
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
+
+keep_tensorflow_off_the_gpus()  # (JAX, PyTorch: TensorFlow only tokenizes and batches, on the CPU)
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
