@@ -39,10 +39,11 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
-def add_run_arguments(parser, seed, model_dir_aliases=()):
-    """The flags of where and how a fine-tuning job runs: --strategy (and the JAX / PyTorch cluster flags of
-    multiworker), --mixed_precision, --seed, --compilation_cache, --triton_gemm, --model_dir (and its `model_dir_aliases`, e.g.
-    Hugging Face's --output_dir), --debug."""
+def add_run_arguments(parser, seed, model_dir_aliases=(), model_dir_default=None, model_dir_help=None):
+    """The flags of where and how a job runs, the same in every recipe: --strategy (and the JAX / PyTorch cluster
+    flags of multiworker), --mixed_precision, --seed, --compilation_cache, --triton_gemm, --model_dir (and its
+    `model_dir_aliases`, e.g. Hugging Face's --output_dir; required unless `model_dir_default` is given, as
+    pretrain.py's is), --debug."""
     parser.add_argument("--strategy", default="auto", choices=STRATEGIES,
                         help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored, multiworker; PyTorch: auto, cpu, gpu, "
                              "multiworker (torchrun) (docs/finetuning.md)")
@@ -61,11 +62,14 @@ def add_run_arguments(parser, seed, model_dir_aliases=()):
                         help="JAX's persistent XLA compilation cache: auto (default: ~/.cache/keras_bert_impl/"
                              "jax_compilation_cache on a GPU or TPU, off on a CPU), none, or a folder")
     parser.add_argument("--triton_gemm", default="auto", choices=("auto", "on", "off"),
-                        help="XLA's Triton kernels for the matmuls on a GPU: auto (default: off on JAX, where cuBLAS "
-                             "ran BERT's training step 5%% faster on an H200; XLA's choice elsewhere), on, off")
+                        help="XLA's own Triton kernels for some matmuls on a GPU: auto (default: off on JAX, so "
+                             "cuBLAS runs every matmul, 5%% faster for BERT-base's training step on an H200, "
+                             "docs/benchmarks.md; XLA's choice on TensorFlow and PyTorch; an XLA_FLAGS that names the "
+                             "option wins), on (XLA's choice), or off")
     aliases = f" (alias: {', '.join(model_dir_aliases)})" if model_dir_aliases else ""
-    parser.add_argument("--model_dir", *model_dir_aliases, dest="model_dir", required=True,
-                        help=f"where the results, predictions and model go{aliases}")
+    parser.add_argument("--model_dir", *model_dir_aliases, dest="model_dir", required=model_dir_default is None,
+                        default=model_dir_default,
+                        help=(model_dir_help or "where the results, predictions and model go") + aliases)
     parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
 
 

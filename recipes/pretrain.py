@@ -18,7 +18,9 @@ import argparse
 import os
 import sys
 
-from command_line import OneLineParser, exit_on_user_error, one_line_on_ctrl_c, one_line_warnings, seed_value
+from command_line import (
+    OneLineParser, add_run_arguments, exit_on_user_error, one_line_on_ctrl_c, one_line_warnings,
+)
 from native_logs import quiet_native_logs
 
 if __name__ == "__main__":
@@ -35,22 +37,19 @@ from keras_bert_impl.training.pretraining_checks import RECOMPUTE_ACTIVATION_CHO
 from keras_bert_impl.training.pretraining_errors import NaNLossError
 from keras_bert_impl.training.pretraining_run import PretrainingConfig, run_pretraining
 from keras_bert_impl.training.steps_per_execution import parse_steps_per_execution
-from keras_bert_impl.training.triton_gemm import TRITON_GEMM_CHOICES, apply_triton_gemm
+from keras_bert_impl.training.triton_gemm import apply_triton_gemm
 
 
 def parse_args(argv=None):
     d = PretrainingConfig()
     # A bad flag value is one line, `error: argument --learning_rate: invalid float value: 'abc' (see --help)`.
     p = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--strategy", default=d.strategy, choices=["auto", "cpu", "gpu", "mirrored", "multiworker", "tpu"])
+    # --strategy, its cluster flags, --mixed_precision, --seed, --compilation_cache, --triton_gemm, --model_dir and
+    # --debug: as every recipe has them
+    add_run_arguments(p, seed=d.seed, model_dir_default=d.model_dir,
+                      model_dir_help=f"checkpoints, TensorBoard logs, the export; the same command resumes the run in "
+                                     f"it (default {d.model_dir})")
     p.add_argument("--tpu", default=None, help="TPU name or grpc:// address (default: local TPU VM)")
-    p.add_argument("--coordinator_address", default=None,
-                   help="--strategy multiworker on JAX or PyTorch: host:port of process 0 (with --num_processes "
-                        "and --process_id; none of the three: the cluster comes from Cloud TPU / SLURM on JAX, "
-                        "from torchrun on PyTorch)")
-    p.add_argument("--num_processes", type=int, default=None,
-                   help="JAX or PyTorch processes of the job (multiworker)")
-    p.add_argument("--process_id", type=int, default=None, help="this process's index, 0..num_processes-1")
     p.add_argument("--config", "--preset", dest="config", default=d.config,
                    help="tiny|mini|small|medium|base|large, a preset name (its architecture: training starts from "
                         "scratch; --init_checkpoint starts from a preset's weights), or a JSON file of BertBackbone args")
@@ -79,12 +78,6 @@ def parse_args(argv=None):
                         "short runs; BERT used 0.999). See docs/pretraining.md")
     p.add_argument("--weight_decay", type=float, default=d.weight_decay)
     p.add_argument("--gradient_accumulation_steps", type=int, default=None)
-    p.add_argument("--mixed_precision", default="auto",
-                   help="auto (default): bf16 on a TPU or a GPU with bfloat16 (compute capability 8.0+), "
-                        "float32 elsewhere; none, bf16 or fp16")
-    p.add_argument("--model_dir", default=d.model_dir,
-                   help=f"checkpoints, TensorBoard logs, the export; the same command resumes the run in it "
-                        f"(default {d.model_dir})")
     p.add_argument("--checkpoint_every", type=int, default=d.checkpoint_every,
                    help="steps between checkpoints, each followed by the held-out evaluation; --num_steps must be a "
                         "multiple (default: the largest divisor of --num_steps up to 500: 500 for the default 1,000 "
@@ -97,7 +90,6 @@ def parse_args(argv=None):
     p.add_argument("--validation_steps", type=int, default=d.validation_steps,
                    help=f"held-out batches evaluated after every checkpoint, the same ones each time (default "
                         f"{d.validation_steps})")
-    p.add_argument("--seed", type=seed_value, default=d.seed)
     p.add_argument("--whole_word_masking", action="store_true")
     p.add_argument("--nsp", default=True, action=argparse.BooleanOptionalAction)
     p.add_argument("--init_checkpoint", default=None, help="preset name or directory to continue from")
@@ -146,14 +138,6 @@ def parse_args(argv=None):
                    help="Keras's progress output: 1 (a bar updated every step; the default on a terminal), 2 (one "
                         "line per checkpoint epoch; the default when the output goes to a file or a pipe, where "
                         "the bar's updates would fill the log: 400 KB for the main job) or 0")
-    p.add_argument("--compilation_cache", default="auto",
-                   help="JAX's persistent XLA compilation cache: auto (default: ~/.cache/keras_bert_impl/"
-                        "jax_compilation_cache on a GPU or TPU, off on a CPU), none, or a folder")
-    p.add_argument("--triton_gemm", default="auto", choices=TRITON_GEMM_CHOICES,
-                   help="XLA's own Triton kernels for some matmuls on a GPU: auto (default: off on JAX, so cuBLAS runs "
-                        "every matmul, 5%% faster for BERT-base on an H200, docs/benchmarks.md; XLA's choice on "
-                        "TensorFlow and PyTorch; an XLA_FLAGS that names the option wins), on (XLA's choice), or off")
-    p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     args = vars(p.parse_args(argv))
     debug = args.pop("debug")
     if args["verbose"] is None:
