@@ -164,7 +164,7 @@ def test_a_full_disk_says_how_many_bytes_the_checkpoint_needs_beside_the_previou
     with pytest.raises(CheckpointWriteError) as info:
         manager.save(2, model, optimizer)
     assert str(info.value) == (
-        f"[Errno 28] Could not write checkpoint {tmp_path}/ckpt-000000002 (No space left on device). The previous "
+        f"Could not write checkpoint {tmp_path}/ckpt-000000002 (No space left on device). The previous "
         f"checkpoint {good} is intact and a restart resumes from it. The new checkpoint needs about {needed:,} bytes "
         f"beside the previous one, which is kept until the new one is complete; 4,096 bytes are free in {tmp_path}. "
         "Free disk space (or point --model_dir elsewhere) and run the same command again.")
@@ -175,6 +175,25 @@ def test_a_full_disk_says_how_many_bytes_the_checkpoint_needs_beside_the_previou
     assert str(info.value).endswith(
         f"No earlier intact checkpoint exists. The new checkpoint needs about {needed:,} bytes; 0 bytes are free in "
         f"{tmp_path / 'new'}. Free disk space (or point --model_dir elsewhere) and run the same command again.")
+
+
+def test_a_folder_that_cannot_be_written_says_to_make_it_writable_not_to_free_disk_space(tmp_path, monkeypatch):
+    """Before: `[Errno 1] Could not write checkpoint ... Free disk space ...` for a folder made read-only mid-run."""
+    manager = CheckpointManager(str(tmp_path), keep=1)
+    model, optimizer = _model_and_optimizer(0)
+    good = manager.save(1, model, optimizer)
+
+    def savez(file, **arrays):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(run_checkpoints.np, "savez", savez)
+    with pytest.raises(CheckpointWriteError) as info:
+        manager.save(2, model, optimizer)
+    assert info.value.errno == errno.EPERM
+    assert str(info.value) == (
+        f"Could not write checkpoint {tmp_path}/ckpt-000000002 (Operation not permitted). The previous checkpoint "
+        f"{good} is intact and a restart resumes from it. Make {tmp_path} writable (or point --model_dir elsewhere) "
+        "and run the same command again.")
 
 
 def test_a_full_disk_at_the_last_finetuning_epoch_keeps_the_previous_checkpoint_and_a_rerun_finishes(
@@ -203,7 +222,7 @@ def test_a_full_disk_at_the_last_finetuning_epoch_keeps_the_previous_checkpoint_
         with pytest.raises(CheckpointWriteError) as info:
             run(model_dir)
     message = str(info.value)
-    assert message.startswith(f"[Errno 28] Could not write checkpoint {checkpoints}/ckpt-000000003 (No space left "
+    assert message.startswith(f"Could not write checkpoint {checkpoints}/ckpt-000000003 (No space left "
                               f"on device). The previous checkpoint {checkpoints}/ckpt-000000002 is intact and a "
                               "restart resumes from it. The new checkpoint needs about "), message
     assert "beside the previous one, which is kept until the new one is complete;" in message

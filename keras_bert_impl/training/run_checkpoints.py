@@ -59,7 +59,12 @@ _STATE_KEYS = ("step", "num_model_variables", "num_optimizer_variables")
 
 
 class CheckpointWriteError(OSError):
-    """A checkpoint could not be written (e.g. the disk is full); the previous one is intact."""
+    """A checkpoint could not be written (e.g. the disk is full); the previous one is intact.
+
+    `errno` is the cause's; the message is the one line alone (no `[Errno 28]` in front of it)."""
+
+    def __str__(self):
+        return self.strerror or super().__str__()
 
 
 class CheckpointReadError(ValueError):
@@ -190,7 +195,7 @@ class CheckpointManager:
                 + (f"The previous checkpoint {previous} is intact and a restart resumes from it."
                    if previous else "No earlier intact checkpoint exists.")
                 + (_space_needed(self.directory, needed, previous) if error.errno in _DISK_FULL else "")
-                + " Free disk space (or point --model_dir elsewhere) and run the same command again.",
+                + _what_to_do(error.errno, self.directory),
             ) from error
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -294,6 +299,16 @@ class CheckpointManager:
 # --- writing -------------------------------------------------------------------------------------
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _what_to_do(number, directory):
+    """The last sentence of a `CheckpointWriteError`, by the cause's errno."""
+    if number in _DISK_FULL:
+        return " Free disk space (or point --model_dir elsewhere) and run the same command again."
+    if number in _NOT_WRITABLE:
+        return f" Make {directory} writable (or point --model_dir elsewhere) and run the same command again."
+    return " Remove the cause (or point --model_dir elsewhere) and run the same command again."
 
 
 def _free_bytes(directory):
