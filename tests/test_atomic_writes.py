@@ -98,3 +98,33 @@ def test_the_tasks_save_models_only_through_the_helpers():
                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                   and node.func.attr in ("save", "save_weights")]
     assert not found, "use keras_bert_impl.checkpoints.atomic_files.save_model_atomically:\n" + "\n".join(found)
+
+
+def test_a_writer_killed_mid_write_leaves_temporaries_that_the_next_write_removes(tmp_path):
+    """Before, a `kill -9` during an export or a `model.keras` save left `.export.*.tmp` or `.<pid>.model.keras`
+    for good; now the next write of the same target on the host removes those whose process is gone."""
+    import subprocess
+    import sys
+
+    from keras_bert_impl.checkpoints import atomic_files
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()  # a process that ran and is gone
+    host = atomic_files._host()
+    stale = [f".export.{host}-{dead}.abc123.tmp", f".export.{host}-{dead}.def456.old",
+             f".{host}-{dead}.model.keras", f".{dead}.model.keras", f".run_config.json.{host}-{dead}.xyz.tmp"]
+    kept = [f".export.{host}-{os.getppid()}.live.tmp",  # a live process's write (the test's parent)
+            f".export.otherhost-{dead}.remote.tmp",  # another host's, on a shared file system: not ours to judge
+            ".export.old_format.tmp"]  # no pid: unknown owner
+    for name in stale + kept:
+        if name.endswith((".tmp", ".old")) and not name.startswith(".run_config"):
+            os.makedirs(tmp_path / name)
+            (tmp_path / name / "model.weights.h5").write_bytes(b"partial")
+        else:
+            (tmp_path / name).write_bytes(b"partial")
+    with atomic_files.atomic_directory(tmp_path / "export") as folder:
+        (pathlib.Path(folder) / "config.json").write_text("{}")
+    atomic_files.atomic_save(str(tmp_path / "model.keras"),
+                             lambda temporary: pathlib.Path(temporary).write_bytes(b"model"))
+    atomic_files.atomic_write_json(str(tmp_path / "run_config.json"), {"seed": 0})
+    assert sorted(os.listdir(tmp_path)) == sorted(kept + ["export", "model.keras", "run_config.json"])
