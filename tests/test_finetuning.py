@@ -510,7 +510,8 @@ def test_a_checkpoint_of_other_data_or_seed_is_refused_and_kept_checkpoints_outl
     assert str(error.value) == (
         f"{tmp_path / 'checkpoints' / 'ckpt-000000001'} was written by a fine-tuning run with "
         f"train_data={data_digest(sentences[:128], labels[:128])!r}, and this run has "
-        f"train_data={data_digest(sentences[:128], flipped)!r}: run the same command as before to resume it, or "
+        f"train_data={data_digest(sentences[:128], flipped)!r} (a digest of the training examples: the training "
+        "file, its labels, or --max_train_samples changed): run the same command as before to resume it, or "
         f"remove {tmp_path / 'checkpoints'} (or pass another model_dir) to start again")
     with pytest.raises(ValueError, match="with seed=0, and this run has seed=7"):
         run(labels[:128], seed=7)
@@ -685,5 +686,13 @@ def test_a_changed_setting_of_the_runs_identity_is_named_before_the_steps_it_cha
 
     with pytest.raises(KeyboardInterrupt):
         run(64, 32, callbacks=[StopAfterEpoch(1)])
-    with pytest.raises(ValueError, match=r"with sequence_length=64, and this run has sequence_length=32: run the same"):
+    with pytest.raises(ValueError) as error:
         run(32, 16)
+    # Every difference, in one line: the run's identity first, then the steps per epoch it (and the batch size)
+    # changed. Before, the first alone, and a rerun for each of the others.
+    assert str(error.value) == (
+        f"{tmp_path / 'checkpoints' / 'ckpt-000000001'} was written by a fine-tuning run with sequence_length=64, "
+        "and this run has sequence_length=32; with steps_per_epoch=3, and this run has steps_per_epoch=6 (the "
+        "batches of an epoch: the batch size, --batch_size, or the number of training examples changed): run the "
+        f"same command as before to resume it, or remove {tmp_path / 'checkpoints'} (or pass another model_dir) to "
+        "start again")

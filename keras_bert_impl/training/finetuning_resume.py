@@ -15,7 +15,7 @@ checkpoint a run resumes from; a run stopped between the two resumes from a
 checkpoint of the best epoch itself, whose weights it takes.
 
 `resume_from_latest(...)` finds the newest intact checkpoint, refuses one written by a
-run with other settings (one line naming the setting, the two values and the
+run with other settings (one line naming every setting that differs, its two values, and the
 folder to remove), and restores it; `finetune` then trains the remaining
 epochs. A `tf.data` input continues exactly where the interrupted run was:
 `finetune` feeds it as one repeated stream, and the resumed run skips the
@@ -148,6 +148,7 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
     model_dir = os.path.dirname(manager.directory)
     starting = settings.get("starting_point")
     moved = same_bytes(saved.get("starting_point_sha256"), settings.get("starting_point_sha256"))
+    differences = []  # every one, in one line (was the first alone: a rerun per difference, ~20 s each)
     for key, value in settings.items():
         if key not in saved and key in LATER_SETTINGS:  # a checkpoint of an earlier version, which did not record it
             continue
@@ -159,12 +160,14 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
             print(moved_line("starting point", saved.get(key), value), file=sys.stderr)
             continue
         if saved.get(key) != value and not same_path(saved.get(key), value):
-            raise ValueError(
-                f"{path} was written by a fine-tuning run with {key}={saved.get(key)!r}, and this run has "
-                f"{key}={value!r}{_SETTING_HINTS.get(key, '')}: "
-                "run the same command as before to resume it, or remove "
-                f"{os.path.dirname(path)} (or pass another model_dir) to start again"
-            )
+            differences.append(f"{key}={saved.get(key)!r}, and this run has {key}={value!r}"
+                               f"{_SETTING_HINTS.get(key, '')}")
+    if differences:
+        raise ValueError(
+            f"{path} was written by a fine-tuning run with " + "; with ".join(differences) + ": run the same "
+            f"command as before to resume it, or remove {os.path.dirname(path)} (or pass another model_dir) to "
+            "start again"
+        )
     model.optimizer.build(model.trainable_variables)
     best = state["best"]
     best_is_last = best["epoch"] == state["step"]  # the checkpoint holds the best weights themselves
@@ -200,6 +203,8 @@ _SETTING_HINTS = {
     "steps_per_epoch": " (the batches of an epoch: the batch size, --batch_size, or the number of training examples "
                        "changed)",
     "dtype_policy": " (the precision the model computes in: --mixed_precision)",
+    "train_data": " (a digest of the training examples: the training file, its labels, or --max_train_samples "
+                  "changed)",
 }
 
 
