@@ -187,8 +187,7 @@ def start_job(args):
     note = finished_run_note(args.model_dir) if getattr(args, "epochs", None) != 0 else None
     if note:
         print(note, file=sys.stderr)
-        # Its TensorBoard curves go too: the new run's would otherwise be drawn over them, epoch for epoch.
-        shutil.rmtree(os.path.join(args.model_dir, "logs"), ignore_errors=True)
+        keep_finished_run(args.model_dir)
     cluster = {name: getattr(args, name, None) for name in ("coordinator_address", "num_processes", "process_id")}
     if args.strategy == "multiworker" and keras.backend.backend() in ("jax", "torch"):
         get_strategy("multiworker", **cluster)  # the task's own get_strategy then finds the processes joined
@@ -199,9 +198,22 @@ def start_job(args):
         print(f"XLA compilation cache: {directory} (--compilation_cache none turns it off)", file=sys.stderr)
 
 
+PREVIOUS_RUNS = "previous_runs"  # <model_dir>/previous_runs/<time of its model.keras>: a finished run, kept
+
+
+def _finished_run_folder(model_dir):
+    """Where `keep_finished_run` moves the finished run of `model_dir`: named after its `model.keras`'s time, the
+    same in every process of a job."""
+    import time
+
+    written = os.path.getmtime(os.path.join(model_dir, "model.keras"))
+    return os.path.join(model_dir, PREVIOUS_RUNS, time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(written)))
+
+
 def finished_run_note(model_dir):
     """The line a run prints when `model_dir` holds a finished run's outputs (its `model.keras`, and no checkpoints
-    to resume from): this run trains again and replaces them (a stopped run, which has checkpoints, resumes instead).
+    to resume from): this run trains again, and those outputs move to `previous_runs/<time>` first
+    (`keep_finished_run`). A stopped run, which has checkpoints, resumes instead.
 
     >>> import tempfile, os
     >>> directory = tempfile.mkdtemp(); finished_run_note(directory) is None
@@ -216,8 +228,27 @@ def finished_run_note(model_dir):
     if not os.path.isfile(model_file) or os.path.isdir(os.path.join(model_dir, "checkpoints")):
         return None
     written = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(model_file)))
-    return (f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again "
-            "and replaces them, its TensorBoard logs included (another --model_dir keeps them)")
+    return (f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again, "
+            f"and they move to {_finished_run_folder(model_dir)} first (TensorBoard shows its logs there as a run of "
+            "their own)")
+
+
+def keep_finished_run(model_dir):
+    """Moves a finished run's outputs (every entry of `model_dir` but `previous_runs/` and hidden files) into
+    `previous_runs/<time of its model.keras>/`, so that the new run neither replaces them nor mixes its files with
+    theirs. Before, they were replaced as the new run wrote its own, and a rerun stopped early left the old
+    `model.keras` and results beside the new run's files, the old TensorBoard logs already deleted. Each process of
+    a job may call it: an entry another process moved already is passed over. Returns the folder."""
+    target = _finished_run_folder(model_dir)
+    os.makedirs(target, exist_ok=True)
+    for name in sorted(os.listdir(model_dir)):
+        if name == PREVIOUS_RUNS or name.startswith("."):
+            continue
+        try:
+            shutil.move(os.path.join(model_dir, name), os.path.join(target, name))
+        except FileNotFoundError:  # (moved by another process of the job)
+            pass
+    return target
 
 
 def config_from_args(args, config_class):

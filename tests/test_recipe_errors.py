@@ -314,9 +314,11 @@ def test_a_warning_of_a_recipe_run_is_one_line(tmp_path):
     assert warnings.formatwarning is python_form  # the run's own: the caller's form is back after it
 
 
-def test_a_run_in_a_finished_runs_model_dir_says_it_replaces_its_outputs(tmp_path, capfd):
-    """Rerunning a finished command (its checkpoints removed at the end) trains again and replaces model.keras and the
-    results, silently until now; a stopped run's directory (checkpoints/ present) resumes and says nothing here."""
+def test_a_run_in_a_finished_runs_model_dir_keeps_its_outputs_in_previous_runs(tmp_path, capfd):
+    """Rerunning a finished command (its checkpoints removed at the end) trains again. Its outputs were replaced as
+    the new run wrote its own, and a rerun stopped early left them mixed with the new run's files, the old
+    TensorBoard logs deleted. Now they move to previous_runs/<time> first. A stopped run's directory (checkpoints/
+    present) resumes and says nothing here."""
     import argparse
 
     parser = argparse.ArgumentParser()
@@ -330,12 +332,23 @@ def test_a_run_in_a_finished_runs_model_dir_says_it_replaces_its_outputs(tmp_pat
     os.utime(model_dir / "model.keras", (0, 1_700_000_000))
     (model_dir / "logs" / "train").mkdir(parents=True)
     (model_dir / "logs" / "train" / "events.out.tfevents.1").write_bytes(b"the finished run's curves")
+    (model_dir / "dev_results.json").write_text("{}")
+    (model_dir / ".run.lock").write_text("")
     command_line.start_job(args)
     written = time.strftime("%Y-%m-%d %H:%M", time.localtime(1_700_000_000))
+    kept = model_dir / "previous_runs" / time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(1_700_000_000))
     assert capfd.readouterr().err.splitlines() == [
-        f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again and "
-        "replaces them, its TensorBoard logs included (another --model_dir keeps them)"]
-    assert not (model_dir / "logs").exists()  # before, the new run's curves were drawn over the old run's
+        f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again, and "
+        f"they move to {kept} first (TensorBoard shows its logs there as a run of their own)"]
+    assert sorted(os.listdir(model_dir)) == [".run.lock", "previous_runs"]  # the new run's files alone, to come
+    assert sorted(os.listdir(kept)) == ["dev_results.json", "logs", "model.keras"]
+    assert (kept / "model.keras").read_bytes() == b"a finished run's model"
+    assert (kept / "logs" / "train" / "events.out.tfevents.1").exists()
+    # The next rerun keeps that one too, beside the run before it.
+    (model_dir / "model.keras").write_bytes(b"the second run's model")
+    os.utime(model_dir / "model.keras", (0, 1_700_000_600))
+    command_line.start_job(args)
+    assert "note:" in capfd.readouterr().err and len(os.listdir(model_dir / "previous_runs")) == 2
     # A predict-only run (--epochs 0) into the same directory, as the quickstart shows: no note, the logs stay.
     (model_dir / "logs" / "train").mkdir(parents=True)
     predicting = argparse.Namespace(**vars(args), epochs=0)
