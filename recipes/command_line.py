@@ -184,10 +184,12 @@ def start_job(args):
     check_model_dir(args.model_dir)
     # (a predict-only run, --epochs 0, trains nothing and replaces nothing of the run whose model it reads: it was
     # told "this run trains again", and the finished run's TensorBoard logs were removed)
-    note = finished_run_note(args.model_dir) if getattr(args, "epochs", None) != 0 else None
+    starting_inside = _inside(getattr(args, "init_checkpoint", None), args.model_dir)
+    note = finished_run_note(args.model_dir, starting_inside) if getattr(args, "epochs", None) != 0 else None
     if note:
         print(note, file=sys.stderr)
-        keep_finished_run(args.model_dir)
+        if not starting_inside:
+            keep_finished_run(args.model_dir)
     cluster = {name: getattr(args, name, None) for name in ("coordinator_address", "num_processes", "process_id")}
     if args.strategy == "multiworker" and keras.backend.backend() in ("jax", "torch"):
         get_strategy("multiworker", **cluster)  # the task's own get_strategy then finds the processes joined
@@ -210,7 +212,15 @@ def _finished_run_folder(model_dir):
     return os.path.join(model_dir, PREVIOUS_RUNS, time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(written)))
 
 
-def finished_run_note(model_dir):
+def _inside(path, model_dir):
+    """Whether `path` (a local file or folder) lies in `model_dir`, outside its `previous_runs/`."""
+    if not path or "://" in str(path):
+        return False
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(model_dir))
+    return not relative.startswith(os.pardir) and relative.split(os.sep)[0] not in (PREVIOUS_RUNS, os.curdir)
+
+
+def finished_run_note(model_dir, starting_inside=False):
     """The line a run prints when `model_dir` holds a finished run's outputs (its `model.keras`, and no checkpoints
     to resume from): this run trains again, and those outputs move to `previous_runs/<time>` first
     (`keep_finished_run`). A stopped run, which has checkpoints, resumes instead.
@@ -228,6 +238,9 @@ def finished_run_note(model_dir):
     if not os.path.isfile(model_file) or os.path.isdir(os.path.join(model_dir, "checkpoints")):
         return None
     written = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(model_file)))
+    if starting_inside:  # (training further from its own model.keras: its files stay where the flag names them)
+        return (f"note: {model_dir} holds a finished run's outputs (model.keras of {written}), and --init_checkpoint "
+                "starts from them: this run replaces them as it writes its own")
     return (f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again, "
             f"and they move to {_finished_run_folder(model_dir)} first (TensorBoard shows its logs there as a run of "
             "their own)")

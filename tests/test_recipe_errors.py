@@ -349,6 +349,13 @@ def test_a_run_in_a_finished_runs_model_dir_keeps_its_outputs_in_previous_runs(t
     os.utime(model_dir / "model.keras", (0, 1_700_000_600))
     command_line.start_job(args)
     assert "note:" in capfd.readouterr().err and len(os.listdir(model_dir / "previous_runs")) == 2
+    # Training further from the run's own model.keras in the same folder: its files stay where the flag names them.
+    (model_dir / "model.keras").write_bytes(b"the third run's model")
+    further = argparse.Namespace(**vars(args), init_checkpoint=str(model_dir / "model.keras"))
+    command_line.start_job(further)
+    assert capfd.readouterr().err.splitlines()[-1].endswith(
+        "and --init_checkpoint starts from them: this run replaces them as it writes its own")
+    assert (model_dir / "model.keras").exists() and len(os.listdir(model_dir / "previous_runs")) == 2
     # A predict-only run (--epochs 0) into the same directory, as the quickstart shows: no note, the logs stay.
     (model_dir / "logs" / "train").mkdir(parents=True)
     predicting = argparse.Namespace(**vars(args), epochs=0)
