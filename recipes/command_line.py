@@ -420,7 +420,8 @@ def _outputs_written():
 
 # Where the recipe is (`exit_on_user_error`'s job not started, running or done), and whether Ctrl-C came
 # (`one_line_on_ctrl_c`): the line of a Ctrl-C outside the job, or of one that surfaced as another exception.
-_run_state = {"job": None, "interrupted": False, "signal": signal.SIGINT}
+# `recipe_process`: a recipe's own process (`one_line_on_ctrl_c` was called), which `leave` may end at once.
+_run_state = {"job": None, "interrupted": False, "signal": signal.SIGINT, "recipe_process": False}
 
 
 def one_line_on_ctrl_c():
@@ -445,6 +446,7 @@ def one_line_on_ctrl_c():
     """
     if "--debug" in sys.argv[1:]:
         return
+    _run_state["recipe_process"] = True
     takes_ctrl_c = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     takes_sigterm = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     if not (takes_ctrl_c or takes_sigterm):
@@ -561,6 +563,8 @@ def _remove_private_folders():
 def leave(line, status):
     """Prints `line` on stderr and ends the process with `status`: at once (`os._exit`) in a job of several processes.
 
+    So does a recipe's JAX process stopped by a signal: Python's shutdown could crash after the line.
+
     A process of such a job that leaves normally runs JAX's shutdown barrier (or PyTorch's), which waits for
     processes that may be gone or blocked in a collective: JAX aborts it ("Terminating process because the JAX
     distributed service detected fatal errors") once the others' heartbeats time out, a minute or more later, and
@@ -568,8 +572,17 @@ def leave(line, status):
     fail now, each with its own line.
     """
     print(line, file=sys.stderr, flush=True)
-    if several_processes_joined():
+    # A JAX process interrupted while its step compiles or runs could crash in Python's shutdown after the line
+    # (`Segmentation fault`, exit status 139, one time in two when Ctrl-C came 5-8 s into pretraining's first epoch
+    # on a CPU): it leaves at once too, its output passed on first.
+    keras = sys.modules.get("keras")
+    interrupted_jax = (_run_state["recipe_process"] and status == interrupted_status() and keras is not None
+                       and keras.backend.backend() == "jax")
+    if several_processes_joined() or interrupted_jax:
         sys.stdout.flush()
         _remove_private_folders()
+        logs = sys.modules.get("native_logs")
+        if logs is not None:  # the stderr filter passes its last lines before the shell's prompt comes
+            logs.drain_filter()
         os._exit(status)
     raise SystemExit(status)

@@ -103,7 +103,7 @@ def quiet_native_logs(argv=None):
     os.dup2(write_end, 2)
     os.close(write_end)
     _filter["pid"], _filter["stderr"] = child, original
-    atexit.register(_drain_filter)
+    atexit.register(drain_filter)
 
 
 FILTER_DRAIN_SECONDS = 5.0
@@ -117,7 +117,7 @@ def _open_files_limit():
         return 1 << 16
 
 
-def _drain_filter():
+def drain_filter():
     """At a normal exit: fd 2 is the real stderr again (Python's last words during shutdown go there directly), so
     the filter reads end of file once this process's subprocesses are gone, and is waited for, so that it has
     passed every line before this process ends."""

@@ -396,3 +396,36 @@ def test_sigterm_stops_a_recipe_with_one_line_that_says_how_to_resume_and_status
     assert stderr.splitlines()[-1] == (
         f"Stopped by SIGTERM: rerun the same command to resume from the last checkpoint "
         f"({checkpoints / 'ckpt-000000002'}).")
+
+
+def test_an_interrupted_jax_process_leaves_at_once_after_its_line(monkeypatch, capsys):
+    """A JAX pretraining run stopped by Ctrl-C 5-8 s into its first epoch printed its line, then crashed in Python's
+    shutdown (`Segmentation fault`, exit status 139) one time in two here. Now it leaves with `os._exit(130)` right
+    after the line; without JAX it leaves through `SystemExit`, as before."""
+    calls = []
+
+    class Left(BaseException):
+        pass
+
+    def exit_now(status):
+        calls.append(status)
+        raise Left
+
+    monkeypatch.setattr(command_line.os, "_exit", exit_now)
+    monkeypatch.setitem(command_line._run_state, "signal", signal.SIGINT)
+    monkeypatch.setitem(command_line._run_state, "recipe_process", True)  # (one_line_on_ctrl_c was called)
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    with pytest.raises(Left):
+        command_line.leave("Interrupted: rerun the same command to resume.", status=130)
+    assert calls == [130] and capsys.readouterr().err == "Interrupted: rerun the same command to resume.\n"
+    with pytest.raises(SystemExit) as leaving:  # an error's status: the normal way out
+        command_line.leave("error: bad flag", status=2)
+    assert leaving.value.code == 2 and calls == [130]
+    monkeypatch.setattr(keras.backend, "backend", lambda: "tensorflow")
+    with pytest.raises(SystemExit) as leaving:  # TensorFlow's shutdown is safe: the normal way out
+        command_line.leave("Interrupted: rerun the same command to resume.", status=130)
+    assert leaving.value.code == 130 and calls == [130]
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    monkeypatch.setitem(command_line._run_state, "recipe_process", False)
+    with pytest.raises(SystemExit):  # a job run inside another program (a test, a notebook) is never ended at once
+        command_line.leave("Interrupted: rerun the same command to resume.", status=130)
