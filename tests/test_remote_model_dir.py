@@ -213,7 +213,7 @@ def test_a_checkpoint_whose_copy_failed_is_kept_and_copied_by_the_next_start(tmp
     RemoteModelDir(remote, local=str(local), log=lines.append)
     assert lines == [f"--model_dir {remote}: its local copy {local} holds checkpoint step 4, newer than the one "
                      "copied there (step 2): an earlier copy failed. Working in the local copy, which is copied there "
-                     "now."]
+                     "now (remove it to start from what the remote side holds instead)."]
     assert sorted(name.rstrip("/") for name in tf.io.gfile.listdir(f"{remote}/checkpoints")) == [
         "ckpt-000000002", "ckpt-000000004"]
     assert json.loads(tf.io.gfile.GFile(f"{remote}/run_config.json").read())["num_steps"] == 6

@@ -115,7 +115,8 @@ class RemoteModelDir:
         if kept is not None:
             self._log(f"--model_dir {self.remote}: its local copy {self.local} holds checkpoint step {kept}, newer "
                       f"than the one copied there ({'step ' + str(step) if step is not None else 'none'}): an "
-                      "earlier copy failed. Working in the local copy, which is copied there now.")
+                      "earlier copy failed. Working in the local copy, which is copied there now (remove it to start "
+                      "from what the remote side holds instead).")
             self._uploaded = {}
             self.push()
             return kept
