@@ -154,9 +154,14 @@ def test_raw_batches_have_a_known_length_and_bucket_widths():
     many = texts[:5] * 8 + texts[5:] * 11  # 40 short and 33 long texts: 8 batches or more each, two shapes
     merged = preprocessor.make_dataset(many, np.zeros(73, "int32"), batch_size=4, shuffle=True, seed=1)
     assert sorted({int(f["token_ids"].shape[1]) for f, _, _ in merged}) == [16, 32]
-    fewer = texts[:5] * 8 + texts[5:] * 10  # 30 long texts: under 8 batches, they and the short ones share 32
-    merged = preprocessor.make_dataset(fewer, np.zeros(70, "int32"), batch_size=4, shuffle=True, seed=1)
-    assert sorted({int(f["token_ids"].shape[1]) for f, _, _ in merged}) == [32]
+    # 8 middle-length texts (2 batches) join the 40 longest ones' bucket: two shapes, not three.
+    middle, longest = "a much longer sentence " * 6, "a much longer sentence, longer still " * 6
+    three = texts[:5] * 8 + [middle] * 8 + [longest] * 40
+    merged = preprocessor.make_dataset(three, np.zeros(88, "int32"), batch_size=4, shuffle=True, seed=1)
+    assert sorted({int(f["token_ids"].shape[1]) for f, _, _ in merged}) == [16, 48]
+    every = preprocessor.make_dataset(three, np.zeros(88, "int32"), batch_size=4, shuffle=True, seed=1,
+                                      boundaries=preprocessor.default_boundaries())
+    assert sorted({int(f["token_ids"].shape[1]) for f, _, _ in every}) == [16, 32, 48]
 
 
 def test_raw_strings_errors_name_the_problem():
