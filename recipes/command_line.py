@@ -185,11 +185,14 @@ def start_job(args):
     # (a predict-only run, --epochs 0, trains nothing and replaces nothing of the run whose model it reads: it was
     # told "this run trains again", and the finished run's TensorBoard logs were removed)
     starting_inside = _inside(getattr(args, "init_checkpoint", None), args.model_dir)
-    note = finished_run_note(args.model_dir, starting_inside) if getattr(args, "epochs", None) != 0 else None
-    if note:
-        print(note, file=sys.stderr)
-        if not starting_inside:
-            keep_finished_run(args.model_dir)
+    try:
+        note = finished_run_note(args.model_dir, starting_inside) if getattr(args, "epochs", None) != 0 else None
+        if note:
+            print(note, file=sys.stderr)
+            if not starting_inside:
+                keep_finished_run(args.model_dir)
+    except FileNotFoundError:  # (another process of the job moved the finished run meanwhile)
+        pass
     cluster = {name: getattr(args, name, None) for name in ("coordinator_address", "num_processes", "process_id")}
     if args.strategy == "multiworker" and keras.backend.backend() in ("jax", "torch"):
         get_strategy("multiworker", **cluster)  # the task's own get_strategy then finds the processes joined
