@@ -195,6 +195,17 @@ def test_a_folder_that_cannot_be_written_says_to_make_it_writable_not_to_free_di
         f"{good} is intact and a restart resumes from it. Make {tmp_path} writable (or point --model_dir elsewhere) "
         "and run the same command again.")
 
+    def savez_io_error(file, **arrays):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(run_checkpoints.np, "savez", savez_io_error)  # any other cause: neither space nor rights
+    with pytest.raises(CheckpointWriteError) as info:
+        manager.save(2, model, optimizer)
+    assert str(info.value) == (
+        f"Could not write checkpoint {tmp_path}/ckpt-000000002 (Input/output error). The previous checkpoint {good} "
+        "is intact and a restart resumes from it. Remove the cause (or point --model_dir elsewhere) and run the same "
+        "command again.")
+
 
 def test_a_full_disk_at_the_last_finetuning_epoch_keeps_the_previous_checkpoint_and_a_rerun_finishes(
         tmp_path, monkeypatch, capsys):

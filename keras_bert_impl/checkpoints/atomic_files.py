@@ -49,7 +49,7 @@ def _process_is_gone(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except (PermissionError, OSError):  # (another user's live process, or no way to tell: keep its files)
+    except OSError:  # (another user's live process, or no way to tell: keep its files)
         return False
     return False
 

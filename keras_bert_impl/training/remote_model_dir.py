@@ -143,23 +143,25 @@ class RemoteModelDir:
     def _newer_local_checkpoint(self, remote_step):
         """The step of the staging directory's newest intact checkpoint when it is newer than `remote_step` and the
         local `run_config.json` is the remote one (or the remote side has none); else None."""
-        from keras_bert_impl.training.run_checkpoints import CheckpointManager
+        from keras_bert_impl.training.run_checkpoints import CheckpointManager, CheckpointReadError
 
         local_config = os.path.join(self.local, RUN_CONFIG_FILE)
-        if not os.path.isfile(local_config):
-            return None
         manager = CheckpointManager(os.path.join(self.local, _CHECKPOINTS), log=lambda line: None)
-        newer = [step for step in manager.all_steps() if remote_step is None or step > remote_step]
-        intact = [step for step in sorted(newer, reverse=True) if not manager.verify(manager.path(step))]
-        if not intact:
-            return None
+        if not os.path.isfile(local_config) or not any(
+                remote_step is None or step > remote_step for step in manager.all_steps()):
+            return None  # (the usual case, in step with the remote side: no checkpoint is read)
         remote_config = f"{self.remote}/{RUN_CONFIG_FILE}"
         if self._call(_gfile().exists, remote_config):
             with open(local_config, "rb") as f:
                 mine = _run_identity(f.read())
             if _run_identity(self._call(_read_bytes, remote_config)) != mine:
                 return None  # another run was started there since: the remote side is the run
-        return intact[0]
+        try:
+            newest = manager.latest()  # the newest intact one (verified against its manifest)
+        except CheckpointReadError:
+            return None
+        step = newest and int(_CHECKPOINT_NAME.match(os.path.basename(newest)).group(1))
+        return step if step is not None and (remote_step is None or step > remote_step) else None
 
     def _remote_checkpoints(self):
         """`{step: folder name}` of the remote checkpoints, complete or not."""
