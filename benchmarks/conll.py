@@ -63,7 +63,7 @@ def parse_args(argv=None):
                         help="comma-separated length buckets for ours (default TAGGING_BUCKETS: 32,48,64,96,max)")
     parser.add_argument("--packing", action="store_true",
                         help="ours trains on packed rows (several sentences per row, batch_size sentences per step "
-                             "on average; tagging.make_dataset(packing=True))")
+                             "on average; tagging.make_packed_dataset)")
     parser.add_argument("--jit_compile", default="auto", choices=["auto", "true", "false"],
                         help="XLA for ours (auto: Keras's choice, off on a CPU-only TensorFlow machine)")
     args = parser.parse_args(argv)
@@ -91,7 +91,7 @@ def export_inputs(args, label_names, splits):
     arrays = {"label_names": np.array(label_names),
               "limits": np.array([args.train_sentences, args.eval_sentences, args.max_seq_length])}
     for name, sentences in splits.items():
-        features = conll.encode_sentences(sentences, tokenizer, label_names, args.max_seq_length)
+        features = conll.encode_examples(sentences, tokenizer, label_names, args.max_seq_length)
         for field in _FEATURE_FIELDS:
             arrays[f"{name}_{field}"] = getattr(features, field)
     os.makedirs(args.export_inputs, exist_ok=True)
@@ -152,11 +152,14 @@ def run_keras(args, label_names, train, dev, test, seed, encoded=None):
 
         tokenizer = BertTokenizer.from_preset(args.preset)
         encoded = {
-            name: conll.encode_sentences(sentences, tokenizer, label_names, args.max_seq_length)
+            name: conll.encode_examples(sentences, tokenizer, label_names, args.max_seq_length)
             for name, sentences in (("train", train), ("dev", dev), ("test", test))
         }
-        train_ds = conll.make_dataset(encoded["train"], args.batch_size, training=True, seed=seed, boundaries=boundaries,
-                                      packing=args.packing)
+        if args.packing:
+            train_ds = conll.make_packed_dataset(encoded["train"], args.batch_size, training=True, seed=seed)
+        else:
+            train_ds = conll.make_dataset(encoded["train"], args.batch_size, training=True, seed=seed,
+                                          boundaries=boundaries)
     elif args.packing:
         train_ds = conll.make_array_batches(encoded["train"], args.batch_size, training=True, seed=seed, packing=True)
     else:

@@ -258,7 +258,7 @@ def minilm_vocab():
 def glue_task(name, glue_dir, tokenizer):
     from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
     from keras_bert_impl.tasks.classification import read_split, split_path
-    from keras_bert_impl.tasks.classification.batches import example_lengths
+    from keras_bert_impl.tasks.classification.features import example_lengths
     from keras_bert_impl.tasks.classification.run import ClassificationConfig
     from keras_bert_impl.text.classifier_preprocessor import ClassifierPreprocessor
 
@@ -284,7 +284,7 @@ def glue_task(name, glue_dir, tokenizer):
     return summarize(
         name, lengths, sequence_length, recipe, file=os.path.relpath(path, REPO_ROOT),
         split=split_name if split_name == "train" else "dev (no train file in the shared data)",
-        preprocessing=f"tasks.classification.batches.example_lengths(ClassifierPreprocessor(sequence_length="
+        preprocessing=f"tasks.classification.features.example_lengths(ClassifierPreprocessor(sequence_length="
                       f"{sequence_length}, truncate={config.truncate!r}))",
         seconds=round(time.perf_counter() - started, 1),
     )
@@ -292,7 +292,7 @@ def glue_task(name, glue_dir, tokenizer):
 
 def conll_task(conll_dir, tokenizer):
     from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
-    from keras_bert_impl.tasks.tagging.features import encode_sentences
+    from keras_bert_impl.tasks.tagging.features import encode_examples
     from keras_bert_impl.tasks.tagging.reading import find_split_files, label_vocabulary, read_conll
     from keras_bert_impl.tasks.tagging.run import TaggingConfig
 
@@ -301,7 +301,7 @@ def conll_task(conll_dir, tokenizer):
     sequence_length = config.sequence_length
     path = find_split_files(conll_dir)["train"]
     sentences = read_conll(path, tag_scheme=config.tag_scheme, tag_column=config.tag_column)
-    features = encode_sentences(sentences, tokenizer, label_vocabulary(sentences), sequence_length,
+    features = encode_examples(sentences, tokenizer, label_vocabulary(sentences), sequence_length,
                                 document_context=config.document_context)
     lengths = np.asarray(features.lengths)
     boundaries = default_boundaries(sequence_length, **TAGGING_BUCKETS)
@@ -322,7 +322,7 @@ def conll_task(conll_dir, tokenizer):
         "conll2003", lengths, sequence_length, recipe, file=os.path.relpath(path, REPO_ROOT), split="train",
         grouped_batching_option=grouped,
         sentences=len(sentences), split_sentences=int(features.num_split_sentences),
-        preprocessing=f"tasks.tagging.features.encode_sentences(sequence_length={sequence_length}, "
+        preprocessing=f"tasks.tagging.features.encode_examples(sequence_length={sequence_length}, "
                       f"document_context={config.document_context}); examples are its windows",
         seconds=round(time.perf_counter() - started, 1),
     )
@@ -330,7 +330,7 @@ def conll_task(conll_dir, tokenizer):
 
 def squad_task(squad_dir, tokenizer, limit):
     from keras_bert_impl.batching.boundaries import SPAN_QA_BUCKETS, default_boundaries
-    from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
+    from keras_bert_impl.tasks.span_qa.features import encode_examples
     from keras_bert_impl.tasks.span_qa.reading import read_squad_examples
     from keras_bert_impl.tasks.span_qa.run import SpanQaConfig
 
@@ -345,7 +345,7 @@ def squad_task(squad_dir, tokenizer, limit):
     questions_in_file = len(examples)
     if limit is not None:
         examples = examples[:limit]
-    features = convert_examples_to_features(
+    features = encode_examples(
         examples, tokenizer, sequence_length=sequence_length, doc_stride=config.doc_stride,
         max_question_length=config.max_question_length, is_training=True,
     )
@@ -361,7 +361,7 @@ def squad_task(squad_dir, tokenizer, limit):
         "squad", lengths, sequence_length, recipe, file=os.path.relpath(path, REPO_ROOT), split=split,
         questions_in_file=questions_in_file, questions_used=len(examples), limit=limit,
         windows_per_question=round(len(lengths) / max(1, len(examples) - features.unmappable_answers), 3),
-        preprocessing=f"tasks.span_qa.features.convert_examples_to_features(sequence_length={sequence_length}, "
+        preprocessing=f"tasks.span_qa.features.encode_examples(sequence_length={sequence_length}, "
                       f"doc_stride={config.doc_stride}, max_question_length={config.max_question_length}, is_training=True); "
                       "examples are its windows",
         seconds=round(time.perf_counter() - started, 1),

@@ -161,7 +161,7 @@ def run_keras(args, train_features, eval_features, eval_gold):
         if args.packing:
             from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
 
-            train_ds, examples_per_row = make_packed_dataset(train_features, args.batch_size, seed=args.seed)
+            train_ds, examples_per_row = make_packed_dataset(train_features, args.batch_size, training=True, seed=args.seed)
             trained = model.packed_training_model(examples_per_row)
         else:
             train_ds = _train_batches(args, train_features)
@@ -369,8 +369,8 @@ def build_features(args):
                   max_question_length=args.max_query_length)
     train_examples, _ = squad.read_squad_examples(train_gold, is_training=True, source="train")
     eval_examples, _ = squad.read_squad_examples(eval_gold, source="eval")
-    train_features = squad.convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)
-    eval_features = squad.convert_examples_to_features(eval_examples, tokenizer, **window)
+    train_features = squad.encode_examples(train_examples, tokenizer, is_training=True, **window)
+    eval_features = squad.encode_examples(eval_examples, tokenizer, **window)
     return protocol, train_examples, eval_examples, train_features, eval_features, eval_gold
 
 

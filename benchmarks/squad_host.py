@@ -1,6 +1,6 @@
 """SQuAD prediction on the host (issue 18): where a prediction run's wall time goes, and post-processing before/after.
 
-A SQuAD prediction run is four parts: the windows (`convert_examples_to_features`: WordPiece + sliding windows),
+A SQuAD prediction run is four parts: the windows (`encode_examples`: WordPiece + sliding windows),
 the model's forward passes (`predict_logits`: length-bucketed batches, `predict_on_batch`, the logits copied back
 to the host), the post-processing (`postprocess_predictions`: logits -> n-best spans -> answer texts, v2.0's
 null rule) and the writing (`write_squad_outputs`: `predictions.json`, `null_odds.json`, `eval.json`). This
@@ -197,9 +197,9 @@ def time_postprocessing(features, start_logits, end_logits, repeats):
         before_s, before = _fastest(lambda: previous_postprocess_predictions(
             features, start_logits, end_logits, version_2_with_negative=v2), repeats)
         after_s, after = _fastest(lambda: postprocess_predictions(
-            features, start_logits, end_logits, version_2_with_negative=v2), repeats)
+            features, start_logits, end_logits, version="2.0" if v2 else "1.1"), repeats)
         alone_s, alone = _fastest(lambda: postprocess_predictions(
-            features, start_logits, end_logits, version_2_with_negative=v2, nbest=False), repeats)
+            features, start_logits, end_logits, version="2.0" if v2 else "1.1", nbest=False), repeats)
         report[version] = {
             "before_windows_per_s": round(n / before_s, 1), "after_windows_per_s": round(n / after_s, 1),
             "after_no_nbest_windows_per_s": round(n / alone_s, 1),
@@ -272,8 +272,8 @@ def main(argv=None):
     gold = _subset(evaluation, args.questions, args.seed)
     examples, _ = squad.read_squad_examples(gold, source="eval")
     tokenizer = BertTokenizer.from_preset("all_minilm_l6_v2_en")
-    squad.convert_examples_to_features(examples[:4], tokenizer)  # warm the tokenizer
-    features_s, features = _fastest(lambda: squad.convert_examples_to_features(
+    squad.encode_examples(examples[:4], tokenizer)  # warm the tokenizer
+    features_s, features = _fastest(lambda: squad.encode_examples(
         examples, tokenizer, sequence_length=args.max_seq_length, doc_stride=args.doc_stride), 3)
     texts = list(dict.fromkeys(e.context for e in examples)) + [e.question for e in examples]
     tokenize_s, _ = _fastest(lambda: tokenize_texts(tokenizer, texts), 3)

@@ -10,7 +10,7 @@ at any point, its imports included (`one_line_on_ctrl_c`, which every recipe
 calls before its first import of Keras or TensorFlow).
 
     >>> parser = OneLineParser(prog="finetune_example.py")
-    >>> add_run_arguments(parser, seed=42)
+    >>> add_run_arguments(parser)
     >>> args = parser.parse_args(["--model_dir", "/tmp/run"])
     >>> args.strategy, args.mixed_precision, args.seed, args.compilation_cache, args.debug
     ('auto', 'auto', 42, 'auto', False)
@@ -39,11 +39,15 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
-def add_run_arguments(parser, seed, model_dir_aliases=(), model_dir_default=None, model_dir_help=None):
+FINETUNING_SEED = 42  # every fine-tuning recipe's and run config's default --seed (Hugging Face's Trainer's too)
+
+
+def add_run_arguments(parser, seed=FINETUNING_SEED, model_dir_aliases=(), model_dir_default=None,
+                      model_dir_help=None):
     """The flags of where and how a job runs, the same in every recipe: --strategy (and the JAX / PyTorch cluster
-    flags of multiworker), --mixed_precision, --seed, --compilation_cache, --triton_gemm, --model_dir (and its
-    `model_dir_aliases`, e.g. Hugging Face's --output_dir; required unless `model_dir_default` is given, as
-    pretrain.py's is), --debug."""
+    flags of multiworker), --mixed_precision, --seed (default 42, as every fine-tuning config; pretrain.py passes
+    its own), --compilation_cache, --triton_gemm, --model_dir (and its `model_dir_aliases`, e.g. Hugging Face's
+    --output_dir; required unless `model_dir_default` is given, as pretrain.py's is), --debug."""
     parser.add_argument("--strategy", default="auto", choices=STRATEGIES,
                         help="TensorFlow: all; JAX: auto, cpu, gpu, mirrored, multiworker; PyTorch: auto, cpu, gpu, "
                              "multiworker (torchrun) (docs/finetuning.md)")

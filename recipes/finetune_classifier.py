@@ -36,7 +36,6 @@ same `--strategy multiworker`, docs/finetuning.md):
 """
 
 import json
-import sys
 
 from command_line import (
     OneLineParser, add_lora_argument, add_subset_arguments, add_run_arguments, config_from_args, epochs_value,
@@ -83,7 +82,7 @@ def parse_flags(argv=None):
                    help="stop after this many epochs without a better validation score (default: train every epoch)")
     add_subset_arguments(p, "rows", "--validation_file", old_names=("--train_limit",))
     add_lora_argument(p)
-    add_run_arguments(p, seed=0, model_dir_aliases=("--output_dir",))  # --strategy, --seed, --model_dir, ...
+    add_run_arguments(p, model_dir_aliases=("--output_dir",))  # --strategy, --seed, --model_dir, ...
     args = p.parse_args(argv)
     if args.multi_label and args.regression:
         p.error("--multi_label and --regression exclude each other (labels are names, or one score)")
@@ -111,10 +110,10 @@ def main(argv=None):
     results = run_recipe(args, run, TableClassificationConfig)
     scores = ("accuracy", "micro_f1", "macro_f1", "subset_accuracy", "pearson", "spearman", "test_predictions")
     print(json.dumps({k: results[k] for k in scores if k in results}))
-    return 0
+    return results
 
 
 if __name__ == "__main__":
     quiet_native_logs()  # TensorFlow's start-up log lines off stderr (--debug: all of them)
     one_line_on_ctrl_c()  # before main imports Keras and TensorFlow (seconds): Ctrl-C then is one line too
-    sys.exit(main())
+    main()

@@ -78,7 +78,7 @@ def parse_args(argv=None):
     parser.add_argument("--predict_text", action="append", default=[],
                         help="raw text to tag after training; prints its entity spans (repeatable)")
     add_lora_argument(parser)
-    add_run_arguments(parser, seed=42)
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
     if args.epochs > 0 and not (args.data_dir or (args.train_file and args.validation_file)):
         parser.error("--data_dir (or --train_file and --validation_file) is required unless --epochs 0")
@@ -88,7 +88,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    """Runs the recipe; returns the summary, or exits with code 2 and one `error: ...` line on a user error."""
+    """Runs the recipe; returns the run's results (`run`'s summary), or exits with code 2 and one `error: ...` line on a user error."""
     args = parse_args(argv)
     from keras_bert_impl.tasks.tagging.run import TaggingConfig, run
 

@@ -22,7 +22,6 @@ Example:
 
 import json
 import os
-import sys
 
 from command_line import (
     OneLineParser, add_lora_argument, add_predict_batch_size_argument, add_subset_arguments, add_run_arguments, one_line_on_ctrl_c, run_recipe,
@@ -63,7 +62,7 @@ def parse_args(argv=None):
     add_subset_arguments(parser, "examples", "each dev split", old_names=("--train_limit", "--dev_limit"))
     parser.add_argument("--no_predict_test", action="store_true", help="skip the test-set submission files")
     add_lora_argument(parser)
-    add_run_arguments(parser, seed=0)
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
     task = args.task.lower().replace("-", "")
     if task not in TASKS:
@@ -111,10 +110,10 @@ def main(argv=None):
     print(json.dumps({"task": results["task"], "best_epoch": results["best_epoch"], **results["best"],
                       "dev_results": os.path.join(args.model_dir, "dev_results.json"),
                       "submission_files": results["submission_files"]}))
-    return 0
+    return results
 
 
 if __name__ == "__main__":
     quiet_native_logs()  # TensorFlow's start-up log lines off stderr (--debug: all of them)
     one_line_on_ctrl_c()  # before main imports Keras and TensorFlow (seconds): Ctrl-C then is one line too
-    sys.exit(main())
+    main()

@@ -64,7 +64,7 @@ def parse_args(argv=None):
                         help="v2.0: fixed threshold (default: tuned for F1 on the predict file, as the BERT paper)")
     add_subset_arguments(parser, "questions", "--predict_file")
     add_lora_argument(parser)
-    add_run_arguments(parser, seed=42)
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
     if args.epochs > 0 and not args.train_file:
         parser.error("--train_file is required unless --epochs 0")
@@ -72,13 +72,14 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    """Runs the recipe; returns `(result, summary)`, or exits with code 2 and one `error: ...` line on a user error."""
+    """Runs the recipe; returns the run's results (what `eval.json` holds), or exits with code 2 and one `error: ...`
+    line on a user error."""
     args = parse_args(argv)
     from keras_bert_impl.tasks.span_qa.run import SpanQaConfig, run
 
-    result, summary = run_recipe(args, run, SpanQaConfig)
-    print(json.dumps(dict(result.metrics, **summary)))
-    return result, summary
+    results = run_recipe(args, run, SpanQaConfig)
+    print(json.dumps(results))
+    return results
 
 
 if __name__ == "__main__":

@@ -155,7 +155,7 @@ LABELS = ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", 
     [(128, False), (128, True), (12, False), (12, True)],
 )
 def test_alignment_round_trip_on_all_dev(tokenizer, dev_sentences, dev_pieces, max_seq_length, document_context):
-    features = conll.encode_sentences(
+    features = conll.encode_examples(
         dev_sentences, tokenizer, LABELS, max_seq_length,
         document_context=document_context, word_pieces=dev_pieces,
     )
@@ -181,7 +181,7 @@ def test_alignment_round_trip_on_all_dev(tokenizer, dev_sentences, dev_pieces, m
 
 
 def test_document_context_stays_in_document_and_labels_only_centre(tokenizer, dev_sentences, dev_pieces):
-    features = conll.encode_sentences(dev_sentences[:40], tokenizer, LABELS, 64, document_context=True,
+    features = conll.encode_examples(dev_sentences[:40], tokenizer, LABELS, 64, document_context=True,
                                       word_pieces=dev_pieces[: sum(len(s.words) for s in dev_sentences[:40])])
     second_document = [i for i, s in enumerate(dev_sentences[:40]) if s.document_index == 1]
     row = int(np.nonzero(features.sentence_index == second_document[0])[0][0])
@@ -199,8 +199,8 @@ def test_long_word_error_names_file_and_line(tokenizer, conll_dir):
     assert sentence.words[index].startswith("------")
     line = sentence.line_numbers[index]
     with pytest.raises(ValueError, match=rf"eng\.train, line {line}: the word '-+' has \d+ WordPieces, more than fit a window of sequence_length=16"):
-        conll.encode_sentences([sentence], tokenizer, LABELS, 16, long_word="error")
-    features = conll.encode_sentences([sentence], tokenizer, LABELS, 16)
+        conll.encode_examples([sentence], tokenizer, LABELS, 16, long_word="error")
+    features = conll.encode_examples([sentence], tokenizer, LABELS, 16)
     assert features.num_truncated_words >= 1
     assert conll.word_label_ids(features, features.labels, [sentence]) == [[LABELS.index(t) for t in sentence.tags]]
 
@@ -208,12 +208,12 @@ def test_long_word_error_names_file_and_line(tokenizer, conll_dir):
 def test_unknown_label_is_an_error(tokenizer, tmp_path):
     sentences = conll.read_conll(_write(tmp_path, "Paris NNP I-NP I-LOC\n\n"))
     with pytest.raises(ValueError, match=r"bad\.conll, line 1: tag 'B-LOC' is not in the label set \['O', 'B-PER'"):
-        conll.encode_sentences(sentences, tokenizer, ["O", "B-PER", "I-PER"], 16)
+        conll.encode_examples(sentences, tokenizer, ["O", "B-PER", "I-PER"], 16)
 
 
 def test_dataset_batches(tokenizer, dev_sentences, dev_pieces):
     sentences = dev_sentences[:50]
-    features = conll.encode_sentences(sentences, tokenizer, LABELS, 128,
+    features = conll.encode_examples(sentences, tokenizer, LABELS, 128,
                                       word_pieces=dev_pieces[: sum(len(s.words) for s in sentences)])
     fixed = list(conll.make_dataset(features, 16))
     assert [tuple(x["token_ids"].shape) for x, _ in fixed] == [(16, 128)] * 3 + [(2, 128)]
@@ -384,7 +384,7 @@ def test_windows_1252_byte_names_file_line_and_offset(shared_data, conll_dir, tm
 def test_dataset_knows_its_number_of_batches(tokenizer, dev_sentences, dev_pieces, options):
     """Keras progress bars read `len(dataset)`: it must be the real number of batches (not 'Unknown')."""
     sentences = dev_sentences[:300]
-    features = conll.encode_sentences(sentences, tokenizer, LABELS, 128,
+    features = conll.encode_examples(sentences, tokenizer, LABELS, 128,
                                       word_pieces=dev_pieces[: sum(len(s.words) for s in sentences)])
     dataset = conll.make_dataset(features, 16, **options)
     assert len(dataset) == sum(1 for _ in dataset) == sum(1 for _ in dataset)  # two epochs
@@ -394,7 +394,7 @@ def test_dataset_knows_its_number_of_batches(tokenizer, dev_sentences, dev_piece
 
 def test_packed_batches_hold_every_labelled_word_once_in_static_rows(dev_sentences, tokenizer):
     """The real dev set packed (tf.data and NumPy twins): 2% padding or less, batch_size windows per step on average."""
-    features = conll.encode_sentences(dev_sentences, tokenizer, conll.label_vocabulary(dev_sentences), 128)
+    features = conll.encode_examples(dev_sentences, tokenizer, conll.label_vocabulary(dev_sentences), 128)
     labelled = int((features.labels >= 0).sum())
     unpacked_steps = -(-len(features) // 32)
     for batches in (

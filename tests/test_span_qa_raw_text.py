@@ -35,7 +35,7 @@ def test_raw_text_windows_are_the_squad_features_with_the_same_labels(squad_slic
     examples, _ = span_qa.read_squad_examples(squad_slice, is_training=True)
     preprocessor = BertSpanExtractorPreprocessor.from_preset(
         PRESET, sequence_length=sequence_length, doc_stride=doc_stride, max_question_length=64)
-    reference = span_qa.convert_examples_to_features(
+    reference = span_qa.encode_examples(
         examples, preprocessor.tokenizer, sequence_length=sequence_length, doc_stride=doc_stride,
         max_question_length=64, is_training=True)
     answers = [{"text": e.answers[0][0], "start": e.answers[0][1]} for e in examples]

@@ -105,7 +105,7 @@ def first_articles(data_slices):
 
 def test_windows_cover_every_context_token_once_with_max_context(tokenizer, first_articles):
     examples, _ = squad.read_squad_examples(first_articles)
-    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=96, doc_stride=32)
+    features = squad.encode_examples(examples, tokenizer, sequence_length=96, doc_stride=32)
     assert len(features) > 2 * len(examples)  # short windows: many per example
     contexts = {}
     for example in examples:
@@ -137,7 +137,7 @@ def test_windows_cover_every_context_token_once_with_max_context(tokenizer, firs
 
 def test_training_labels_and_oracle_postprocessing_return_gold(tokenizer, first_articles):
     examples, _ = squad.read_squad_examples(first_articles, is_training=True)
-    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=128, doc_stride=48, is_training=True)
+    features = squad.encode_examples(examples, tokenizer, sequence_length=128, doc_stride=48, is_training=True)
     has_answer = features.start_positions > 0
     assert 0 < has_answer.sum() < len(features)  # some windows miss the answer and point at [CLS]
     assert (features.end_positions[~has_answer] == 0).all()
@@ -168,7 +168,7 @@ def _toy_examples():
 
 def test_v2_null_answer_logic_with_constructed_logits(tokenizer):
     examples = _toy_examples()
-    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=32, doc_stride=8)
+    features = squad.encode_examples(examples, tokenizer, sequence_length=32, doc_stride=8)
     assert len(features) == 2
     start = np.full(features.token_ids.shape, -20.0, np.float32)
     end = start.copy()
@@ -181,7 +181,7 @@ def test_v2_null_answer_logic_with_constructed_logits(tokenizer):
     ctx = np.flatnonzero(features.token_char_start[1] >= 0)
     start[1, 0], end[1, 0] = 3.0, 3.0
     start[1, ctx[0]], end[1, ctx[0]] = 2.0, 1.0
-    result = postprocess_predictions(features, start, end, version_2_with_negative=True)
+    result = postprocess_predictions(features, start, end, version="2.0")
     assert result.null_odds == {"a": pytest.approx(-6.0), "b": pytest.approx(3.0)}
     assert result.predictions == {"a": "black cat", "b": ""}
     assert result.best_answers == {"a": "black cat", "b": "Nobody"}
@@ -197,19 +197,19 @@ def test_v2_null_answer_logic_with_constructed_logits(tokenizer):
     assert -6.0 <= threshold < 3.0
     assert evaluation["exact"] == 100.0 and evaluation["HasAns_exact"] == 100.0 and evaluation["NoAns_exact"] == 100.0
     # The null score is the minimum over the windows: with a second window of higher null score it does not change.
-    features2 = squad.convert_examples_to_features(examples[1:], tokenizer, sequence_length=12, doc_stride=2)
+    features2 = squad.encode_examples(examples[1:], tokenizer, sequence_length=12, doc_stride=2)
     assert len(features2) > 1
     s2 = np.full(features2.token_ids.shape, -20.0, np.float32)
     e2 = s2.copy()
     s2[:, 0] = np.arange(len(features2)) + 1.0
     e2[:, 0] = 1.0
-    null_only = postprocess_predictions(features2, s2, e2, version_2_with_negative=True)
+    null_only = postprocess_predictions(features2, s2, e2, version="2.0")
     assert null_only.nbest["b"][0]["text"] == "" and null_only.nbest["b"][0]["score"] == pytest.approx(2.0)
 
 
 def test_postprocess_respects_max_answer_length_and_order(tokenizer):
     examples = _toy_examples()[:1]
-    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=32)
+    features = squad.encode_examples(examples, tokenizer, sequence_length=32)
     start = np.full(features.token_ids.shape, -20.0, np.float32)
     end = start.copy()
     ctx = np.flatnonzero(features.token_char_start[0] >= 0)
@@ -310,16 +310,16 @@ def test_question_longer_than_max_seq_length_allows(tokenizer):
     examples = [squad.SquadExample("long", "t", long_question, "The cat sat.", (("cat", 4),))]
     with pytest.raises(ValueError, match=r"Question 'long' has \d+ tokens: with \[CLS\] and two \[SEP\] it leaves no room "
                                          r"for context in sequence_length=64"):
-        squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_question_length=None)
+        squad.encode_examples(examples, tokenizer, sequence_length=64, max_question_length=None)
     with pytest.raises(ValueError, match=r"Question 'long' has 64 tokens: .* set max_question_length to at most "
                                          r"sequence_length - 4 = 60 \(now 64\)"):
-        squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_question_length=64)
+        squad.encode_examples(examples, tokenizer, sequence_length=64, max_question_length=64)
     with pytest.raises(ValueError, match=r"leaves no room for context"):  # the old keyword, None included: no cut
-        squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_query_length=None)
+        squad.encode_examples(examples, tokenizer, sequence_length=64, max_query_length=None)
     # With the default truncation the question is cut and counted.
-    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_question_length=16)
+    features = squad.encode_examples(examples, tokenizer, sequence_length=64, max_question_length=16)
     assert features.truncated_questions == 1
-    old = squad.convert_examples_to_features(examples, tokenizer, sequence_length=64, max_query_length=16)
+    old = squad.encode_examples(examples, tokenizer, sequence_length=64, max_query_length=16)
     np.testing.assert_array_equal(old.token_ids, features.token_ids)  # BERT's run_squad.py name still works
     assert features.token_ids[0, 17] == tokenizer.sep_token_id and features.segment_ids[0, 18] == 1
 
@@ -328,7 +328,7 @@ def test_batches_have_a_fixed_size_and_filler_rows_are_dropped(tokenizer, first_
     from keras_bert_impl.tasks.span_qa.prediction import predict_logits
 
     examples, _ = squad.read_squad_examples(first_articles, is_training=True)
-    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=128, doc_stride=48, is_training=True)
+    features = squad.encode_examples(examples, tokenizer, sequence_length=128, doc_stride=48, is_training=True)
     batch_size = 16
     assert len(features) % batch_size  # so that some batches need filling
 
@@ -359,7 +359,7 @@ def test_array_batches_are_the_tf_data_batches_without_tensorflow(tokenizer, fir
     from keras_bert_impl.tasks.span_qa.prediction import predict_logits
 
     examples, _ = squad.read_squad_examples(first_articles, is_training=True)
-    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=128, doc_stride=48, is_training=True)
+    features = squad.encode_examples(examples, tokenizer, sequence_length=128, doc_stride=48, is_training=True)
 
     def rows(inputs, labels):
         real = labels["start_logits"] >= 0

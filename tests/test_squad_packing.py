@@ -20,7 +20,7 @@ def features(shared_data):
     examples, _ = squad.read_squad_examples(dataset, is_training=True, source="dev")
     # The first question of 14 paragraphs: contexts of different lengths, several windows a row once packed.
     chosen = list({e.context: e for e in reversed(examples)}.values())[::-1][:14]
-    return squad.convert_examples_to_features(chosen, tokenizer, is_training=True, sequence_length=384, doc_stride=128)
+    return squad.encode_examples(chosen, tokenizer, is_training=True, sequence_length=384, doc_stride=128)
 
 
 @pytest.fixture(scope="module")

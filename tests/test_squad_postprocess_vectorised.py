@@ -84,7 +84,7 @@ def features(shared_data, tokenizer):
     _, evaluation = squad.split_articles(dataset, 38)
     examples, _ = squad.read_squad_examples(evaluation, source="eval")
     examples = [examples[i] for i in sorted(np.random.default_rng(0).choice(len(examples), 60, replace=False))]
-    features = squad.convert_examples_to_features(examples, tokenizer, sequence_length=128, doc_stride=32)
+    features = squad.encode_examples(examples, tokenizer, sequence_length=128, doc_stride=32)
     assert len(features) > 2 * len(examples)  # most questions have several windows
     return features
 
@@ -172,10 +172,10 @@ def test_examples_without_windows_or_spans(features, logits):
     for data in (with_extra, no_context):
         for v2 in (False, True):
             expected = reference_postprocess(data, start, end, version_2_with_negative=v2)
-            got = postprocess_predictions(data, start, end, version_2_with_negative=v2)
+            got = postprocess_predictions(data, start, end, version="2.0" if v2 else "1.1")
             assert (got.predictions, got.null_odds, got.nbest) == (expected.predictions, expected.null_odds,
                                                                      expected.nbest)
-            alone = postprocess_predictions(data, start, end, version_2_with_negative=v2, nbest=False)
+            alone = postprocess_predictions(data, start, end, version_2_with_negative=v2, nbest=False)  # old name
             assert (alone.predictions, alone.null_odds) == (expected.predictions, expected.null_odds)
     assert got.predictions["no-window"] == "" and "no-window" not in got.null_odds
 

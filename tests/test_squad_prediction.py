@@ -33,12 +33,12 @@ def features(shared_data, tokenizer):
     first_of_paragraph = list({e.context: e for e in reversed(examples)}.values())[::-1]
     chosen, windows = [], 0
     for example in first_of_paragraph:
-        count = len(squad.convert_examples_to_features([example], tokenizer))
+        count = len(squad.encode_examples([example], tokenizer))
         if windows + count > 40:
             break
         chosen.append(example)
         windows += count
-    features = squad.convert_examples_to_features(chosen, tokenizer, sequence_length=384, doc_stride=128)
+    features = squad.encode_examples(chosen, tokenizer, sequence_length=384, doc_stride=128)
     assert len(features) % BATCH_SIZE  # a partial last batch
     return features
 

@@ -215,7 +215,7 @@ def test_answer_question_returns_a_span_of_the_raw_context(tiny_preset):
     assert 0.0 < answer["probability"] <= 1.0 and isinstance(answer["score"], float)
     # v2.0 with a threshold below every null odds: "no answer".
     no_answer = answer_question(model, tokenizer, "Where?", context, sequence_length=64, doc_stride=16,
-                                version_2_with_negative=True, null_score_diff_threshold=-1e9)
+                                version="2.0", null_score_diff_threshold=-1e9)
     assert no_answer["text"] == ""
     with pytest.raises(ValueError, match=r"contexts\[1\]: expected a non-empty string, got ' '"):
         answer_questions(model, tokenizer, ["a?", "b?"], ["text", " "])
@@ -231,7 +231,7 @@ def test_dataset_knows_its_number_of_batches(tiny_preset, data_slices, training)
     data = squad.load_squad_json(data_slices / "squad" / "dev-v1.1.json.gz")
     data = {"version": "1.1", "data": data["data"][:1]}
     examples, _ = squad.read_squad_examples(data, is_training=training)
-    features = squad.convert_examples_to_features(examples[:120], BertTokenizer.from_preset(str(tiny_preset)),
+    features = squad.encode_examples(examples[:120], BertTokenizer.from_preset(str(tiny_preset)),
                                                   sequence_length=128, doc_stride=64, is_training=training)
     dataset = features.to_dataset(8, training=training, seed=0)
     assert len(dataset) == sum(1 for _ in dataset) == sum(1 for _ in dataset)  # two epochs

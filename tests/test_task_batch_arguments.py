@@ -1,5 +1,7 @@
 """The tasks' batch functions share one shape: `(data, batch_size, training, seed, *, boundaries, ...)` (issue 15).
 
+`make_packed_dataset` too, without `boundaries` (its rows are all `sequence_length` long).
+
 The old keywords (`shuffle_seed` of classification and span_qa, `shuffle` of
 tagging) are still taken; the cardinality tests of test_glue_data.py,
 test_conll_data.py and test_squad_data.py run both names.
@@ -17,7 +19,7 @@ from keras_bert_impl.tasks.tagging import batches as tagging_batches
 FUNCTIONS = [
     getattr(module, name)
     for module in (classification_batches, tagging_batches, span_qa_batches)
-    for name in ("make_dataset", "make_array_batches")
+    for name in ("make_dataset", "make_packed_dataset", "make_array_batches")
 ]
 
 
@@ -27,8 +29,20 @@ def test_one_shape(function):
     positional = [p.name for p in parameters.values() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
     assert positional[-3:] == ["batch_size", "training", "seed"]
     assert parameters["training"].default is False
-    for name in ("boundaries", "fixed_batch_size"):
-        assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY and name in parameters
+    keywords = ("fixed_batch_size",) if function.__name__ == "make_packed_dataset" else ("boundaries", "fixed_batch_size")
+    for name in keywords:  # (packed rows are all `sequence_length` long: no boundaries)
+        assert name in parameters and parameters[name].kind is inspect.Parameter.KEYWORD_ONLY, (function, name)
+
+
+def test_every_task_package_exports_the_same_step_functions():
+    from keras_bert_impl.tasks import classification, span_qa, tagging
+
+    for package in (classification, span_qa, tagging):
+        for name in ("encode_examples", "make_dataset", "make_packed_dataset", "make_array_batches"):
+            assert callable(getattr(package, name, None)), (package.__name__, name)
+    # The earlier names of step 2 are the same functions.
+    assert tagging.encode_sentences is tagging.encode_examples
+    assert span_qa.convert_examples_to_features is span_qa.encode_examples
 
 
 def test_old_and_new_keyword_given_differently_is_an_error():

@@ -2,7 +2,7 @@
 
 Read from the source (no TensorFlow, no model): every task folder has the same step modules; every fine-tuning story
 (`run.py`, and classification's `table_run.py` for your own tables) has the same public steps, called in the same
-order by its `run`; step 3 has the same two functions in every task.
+order by its `run`; step 2 is `encode_examples` and step 3 the same three functions in every task.
 """
 
 import ast
@@ -34,12 +34,20 @@ def test_every_task_has_the_same_step_modules(task):
 
 
 @pytest.mark.parametrize("task", TASK_NAMES)
+def test_step_two_is_encode_examples_in_every_task(task):
+    functions = _top_level(_tree(f"{task}/features.py"))
+    assert "encode_examples" in functions, f"tasks/{task}/features.py has no encode_examples"
+    arguments = [a.arg for a in functions["encode_examples"].args.args]
+    assert len(arguments) >= 2, (task, arguments)  # (the examples, the tokenizer or preprocessor, ...)
+
+
+@pytest.mark.parametrize("task", TASK_NAMES)
 def test_step_three_has_the_same_functions_in_every_task(task):
     functions = _top_level(_tree(f"{task}/batches.py"))
-    for name in ("make_dataset", "make_array_batches"):
+    for name in ("make_dataset", "make_packed_dataset", "make_array_batches"):
         assert name in functions, f"tasks/{task}/batches.py has no {name}"
         arguments = [a.arg for a in functions[name].args.args + functions[name].args.kwonlyargs]
-        assert {"batch_size", "training", "seed"} <= set(arguments), (task, name, arguments)
+        assert {"batch_size", "training", "seed", "fixed_batch_size"} <= set(arguments), (task, name, arguments)
 
 
 @pytest.mark.parametrize("story", STORIES)

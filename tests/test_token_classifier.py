@@ -72,7 +72,7 @@ def test_training_steps_reduce_loss_on_real_conll(shared_data, minilm_dir):
     tokenizer = BertTokenizer.from_preset(str(minilm_dir))
     sentences = conll.read_conll(shared_data / "conll2003" / "eng.testa")[:64]
     labels = conll.label_vocabulary(sentences)
-    features = conll.encode_sentences(sentences, tokenizer, labels, 64)
+    features = conll.encode_examples(sentences, tokenizer, labels, 64)
     backbone = BertBackbone(
         vocabulary_size=30522, num_layers=2, num_heads=2, hidden_dim=32,
         intermediate_dim=64, max_sequence_length=64,

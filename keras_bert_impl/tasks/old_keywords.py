@@ -1,4 +1,9 @@
-"""The old keyword names that the tasks' batch functions still take (issue 15: one name for one thing).
+"""The old keyword names that the tasks' functions still take (issue 15: one name for one thing).
+
+Step 2 is `encode_examples` in every task (`features.py`); tagging's `encode_sentences` and
+span_qa's `convert_examples_to_features` (BERT's `run_squad.py` name) are the same functions
+under their earlier names, still exported. Packed batches are `make_packed_dataset` in every
+task (`batches.py`); tagging's `make_dataset(..., packing=True)` still gives them.
 
 Every task's `make_dataset` / `make_array_batches` (and `SquadFeatures.to_dataset`
 / `to_array_batches`) reads `(data, batch_size, training, seed, *, boundaries, ...)`.
@@ -10,9 +15,11 @@ The run configs (`tasks/*/run.py`) name the same settings the same way too
 field names still work through `old_field_names`.
 
 Span QA cuts questions to `max_question_length` pieces everywhere (the
-preprocessor's name); `SpanQaConfig`, `convert_examples_to_features` and
+preprocessor's name); `SpanQaConfig`, `encode_examples` and
 `answer_questions` called it `max_query_length` (BERT's `run_squad.py` flag),
-which they still take (`old_question_length`).
+which they still take (`old_question_length`). Its SQuAD v2.0 switch is `version="2.0"`
+everywhere, as in `SpanQaConfig` and `--version`; `postprocess_predictions` and
+`answer_questions` called it `version_2_with_negative=True`, still taken (`squad_version_argument`).
 
 Example:
 >>> renamed("make_dataset", "shuffle_seed", 3, "seed", None, None)
@@ -65,6 +72,40 @@ def old_question_length(function, max_query_length, max_question_length, default
             f"`max_question_length={max_question_length!r}`: give `max_question_length` only."
         )
     return max_query_length
+
+
+SQUAD_VERSIONS = ("1.1", "2.0")
+
+
+def squad_version_argument(function, version, version_2_with_negative=NOT_GIVEN):
+    """`version` ("1.1" or "2.0"), or the old keyword `version_2_with_negative` (BERT's flag) read as a version.
+
+    Every function of `tasks/span_qa` takes SQuAD's switch as `version`, as `SpanQaConfig` and
+    `--version` do; `postprocess_predictions` and `answer_questions` called it `version_2_with_negative`.
+
+    Example:
+    >>> squad_version_argument("postprocess_predictions", "1.1", True), squad_version_argument("f", "2.0")
+    ('2.0', '2.0')
+    >>> squad_version_argument("postprocess_predictions", "2", NOT_GIVEN)
+    Traceback (most recent call last):
+    ...
+    ValueError: postprocess_predictions(): `version` must be '1.1' or '2.0', got '2'.
+    >>> squad_version_argument("postprocess_predictions", "2.0", False)
+    Traceback (most recent call last):
+    ...
+    TypeError: postprocess_predictions() got `version_2_with_negative=False` (the old name of `version`, '1.1') and `version='2.0'`: give `version` only.
+    """
+    if version_2_with_negative is not NOT_GIVEN:
+        old = "2.0" if version_2_with_negative else "1.1"
+        if version != SQUAD_VERSIONS[0] and version != old:
+            raise TypeError(
+                f"{function}() got `version_2_with_negative={version_2_with_negative!r}` (the old name of `version`, "
+                f"{old!r}) and `version={version!r}`: give `version` only."
+            )
+        version = old
+    if version not in SQUAD_VERSIONS:
+        raise ValueError(f"{function}(): `version` must be '1.1' or '2.0', got {version!r}.")
+    return version
 
 
 def check_training(function, training):

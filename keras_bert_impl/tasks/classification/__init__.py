@@ -17,7 +17,7 @@ from keras_bert_impl.tasks.classification.evaluation import (
     regression_scores,
     score_outputs,
 )
-from keras_bert_impl.tasks.classification.features import encode_texts, split_texts
+from keras_bert_impl.tasks.classification.features import encode_examples, encode_texts, example_lengths, split_texts
 from keras_bert_impl.tasks.classification.outputs import (
     SUBMISSION_HEADER,
     format_predictions,

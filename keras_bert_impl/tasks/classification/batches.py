@@ -2,7 +2,7 @@
 
 - `make_dataset(split, preprocessor, batch_size, ...)`: a `tf.data.Dataset`
   of `(features, label[, weight])` for `BertClassifier`, tokenized on the fly.
-- `make_packed_dataset(split, preprocessor, batch_size, seed)`: training
+- `make_packed_dataset(split, preprocessor, batch_size, training, seed)`:
   batches of packed rows (several examples per row, `batching.packing`) for
   `BertClassifier.packed_training_model()`.
 - `make_array_batches(inputs, labels, batch_size, ...)`: the same batches from
@@ -20,26 +20,8 @@ import numpy as np
 
 from keras_bert_impl.batching.boundaries import CLASSIFICATION_BUCKETS, default_boundaries
 from keras_bert_impl.batching.packing import first_token_targets, pack_rows, packed_arrays, rows_per_batch
-from keras_bert_impl.tasks.classification.features import encode_texts, split_texts
+from keras_bert_impl.tasks.classification.features import encode_examples, encode_texts, example_lengths, split_texts
 from keras_bert_impl.tasks.old_keywords import check_training, renamed
-
-_LENGTH_CHUNK = 4096
-
-
-def _encoded_chunks(split, preprocessor):
-    """`split` tokenized `_LENGTH_CHUNK` examples at a time: ragged features per chunk."""
-    import tensorflow as tf
-
-    texts = split_texts(split)
-    for start in range(0, len(texts[0]), _LENGTH_CHUNK):
-        chunk = tuple(tf.constant(list(t[start : start + _LENGTH_CHUNK]), dtype=tf.string) for t in texts)
-        yield encode_texts(preprocessor, chunk)
-
-
-def example_lengths(split, preprocessor):
-    """Packed length (special tokens included) of every example of `split`, tokenized in chunks."""
-    lengths = [encoded["token_ids"].row_lengths().numpy() for encoded in _encoded_chunks(split, preprocessor)]
-    return np.concatenate(lengths) if lengths else np.zeros(0, "int64")
 
 
 def make_dataset(
@@ -126,22 +108,13 @@ def make_dataset(
                              label_fill_value=0, drop_remainder=drop_remainder and training)
 
 
-def tokenized_examples(split, preprocessor):
-    """Every example of `split` tokenized: dict name -> list of 1-D int32 arrays (`token_ids`, `segment_ids`)."""
-    examples = {"token_ids": [], "segment_ids": []}
-    for encoded in _encoded_chunks(split, preprocessor):
-        for name in examples:
-            examples[name].extend(np.asarray(row, "int32") for row in encoded[name].to_list())
-    return examples
+def make_packed_dataset(split, preprocessor, batch_size, training=False, seed=None, *, fixed_batch_size=True):
+    """Batches of packed rows: `(inputs, targets, weights)` for `packed_training_model()`.
 
-
-def make_packed_dataset(split, preprocessor, batch_size, seed=None, fixed_batch_size=True):
-    """Shuffled training batches of packed rows: `(inputs, targets, weights)` for `packed_training_model()`.
-
-    The split is tokenized up front and packed once (`pack_rows`, with
+    The split is tokenized up front (`encode_examples`) and packed once (`pack_rows`, with
     `seed`) into rows of `preprocessor.sequence_length` tokens, several
-    examples per row, numbered in `padding_mask`; the rows are shuffled every
-    epoch. Each example's label sits on its first token ([CLS]) with weight 1
+    examples per row, numbered in `padding_mask`; with `training` the rows are shuffled every
+    epoch (else they keep one order: the loss of a labelled split). Each example's label sits on its first token ([CLS]) with weight 1
     (`first_token_targets`; regression targets get a last axis of 1); the
     classifier's loss averages over the weights, so it is the mean over the
     examples, as unpacked. A batch holds `rows_per_batch` rows, `batch_size`
@@ -150,10 +123,11 @@ def make_packed_dataset(split, preprocessor, batch_size, seed=None, fixed_batch_
     """
     from keras_bert_impl.batching.tf_batches import packed_row_batches
 
+    training = check_training("make_packed_dataset", training)
     if split.labels is None:
         raise ValueError(f"{split.path}: no labels (a test split): packed batches are for training")
     sequence_length = preprocessor.sequence_length
-    examples = tokenized_examples(split, preprocessor)
+    examples = encode_examples(split, preprocessor)
     lengths = [len(ids) for ids in examples["token_ids"]]
     rows = pack_rows(lengths, sequence_length, seed=seed)
     inputs = packed_arrays(examples, rows, sequence_length)
@@ -161,7 +135,7 @@ def make_packed_dataset(split, preprocessor, batch_size, seed=None, fixed_batch_
     if np.issubdtype(targets.dtype, np.floating):
         targets = targets[..., None]  # regression: one score per position, like the model's output
     return packed_row_batches((inputs, targets, weights), len(rows), rows_per_batch(batch_size, len(lengths), len(rows)),
-                              training=True, seed=seed, fixed_batch_size=fixed_batch_size, label_fill_value=0)
+                              training=training, seed=seed, fixed_batch_size=fixed_batch_size, label_fill_value=0)
 
 
 def make_array_batches(inputs, labels, batch_size, training=False, seed=0, *, boundaries=None, fixed_batch_size=True,

@@ -4,6 +4,12 @@ The encoding itself is `keras_bert_impl.BertClassifierPreprocessor`
 (WordPiece, then `[CLS] a [SEP] b [SEP]` truncated to `sequence_length`);
 this module says which columns of a `GlueSplit` it reads.
 
+- `encode_examples(split, preprocessor)`: every example of a split encoded, as NumPy arrays (the step's name in
+  every task: `tagging.encode_examples`, `span_qa.encode_examples`); what packed batches are built from.
+- `encode_texts(preprocessor, texts)`: a batch of text columns encoded in the graph (ragged), what
+  `batches.make_dataset` maps over the split on the fly.
+- `example_lengths(split, preprocessor)`: each example's length, what the length buckets count.
+
 Example: the second pair of the STS-B dev slice (tests/data/slices/glue), encoded as `make_dataset` encodes it:
 
 >>> import pathlib, keras_bert_impl
@@ -21,7 +27,16 @@ Example: the second pair of the STS-B dev slice (tests/data/slices/glue), encode
 [22, 23]
 >>> features["segment_ids"][1].numpy().tolist()
 [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+>>> examples = encode_examples(split.take(2), preprocessor)  # the same, as NumPy arrays
+>>> [len(ids) for ids in examples["token_ids"]], examples["segment_ids"][1][-3:].tolist()
+([22, 23], [1, 1, 1])
+>>> example_lengths(split.take(2), preprocessor).tolist()
+[22, 23]
 """
+
+import numpy as np
+
+_CHUNK = 4096  # examples tokenized at once
 
 
 def split_texts(split):
@@ -32,3 +47,28 @@ def split_texts(split):
 def encode_texts(preprocessor, texts):
     """Encodes a tuple of text columns (one or two, batched strings) to unpadded features (ragged)."""
     return preprocessor.unpadded(texts if len(texts) > 1 else texts[0])
+
+
+def _encoded_chunks(split, preprocessor):
+    """`split` tokenized `_CHUNK` examples at a time: ragged features per chunk."""
+    import tensorflow as tf
+
+    texts = split_texts(split)
+    for start in range(0, len(texts[0]), _CHUNK):
+        chunk = tuple(tf.constant(list(t[start : start + _CHUNK]), dtype=tf.string) for t in texts)
+        yield encode_texts(preprocessor, chunk)
+
+
+def encode_examples(split, preprocessor):
+    """Every example of `split` encoded: dict `token_ids`, `segment_ids` -> list of 1-D int32 arrays, unpadded."""
+    examples = {"token_ids": [], "segment_ids": []}
+    for encoded in _encoded_chunks(split, preprocessor):
+        for name in examples:
+            examples[name].extend(np.asarray(row, "int32") for row in encoded[name].to_list())
+    return examples
+
+
+def example_lengths(split, preprocessor):
+    """Packed length (special tokens included) of every example of `split`, tokenized in chunks."""
+    lengths = [encoded["token_ids"].row_lengths().numpy() for encoded in _encoded_chunks(split, preprocessor)]
+    return np.concatenate(lengths) if lengths else np.zeros(0, "int64")

@@ -102,7 +102,7 @@ class ClassificationConfig:
     packing: bool = False
     truncate: str = "longest_first"
     strategy: str = "auto"
-    seed: int = 0
+    seed: int = 42
     mixed_precision: str = "auto"
     early_stopping_patience: int = None
     max_train_samples: int = None
@@ -259,7 +259,7 @@ def run(config):
     preprocessor = model.preprocessor
 
     if c.epochs > 0 and c.packing:
-        train_ds = make_packed_dataset(train, preprocessor, c.batch_size, seed=c.seed)
+        train_ds = make_packed_dataset(train, preprocessor, c.batch_size, training=True, seed=c.seed)
         with distribution.scope():
             trained_model = model.packed_training_model()  # trains `model`'s own weights
     elif c.epochs > 0:

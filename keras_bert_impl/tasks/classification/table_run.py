@@ -66,7 +66,7 @@ class TableClassificationConfig:
     learning_rate: float = None  # 2e-5, or 5e-4 with lora_rank (learning_rate_or_default)
     warmup_proportion: float = 0.1
     early_stopping_patience: Optional[int] = None
-    seed: int = 0
+    seed: int = 42
     max_train_samples: Optional[int] = None  # train on the first N rows only (old name: train_limit)
     max_eval_samples: Optional[int] = None  # score the first N rows of the validation file only
     mixed_precision: Optional[str] = "auto"

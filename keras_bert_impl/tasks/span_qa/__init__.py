@@ -23,6 +23,7 @@ from keras_bert_impl.tasks.span_qa.features import (
     TokenizedText,
     char_span_to_token_span,
     convert_examples_to_features,
+    encode_examples,
     tokenize_texts,
 )
 from keras_bert_impl.tasks.span_qa.outputs import (

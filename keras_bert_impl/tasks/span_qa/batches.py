@@ -23,7 +23,7 @@ from keras_bert_impl.batching.boundaries import (
     default_boundaries,
 )
 from keras_bert_impl.batching.packing import pack_rows, packed_arrays, rows_per_batch
-from keras_bert_impl.tasks.old_keywords import renamed
+from keras_bert_impl.tasks.old_keywords import check_training, renamed
 
 
 def make_dataset(features, batch_size, training=False, seed=None, *, boundaries=None, fixed_batch_size=True,
@@ -100,11 +100,13 @@ def packed_training_rows(features, seed=None):
     return inputs, labels, examples_per_row
 
 
-def make_packed_dataset(features, batch_size, seed=None, fixed_batch_size=True):
-    """Shuffled training batches of packed rows for `packed_training_model`: `(dataset, examples_per_row)`.
+def make_packed_dataset(features, batch_size, training=False, seed=None, *, fixed_batch_size=True):
+    """Batches of packed rows for `packed_training_model`: `(dataset, examples_per_row)`.
 
-    The windows are packed once (`packed_training_rows`, with `seed`) and the
-    rows shuffled every epoch. A batch holds `rows_per_batch` rows, `batch_size`
+    `features` are training windows (`encode_examples(..., is_training=True)`: they carry their answers).
+    The windows are packed once (`packed_training_rows`, with `seed`); with `training` the
+    rows are shuffled every epoch (else they keep one order: the loss of a labelled split).
+    `examples_per_row` (the most windows a row holds) sizes the packed model's per-window outputs. A batch holds `rows_per_batch` rows, `batch_size`
     windows on average, so an epoch has as many optimizer steps as unpacked
     (each much cheaper: almost no padding); the loss is the mean over the
     batch's windows, as unpacked. Every batch has one static shape: the last
@@ -112,12 +114,13 @@ def make_packed_dataset(features, batch_size, seed=None, fixed_batch_size=True):
     """
     from keras_bert_impl.batching.tf_batches import packed_row_batches
 
+    training = check_training("make_packed_dataset", training)
     if len(features) == 0:
         raise ValueError("no training windows to pack")
     inputs, labels, examples_per_row = packed_training_rows(features, seed=seed)
     num_rows = len(inputs["token_ids"])
     dataset = packed_row_batches((inputs, labels), num_rows, rows_per_batch(batch_size, len(features), num_rows),
-                                 training=True, seed=seed, fixed_batch_size=fixed_batch_size, label_fill_value=-1)
+                                 training=training, seed=seed, fixed_batch_size=fixed_batch_size, label_fill_value=-1)
     return dataset, examples_per_row
 
 

@@ -14,6 +14,7 @@ Example:
 import dataclasses
 
 from keras_bert_impl.metrics.squad import evaluate_v1, evaluate_v2
+from keras_bert_impl.tasks.old_keywords import squad_version_argument
 from keras_bert_impl.tasks.span_qa.prediction import apply_null_threshold, postprocess_predictions, predict_logits
 
 
@@ -110,8 +111,7 @@ def predict_squad(
     """
     import time
 
-    if version not in ("1.1", "2.0"):
-        raise ValueError(f"`version` must be '1.1' or '2.0', got {version!r}.")
+    squad_version_argument("predict_squad", version)
     start = time.perf_counter()
     stats = {}
     start_logits, end_logits = predict_logits(model, features, batch_size=batch_size, boundaries=boundaries,
@@ -125,7 +125,7 @@ def predict_squad(
         end_logits,
         n_best_size=n_best_size,
         max_answer_length=max_answer_length,
-        version_2_with_negative=version_2,
+        version=version,
         null_score_diff_threshold=0.0 if null_score_diff_threshold is None else null_score_diff_threshold,
         nbest=False,  # the result keeps no n-best lists: the answers and null odds alone are array operations
     )

@@ -5,7 +5,7 @@
   converted here, so non-ASCII contexts are cut correctly).
 - `char_span_to_token_span(tokens, start_char, end_char)`: the first and last
   token overlapping a character span.
-- `convert_examples_to_features(examples, tokenizer, ...)`: the sliding
+- `encode_examples(examples, tokenizer, ...)`: the sliding
   windows of google-research/bert `run_squad.py`: `[CLS] question [SEP]
   context window [SEP]`, question truncated to `max_question_length` tokens,
   windows of at most `sequence_length - len(question) - 3` context tokens,
@@ -155,7 +155,7 @@ class SquadFeatures:
 
 
 
-def convert_examples_to_features(
+def encode_examples(
     examples,
     tokenizer,
     sequence_length=384,
@@ -187,7 +187,7 @@ def convert_examples_to_features(
         ValueError: bad lengths, or a question too long for `sequence_length`
             (naming the question id and its length).
     """
-    max_question_length = old_question_length("convert_examples_to_features", max_query_length, max_question_length)
+    max_question_length = old_question_length("encode_examples", max_query_length, max_question_length)
     for name, value in (("sequence_length", sequence_length), ("doc_stride", doc_stride)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
@@ -284,3 +284,6 @@ def convert_examples_to_features(
         unmappable_answers=unmappable,
         truncated_questions=truncated,
     )
+
+
+convert_examples_to_features = encode_examples  # the step's earlier name, still taken (tasks/old_keywords.py)

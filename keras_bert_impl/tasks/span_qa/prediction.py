@@ -43,8 +43,8 @@ from keras_bert_impl.models.span_decoding import (
     window_null_scores,
     window_spans,
 )
-from keras_bert_impl.tasks.old_keywords import NOT_GIVEN, old_question_length
-from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
+from keras_bert_impl.tasks.old_keywords import NOT_GIVEN, old_question_length, squad_version_argument
+from keras_bert_impl.tasks.span_qa.features import encode_examples
 from keras_bert_impl.tasks.span_qa.reading import SquadExample
 
 
@@ -83,9 +83,11 @@ def postprocess_predictions(
     end_logits,
     n_best_size=20,
     max_answer_length=30,
-    version_2_with_negative=False,
+    version="1.1",
     null_score_diff_threshold=0.0,
     nbest=True,
+    *,
+    version_2_with_negative=NOT_GIVEN,
 ):
     """Turns window logits into answer texts (see the module docstring).
 
@@ -104,7 +106,8 @@ def postprocess_predictions(
             the batches were padded less).
         n_best_size: start and end candidates per window, and answers kept.
         max_answer_length: longest answer in tokens.
-        version_2_with_negative: SQuAD v2.0: consider "no answer".
+        version: `"1.1"`, or `"2.0"` (SQuAD v2.0): consider "no answer" (old name: `version_2_with_negative=True`,
+            still taken).
         null_score_diff_threshold: v2.0: predict "" if `null_odds` exceeds it.
         nbest: False leaves `SquadPredictions.nbest` empty (`predict_squad`: the
             predictions, best answers and null odds are the same, sooner).
@@ -112,6 +115,7 @@ def postprocess_predictions(
     Returns:
         `SquadPredictions`.
     """
+    version_2 = squad_version_argument("postprocess_predictions", version, version_2_with_negative) == "2.0"
     start_logits = np.asarray(start_logits, np.float32)
     end_logits = np.asarray(end_logits, np.float32)
     if len(start_logits) != len(features) or len(end_logits) != len(features):
@@ -219,7 +223,7 @@ def postprocess_predictions(
             best_text = context[row[3] : row[4]] if row is not None else ""
             best_score = row[0] if row is not None else None
         qas_id = example.qas_id
-        if version_2_with_negative and has_window[example_index]:
+        if version_2 and has_window[example_index]:
             example_null_score = example_null[example_index]
             odds = null_odds(example_null_score, best_score)  # with no valid span the null answer wins
             all_null_odds[qas_id] = odds
@@ -313,11 +317,12 @@ def answer_questions(
     max_question_length=64,
     max_answer_length=30,
     n_best_size=20,
-    version_2_with_negative=False,
+    version="1.1",
     null_score_diff_threshold=0.0,
     batch_size=32,
     *,
     max_query_length=NOT_GIVEN,
+    version_2_with_negative=NOT_GIVEN,
 ):
     """Answers raw questions about raw contexts with a fine-tuned `BertSpanExtractor`.
 
@@ -328,7 +333,8 @@ def answer_questions(
         sequence_length, doc_stride, max_question_length: window settings (`max_query_length`, the old name
             of `max_question_length`, is still taken).
         max_answer_length, n_best_size: post-processing settings.
-        version_2_with_negative, null_score_diff_threshold: allow "no answer" ("").
+        version, null_score_diff_threshold: `version="2.0"` allows "no answer" ("") where `null_odds` exceeds
+            the threshold (`version_2_with_negative=True`, the old name, is still taken).
 
     Returns:
         A list of dicts `{"text", "score", "probability", "start", "end"}`:
@@ -352,7 +358,7 @@ def answer_questions(
             raise ValueError(f"contexts[{i}]: expected a non-empty string, got {context!r}.")
         examples.append(SquadExample(qas_id=str(i), title="", question=question, context=context, answers=()))
     max_question_length = old_question_length("answer_questions", max_query_length, max_question_length)
-    features = convert_examples_to_features(
+    features = encode_examples(
         examples, tokenizer, sequence_length=sequence_length, doc_stride=doc_stride,
         max_question_length=max_question_length,
     )
@@ -363,7 +369,7 @@ def answer_questions(
         end,
         n_best_size=n_best_size,
         max_answer_length=max_answer_length,
-        version_2_with_negative=version_2_with_negative,
+        version=squad_version_argument("answer_questions", version, version_2_with_negative),
         null_score_diff_threshold=null_score_diff_threshold,
     )
     answers = []

@@ -10,8 +10,8 @@ official EM/F1 (`prediction`, `evaluation`), and writes (`outputs`)
 `keras.saving.load_model(path).answer(question, context)` after `import keras_bert_impl`.
 
 Example:
->>> result, summary = run(SpanQaConfig(model_dir="/tmp/squad", predict_file="dev-v1.1.json",
-...                                    train_file="train-v1.1.json", preset="bert_base_en_uncased"))  # doctest: +SKIP
+>>> results = run(SpanQaConfig(model_dir="/tmp/squad", predict_file="dev-v1.1.json",
+...                              train_file="train-v1.1.json", preset="bert_base_en_uncased"))  # doctest: +SKIP
 """
 
 import dataclasses
@@ -24,7 +24,7 @@ from keras_bert_impl.models.span_extractor import BertSpanExtractor
 from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.tasks.span_qa.batches import make_packed_dataset
 from keras_bert_impl.tasks.span_qa.evaluation import predict_squad
-from keras_bert_impl.tasks.span_qa.features import convert_examples_to_features
+from keras_bert_impl.tasks.span_qa.features import encode_examples
 from keras_bert_impl.tasks.span_qa.outputs import write_squad_outputs
 from keras_bert_impl.tasks.flags import (
     check_epochs, check_numbers, check_starting_point, check_training_scores_kept, is_fine_tuned_model,
@@ -238,7 +238,8 @@ def run(config):
     `build_model` -> `finetune` -> predict and score (`predict_squad`) -> write the outputs.
 
     Returns:
-        `(result, summary)`: the `SquadResult` and the run's summary (what `eval.json` adds to the metrics).
+        The run's results, what `eval.json` holds: the official metrics (`exact_match`, `f1`; v2.0 also the
+        tuned `null_score_diff_threshold`) and the run's summary (questions, windows, seconds, settings).
     """
     c = config
     check_flags(c)
@@ -254,9 +255,9 @@ def run(config):
 
     summary = {"version": c.version, "mixed_precision": mixed_precision}
     if c.epochs > 0:
-        train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **window)
+        train_features = encode_examples(train_examples, tokenizer, is_training=True, **window)
         if c.packing:
-            train_ds, examples_per_row = make_packed_dataset(train_features, c.batch_size, seed=c.seed)
+            train_ds, examples_per_row = make_packed_dataset(train_features, c.batch_size, training=True, seed=c.seed)
             with strategy.scope():
                 trained_model = model.packed_training_model(examples_per_row)  # trains `model`'s own weights
         else:
@@ -288,7 +289,7 @@ def run(config):
         )
         save_model_atomically(model, os.path.join(c.model_dir, "model.keras"))
 
-    features = convert_examples_to_features(examples, tokenizer, **window)
+    features = encode_examples(examples, tokenizer, **window)
     # Packed rows need the attention padding as a mask; a model saved with it as lengths predicts in buckets.
     packing = c.predict_packing and is_packable(model.backbone)
     with predicting_everywhere(strategy):  # several processes: each predicts every window
@@ -309,4 +310,4 @@ def run(config):
     write_squad_outputs(c.model_dir, result, extra_eval=summary)
     if c.epochs > 0:
         fit.remove_checkpoints()
-    return result, summary
+    return dict(result.metrics, **summary)

@@ -8,6 +8,8 @@ tagging; tagging.read_conll(...)`); the fine-tuning story is
 from keras_bert_impl.tasks.tagging.batches import (
     make_array_batches,
     make_dataset,
+    make_packed_dataset,
+    packed_features,
 )
 from keras_bert_impl.tasks.tagging.evaluation import (
     ConllEpochEvaluator,
@@ -18,6 +20,7 @@ from keras_bert_impl.tasks.tagging.evaluation import (
 )
 from keras_bert_impl.tasks.tagging.features import (
     ConllFeatures,
+    encode_examples,
     encode_sentences,
     tokenize_words,
     word_label_ids,

@@ -5,10 +5,11 @@
   optional length buckets (`TAGGING_BUCKETS`: 32, 48, 64, 96, then the sequence length).
 - `make_array_batches(features, batch_size, ...)`: the same batches as a
   `LengthBucketedBatches` (no TensorFlow: JAX or PyTorch hosts).
-- `packed_features(features, seed)`: with `packing=True` both make rows of
-  `sequence_length` tokens that each hold several windows
-  (`batching.packing`), so that almost no token is padding; the model keeps
-  the windows apart, so the loss is the same as on unpacked batches.
+- `make_packed_dataset(features, batch_size, ...)`: `tf.data` batches of rows of
+  `sequence_length` tokens that each hold several windows (`packed_features`,
+  `batching.packing`), so that almost no token is padding; the model keeps
+  the windows apart, so the loss is the same as on unpacked batches
+  (`make_array_batches(..., packing=True)`: the same rows without TensorFlow).
 
 >>> from keras_bert_impl.batching.boundaries import default_boundaries
 >>> default_boundaries(128, **TAGGING_BUCKETS)
@@ -68,14 +69,8 @@ def make_dataset(
             rows come last and `predict_token_label_ids` drops them), so an
             XLA-compiled step sees one shape per bucket.
         with_labels: yield `(inputs, labels)` or `inputs` only.
-        packing: pack several windows into each row of `sequence_length`
-            tokens (`packed_features`; packed once, with `seed`; the rows are
-            shuffled each epoch in training). A batch then holds
-            `batching.packing.rows_per_batch` rows, which carry `batch_size`
-            windows on average (so an epoch has as many steps as unpacked),
-            has a static shape and almost no padding; `boundaries` and
-            `group_by_length` do not apply. For training and evaluating the
-            loss: predictions are read from unpacked batches.
+        packing: `make_packed_dataset`'s batches instead (the earlier way to ask for them, still taken);
+            `boundaries` and `group_by_length` do not apply.
 
     Returns:
         A batched `tf.data.Dataset` with its exact cardinality (`len(dataset)`,
@@ -87,7 +82,8 @@ def make_dataset(
 
     training = renamed("make_dataset", "shuffle", shuffle, "training", training, False)
     if packing:
-        return _packed_dataset(features, batch_size, training, seed, with_labels, fixed_batch_size)
+        return make_packed_dataset(features, batch_size, training, seed, fixed_batch_size=fixed_batch_size,
+                                   with_labels=with_labels)
     tensors = {
         "token_ids": features.token_ids,
         "segment_ids": features.segment_ids,
@@ -114,9 +110,19 @@ def make_dataset(
     )
 
 
-def _packed_dataset(features, batch_size, training, seed, with_labels, fixed_batch_size):
+def make_packed_dataset(features, batch_size, training=False, seed=None, *, fixed_batch_size=True, with_labels=True):
+    """A `tf.data.Dataset` of packed rows: `(inputs, labels)` batches (`inputs` only without `with_labels`).
+
+    Several windows share each row of `sequence_length` tokens (`packed_features`; packed once, with
+    `seed`; with `training` the rows are shuffled each epoch). A batch holds
+    `batching.packing.rows_per_batch` rows, which carry `batch_size` windows on average (so an epoch has
+    as many steps as unpacked), has one static shape and almost no padding. `BertTokenClassifier` trains
+    on them as they are: its labels are per token, -1 on padding. For training and evaluating the loss;
+    predictions are read from unpacked batches (`make_dataset`).
+    """
     from keras_bert_impl.batching.tf_batches import packed_row_batches
 
+    training = check_training("make_packed_dataset", training)
     packed = packed_features(features, seed=seed, with_labels=with_labels)
     inputs = {k: packed[k] for k in ("token_ids", "segment_ids", "padding_mask")}
     num_rows = len(packed["token_ids"])

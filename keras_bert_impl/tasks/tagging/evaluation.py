@@ -19,7 +19,7 @@ import os
 import time
 
 from keras_bert_impl.metrics.conll import conll_entity_scores
-from keras_bert_impl.tasks.tagging.features import encode_sentences
+from keras_bert_impl.tasks.tagging.features import encode_examples
 from keras_bert_impl.tasks.tagging.prediction import predict_word_tags
 from keras_bert_impl.tasks.tagging.reading import label_vocabulary, num_documents, read_conll
 
@@ -86,7 +86,7 @@ def load_conll_split(
         sentences = sentences[:max_sentences]
     if label_names is None:
         label_names = label_vocabulary(sentences)
-    features = encode_sentences(
+    features = encode_examples(
         sentences, tokenizer, label_names, sequence_length, document_context=document_context
     )
     return ConllSplit(os.fspath(path), sentences, features)

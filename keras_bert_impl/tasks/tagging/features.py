@@ -1,6 +1,6 @@
 """Step 2, features: CoNLL sentences -> WordPiece model windows with one label per word, and back.
 
-- `encode_sentences(sentences, tokenizer, label_names, sequence_length)`:
+- `encode_examples(sentences, tokenizer, label_names, sequence_length)`:
   WordPiece-tokenises every word and builds model windows
   `[CLS] pieces... [SEP]`. A word's label goes on its first piece; the other
   pieces, the special tokens, padding and context carry label -1 (ignored by
@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 @dataclasses.dataclass
 class ConllFeatures:
-    """Model windows of a list of sentences (NumPy arrays), as built by `encode_sentences`.
+    """Model windows of a list of sentences (NumPy arrays), as built by `encode_examples`.
 
     Attributes:
         token_ids, segment_ids, padding_mask: int32 `(num_windows, sequence_length)`.
@@ -39,7 +39,7 @@ class ConllFeatures:
         word_index: int32 `(num_windows, sequence_length)`, the index (in its
             sentence) of the word whose first piece is at this position, -1 elsewhere.
         lengths: int32 `(num_windows,)`, tokens before padding.
-        num_truncated_words: words cut to fit a window (see `encode_sentences`).
+        num_truncated_words: words cut to fit a window (see `encode_examples`).
         num_split_sentences: sentences that needed more than one window.
     """
 
@@ -85,7 +85,7 @@ def _special_id(tokenizer, name, token):
     return int(value)
 
 
-def encode_sentences(
+def encode_examples(
     sentences,
     tokenizer,
     label_names,
@@ -117,7 +117,7 @@ def encode_sentences(
     Example:
     >>> from keras_bert_impl.text.tokenizer import BertTokenizer  # doctest: +SKIP
     >>> tok = BertTokenizer.from_preset("all_minilm_l6_v2_en")  # doctest: +SKIP
-    >>> f = encode_sentences([ConllSentence(["EU", "rejects"], ["B-ORG", "O"])],
+    >>> f = encode_examples([ConllSentence(["EU", "rejects"], ["B-ORG", "O"])],
     ...                      tok, ["O", "B-ORG", "I-ORG"], 16)  # doctest: +SKIP
     >>> f.labels[0, :5].tolist()  # doctest: +SKIP
     [-1, 1, 0, -1, -1]
@@ -226,6 +226,9 @@ def encode_sentences(
     if num_split:
         logger.info("%d sentences longer than sequence_length=%d were split into several windows.", num_split, sequence_length)
     return features
+
+
+encode_sentences = encode_examples  # the step's earlier name, still taken (tasks/old_keywords.py)
 
 
 def _chunk_words(pieces, budget):

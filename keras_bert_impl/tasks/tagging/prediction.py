@@ -1,7 +1,7 @@
 """Step 6, prediction with a `BertTokenClassifier`: per-word tags for CoNLL sentences.
 
 - `predict_word_tags(model, features, sentences, label_names)`: runs the model
-  over the windows of `keras_bert_impl.tasks.tagging.features.encode_sentences` and
+  over the windows of `keras_bert_impl.tasks.tagging.features.encode_examples` and
   returns one tag per word (the prediction at the word's first WordPiece).
 
 Raw text (entities with character offsets) is the model's own pipeline:

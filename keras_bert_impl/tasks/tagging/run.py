@@ -29,9 +29,9 @@ from keras_bert_impl.tasks.flags import (
 )
 from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.tasks.starting_point import fine_tuned_model, pretrained_backbone, saved_model_config
-from keras_bert_impl.tasks.tagging.batches import make_dataset
+from keras_bert_impl.tasks.tagging.batches import make_dataset, make_packed_dataset
 from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, ConllSplit, evaluate_conll
-from keras_bert_impl.tasks.tagging.features import encode_sentences
+from keras_bert_impl.tasks.tagging.features import encode_examples
 from keras_bert_impl.tasks.tagging.outputs import write_conll_outputs
 from keras_bert_impl.tasks.tagging.reading import (
     TAG_SCHEMES,
@@ -74,7 +74,7 @@ class TaggingConfig:
         static_shapes: pad every batch to `sequence_length` (TPU) instead of
             length buckets (`TAGGING_BUCKETS`).
         packing: train on rows of `sequence_length` tokens that each hold
-            several windows (`batches.packed_features`): almost no padding,
+            several windows (`batches.make_packed_dataset`): almost no padding,
             static shapes, the same loss as unpacked batches. Dev and test
             are predicted unpacked.
         max_train_samples: train on the first N training sentences only (old name: `max_train_sentences`).
@@ -273,7 +273,7 @@ def run(config):
     model, tokenizer = build_model(c, inputs, strategy)
 
     def load_split(name):
-        features = encode_sentences(sentences[name], tokenizer, label_names, c.sequence_length,
+        features = encode_examples(sentences[name], tokenizer, label_names, c.sequence_length,
                                     document_context=c.document_context)
         return ConllSplit(os.fspath(files[name]), sentences[name], features)
 
@@ -283,8 +283,10 @@ def run(config):
     summary = {"labels": label_names, "document_context": c.document_context, "tag_scheme": c.tag_scheme,
                "mixed_precision": mixed_precision}
     if c.epochs > 0:
-        train_ds = make_dataset(train.features, c.batch_size, training=True, seed=c.seed, boundaries=boundaries,
-                                packing=c.packing)
+        if c.packing:
+            train_ds = make_packed_dataset(train.features, c.batch_size, training=True, seed=c.seed)
+        else:
+            train_ds = make_dataset(train.features, c.batch_size, training=True, seed=c.seed, boundaries=boundaries)
         evaluated = {"dev": splits["dev"]} if c.no_test_each_epoch else splits
         evaluator = ConllEpochEvaluator(
             evaluated, label_names, c.predict_batch_size, boundaries,
