@@ -124,6 +124,15 @@ def test_head_arguments_as_users_write_them(backbone):
     with pytest.raises(ValueError) as error:
         BertClassifier(backbone, label_names=["a", "b", "a"])
     assert str(error.value) == "`label_names` names each class once; ['a'] appear more than once in ['a', 'b', 'a']."
+    # Hugging Face's id2label (keys strings, as in a config.json) and label2id: the names in id order, not the keys.
+    assert BertClassifier(backbone, label_names={"1": "positive", "0": "negative"}).label_names == ["negative",
+                                                                                                    "positive"]
+    assert BertTokenClassifier(backbone, label_names={"O": 0, "B-PER": 1}).label_names == ["O", "B-PER"]
+    with pytest.raises(ValueError) as error:
+        BertClassifier(backbone, label_names={"neg": "negative", "pos": "positive"})
+    assert str(error.value) == ("`label_names` is a dict, but neither its keys nor its values are class ids: give a "
+                                "list of names, id2label ({0: 'negative', 1: 'positive'}) or label2id; got "
+                                "{'neg': 'negative', 'pos': 'positive'}.")
     with pytest.raises(ValueError) as error:
         BertClassifier(backbone, label_names="positive")
     assert str(error.value) == "`label_names` must be a list of names, got the string 'positive'."

@@ -469,7 +469,8 @@ def test_a_tag_id_outside_the_tags_is_one_line_naming_it():
     with pytest.raises(ValueError) as error:  # before: TypeError "expected string or bytes-like object, got 'list'"
         tagger.predict_entities([["I", "love", "Paris"]])
     assert str(error.value) == ("predict_entities reads raw text (a string or a list of strings), and text 0 is a "
-                                "list of words: give the sentence as one string, e.g. ' '.join(words).")
+                                "list of words: give the sentence as one string, e.g. ' '.join(words), or call "
+                                "predict_tags(word_lists) for a tag per word.")
 
 
 # === Saving ===
@@ -692,6 +693,34 @@ def test_an_empty_sentence_is_refused_in_fit_and_evaluate_and_predicted_as_huggi
     # Without labels, as Hugging Face's token-classification pipeline: no entities, and the [CLS] [SEP] row's logits.
     assert tagger.predict_entities("") == [] and tagger.predict_entities(["", "  "]) == [[], []]
     assert tagger.predict([[], ["Paris"]], verbose=0).shape == (2, 16, len(CONLL_TAGS))
+    assert tagger.predict_tags("") == [] and tagger.predict_tags([[], ["Paris"]])[0] == []
+    for call in (tagger.predict_entities, tagger.predict_tags, tagger.predict):  # (predict_entities: was a Keras crash)
+        with pytest.raises(ValueError) as error:
+            call([])
+        assert str(error.value) == "No examples: the list of sentences is empty."
+
+
+def test_predict_tags_gives_a_tag_per_word_of_the_words_given_as_predict_entities_tags_them():
+    """Pre-tokenised sentences (CoNLL's words) get one tag per word, long ones over several rows; a word with no
+    WordPieces (a zero-width space) is "O". Raw text is split as `predict_entities` splits it."""
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=8)))
+    words = [["EU", "rejects", "German", "call", "to", "boycott", "British", "lamb", "."], ["Peter", "\u200b", "Blackburn"]]
+    tags = tagger.predict_tags(words)
+    assert [len(t) for t in tags] == [9, 3] and all(tag in CONLL_TAGS for t in tags for tag in t)
+    assert tags[1][1] == "O"
+    # The same words as a string (split as CoNLL-2003 is) get the same tags, and the tags give predict_entities's.
+    assert tagger.predict_tags(" ".join(words[0])) == tags[0]
+    from keras_bert_impl.metrics.conll import extract_entities
+
+    entities = tagger.predict_entities(" ".join(words[0]))
+    assert [(e["type"], e["text"]) for e in entities] == [
+        (kind, " ".join(words[0][first:last])) for kind, first, last in extract_entities(tags[0])]
+    with pytest.raises(ValueError) as error:
+        tagger.predict_entities([words[0]])
+    assert str(error.value) == ("predict_entities reads raw text (a string or a list of strings), and text 0 is a list "
+                                "of words: give the sentence as one string, e.g. ' '.join(words), or call "
+                                "predict_tags(word_lists) for a tag per word.")
 
 
 # === Span QA ===

@@ -30,6 +30,7 @@ Traceback (most recent call last):
 ValueError: `dropout` must be a number in [0, 1), got 1.0.
 """
 
+import collections.abc
 import numbers
 
 import keras
@@ -44,6 +45,8 @@ def class_count(num_classes, label_names, what):
     if label_names is not None:
         if isinstance(label_names, (str, bytes)):
             raise ValueError(f"`label_names` must be a list of names, got the string {label_names!r}.")
+        if isinstance(label_names, collections.abc.Mapping):
+            label_names = names_in_id_order(label_names)
         label_names = [str(name) for name in label_names]
         repeated = sorted({name for name in label_names if label_names.count(name) > 1})
         if repeated:
@@ -55,6 +58,43 @@ def class_count(num_classes, label_names, what):
     if not isinstance(num_classes, int) or num_classes < 1:
         raise ValueError(f"`num_classes` must be a positive int{what}, got {num_classes!r}.")
     return num_classes, label_names
+
+
+def _class_id(value):
+    """`value` as a class id (an int, or a string of digits as JSON keys are), or None."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def names_in_id_order(mapping):
+    """The class names of a dict, in the order of their ids: Hugging Face's `id2label` (`{0: "neg", 1: "pos"}`,
+    its keys strings in a config.json) or `label2id` (`{"neg": 0, "pos": 1}`). The ids must be 0 .. n - 1.
+
+    Example:
+    >>> names_in_id_order({"1": "pos", "0": "neg"}), names_in_id_order({"pos": 1, "neg": 0})
+    (['neg', 'pos'], ['neg', 'pos'])
+    >>> names_in_id_order({0: "neg", 2: "pos"})
+    Traceback (most recent call last):
+    ...
+    ValueError: `label_names` is a dict of class ids and names, but its ids are [0, 2], not 0 .. 1: give every class id from 0 once.
+    """
+    keys = [_class_id(key) for key in mapping]
+    values = [_class_id(value) for value in mapping.values()]
+    if all(key is not None for key in keys):  # id2label
+        by_id = dict(zip(keys, mapping.values()))
+    elif all(value is not None for value in values):  # label2id
+        by_id = dict(zip(values, mapping.keys()))
+    else:
+        raise ValueError(f"`label_names` is a dict, but neither its keys nor its values are class ids: give a list of "
+                         f"names, id2label ({{0: 'negative', 1: 'positive'}}) or label2id; got {dict(mapping)!r:.120}.")
+    ids = sorted(by_id)
+    if ids != list(range(len(mapping))):
+        raise ValueError(f"`label_names` is a dict of class ids and names, but its ids are {ids}, not "
+                         f"0 .. {len(mapping) - 1}: give every class id from 0 once.")
+    return [by_id[i] for i in ids]
 
 
 def check_dropout(dropout):

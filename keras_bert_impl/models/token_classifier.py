@@ -248,6 +248,26 @@ class BertTokenClassifier(Task):
                 ) from None
         return ids
 
+    def predict_tags(self, x, batch_size=32):
+        """A tag per word: for each sentence, the list of its words' tags (`label_names`), in word order.
+
+        For pre-tokenised text (CoNLL's words, your own word lists): `x` is what `fit` takes, a list of word lists
+        (one sentence: `[words]`), or sentences as strings, split into words as CoNLL-2003 is tokenised
+        (`split_words`). Each word takes the tag of its first WordPiece, as the tagger is trained (Hugging Face's
+        `aggregation_strategy="none"` on words); long sentences span several rows, every word is tagged; a word
+        with no WordPieces (a control or zero-width character) is tagged "O".
+
+        Returns:
+            A list of tags for a string; a list of such lists for a list.
+
+        Example:
+        >>> tagger.predict_tags([["EU", "rejects", "German", "call"]])  # doctest: +SKIP
+        [['B-ORG', 'O', 'B-MISC', 'O']]
+        """
+        single = isinstance(x, str)
+        tags = [tags for tags, _ in self._tagged_words(self._sentences(x, "predict_tags"), batch_size)]
+        return tags[0] if single else tags
+
     def predict_entities(self, texts, batch_size=32, aggregation_strategy="first"):
         """Named entities of raw text: for each text, a list of `{"text", "type", "start", "end", "score"}`.
 
@@ -258,6 +278,7 @@ class BertTokenClassifier(Task):
         IOB2 or IOBES). `start`/`end` are character offsets into the original
         string (`end` exclusive; `text == texts[i][start:end]`), exact for any
         Unicode; `score` is the mean probability of the entity's word tags.
+        Words you split yourself: `predict_tags(word_lists)`, a tag per word.
 
         Args:
             texts: a string or a list of strings.
@@ -273,35 +294,22 @@ class BertTokenClassifier(Task):
         if aggregation_strategy != "first":
             raise ValueError(f"predict_entities aggregates as Hugging Face's aggregation_strategy='first' (each word "
                              f"takes its first WordPiece's tag, as the tagger is trained), got {aggregation_strategy!r}.")
-        self._check_preprocessor()
-        if self.label_names is None:
-            raise ValueError("predict_entities needs the model's `label_names` (the tags in id order).")
         texts = self._read_tables(texts)[0]  # a Series or dataset column: a list
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         for index, text in enumerate(texts):
             if isinstance(text, (list, tuple)) and all(isinstance(word, str) for word in text):
                 raise ValueError(f"predict_entities reads raw text (a string or a list of strings), and text {index} "
-                                 "is a list of words: give the sentence as one string, e.g. ' '.join(words).")
+                                 "is a list of words: give the sentence as one string, e.g. ' '.join(words), or "
+                                 "call predict_tags(word_lists) for a tag per word.")
             if not isinstance(text, str):  # the raw-text message of the preprocessors
                 shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
                 raise ValueError(f"Raw text: item {index} is {type(text).__name__} {shown}, expected a string.")
+        self._sentences(texts, "predict_entities")  # the model's checks, and none empty
         spans = [self.preprocessor.split_words(text) for text in texts]
-        features, placements = self.preprocessor.word_windows([[w for w, _, _ in words] for words in spans])
-        logits = np.asarray(self.predict(features, batch_size=batch_size, verbose=0), "float32")
-        probabilities = softmax(logits)
         results = []
-        for text, words, placement in zip(texts, spans, placements):
-            tags, scores = [], []
-            for where in placement:
-                if where is None:
-                    tags.append("O")
-                    scores.append(1.0)
-                    continue
-                row, position = where
-                label = int(probabilities[row, position].argmax())
-                tags.append(self.label_names[label])
-                scores.append(float(probabilities[row, position, label]))
+        for text, words, (tags, scores) in zip(texts, spans, self._tagged_words([[w for w, _, _ in words]
+                                                                                   for words in spans], batch_size)):
             entities = []
             for entity_type, first, last in extract_entities(tags):
                 start, end = words[first][1], words[last - 1][2]
@@ -314,6 +322,38 @@ class BertTokenClassifier(Task):
                 })
             results.append(entities)
         return results[0] if single else results
+
+    def _sentences(self, x, method):
+        """`x` (sentences or word lists, as `fit` takes them) as word lists, after the checks both helpers share."""
+        self._check_preprocessor()
+        if self.label_names is None:
+            raise ValueError(f"{method} needs the model's `label_names` (the tags in id order).")
+        x = self._read_tables(x)[0]  # a Series or dataset column: a list
+        if not isinstance(x, str) and len(x) == 0:  # (was a Keras-internal UnboundLocalError)
+            raise ValueError("No examples: the list of sentences is empty.")
+        return self.preprocessor.as_word_lists(x)
+
+    def _tagged_words(self, word_lists, batch_size):
+        """For each word list, `(tags, scores)`: each word's tag (at its first WordPiece) and its probability."""
+        if not any(word_lists):  # empty sentences only: nothing to run the model on
+            return [([], []) for _ in word_lists]
+        features, placements = self.preprocessor.word_windows(word_lists)
+        logits = np.asarray(self.predict(features, batch_size=batch_size, verbose=0), "float32")
+        probabilities = softmax(logits)
+        tagged = []
+        for placement in placements:
+            tags, scores = [], []
+            for where in placement:
+                if where is None:  # a word with no WordPieces
+                    tags.append("O")
+                    scores.append(1.0)
+                    continue
+                row, position = where
+                label = int(probabilities[row, position].argmax())
+                tags.append(self.label_names[label])
+                scores.append(float(probabilities[row, position, label]))
+            tagged.append((tags, scores))
+        return tagged
 
 
 def token_classification_loss():
