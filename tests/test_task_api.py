@@ -1337,6 +1337,23 @@ def test_misshapen_tags_and_pairs_are_one_line_naming_the_shape():
         classifier.predict([["a", "b", "c"], ["d", "e", "f"]])
     assert str(error.value) == ("Raw text is a list of two lists (3 and 3 texts): sentence pairs are a tuple "
                                 "(texts_a, texts_b) of two lists, or a list of [text_a, text_b] pairs.")
+    # Two lists of two: two pairs or two columns? Both task models refuse to guess (the classifier read two pairs,
+    # the span extractor two columns, silently).
+    with pytest.raises(ValueError) as error:
+        classifier.predict([["a man runs", "a cat sleeps"], ["a person runs", "the sky is blue"]])
+    assert str(error.value) == (
+        "Raw text is a list of two lists of two texts, which reads two ways: give two pairs as a list of tuples "
+        "[(text_a, text_b), (text_a, text_b)], or two columns as a tuple (texts_a, texts_b).")
+    assert classifier.predict([("a man runs", "a cat sleeps"), ("a person runs", "the sky is blue")],
+                              verbose=0).shape == (2, 2)
+    from keras_bert_impl.text.span_extractor_preprocessor import as_columns
+
+    with pytest.raises(ValueError) as error:
+        as_columns([["Who won?", "Where?"], ["Denver won.", "In Santa Clara."]])
+    assert str(error.value) == (
+        "Span extraction got a list of two lists of two strings, which reads two ways: give two questions and their "
+        "contexts as a tuple (questions, contexts), or two pairs as a list of (question, context) tuples.")
+    assert as_columns((["Who won?", "Where?"], ["Denver won.", "In Santa Clara."]))[0] == ["Who won?", "Where?"]
 
 
 @pytest.mark.slow

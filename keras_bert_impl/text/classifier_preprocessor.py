@@ -361,6 +361,11 @@ def as_segments(x):
     x = list(x)
     if all(_is_text(item) for item in x):
         return [x]
+    if len(x) == 2 and all(isinstance(item, list) and len(item) == 2 and all(map(_is_text, item)) for item in x):
+        raise ValueError(  # (read as two pairs, silently, where two columns of two texts were meant)
+            "Raw text is a list of two lists of two texts, which reads two ways: give two pairs as a list of "
+            "tuples [(text_a, text_b), (text_a, text_b)], or two columns as a tuple (texts_a, texts_b)."
+        )
     if all(isinstance(item, (list, tuple)) and len(item) == 2 and all(map(_is_text, item)) for item in x):
         return [[item[0] for item in x], [item[1] for item in x]]
     if len(x) == 2 and all(isinstance(item, list) and item and all(map(_is_text, item)) for item in x):

@@ -327,6 +327,12 @@ def as_columns(x):
     """
     if _is_list_of_pairs(x):
         return [question for question, _ in x], [context for _, context in x]
+    if isinstance(x, list) and len(x) == 2 and all(
+            isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) for v in item) for item in x):
+        raise ValueError(  # (two questions and two contexts, or two (question, context) pairs?)
+            "Span extraction got a list of two lists of two strings, which reads two ways: give two questions and "
+            "their contexts as a tuple (questions, contexts), or two pairs as a list of (question, context) tuples."
+        )
     if not isinstance(x, (tuple, list)) or len(x) != 2:
         raise ValueError(
             f"Span extraction reads (questions, contexts): a tuple of two lists of strings, or a list of (question, "
