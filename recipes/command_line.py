@@ -19,6 +19,7 @@ calls before its first import of Keras or TensorFlow).
 """
 
 import argparse
+import atexit
 import math
 import os
 import re
@@ -392,8 +393,6 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
     checkpoint directory, named with its newest checkpoint). A
     checkpoint being written is never picked up half-written (`run_checkpoints`: written aside, renamed last).
     """
-    from keras_bert_impl.training.pretraining_errors import LostProcessError
-
     _run_state["job"] = "running"
     outputs_before = _outputs_written()
     try:
@@ -407,7 +406,10 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
             finished = _outputs_written() > outputs_before  # this job's run wrote its outputs
             leave(signalled_line(CLEANING_UP if finished else interrupted_line(checkpoints)),
                   status=interrupted_status())
-        if not debug and isinstance(error, (LostProcessError, *user_errors)):
+        # (a LostProcessError is raised only where its module was imported: this one imports no Keras)
+        errors = sys.modules.get("keras_bert_impl.training.pretraining_errors")
+        lost_process = (errors.LostProcessError,) if errors is not None else ()
+        if not debug and isinstance(error, (*lost_process, *user_errors)):
             leave(f"error: {' '.join(str(error).split())}", status=2)
         if not several_processes_joined():
             raise
@@ -417,6 +419,7 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
 
 CLEANING_UP = ("Interrupted after the run had finished, while removing its checkpoints: its outputs are in "
                "--model_dir.")
+FINISHED = "Interrupted after the run had finished, while printing its results: its outputs are in --model_dir."
 
 
 def _outputs_written():
@@ -428,7 +431,10 @@ def _outputs_written():
 # Where the recipe is (`exit_on_user_error`'s job not started, running or done), and whether Ctrl-C came
 # (`one_line_on_ctrl_c`): the line of a Ctrl-C outside the job, or of one that surfaced as another exception.
 # `recipe_process`: a recipe's own process (`one_line_on_ctrl_c` was called), which `leave` may end at once.
-_run_state = {"job": None, "interrupted": False, "signal": signal.SIGINT, "recipe_process": False}
+# `leaving`: the line of a Ctrl-C is printed (or being printed): another signal changes nothing. `exit_status`: the
+# status the recipe's process leaves with, as `sys.exit`, `leave` or an uncaught exception set it (None: 0).
+_run_state = {"job": None, "interrupted": False, "signal": signal.SIGINT, "recipe_process": False,
+              "leaving": False, "exit_status": None}
 
 
 def one_line_on_ctrl_c():
@@ -449,7 +455,14 @@ def one_line_on_ctrl_c():
     run was: `Interrupted while starting, before any work: rerun the same command.`, or, once the job has returned,
     `Interrupted after the run had finished, while printing its results: its outputs are in --model_dir.` The
     process then leaves at once (`os._exit`): a module cut off half-imported is not finalized, which could hang or
-    print.
+    print. A second Ctrl-C once the line is out changes nothing.
+
+    Once the job has returned, a signal ends the process at once with that line (nothing is left to unwind),
+    wherever it comes: also after the recipe's `main` has returned, while Python shuts down. There a
+    `KeyboardInterrupt` was dropped (in an exit handler, in the wait for threads), or the signal came after Python's
+    last instruction or once its signal handlers were gone: exit status 0 and no line, or killed by SIGINT with none.
+    A finished run's process therefore leaves from its last exit handler (`_leave_at_the_end`), with the status
+    Python would have given it, instead of finishing Python's shutdown.
     """
     if "--debug" in sys.argv[1:]:
         return
@@ -460,22 +473,21 @@ def one_line_on_ctrl_c():
         return
 
     def on_signal(signum, frame):
+        if _run_state["leaving"]:  # the line of an earlier one is out, or being printed
+            return
         _run_state["interrupted"] = True
         _run_state["signal"] = signum
+        if _run_state["job"] == "done":  # nothing to unwind; and during Python's shutdown an exception is dropped
+            _leave_now(signalled_line(FINISHED), interrupted_status())
         signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as Ctrl-C without this handler
 
     previous = sys.excepthook
 
     def hook(kind, error, trace):
         if not (issubclass(kind, KeyboardInterrupt) or _run_state["interrupted"]):
+            _run_state["exit_status"] = 1  # Python's, after the traceback
             return previous(kind, error, trace)
-        print(signalled_line(interrupted_outside_job_line()), file=sys.stderr, flush=True)
-        try:
-            sys.stdout.flush()
-        except Exception:  # noqa: BLE001 (a closed or broken stdout: the line above is what matters)
-            pass
-        _remove_private_folders()
-        os._exit(interrupted_status())
+        _leave_now(signalled_line(interrupted_outside_job_line()), interrupted_status())
 
     previous_unraisable = sys.unraisablehook
 
@@ -489,12 +501,81 @@ def one_line_on_ctrl_c():
             return
         previous_unraisable(info)
 
+    python_exit = sys.exit
+
+    def exit_noting_status(status=None):  # (the status a finished run leaves with, `_leave_at_the_end`)
+        _run_state["exit_status"] = status
+        python_exit(status)
+
     if takes_ctrl_c:
         signal.signal(signal.SIGINT, on_signal)
     if takes_sigterm:
         signal.signal(signal.SIGTERM, on_signal)
     sys.excepthook = hook
     sys.unraisablehook = unraisable
+    sys.exit = exit_noting_status
+    # Registered before Keras, TensorFlow and JAX register theirs: the last exit handler to run.
+    atexit.register(_leave_at_the_end)
+
+
+def _leave_now(line, status):
+    """Prints `line` on stderr and ends the process at once (`os._exit`) with `status`, what is printed on stdout
+    passed on first, and the stderr filter's last lines (`native_logs.drain_filter`). Safe in a signal handler that
+    cut off a print: the line is written to file descriptor 2 directly."""
+    _run_state["leaving"] = True
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 (closed, broken, or in the write the signal cut off: the line matters)
+            pass
+    data = (line + "\n").encode()
+    try:
+        while data:
+            data = data[os.write(2, data):]
+    except OSError:
+        pass
+    _remove_private_folders()
+    logs = sys.modules.get("native_logs")
+    if logs is not None:  # the stderr filter passes its last lines before the shell's prompt comes
+        logs.drain_filter()
+    os._exit(status)
+
+
+def _leave_at_the_end():
+    """The last exit handler of a recipe's process (`one_line_on_ctrl_c`): once its job has returned (or its Ctrl-C
+    line is out), the process leaves here, at once, with the status Python would have given it (`sys.exit`'s,
+    `leave`'s, 1 after an uncaught exception, else 0). What Python's shutdown does after this (modules torn down,
+    its signal handlers removed) would let a Ctrl-C go by with no line. The other exit handlers have run
+    (JAX's and PyTorch's shutdown, logging's, the stderr filter's drain: `_leave_now`). A stdout that cannot be
+    flushed (a closed pipe) is left to Python (`Exception ignored ...`, exit status 120)."""
+    if not (_run_state["job"] == "done" or _run_state["leaving"]):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 (a closed pipe: Python's own way out, `Exception ignored ...`, status 120)
+        return
+    _remove_private_folders()
+    logs = sys.modules.get("native_logs")
+    if logs is not None:
+        logs.drain_filter()
+    status = _run_state["exit_status"]
+    status = (status or 0) if status is None or isinstance(status, int) else 1  # sys.exit("message"): 1
+    # Up to here a signal runs `on_signal`, which leaves with its line. Python runs a handler only between some of
+    # its instructions: one received just before `os._exit` would be lost. So this thread blocks the signals (which
+    # runs the handler of one received so far) and takes any that came since from the kernel's pending set; one
+    # that another thread took (Python's C handler) runs `on_signal` at the second call.
+    if hasattr(signal, "pthread_sigmask") and not _run_state["leaving"]:
+        signals = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+        held = signal.sigpending() & signals
+        if held:
+            _run_state["interrupted"] = True
+            _run_state["signal"] = signal.SIGINT if signal.SIGINT in held else signal.SIGTERM
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    if _run_state["interrupted"] and not _run_state["leaving"]:  # (noted, but its handler did not end the process)
+        _leave_now(signalled_line(interrupted_outside_job_line()), interrupted_status())
+    os._exit(status)
 
 
 def interrupted_status():
@@ -520,8 +601,7 @@ def interrupted_outside_job_line():
     'Interrupted while starting, before any work: rerun the same command.'
     """
     if _run_state["job"] == "done":
-        return ("Interrupted after the run had finished, while printing its results: its outputs are in "
-                "--model_dir.")
+        return FINISHED
     if _run_state["job"] == "running":  # (the job's own Ctrl-C is `exit_on_user_error`'s, with its checkpoint)
         return interrupted_line()
     return "Interrupted while starting, before any work: rerun the same command."
@@ -578,6 +658,10 @@ def leave(line, status):
     the line that says how to resume is no longer the last one. Leaving at once also lets the others' collectives
     fail now, each with its own line.
     """
+    if _run_state["recipe_process"]:
+        _run_state["exit_status"] = status  # (`_leave_at_the_end`)
+        if _run_state["interrupted"] or status == interrupted_status():
+            _run_state["leaving"] = True  # another Ctrl-C prints no second line
     print(line, file=sys.stderr, flush=True)
     # A JAX process interrupted while its step compiles or runs could crash in Python's shutdown after the line
     # (`Segmentation fault`, exit status 139, one time in two when Ctrl-C came 5-8 s into pretraining's first epoch

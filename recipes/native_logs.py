@@ -125,12 +125,12 @@ def drain_filter():
     if pid is None:
         return
     _filter["pid"] = None
-    try:
-        for stream in (sys.stdout, sys.stderr):
+    for stream in (sys.stdout, sys.stderr):
+        try:
             if stream is not None:
                 stream.flush()
-    except (OSError, ValueError):
-        pass
+        except (OSError, ValueError, RuntimeError):  # (RuntimeError: a signal handler cut off a write to it)
+            pass
     try:
         os.dup2(original, 2)
     except OSError:
