@@ -74,6 +74,9 @@ def test_every_answer_form_gives_the_same_labels():
     for other in labels[1:]:
         np.testing.assert_array_equal(other["start_logits"], starts)
         np.testing.assert_array_equal(other["end_logits"], labels[0]["end_logits"])
+    # An offset read from a CSV file is a string of digits: read as the number (as a class id "1" is).
+    from_csv = preprocessor.windows([question], [context], [{"text": "Tōkyō", "answer_start": str(start)}]).labels
+    np.testing.assert_array_equal(from_csv["start_logits"], labels[0]["start_logits"])
     for no_answer in ("", None, {"text": [], "answer_start": []}, []):
         empty = preprocessor.windows([question], [context], [no_answer]).labels
         assert not empty["start_logits"].any() and not empty["end_logits"].any()  # [CLS] in every window
@@ -84,7 +87,9 @@ def test_every_answer_form_gives_the_same_labels():
     [
         (["Paris"], "answer 0 'Paris' is not in its context: 'It opened in Tōkyō in 2019.'"),
         ([{"text": "Tōkyō", "start": 3}], "answer 0: characters 3-8 of its context are 'opene', not the answer 'Tōkyō'."),
-        ([{"text": "Tōkyō", "start": "13"}], "answer 0: its start must be a character offset (int), got '13'."),
+        ([{"text": "Tōkyō", "start": "13th"}], "answer 0: its start must be a character offset (int), got '13th'."),
+        (["tōkyō"], "answer 0 'tōkyō' is not in its context: 'It opened in Tōkyō in 2019.' The context has it in other "
+                    "letter case at character 13, 'Tōkyō': answers are cut from the context exactly as it is written."),
         ([7], "answer 0 is 7: give the answer text, {'text': ..., 'start': character offset}, a (text, start) pair, "
               "[{'text': ..., 'answer_start': ...}, ...] (a SQuAD JSON file's answers), {'text': [...], "
               "'answer_start': [...]} (Hugging Face datasets' answers), or '' / None for no answer."),

@@ -935,6 +935,13 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
      "BertClassifier.predict takes raw text or a dict of the features {token_ids, segment_ids, padding_mask}; the "
      "dict given has ['attention_mask', 'input_ids'], without ['token_ids', 'segment_ids', 'padding_mask'] "
      "(Hugging Face's input_ids is token_ids, attention_mask is padding_mask)."),
+    # A batch of a Hugging Face dataset (`ds[:2]`): its text column named, not the token features' names.
+    (lambda c, r: c.fit({"sentence": ["a fine film", "dull"], "label": [1, 0], "idx": [0, 1]}, [1, 0], verbose=0),
+     "BertClassifier.fit got a dict of the columns ['idx', 'label', 'sentence'], which hold text: give its text "
+     "columns, as in x=d['sentence']."),
+    (lambda c, r: c.predict({"sentence1": ["a", "b"], "sentence2": ["c", "d"]}, verbose=0),
+     "BertClassifier.predict got a dict of the columns ['sentence1', 'sentence2'], which hold text: give its text "
+     "columns, as in x=d['sentence1'] or x=(d['sentence1'], d['sentence2'])."),
     (lambda c, r: c.fit(np.zeros((2, 8), "int32"), [0, 1], verbose=0),
      "BertClassifier.fit takes raw text or a dict of the features {token_ids, segment_ids, padding_mask}; got an "
      "array of shape (2, 8): put it in the dict as token_ids, with its segment_ids, padding_mask."),

@@ -407,6 +407,10 @@ class Task(FunctionalModel):
                  f"{{{', '.join(expected)}}}")
         if isinstance(x, dict):
             missing = [key for key in expected if key not in x]
+            text_columns = [key for key, value in x.items() if looks_like_text(numpy_text_as_lists(value))]
+            if missing and text_columns:  # a batch of a Hugging Face dataset (`ds[:100]`), or a dict of columns
+                raise ValueError(f"{type(self).__name__}.{method} got a dict of the columns {sorted(x)}, which hold "
+                                 f"text: give its text columns, as in x={self._text_columns_of(x, text_columns)}.")
             if missing:
                 renamed = [f"{key} is {ours}" for key, ours in HUGGING_FACE_FEATURE_NAMES.items() if key in x]
                 hint = f" (Hugging Face's {', '.join(renamed)})" if renamed else ""
@@ -417,6 +421,17 @@ class Task(FunctionalModel):
                                  "of strings (or a tf.data.Dataset of them).")
             raise ValueError(f"{takes}; got an array of shape {tuple(x.shape)}: put it in the dict as "
                              f"{expected[0]}, with its {', '.join(expected[1:])}.")
+
+    def _text_columns_of(self, table, text_columns):
+        """How to pass `table`'s text columns, for an error: `(d['question'], d['context'])` where the task's own
+        column names are there, else its first text columns in each number the task reads (`d['sentence']`, or
+        `d['sentence1'] or (d['sentence1'], d['sentence2'])`)."""
+        own = next((names for names in self.raw_text_columns if all(name in table for name in names)), None)
+        choices = [own] if own else [text_columns[: len(names)] for names in self.raw_text_columns
+                                     if len(names) <= len(text_columns)] or [text_columns[:1]]
+        shown = [f"d[{names[0]!r}]" if len(names) == 1 else f"({', '.join(f'd[{name!r}]' for name in names)})"
+                 for names in choices]
+        return " or x=".join(shown)
 
     def _refuse_raw_text_batches(self, x, method):
         """A Python generator or a `keras.utils.PyDataset` whose batches hold raw strings -> one line. Keras hands such

@@ -419,8 +419,10 @@ def answer_character_spans(answers, contexts, questions=None):
             start = context.find(text)
             if start < 0:
                 raise ValueError(f"answer {index} {_shown(text)} is not in its context: {_shown(context)}"
-                                 + _swapped_hint(text, questions, index))
-        elif isinstance(start, bool) or not isinstance(start, (int, np.integer)):
+                                 + (_swapped_hint(text, questions, index) or _case_hint(text, context)))
+        if isinstance(start, str) and start.strip().isdigit():  # an offset read from a CSV file
+            start = int(start)
+        if isinstance(start, bool) or not isinstance(start, (int, np.integer)):
             raise ValueError(f"answer {index}: its start must be a character offset (int), got {start!r}.")
         elif context[start : start + len(text)] != text:
             raise ValueError(
@@ -430,6 +432,15 @@ def answer_character_spans(answers, contexts, questions=None):
             )
         spans.append((int(start), int(start) + len(text)))
     return spans
+
+
+def _case_hint(text, context):
+    """Where the answer is in the context in other letter case: where, and that answers are cut from the context."""
+    where = context.lower().find(text.lower())
+    if where < 0:
+        return ""
+    return (f" The context has it in other letter case at character {where}, {_shown(context[where : where + len(text)])}: "
+            "answers are cut from the context exactly as it is written.")
 
 
 def _swapped_hint(text, questions, index):
