@@ -242,3 +242,16 @@ def test_a_weights_file_given_as_preset_names_its_directory(minilm_copy):
     assert _one_line(info.value) == (
         f"Preset {path} is one file of a checkpoint; {ACCEPTED}: pass the directory that holds it: {minilm_copy}."
     )
+
+
+def test_a_saved_keras_model_given_as_preset_says_how_to_load_it(tmp_path):
+    """`from_preset("out/qa.keras")` (audit, session 52): the file is a whole saved model, read by Keras itself."""
+    path = tmp_path / "qa.keras"
+    path.write_bytes(b"PK\x03\x04")  # its kind is told from its name: nothing is read
+    with pytest.raises(ValueError) as info:
+        BertBackbone.from_preset(str(path))
+    assert _one_line(info.value) == (
+        f"Preset {path} is a saved Keras model (model.save), which from_preset does not read; {ACCEPTED}: load it "
+        f"with keras.saving.load_model({str(path)!r}) (after `import keras_bert_impl`), or save the model with "
+        "save_to_preset(directory) and pass that directory."
+    )

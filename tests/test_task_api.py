@@ -557,6 +557,17 @@ def test_save_to_preset_round_trip_keeps_the_head(tmp_path):
     other.save_to_preset(tmp_path / "preset")
     assert BertClassifier.from_preset(str(tmp_path / "preset")).num_classes == 3
     assert sorted(os.listdir(tmp_path)) == ["preset"]  # no temporary directory left beside it
+    # Another task's preset: its backbone under a new head, and a missing head argument names what the folder holds.
+    tagger = BertTokenClassifier.from_preset(str(tmp_path / "preset"), label_names=["O", "B-PER"])
+    assert tagger.label_names == ["O", "B-PER"]
+    tagger.save_to_preset(tmp_path / "tagger")
+    with pytest.raises(ValueError) as error:
+        BertClassifier.from_preset(str(tmp_path / "tagger"))
+    assert str(error.value) == (
+        "`num_classes` must be a positive int (1 for regression; or give `label_names`), got None. "
+        f"({tmp_path / 'tagger'} holds a BertTokenClassifier, saved by save_to_preset: load it with "
+        "BertTokenClassifier.from_preset; BertClassifier.from_preset builds a new head on its backbone, from this "
+        "task's own arguments.)")
 
 
 # === Tagging ===

@@ -158,3 +158,8 @@ def test_a_tagger_word_without_tokens_is_refused():
     assert str(error.value) == ("Example 0: word 1 is '', which has no tokens, so its tag could not be learned: "
                                 "leave the word and its tag out.")
     keras.utils.set_random_seed(0)
+    # A word of a zero-width or control character has no tokens either (before: its tag was dropped, silently).
+    with pytest.raises(ValueError) as error:
+        tagger.fit([["Peyton", "\u200b", "Manning"]], [["B-PER", "O", "I-PER"]], verbose=0)
+    assert str(error.value) == ("Example 0: word 1 is '\\u200b', which has no tokens, so its tag could not be "
+                                "learned: leave the word and its tag out.")

@@ -170,6 +170,10 @@ def _file_as_preset_error(path):
             "convert it to model.safetensors (safetensors.torch.save_file) next to a Hugging Face config.json "
             "and pass that directory"
         )
+    elif name.endswith(".keras"):
+        what = "a saved Keras model (model.save), which from_preset does not read"
+        todo = (f"load it with keras.saving.load_model({path!r}) (after `import keras_bert_impl`), or save the model "
+                "with save_to_preset(directory) and pass that directory")
     elif (name in _WEIGHT_FILE_NAMES or name.startswith(("bert_model.ckpt", "pytorch_model"))
           or name.endswith((".safetensors", ".h5"))):
         what = "one file of a checkpoint"

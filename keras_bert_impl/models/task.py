@@ -785,7 +785,15 @@ class Task(FunctionalModel):
         compile_defaults = kwargs.pop(
             "compile_defaults", inspect.signature(cls.__init__).parameters["compile_defaults"].default
         )
-        model = cls(backbone=backbone, preprocessor=preprocessor, compile_defaults=False, **kwargs)
+        try:
+            model = cls(backbone=backbone, preprocessor=preprocessor, compile_defaults=False, **kwargs)
+        except ValueError as error:  # e.g. no `num_classes`, where the directory holds another task's head
+            other = saved_task_class(preset)
+            if other is None or other == cls.__name__:
+                raise
+            raise ValueError(f"{error} ({preset} holds a {other}, saved by save_to_preset: load it with "
+                             f"{other}.from_preset; {cls.__name__}.from_preset builds a new head on its backbone, "
+                             "from this task's own arguments.)") from None
         model.heads_loaded = []
         if saved is not None and load_weights and not changed & set(cls.head_shape_arguments):
             quantization.quantize_layers(model, saved.get("quantized_layers"))
@@ -843,8 +851,8 @@ PREPROCESSOR_ARGUMENTS = ("sequence_length", "truncate", "doc_stride", "max_ques
                           "max_predictions_per_seq")
 
 
-def read_task_config(preset, cls):
-    """The `task.json` of a `save_to_preset` directory of `cls`, or None (no such file, or another task's)."""
+def _task_config(preset):
+    """The `task.json` of a `save_to_preset` directory, or None (not a directory holding one)."""
     if not isinstance(preset, (str, os.PathLike)):
         return None
     path = os.path.join(os.fspath(preset), TASK_CONFIG_FILE)
@@ -852,12 +860,21 @@ def read_task_config(preset, cls):
         return None
     try:
         with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
+            return json.load(f)
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: not a readable task config ({e}).") from None
-    if saved.get("class_name") != cls.__name__:
-        return None
-    return saved
+
+
+def read_task_config(preset, cls):
+    """The `task.json` of a `save_to_preset` directory of `cls`, or None (no such file, or another task's)."""
+    saved = _task_config(preset)
+    return saved if saved is not None and saved.get("class_name") == cls.__name__ else None
+
+
+def saved_task_class(preset):
+    """The class name of the task a `save_to_preset` directory holds (`"BertTokenClassifier"`), or None."""
+    saved = _task_config(preset)
+    return saved.get("class_name") if isinstance(saved, dict) else None
 
 
 def copy_variables(source, target):

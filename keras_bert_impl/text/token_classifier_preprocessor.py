@@ -260,6 +260,10 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
                     raise ValueError(
                         f"Example {index}: {len(pieces_per_word)} words but {len(labels)} labels."
                     )
+                silent = next((position for position, word in enumerate(pieces_per_word) if not word), None)
+                if silent is not None:  # (a zero-width or control character: its tag was dropped, silently)
+                    raise ValueError(f"Example {index}: word {silent} is {word_lists[index][silent]!r}, which has no "
+                                     "tokens, so its tag could not be learned: leave the word and its tag out.")
                 named = next((label for label in labels if isinstance(label, (str, bytes))), None)
                 if named is not None:  # (was "invalid literal for int() with base 10: 'B-ORG'")
                     raise ValueError(
