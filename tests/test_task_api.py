@@ -818,6 +818,10 @@ def test_answer_top_k_gives_the_best_spans_of_all_windows_best_first(real_data, 
     with pytest.raises(ValueError) as error:
         qa.answer(question, context, top_k=0)
     assert str(error.value) == "`top_k` must be a positive int, got 0."
+    with pytest.raises(ValueError) as error:  # the arguments the other way round (before: an answer from the question)
+        qa.answer(context, question)
+    assert str(error.value).startswith("answer(question, context): question 0 ") and str(error.value).endswith(
+        "which ends in '?': are they the other way round? The question comes first.")
 
 
 # === Embeddings ===

@@ -334,6 +334,7 @@ class BertSpanExtractor(Task):
                 questions = questions * len(contexts)
             elif len(contexts) == 1 and len(questions) > 1:  # several questions of one context
                 contexts = contexts * len(questions)
+        _refuse_swapped(questions, contexts)
         windows = self.preprocessor.windows(questions, contexts)
         outputs = self.predict(windows.features, batch_size=batch_size, verbose=0)
         start_logits = np.asarray(outputs["start_logits"], "float64")
@@ -389,3 +390,25 @@ class BertSpanExtractor(Task):
 def _logsumexp(values):
     peak = np.max(values)
     return peak + np.log(np.sum(np.exp(values - peak)))
+
+
+def _refuse_swapped(questions, contexts):
+    """One line where a question and its context look the other way round: the "question" longer than the
+    "context", which alone ends in "?" (before: an answer cut from the question, silently).
+
+    Example:
+    >>> _refuse_swapped(["Who wrote it?"], ["It was written by Ada Lovelace in 1843."])
+    >>> _refuse_swapped(["It was written by Ada Lovelace in 1843."], ["Who wrote it?"])
+    Traceback (most recent call last):
+    ...
+    ValueError: answer(question, context): question 0 'It was written by Ada Lovelace in 1843.' is longer than its context 'Who wrote it?', which ends in '?': are they the other way round? The question comes first.
+    """
+    for index, (question, context) in enumerate(zip(questions, contexts)):
+        if not (isinstance(question, str) and isinstance(context, str)):
+            continue
+        if (len(question) > len(context) and context.rstrip().endswith("?")
+                and not question.rstrip().endswith("?")):
+            shown = repr(question) if len(question) <= 60 else repr(question[:57]) + "..."
+            raise ValueError(f"answer(question, context): question {index} {shown} is longer than its context "
+                             f"{context!r:.80}, which ends in '?': are they the other way round? The question comes "
+                             "first.")
