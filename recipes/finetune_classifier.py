@@ -39,8 +39,9 @@ import json
 
 from command_line import (
     OneLineParser, add_lora_argument, add_subset_arguments, add_run_arguments, config_from_args, epochs_value,
-    one_line_on_ctrl_c, positive, run_recipe,
+    positive, run_recipe,
 )
+from interruption import one_line_on_ctrl_c
 from native_logs import quiet_native_logs
 
 

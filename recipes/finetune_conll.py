@@ -37,8 +37,9 @@ Tag raw text with the fine-tuned model (no training; `--epochs 0` needs a fine-t
 import json
 
 from command_line import (
-    OneLineParser, add_lora_argument, add_predict_batch_size_argument, add_subset_arguments, add_run_arguments, one_line_on_ctrl_c, run_recipe,
+    OneLineParser, add_lora_argument, add_predict_batch_size_argument, add_subset_arguments, add_run_arguments, run_recipe,
 )
+from interruption import one_line_on_ctrl_c
 from native_logs import quiet_native_logs
 
 

@@ -19,8 +19,9 @@ import os
 import sys
 
 from command_line import (
-    OneLineParser, add_run_arguments, exit_on_user_error, one_line_on_ctrl_c, one_line_warnings,
+    OneLineParser, add_run_arguments, exit_on_user_error, one_line_warnings,
 )
+from interruption import one_line_on_ctrl_c
 from native_logs import quiet_native_logs
 
 if __name__ == "__main__":

@@ -290,8 +290,8 @@ def test_a_process_of_a_multiworker_job_leaves_at_once_skipping_the_shutdown_bar
     """In a job of several processes every error ends the process with `os._exit`: the exit handlers, where JAX's
     `jax.distributed.shutdown` waits at its barrier for processes that may be gone, do not run."""
     code = ("import atexit, sys; sys.path.insert(0, 'recipes')\n"
-            "import command_line\n"
-            "command_line.several_processes_joined = lambda: True  # as after joining a JAX or PyTorch job\n"
+            "import command_line, interruption\n"
+            "interruption.several_processes_joined = lambda: True  # as after joining a JAX or PyTorch job\n"
             "atexit.register(lambda: print('the shutdown barrier ran'))\n"
             "def job():\n"
             f"    raise {raised}\n"

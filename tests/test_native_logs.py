@@ -122,7 +122,7 @@ def test_a_recipe_ends_after_the_filter_has_passed_its_last_lines(tmp_path):
     assert lines[0] == "line 0 of a long report" and len(lines) == 20001 and lines[-1] == "error: the last line"
 
 
-@pytest.mark.parametrize("script", ["recipes/native_logs.py", "recipes/command_line.py"])
+@pytest.mark.parametrize("script", ["recipes/native_logs.py", "recipes/command_line.py", "recipes/interruption.py"])
 def test_the_docstring_examples_of_the_recipes_shared_modules_run(script):
     """`--doctest-modules keras_bert_impl` does not reach the recipes' folder: their examples run here."""
     import doctest

@@ -1,7 +1,7 @@
 """The recipes' command-line errors that recipes/command_line.py makes one line: --seed out of NumPy's range, a
 --model_dir that cannot be written, --strategy tpu without a TPU on a fine-tuning recipe, Ctrl-C (a line that says
-how to resume, exit status 130; also while the recipe still imports TensorFlow and Keras), and a JSON file that does
-not parse (named)."""
+how to resume, exit status 130; also while the recipe still imports TensorFlow and Keras: recipes/interruption.py),
+and a JSON file that does not parse (named)."""
 
 import json
 import os
@@ -15,6 +15,14 @@ import pytest
 from repo_scripts import REPO, load_script
 
 command_line = load_script("recipes/command_line.py")
+interruption = sys.modules["interruption"]  # the module command_line.py imported: one `_run_state` for both
+
+
+@pytest.fixture(autouse=True)
+def _run_state_as_it_was(monkeypatch):
+    """Every test leaves `interruption._run_state` as it found it: the recipes loaded by other tests share it."""
+    for key, value in list(interruption._run_state.items()):
+        monkeypatch.setitem(interruption._run_state, key, value)
 
 
 def _run_args(*argv):
@@ -210,18 +218,18 @@ def test_ctrl_c_while_the_recipe_imports_is_one_line_and_status_130(recipe, tmp_
 
 
 def test_ctrl_c_outside_the_job_says_whether_the_run_had_started_or_finished(monkeypatch):
-    monkeypatch.setitem(command_line._run_state, "job", None)
-    assert command_line.interrupted_outside_job_line() == STARTING
+    monkeypatch.setitem(interruption._run_state, "job", None)
+    assert interruption.interrupted_outside_job_line() == STARTING
     assert command_line.exit_on_user_error(lambda: "results") == "results"
-    assert command_line.interrupted_outside_job_line() == FINISHED
+    assert interruption.interrupted_outside_job_line() == FINISHED
 
 
 @pytest.mark.parametrize("debug", [False, True])
 def test_an_uncaught_ctrl_c_after_the_job_is_one_line_and_status_130(debug):
     """A Ctrl-C while a recipe prints its results (after `exit_on_user_error`): one line, or with --debug the
     traceback."""
-    script = ("import command_line\n"
-              "command_line.one_line_on_ctrl_c()\n"
+    script = ("import command_line, interruption\n"
+              "interruption.one_line_on_ctrl_c()\n"
               "command_line.exit_on_user_error(lambda: None)\n"
               "print('results')\n"
               "raise KeyboardInterrupt\n")
@@ -243,8 +251,8 @@ def test_a_ctrl_c_lost_in_a_callback_comes_again_instead_of_the_run_going_on():
     Python drops it (`Exception ignored in ...`): 3 of 25 Ctrl-Cs during pretrain.py's start went unheeded so, and
     the run trained to the end."""
     script = ("import time\n"
-              "import command_line\n"
-              "command_line.one_line_on_ctrl_c()\n"
+              "import interruption\n"
+              "interruption.one_line_on_ctrl_c()\n"
               "class Callback:\n"
               "    def __del__(self):\n"
               "        raise KeyboardInterrupt  # as a Ctrl-C handled in a gc callback\n"
@@ -373,8 +381,8 @@ def test_sigterm_stops_a_recipe_with_one_line_that_says_how_to_resume_and_status
     checkpoints = tmp_path / "checkpoints"
     _checkpoint(checkpoints, "ckpt-000000002")
     script = ("import sys, time\n"
-              "import command_line\n"
-              "command_line.one_line_on_ctrl_c()\n"
+              "import command_line, interruption\n"
+              "interruption.one_line_on_ctrl_c()\n"
               "def job():\n"
               "    print('ready', flush=True)\n"
               "    time.sleep(120)\n"
@@ -411,32 +419,32 @@ def test_an_interrupted_jax_process_leaves_at_once_after_its_line(monkeypatch, c
         calls.append(status)
         raise Left
 
-    monkeypatch.setattr(command_line.os, "_exit", exit_now)
-    monkeypatch.setitem(command_line._run_state, "signal", signal.SIGINT)
-    monkeypatch.setitem(command_line._run_state, "recipe_process", True)  # (one_line_on_ctrl_c was called)
+    monkeypatch.setattr(interruption.os, "_exit", exit_now)
+    monkeypatch.setitem(interruption._run_state, "signal", signal.SIGINT)
+    monkeypatch.setitem(interruption._run_state, "recipe_process", True)  # (one_line_on_ctrl_c was called)
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
     with pytest.raises(Left):
-        command_line.leave("Interrupted: rerun the same command to resume.", status=130)
+        interruption.leave("Interrupted: rerun the same command to resume.", status=130)
     assert calls == [130] and capsys.readouterr().err == "Interrupted: rerun the same command to resume.\n"
     with pytest.raises(SystemExit) as leaving:  # an error's status: the normal way out
-        command_line.leave("error: bad flag", status=2)
+        interruption.leave("error: bad flag", status=2)
     assert leaving.value.code == 2 and calls == [130]
     monkeypatch.setattr(keras.backend, "backend", lambda: "tensorflow")
     with pytest.raises(SystemExit) as leaving:  # TensorFlow's shutdown is safe: the normal way out
-        command_line.leave("Interrupted: rerun the same command to resume.", status=130)
+        interruption.leave("Interrupted: rerun the same command to resume.", status=130)
     assert leaving.value.code == 130 and calls == [130]
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
-    monkeypatch.setitem(command_line._run_state, "recipe_process", False)
+    monkeypatch.setitem(interruption._run_state, "recipe_process", False)
     with pytest.raises(SystemExit):  # a job run inside another program (a test, a notebook) is never ended at once
-        command_line.leave("Interrupted: rerun the same command to resume.", status=130)
+        interruption.leave("Interrupted: rerun the same command to resume.", status=130)
 
 
 # === Defect: a Ctrl-C at the end of a finished recipe run, after main returned, was lost: status 0, no line ===
 
 FINISHED_SCRIPT = ("import atexit, os, signal, sys, threading, time\n"
-                   "import command_line, native_logs\n"
+                   "import command_line, interruption, native_logs\n"
                    "native_logs.quiet_native_logs()\n"
-                   "command_line.one_line_on_ctrl_c()\n"
+                   "interruption.one_line_on_ctrl_c()\n"
                    "command_line.exit_on_user_error(lambda: None)  # the job has returned: its outputs are written\n"
                    "print('results', flush=True)\n")
 # Where the signal comes once `main` has returned, each at a fixed point of Python's shutdown.
@@ -484,7 +492,7 @@ def test_a_second_ctrl_c_after_the_line_prints_no_second_line():
             "    os.kill(os.getpid(), signal.SIGINT)\n"
             "    for _ in range(10000):  # Python runs a signal's handler between instructions\n"
             "        pass\n"
-            "command_line._remove_private_folders = again\n"
+            "interruption._remove_private_folders = again\n"
             "os.kill(os.getpid(), signal.SIGINT)\n"
             "time.sleep(5)\n")
     result = _run_finished_recipe(tail)
@@ -496,7 +504,7 @@ def test_a_second_ctrl_c_after_the_line_prints_no_second_line():
     ("sys.exit(0)\n", 0, ""),
     ("sys.exit(3)\n", 3, ""),
     ("sys.exit('error: a message')\n", 1, "error: a message\n"),
-    ("command_line.leave('error: a bad file', status=2)\n", 2, "error: a bad file\n"),
+    ("interruption.leave('error: a bad file', status=2)\n", 2, "error: a bad file\n"),
     ("raise KeyError('a bug')\n", 1, "KeyError: 'a bug'\n"),
 ])
 def test_a_finished_run_without_a_signal_leaves_with_pythons_status(tail, status, stderr):

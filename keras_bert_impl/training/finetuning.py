@@ -498,7 +498,7 @@ def _private_directory(index):
 def remove_private_directories(*folders):
     """Removes `folders` (default: all) of this process's private folders, the files of a process > 0 of a job of
     several (`config_of_this_process`): at exit, and before a process of several leaves with `os._exit`, which runs
-    no exit handler (`recipes/command_line.leave`). Each is removed once; what is gone already is skipped.
+    no exit handler (`recipes/interruption.leave`). Each is removed once; what is gone already is skipped.
 
     Example:
     >>> folder = _private_directory(1)
