@@ -79,7 +79,11 @@ class BertSpanExtractor(Task):
     `{"text", "start"}`, the SQuAD JSON's `[{"text", "answer_start"}, ...]` or
     Hugging Face `datasets`' `{"text": [...], "answer_start": [...]}`; see the
     preprocessor), and `answer(question, context)` reads raw text of
-    any length (sliding windows). The pooler is unused and frozen.
+    any length (sliding windows). `predict` on raw `(questions, contexts)`
+    gives one row of logits per window, not per question (a long context
+    has several): `preprocessor.windows(questions, contexts).example` says
+    which question each row belongs to, and `answer` reads them back into
+    answers. The pooler is unused and frozen.
 
     Args:
         backbone: a `BertBackbone`.
