@@ -170,7 +170,7 @@ def test_quantize_layers_names_an_unknown_layer():
 def test_lora_on_a_quantized_backbone_saves_merged_into_the_quantized_kernels():
     """QLoRA's order (quantize, then LoRA): the saved kernels are the LoRA-merged ones, quantized again (Keras's
     `Dense.save_own_variables`), so the rebuilt model is quantized and within quantization noise of the live one."""
-    from keras_bert_impl.models.task import copy_variables
+    from keras_bert_impl.models.task_saving import copy_variables
 
     backbone = _small_backbone()
     backbone.quantize("int8")

@@ -301,7 +301,7 @@ def test_an_argument_no_one_takes_is_one_line_and_from_preset_routes_the_preproc
     assert str(error.value).startswith("BertBackbone got an unknown argument `hidden_size` (did you mean `hidden_dim`?):"
                                        " it takes vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,")
     # from_preset's list of preprocessor arguments is every argument of the task preprocessors, no more, no less.
-    from keras_bert_impl.models.task import PREPROCESSOR_ARGUMENTS
+    from keras_bert_impl.models.task_saving import PREPROCESSOR_ARGUMENTS
 
     taken = {name for task in (BertClassifier, BertTokenClassifier, BertSpanExtractor, BertPretrainer)
              for name in inspect.signature(task.preprocessor_class().__init__).parameters} - {"self", "tokenizer",

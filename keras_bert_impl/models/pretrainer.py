@@ -11,7 +11,9 @@ from keras_bert_impl.models import quantization
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.head_building import BACKBONE_INPUTS, freeze_unused_pooler, use_pooler
 from keras_bert_impl.models.probabilities import softmax
-from keras_bert_impl.models.task import TASK_CONFIG_FILE, TASK_WEIGHTS_FILE, Task, copy_variables, read_task_config
+from keras_bert_impl.checkpoints.own_preset import TASK_CONFIG_FILE, TASK_WEIGHTS_FILE
+from keras_bert_impl.models.task import Task
+from keras_bert_impl.models.task_saving import copy_variables, read_task_config
 
 
 def _pooler_for(backbone, nsp):

@@ -1,0 +1,229 @@
+"""How a task model reads what it is given: raw text, tables and feature dicts, checked in one line each.
+
+`RawTextInputs` is one base of `models/task.py`'s `Task` (which keeps `fit`, `evaluate` and `predict`): whether
+`x` is raw text (`_is_raw`), the preprocessor's batches of it (`_raw_dataset`, with or without weight-0 filler
+rows), pandas and Hugging Face tables read as text columns (`_read_tables`), `validation_data` and
+`validation_split` on raw text, and the one-line refusals of what Keras would stop on in several lines or
+deep inside its step (a feature dict without the model's keys, a dict of text columns, labels missing, batches
+of raw strings from a generator, raw text in a job of several processes).
+
+Example:
+>>> import keras_bert_impl
+>>> from keras_bert_impl import BertBackbone, BertClassifier
+>>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+>>> classifier = BertClassifier(backbone, num_classes=2)
+>>> classifier._is_raw(["a fine film"]), classifier._is_raw({"token_ids": [[2, 3]]})
+(True, False)
+>>> classifier.predict(["a fine film"])
+Traceback (most recent call last):
+...
+ValueError: This BertClassifier has no `preprocessor`, so it cannot read raw strings: build it with BertClassifier.from_preset(...) or pass preprocessor=..., or give the token_ids/segment_ids/padding_mask dict.
+"""
+
+import types
+import warnings
+
+import keras
+
+from keras_bert_impl.models.user_inputs import chained, is_dataset, joined_processes, looks_like_text, numpy_text_as_lists
+from keras_bert_impl.table_columns import table_as_labels, table_as_texts
+
+# Hugging Face tokenizers' names for the features (named in the one line that says a feature is missing).
+HUGGING_FACE_FEATURE_NAMES = {"input_ids": "token_ids", "token_type_ids": "segment_ids",
+                              "attention_mask": "padding_mask"}
+
+
+class RawTextInputs:
+    """The input checks and raw-text batches of `Task` (see the module docstring); a task says what it reads with
+    `raw_text_columns` and `raw_labels`, and which metrics skip filler rows (`_skips_filler_rows`)."""
+
+    def _is_raw(self, x):
+        if isinstance(x, dict) or x is None:
+            return False
+        if self.preprocessor is not None:
+            # A Python list or tuple is never a model input here (those are dicts): the preprocessor reads it, and
+            # names the item that is not text, or says that it is empty.
+            return self.preprocessor.is_raw_text(x) or isinstance(x, (list, tuple))
+        return looks_like_text(x)
+
+    def _check_preprocessor(self):
+        if self.preprocessor is None:
+            raise ValueError(
+                f"This {type(self).__name__} has no `preprocessor`, so it cannot read raw strings: build it with "
+                f"{type(self).__name__}.from_preset(...) or pass preprocessor=..., or give the "
+                "token_ids/segment_ids/padding_mask dict."
+            )
+        self._check_sequence_length()  # the preprocessor's length may have been set since
+
+    def _check_sequence_length(self):
+        """Refuses, in one line, a preprocessor that packs rows longer than the backbone's position table."""
+        length = getattr(self.preprocessor, "sequence_length", None)
+        positions = getattr(self.backbone, "max_sequence_length", None)
+        if length is not None and positions is not None and length > positions:
+            raise ValueError(
+                f"The preprocessor packs up to sequence_length={length} tokens, but the backbone has "
+                f"{positions} positions (max_sequence_length): use sequence_length <= {positions}."
+            )
+
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None, predicting=False):
+        """Raw text -> the preprocessor's batches. Filler rows (one step shape per bucket) when `predicting` (their
+        outputs are dropped) or when the losses and metrics ignore them (`_takes_filler_rows`)."""
+        self._check_preprocessor()
+        options = {} if predicting or self._takes_filler_rows() else {"fixed_batch_size": False}
+        return self.preprocessor.make_dataset(
+            x, y, sample_weight, batch_size=32 if batch_size is None else batch_size, shuffle=shuffle, seed=seed,
+            **options
+        )
+
+    def _takes_filler_rows(self):
+        """Whether batches of raw text may end with weight-0 filler rows (one step shape per length bucket): with
+        the default loss and metrics, which count only the real rows. A loss or metric of the user's counts every
+        row (a `sum_over_batch_size` loss would be divided by the filler too), so it gets a short last batch."""
+        arguments = getattr(self, "_compile_arguments", None)
+        if arguments is None:
+            return True
+        return arguments["loss"] == "auto" and all(
+            given in ("auto", None) or (isinstance(given, (list, tuple)) and all(map(self._skips_filler_rows, given)))
+            for given in (arguments["metrics"], arguments["weighted_metrics"]))
+
+    def _skips_filler_rows(self, metric):
+        """Whether a metric given to `compile` counts nothing of the filler rows' labels (whatever their weight):
+        none here; a task whose filler labels its own metrics skip (the tagger's -1) says which."""
+        return False
+
+    def _raw_validation(self, validation_data, batch_size):
+        if validation_data is None:
+            return None
+        if isinstance(validation_data, tuple) and 2 <= len(validation_data) <= 3 and self._is_raw(validation_data[0]):
+            x, y, *weight = validation_data
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    dataset = self._raw_dataset(x, y, weight[0] if weight else None, batch_size=batch_size)
+            except ValueError as error:  # the same checks as the training data's: say which data it is
+                raise ValueError(f"`validation_data`: {error}") from None
+            for warning in caught:  # (e.g. the count of examples cut to sequence_length)
+                warnings.warn(f"`validation_data`: {warning.message}", warning.category, stacklevel=3)
+            return dataset
+        if is_dataset(validation_data) and self._is_raw(validation_data):  # a tf.data.Dataset of strings
+            return self._raw_dataset(validation_data, batch_size=batch_size)
+        if isinstance(validation_data, list) and validation_data and all(isinstance(t, str) for t in validation_data):
+            raise ValueError("`validation_data` of raw strings is a tuple (texts, labels) or (texts, labels, "
+                             "sample_weight); got the texts alone: add their labels.")
+        if isinstance(validation_data, dict):  # (Keras's own error prints every string of it)
+            raise ValueError(f"`validation_data` is a dict with keys {sorted(map(str, validation_data))}: raw text "
+                             "is a tuple (texts, labels) as `fit` takes x and y (a table: (df[text_columns], "
+                             "df[label_column])); preprocessed features are a tuple (features, labels).")
+        return validation_data
+
+    def _read_tables(self, x, y=None, sample_weight=None):
+        """pandas DataFrames and Series, and Hugging Face dataset columns, given as `x`, `y` or `sample_weight` ->
+        the lists the preprocessor reads: `x=df[["sentence1", "sentence2"]]` is the pair `(texts_a, texts_b)`."""
+        x = table_as_texts(numpy_text_as_lists(x), self.raw_text_columns, type(self).__name__, y=y)
+        return x, table_as_labels(y), table_as_labels(sample_weight)
+
+    def _check_raw_labels(self, x, y, method):
+        """Refuses raw text without its labels in one line (Keras would stop inside the traced step, in three)."""
+        if y is None and self.raw_labels is not None and self._is_raw(x) and not is_dataset(x):
+            noun, arguments = self.raw_labels
+            raise ValueError(f"`y` is missing: {type(self).__name__}.{method} on raw text needs the {noun}, "
+                             f"as in {method}({arguments}).")
+
+    def _check_feature_inputs(self, x, method):
+        """Refuses, in one line, model inputs Keras would stop on in several: a feature dict without the model's
+        keys (e.g. Hugging Face's `input_ids`), or a numeric array where the features' dict goes."""
+        expected = list(getattr(self, "_inputs_struct", None) or ())
+        if not expected or x is None or self._is_raw(x) or is_dataset(x):
+            return
+        takes = (f"{type(self).__name__}.{method} takes raw text or a dict of the features "
+                 f"{{{', '.join(expected)}}}")
+        if isinstance(x, dict):
+            missing = [key for key in expected if key not in x]
+            text_columns = [key for key, value in x.items() if looks_like_text(numpy_text_as_lists(value))]
+            if missing and text_columns:  # a batch of a Hugging Face dataset (`ds[:100]`), or a dict of columns
+                raise ValueError(f"{type(self).__name__}.{method} got a dict of the columns {sorted(x)}, which hold "
+                                 f"text: give its text columns, as in x={self._text_columns_of(x, text_columns)}.")
+            if missing:
+                renamed = [f"{key} is {ours}" for key, ours in HUGGING_FACE_FEATURE_NAMES.items() if key in x]
+                hint = f" (Hugging Face's {', '.join(renamed)})" if renamed else ""
+                raise ValueError(f"{takes}; the dict given has {sorted(x)}, without {missing}{hint}.")
+        elif hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (list, tuple)):
+            if "string" in str(x.dtype):
+                raise ValueError(f"{takes}; got a string tensor of shape {tuple(x.shape)}: pass the texts as a list "
+                                 "of strings (or a tf.data.Dataset of them).")
+            raise ValueError(f"{takes}; got an array of shape {tuple(x.shape)}: put it in the dict as "
+                             f"{expected[0]}, with its {', '.join(expected[1:])}.")
+
+    def _text_columns_of(self, table, text_columns):
+        """How to pass `table`'s text columns, for an error: `(d['question'], d['context'])` where the task's own
+        column names are there, else its first text columns in each number the task reads (`d['sentence']`, or
+        `d['sentence1'] or (d['sentence1'], d['sentence2'])`)."""
+        own = next((names for names in self.raw_text_columns if all(name in table for name in names)), None)
+        choices = [own] if own else [text_columns[: len(names)] for names in self.raw_text_columns
+                                     if len(names) <= len(text_columns)] or [text_columns[:1]]
+        shown = [f"d[{names[0]!r}]" if len(names) == 1 else f"({', '.join(f'd[{name!r}]' for name in names)})"
+                 for names in choices]
+        return " or x=".join(shown)
+
+    def _refuse_raw_text_batches(self, x, method):
+        """A Python generator or a `keras.utils.PyDataset` whose batches hold raw strings -> one line. Keras hands such
+        batches to the model untokenized, and each backend stops in its own way ("Invalid dtype: str..." on PyTorch,
+        "Error interpreting argument ... as an abstract array" on JAX, "arrays must be at least rank 1" on TensorFlow).
+        Returns `x`; a generator's first batch, read to look at it, is put back in front."""
+        if isinstance(x, types.GeneratorType):
+            try:
+                first = next(x)
+            except StopIteration:
+                return x  # empty: Keras says so
+            x = chained(first, x)
+        elif isinstance(x, keras.utils.PyDataset) and x.num_batches:
+            first = x[0]
+        else:
+            return x
+        inputs = first[0] if isinstance(first, tuple) and first else first
+        if looks_like_text(inputs):
+            kind = "generator" if isinstance(x, types.GeneratorType) else "PyDataset"
+            name = type(self).__name__
+            arguments = "texts" if method == "predict" else "texts, labels"
+            raise ValueError(f"{name}.{method} got a {kind} whose batches hold raw text, which Keras passes to the "
+                             f"model untokenized: give the texts themselves ({method}({arguments}), as lists, arrays "
+                             "or tables), a tf.data.Dataset of strings, or batches of model.preprocessor(texts).")
+        return x
+
+    def _split_off_validation(self, x, y, sample_weight, validation_split):
+        """Raw examples (and their labels and weights) -> `(x, y, sample_weight, validation_data)`."""
+        self._check_preprocessor()
+        from keras_bert_impl.text.preprocessing_layer import as_list  # (a preprocessor means TensorFlow is here)
+
+        x, validation_x, at = self.preprocessor.split_examples(x, validation_split)
+        validation_y = None
+        if y is not None:
+            y, validation_y = as_list(y)[:at], as_list(y)[at:]
+        if sample_weight is None:
+            return x, y, None, (validation_x, validation_y)
+        sample_weight, validation_weight = as_list(sample_weight)[:at], as_list(sample_weight)[at:]
+        return x, y, sample_weight, (validation_x, validation_y, validation_weight)
+
+    def _class_weight_as_sample_weight(self, y, class_weight, sample_weight):
+        """`class_weight` folded into per-example weights (Keras refuses both together, and raw strings already
+        come with weights). Tasks with one class per example override it."""
+        raise ValueError(
+            f"`class_weight` weighs one class per example, which {type(self).__name__} does not have: give "
+            "`sample_weight` (one weight per example) instead."
+        )
+
+    def _check_one_process(self):
+        """Refuses `fit` on raw strings in a job of several PyTorch or JAX processes: each process would train
+        alone on all the data (PyTorch: N different models) or feed every row N times (JAX)."""
+        count, runtime = joined_processes()
+        if count > 1:
+            raise RuntimeError(
+                f"{type(self).__name__}.fit on raw strings trains one process, but this is one of {count} {runtime} "
+                "processes, each of which would train on all the data: use keras_bert_impl.training.finetuning."
+                "finetune(model, model.preprocessor.make_dataset(texts, labels, batch_size=..., shuffle=True), "
+                "strategy=get_strategy('multiworker'), ...), which gives each process its rows of every batch and "
+                "averages the gradients, or recipes/finetune_classifier.py --strategy multiworker (docs/finetuning.md)"
+            )
+
+    def _count_examples(self, x):
+        return self.preprocessor.count_examples(x)
