@@ -397,8 +397,16 @@ def test_packed_batches_hold_every_labelled_word_once_in_static_rows(dev_sentenc
     features = conll.encode_examples(dev_sentences, tokenizer, conll.label_vocabulary(dev_sentences), 128)
     labelled = int((features.labels >= 0).sum())
     unpacked_steps = -(-len(features) // 32)
+    packed = list(conll.make_packed_dataset(features, 32, training=True, seed=1).as_numpy_iterator())
+    # `make_dataset(packing=True)`, the earlier way to ask for them, gives the same batches.
+    earlier = list(conll.make_dataset(features, 32, training=True, seed=1, packing=True).as_numpy_iterator())
+    assert len(packed) == len(earlier)
+    for (inputs, labels), (earlier_inputs, earlier_labels) in zip(packed, earlier):
+        np.testing.assert_array_equal(labels, earlier_labels)
+        for key in inputs:
+            np.testing.assert_array_equal(inputs[key], earlier_inputs[key])
     for batches in (
-        list(conll.make_dataset(features, 32, training=True, seed=1, packing=True).as_numpy_iterator()),
+        packed,
         [conll.make_array_batches(features, 32, training=True, seed=1, packing=True)[i] for i in range(
             len(conll.make_array_batches(features, 32, training=True, seed=1, packing=True)))],
     ):
