@@ -28,7 +28,8 @@ def test_one_shape(function):
     parameters = inspect.signature(function).parameters
     positional = [p.name for p in parameters.values() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
     assert positional[-3:] == ["batch_size", "training", "seed"]
-    assert parameters["training"].default is False
+    # make_dataset's batches are in order unless for training; packed batches are for training unless told not.
+    assert parameters["training"].default is (function.__name__ == "make_packed_dataset")
     keywords = ("fixed_batch_size",) if function.__name__ == "make_packed_dataset" else ("boundaries", "fixed_batch_size")
     for name in keywords:  # (packed rows are all `sequence_length` long: no boundaries)
         assert name in parameters and parameters[name].kind is inspect.Parameter.KEYWORD_ONLY, (function, name)

@@ -25,7 +25,9 @@ import warnings
 
 import keras
 
-from keras_bert_impl.models.user_inputs import chained, is_dataset, joined_processes, looks_like_text, numpy_text_as_lists
+from keras_bert_impl.models.user_inputs import (
+    chained, is_dataset, joined_processes, looks_like_text, numpy_text_as_lists,
+)
 from keras_bert_impl.table_columns import table_as_labels, table_as_texts
 
 # Hugging Face tokenizers' names for the features (named in the one line that says a feature is missing).

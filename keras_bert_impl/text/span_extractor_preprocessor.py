@@ -439,8 +439,9 @@ def _case_hint(text, context):
     where = context.lower().find(text.lower())
     if where < 0:
         return ""
-    return (f" The context has it in other letter case at character {where}, {_shown(context[where : where + len(text)])}: "
-            "answers are cut from the context exactly as it is written.")
+    found = _shown(context[where : where + len(text)])
+    return (f" The context has it in other letter case at character {where}, {found}: answers are cut from the "
+            "context exactly as it is written.")
 
 
 def _swapped_hint(text, questions, index):

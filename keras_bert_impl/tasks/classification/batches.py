@@ -108,18 +108,17 @@ def make_dataset(
                              label_fill_value=0, drop_remainder=drop_remainder and training)
 
 
-def make_packed_dataset(split, preprocessor, batch_size, training=False, seed=None, *, fixed_batch_size=True):
+def make_packed_dataset(split, preprocessor, batch_size, training=True, seed=None, *, fixed_batch_size=True):
     """Batches of packed rows: `(inputs, targets, weights)` for `packed_training_model()`.
 
-    The split is tokenized up front (`encode_examples`) and packed once (`pack_rows`, with
-    `seed`) into rows of `preprocessor.sequence_length` tokens, several
-    examples per row, numbered in `padding_mask`; with `training` the rows are shuffled every
-    epoch (else they keep one order: the loss of a labelled split). Each example's label sits on its first token ([CLS]) with weight 1
-    (`first_token_targets`; regression targets get a last axis of 1); the
-    classifier's loss averages over the weights, so it is the mean over the
-    examples, as unpacked. A batch holds `rows_per_batch` rows, `batch_size`
-    examples on average, so an epoch has as many steps as unpacked; every
-    batch has one static shape (the last one is filled with weight-0 rows).
+    The split is tokenized up front (`encode_examples`) and packed once (`pack_rows`, with `seed`) into rows of
+    `preprocessor.sequence_length` tokens, several examples per row, numbered in `padding_mask`. With
+    `training` (the default: packing is for training) the rows are shuffled every epoch; `training=False` keeps
+    one order (the loss of a labelled split). Each example's label sits on its first token ([CLS]) with weight 1
+    (`first_token_targets`; regression targets get a last axis of 1); the classifier's loss averages over the
+    weights, so it is the mean over the examples, as unpacked. A batch holds `rows_per_batch` rows,
+    `batch_size` examples on average, so an epoch has as many steps as unpacked; every batch has one static
+    shape (the last one is filled with weight-0 rows).
     """
     from keras_bert_impl.batching.tf_batches import packed_row_batches
 

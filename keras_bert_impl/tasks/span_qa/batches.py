@@ -100,17 +100,16 @@ def packed_training_rows(features, seed=None):
     return inputs, labels, examples_per_row
 
 
-def make_packed_dataset(features, batch_size, training=False, seed=None, *, fixed_batch_size=True):
+def make_packed_dataset(features, batch_size, training=True, seed=None, *, fixed_batch_size=True):
     """Batches of packed rows for `packed_training_model`: `(dataset, examples_per_row)`.
 
-    `features` are training windows (`encode_examples(..., is_training=True)`: they carry their answers).
-    The windows are packed once (`packed_training_rows`, with `seed`); with `training` the
-    rows are shuffled every epoch (else they keep one order: the loss of a labelled split).
-    `examples_per_row` (the most windows a row holds) sizes the packed model's per-window outputs. A batch holds `rows_per_batch` rows, `batch_size`
-    windows on average, so an epoch has as many optimizer steps as unpacked
-    (each much cheaper: almost no padding); the loss is the mean over the
-    batch's windows, as unpacked. Every batch has one static shape: the last
-    one is filled with rows labelled -1, which `SpanLoss` ignores.
+    `features` are training windows (`encode_examples(..., is_training=True)`: they carry their answers). The
+    windows are packed once (`packed_training_rows`, with `seed`). With `training` (the default: packing is for
+    training) the rows are shuffled every epoch; `training=False` keeps one order (the loss of a labelled split).
+    `examples_per_row` (the most windows a row holds) sizes the packed model's per-window outputs. A batch holds
+    `rows_per_batch` rows, `batch_size` windows on average, so an epoch has as many optimizer steps as unpacked
+    (each much cheaper: almost no padding); the loss is the mean over the batch's windows, as unpacked. Every
+    batch has one static shape: the last one is filled with rows labelled -1, which `SpanLoss` ignores.
     """
     from keras_bert_impl.batching.tf_batches import packed_row_batches
 

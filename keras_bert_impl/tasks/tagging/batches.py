@@ -110,14 +110,14 @@ def make_dataset(
     )
 
 
-def make_packed_dataset(features, batch_size, training=False, seed=None, *, fixed_batch_size=True, with_labels=True):
+def make_packed_dataset(features, batch_size, training=True, seed=None, *, fixed_batch_size=True, with_labels=True):
     """A `tf.data.Dataset` of packed rows: `(inputs, labels)` batches (`inputs` only without `with_labels`).
 
-    Several windows share each row of `sequence_length` tokens (`packed_features`; packed once, with
-    `seed`; with `training` the rows are shuffled each epoch). A batch holds
-    `batching.packing.rows_per_batch` rows, which carry `batch_size` windows on average (so an epoch has
-    as many steps as unpacked), has one static shape and almost no padding. `BertTokenClassifier` trains
-    on them as they are: its labels are per token, -1 on padding. For training and evaluating the loss;
+    Several windows share each row of `sequence_length` tokens (`packed_features`; packed once, with `seed`).
+    With `training`, the default, the rows are shuffled each epoch; `training=False` keeps one order. A batch
+    holds `batching.packing.rows_per_batch` rows, which carry `batch_size` windows on average (so an epoch has
+    as many steps as unpacked), has one static shape and almost no padding. `BertTokenClassifier` trains on
+    them as they are: its labels are per token, -1 on padding. For training and evaluating the loss;
     predictions are read from unpacked batches (`make_dataset`).
     """
     from keras_bert_impl.batching.tf_batches import packed_row_batches
