@@ -265,7 +265,8 @@ class BertTokenClassifier(Task):
         [['B-ORG', 'O', 'B-MISC', 'O']]
         """
         single = isinstance(x, str)
-        tags = [tags for tags, _ in self._tagged_words(self._sentences(x, "predict_tags"), batch_size)]
+        word_lists = self.preprocessor.as_word_lists(self._checked_input(x, "predict_tags"))
+        tags = [tags for tags, _ in self._tagged_words(word_lists, batch_size)]
         return tags[0] if single else tags
 
     def predict_entities(self, texts, batch_size=32, aggregation_strategy="first"):
@@ -294,7 +295,7 @@ class BertTokenClassifier(Task):
         if aggregation_strategy != "first":
             raise ValueError(f"predict_entities aggregates as Hugging Face's aggregation_strategy='first' (each word "
                              f"takes its first WordPiece's tag, as the tagger is trained), got {aggregation_strategy!r}.")
-        texts = self._read_tables(texts)[0]  # a Series or dataset column: a list
+        texts = self._checked_input(texts, "predict_entities")
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         for index, text in enumerate(texts):
@@ -305,7 +306,6 @@ class BertTokenClassifier(Task):
             if not isinstance(text, str):  # the raw-text message of the preprocessors
                 shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
                 raise ValueError(f"Raw text: item {index} is {type(text).__name__} {shown}, expected a string.")
-        self._sentences(texts, "predict_entities")  # the model's checks, and none empty
         spans = [self.preprocessor.split_words(text) for text in texts]
         results = []
         for text, words, (tags, scores) in zip(texts, spans, self._tagged_words([[w for w, _, _ in words]
@@ -323,15 +323,16 @@ class BertTokenClassifier(Task):
             results.append(entities)
         return results[0] if single else results
 
-    def _sentences(self, x, method):
-        """`x` (sentences or word lists, as `fit` takes them) as word lists, after the checks both helpers share."""
+    def _checked_input(self, x, method):
+        """`x` (sentences or word lists, as `fit` takes them; a Series or dataset column as a list), after the checks
+        both helpers share: a preprocessor, `label_names`, and at least one example."""
         self._check_preprocessor()
         if self.label_names is None:
             raise ValueError(f"{method} needs the model's `label_names` (the tags in id order).")
         x = self._read_tables(x)[0]  # a Series or dataset column: a list
         if not isinstance(x, str) and len(x) == 0:  # (was a Keras-internal UnboundLocalError)
             raise ValueError("No examples: the list of sentences is empty.")
-        return self.preprocessor.as_word_lists(x)
+        return x
 
     def _tagged_words(self, word_lists, batch_size):
         """For each word list, `(tags, scores)`: each word's tag (at its first WordPiece) and its probability."""
