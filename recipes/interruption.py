@@ -132,10 +132,7 @@ def _leave_now(line, status):
             data = data[os.write(2, data):]
     except OSError:
         pass
-    _remove_private_folders()
-    logs = sys.modules.get("native_logs")
-    if logs is not None:  # the stderr filter passes its last lines before the shell's prompt comes
-        logs.drain_filter()
+    _tidy_up_before_exit()
     os._exit(status)
 
 
@@ -153,10 +150,7 @@ def _leave_at_the_end():
         sys.stderr.flush()
     except Exception:  # noqa: BLE001 (a closed pipe: Python's own way out, `Exception ignored ...`, status 120)
         return
-    _remove_private_folders()
-    logs = sys.modules.get("native_logs")
-    if logs is not None:
-        logs.drain_filter()
+    _tidy_up_before_exit()
     status = _run_state["exit_status"]
     status = (status or 0) if status is None or isinstance(status, int) else 1  # sys.exit("message"): 1
     # Up to here a signal runs `on_signal`, which leaves with its line. Python runs a handler only between some of
@@ -241,6 +235,15 @@ def several_processes_joined():
     return joined()
 
 
+def _tidy_up_before_exit():
+    """What a process does before it leaves with `os._exit`, which runs no exit handler: its private folders removed,
+    and the stderr filter's last lines passed on before the shell's prompt comes (`native_logs.drain_filter`)."""
+    _remove_private_folders()
+    logs = sys.modules.get("native_logs")
+    if logs is not None:
+        logs.drain_filter()
+
+
 def _remove_private_folders():
     """Removes the temporary folders of a process > 0 of a job of several (`finetuning.remove_private_directories`)
     before it leaves with `os._exit`, which runs no exit handler; nothing where fine-tuning was never imported."""
@@ -273,9 +276,6 @@ def leave(line, status):
                        and keras.backend.backend() == "jax")
     if several_processes_joined() or interrupted_jax:
         sys.stdout.flush()
-        _remove_private_folders()
-        logs = sys.modules.get("native_logs")
-        if logs is not None:  # the stderr filter passes its last lines before the shell's prompt comes
-            logs.drain_filter()
+        _tidy_up_before_exit()
         os._exit(status)
     raise SystemExit(status)
