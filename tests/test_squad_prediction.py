@@ -186,3 +186,13 @@ def test_packed_batches_are_balanced_so_the_filler_is_small():
     assert batches.shapes == [(25, 384)] and batches.token_slots == 75 * 384
     last_placements, last_inputs = list(batches)[-1]
     assert last_inputs["token_ids"].shape == (25, 384) and len(last_placements) == 24
+
+
+@pytest.mark.slow
+def test_step_six_predict_gives_the_answers_that_evaluate_scores(model, features):
+    """`span_qa.predict` (step 6) and `span_qa.evaluate` (step 4, `predict_squad`) answer every question alike."""
+    predicted = squad.predict(model, features, batch_size=BATCH_SIZE)
+    evaluated = squad.evaluate(model, features, batch_size=BATCH_SIZE)  # no gold: answers, no metrics
+    assert predicted.predictions == evaluated.predictions and evaluated.metrics == {}
+    assert set(predicted.predictions) == {example for example in predicted.nbest}
+    assert all(predicted.nbest[i][0]["text"] == text for i, text in predicted.predictions.items())

@@ -39,11 +39,24 @@ def test_every_task_package_exports_the_same_step_functions():
     from keras_bert_impl.tasks import classification, span_qa, tagging
 
     for package in (classification, span_qa, tagging):
-        for name in ("encode_examples", "make_dataset", "make_packed_dataset", "make_array_batches"):
+        for name in ("read_examples", "encode_examples", "make_dataset", "make_packed_dataset", "make_array_batches",
+                     "evaluate", "write_outputs", "predict"):
             assert callable(getattr(package, name, None)), (package.__name__, name)
     # The earlier names of step 2 are the same functions.
     assert tagging.encode_sentences is tagging.encode_examples
     assert span_qa.convert_examples_to_features is span_qa.encode_examples
+    # Steps 1, 4, 5 and 6: the task's own name (its file format, its metric) is the same function as the step's.
+    assert classification.read_examples is classification.read_split
+    assert tagging.read_examples is tagging.read_conll
+    assert span_qa.read_examples is span_qa.read_squad_examples
+    assert classification.evaluate is classification.evaluate_splits
+    assert tagging.evaluate is tagging.evaluate_conll
+    assert span_qa.evaluate is span_qa.predict_squad
+    assert classification.write_outputs is classification.write_dev_results
+    assert tagging.write_outputs is tagging.write_conll_outputs
+    assert span_qa.write_outputs is span_qa.write_squad_outputs
+    assert classification.predict is classification.predict_split
+    assert tagging.predict is tagging.predict_word_tags
 
 
 def test_old_and_new_keyword_given_differently_is_an_error():

@@ -2,7 +2,8 @@
 
 Read from the source (no TensorFlow, no model): every task folder has the same step modules; every fine-tuning story
 (`run.py`, and classification's `table_run.py` for your own tables) has the same public steps, called in the same
-order by its `run`; step 2 is `encode_examples` and step 3 the same three functions in every task.
+order by its `run`; every step has one function of the same name in every task (`read_examples`, `encode_examples`,
+`make_dataset`, `evaluate`, `write_outputs`, `predict`), and step 3 the same three functions with the same arguments.
 """
 
 import ast
@@ -31,6 +32,29 @@ def test_every_task_has_the_same_step_modules(task):
     modules = {path.stem for path in (TASKS / task).glob("*.py")} - {"__init__"}
     missing = set(STEP_MODULES) - modules
     assert not missing, f"tasks/{task} lacks the step module(s) {sorted(missing)}"
+
+
+# Each step's one name in every task (the module it lives in, the name): the task's own names are the same functions.
+STEP_NAMES = (("reading", "read_examples"), ("features", "encode_examples"), ("batches", "make_dataset"),
+              ("evaluation", "evaluate"), ("outputs", "write_outputs"), ("prediction", "predict"))
+
+
+def _defines(tree, name):
+    """True where the module defines `name` at its top level, by `def` or by `name = other_function`."""
+    if name in _top_level(tree):
+        return True
+    return any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+               for node in tree.body)
+
+
+@pytest.mark.parametrize("task", TASK_NAMES)
+@pytest.mark.parametrize("module, name", STEP_NAMES)
+def test_every_step_has_the_same_name_in_every_task(task, module, name):
+    assert _defines(_tree(f"{task}/{module}.py"), name), f"tasks/{task}/{module}.py defines no {name}"
+    exported = _tree(f"{task}/__init__.py")
+    imported = {alias.name for node in exported.body if isinstance(node, ast.ImportFrom)
+                and node.module == f"keras_bert_impl.tasks.{task}.{module}" for alias in node.names}
+    assert name in imported, f"keras_bert_impl.tasks.{task} does not re-export {module}.{name}"
 
 
 @pytest.mark.parametrize("task", TASK_NAMES)

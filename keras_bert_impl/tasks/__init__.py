@@ -4,10 +4,16 @@
 - `tagging/`: CoNLL-2003 named entities (and any CoNLL-format files).
 - `span_qa/`: SQuAD v1.1 and v2.0 extractive question answering.
 
-In each: `reading` (files -> examples, file:line errors), `features`
-(examples -> model inputs), `batches` (tf.data, and the NumPy twin),
-`evaluation` (the official metric; the scorers are in `keras_bert_impl.metrics`),
-`outputs` (result and prediction files), `prediction` (a split or raw text ->
-predictions) and `run` (the fine-tuning story over one config dataclass).
-See docs/architecture.md.
+In each, one module a step, and in each step one function of the same name in every task (the task's own
+name for it, e.g. `tagging.read_conll`, is the same function):
+
+1. `reading.read_examples`: files -> examples, file:line errors.
+2. `features.encode_examples`: examples -> model inputs.
+3. `batches.make_dataset` (and `make_packed_dataset`, `make_array_batches`): tf.data, and the NumPy twin.
+4. `evaluation.evaluate`: the model's predictions scored by the official metric (the scorers are in
+   `keras_bert_impl.metrics`).
+5. `outputs.write_outputs`: result and prediction files.
+6. `prediction.predict`: the model's prediction of every example (raw text: the task model's own helpers).
+
+and `run`, the fine-tuning story over one config dataclass. See docs/architecture.md.
 """

@@ -1,8 +1,8 @@
 """GLUE and other sentence(-pair) classification: the steps of `keras_bert_impl.tasks`.
 
-The step functions are re-exported here (`from keras_bert_impl.tasks import
-classification; classification.read_split(...)`); the fine-tuning story is
-`keras_bert_impl.tasks.classification.run` (`ClassificationConfig`, `run`),
+The step functions are re-exported here (`from keras_bert_impl.tasks import classification;
+classification.read_examples(task, data_dir, split)`, the same function as `read_split`); the fine-tuning
+story is `keras_bert_impl.tasks.classification.run` (`ClassificationConfig`, `run`),
 imported on its own since it builds models. Labelled tables in CSV, TSV or
 JSON Lines (your own data) are read by `table_files`, and fine-tuned by the
 story of `recipes/finetune_classifier.py`, `table_run`.
@@ -11,6 +11,7 @@ story of `recipes/finetune_classifier.py`, `table_run`.
 from keras_bert_impl.tasks.classification.batches import make_array_batches, make_dataset, make_packed_dataset
 from keras_bert_impl.tasks.classification.evaluation import (
     classification_scores,
+    evaluate,
     evaluate_metric_names,
     evaluate_splits,
     glue_score,
@@ -23,9 +24,10 @@ from keras_bert_impl.tasks.classification.outputs import (
     format_predictions,
     save_model_atomically,
     write_dev_results,
+    write_outputs,
     write_submission,
 )
-from keras_bert_impl.tasks.classification.prediction import predict_split
+from keras_bert_impl.tasks.classification.prediction import predict, predict_split
 from keras_bert_impl.tasks.classification.reading import (
     STSB_SCORE_RANGE,
     TASKS,
@@ -33,6 +35,7 @@ from keras_bert_impl.tasks.classification.reading import (
     GlueSplit,
     GlueTask,
     get_task,
+    read_examples,
     read_split,
     read_tsv_lines,
     resolve_task_dir,

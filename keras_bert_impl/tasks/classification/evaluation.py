@@ -116,3 +116,7 @@ def score_outputs(table, outputs, label_names=None):
     if table.multi_label:
         return multi_label_scores(encode_labels(table, label_names), (outputs > 0).astype("int32"))
     return classification_scores(encode_labels(table, label_names), outputs.argmax(axis=-1))
+
+
+# Step 4's name in every task (`classification.evaluate`, `tagging.evaluate`, `span_qa.evaluate`; docs/architecture.md).
+evaluate = evaluate_splits

@@ -82,3 +82,5 @@ def write_dev_results(model_dir, results):
     return path
 
 
+# Step 5's name in every task (`classification.write_outputs`, `tagging.write_outputs`, `span_qa.write_outputs`; docs/architecture.md).
+write_outputs = write_dev_results

@@ -35,3 +35,7 @@ def predict_split(model, dataset, count=None):
     outputs = model.predict(dataset.map(lambda features, *rest: features), verbose=0)
     outputs = np.asarray(outputs)[:count]
     return outputs[:, 0] if outputs.shape[-1] == 1 else outputs.argmax(axis=-1)
+
+
+# Step 6's name in every task (`classification.predict`, `tagging.predict`, `span_qa.predict`; docs/architecture.md).
+predict = predict_split

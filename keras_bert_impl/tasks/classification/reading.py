@@ -412,4 +412,5 @@ def _parse_label(task, path, number, value, label_to_id):
     return label_to_id[value]
 
 
-# === Submission files ===
+# Step 1's name in every task (`classification.read_examples`, `tagging.read_examples`, `span_qa.read_examples`; docs/architecture.md).
+read_examples = read_split

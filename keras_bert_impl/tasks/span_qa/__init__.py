@@ -1,7 +1,7 @@
 """SQuAD v1.1 / v2.0 extractive question answering: the steps of `keras_bert_impl.tasks`.
 
 The step functions are re-exported here (`from keras_bert_impl.tasks import
-span_qa; span_qa.read_squad_examples(...)`); the fine-tuning story is
+span_qa; span_qa.read_examples(path)`, the same function as `read_squad_examples`); the fine-tuning story is
 `keras_bert_impl.tasks.span_qa.run` (`SpanQaConfig`, `run`), imported on its own since it builds models.
 """
 
@@ -15,6 +15,7 @@ from keras_bert_impl.tasks.span_qa.batches import (
 )
 from keras_bert_impl.tasks.span_qa.evaluation import (
     SquadResult,
+    evaluate,
     predict_squad,
     tune_null_threshold,
 )
@@ -27,6 +28,7 @@ from keras_bert_impl.tasks.span_qa.features import (
     tokenize_texts,
 )
 from keras_bert_impl.tasks.span_qa.outputs import (
+    write_outputs,
     write_squad_outputs,
 )
 from keras_bert_impl.tasks.span_qa.prediction import (
@@ -35,6 +37,7 @@ from keras_bert_impl.tasks.span_qa.prediction import (
     answer_questions,
     apply_null_threshold,
     postprocess_predictions,
+    predict,
     predict_logits,
 )
 from keras_bert_impl.tasks.span_qa.reading import (
@@ -42,6 +45,7 @@ from keras_bert_impl.tasks.span_qa.reading import (
     SquadExample,
     SquadFormatError,
     load_squad_json,
+    read_examples,
     read_squad_examples,
     select_questions,
     split_articles,

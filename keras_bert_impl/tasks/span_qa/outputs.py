@@ -40,3 +40,7 @@ def write_squad_outputs(model_dir, result, extra_eval=None):
     paths["eval"] = os.path.join(model_dir, "eval.json")
     atomic_write_json(paths["eval"], dict(result.metrics, **(extra_eval or {})))
     return paths
+
+
+# Step 5's name in every task (`classification.write_outputs`, `tagging.write_outputs`, `span_qa.write_outputs`; docs/architecture.md).
+write_outputs = write_squad_outputs

@@ -19,6 +19,8 @@
 - `predict_logits(model, features)`: the model over every window, in length-bucketed batches of one fixed
   size (`batches.PredictionBatches`: at most one compiled shape per bucket), or with `packing=True`
   several windows to a row (`batches.PackedPredictionBatches`: one shape, almost no padding).
+- `predict(model, features)`: `predict_logits` then `postprocess_predictions`, the answer of every question
+  (step 6's name in every task).
 - `answer_questions(model, tokenizer, questions, contexts)`: answers raw
   question/context strings with a `BertSpanExtractor` (text, score, span).
 
@@ -307,6 +309,40 @@ def predict_logits(model, features, batch_size=32, *, boundaries=None, sort_by_l
     return start, end
 
 
+def predict(model, features, batch_size=32, n_best_size=20, max_answer_length=30, version="1.1",
+            null_score_diff_threshold=0.0, nbest=True, *, boundaries=None, sort_by_length=True, packing=False):
+    """Step 6 of every task for span QA: the answer of every question of `features`, with its n-best list.
+
+    `predict_logits` (the model over every window) then `postprocess_predictions` (logits -> answer texts);
+    `evaluate` (`predict_squad`) does the same and scores the answers against the gold file.
+
+    Args:
+        model: a `BertSpanExtractor` (or any model with the same inputs/outputs).
+        features: `SquadFeatures` (step 2, `encode_examples`, not `is_training`).
+        batch_size, boundaries, sort_by_length, packing: the prediction batches (`predict_logits`).
+        n_best_size, max_answer_length, version, null_score_diff_threshold, nbest: as `postprocess_predictions`.
+
+    Returns:
+        `SquadPredictions`: `predictions` (question id -> answer text), `best_answers`, `nbest`, `null_odds`.
+
+    Example: an untrained 1-layer extractor on two questions (its answers are spans of their contexts):
+
+    >>> from keras_bert_impl import BertBackbone, BertSpanExtractor, BertTokenizer
+    >>> tokenizer = BertTokenizer.from_preset("all_minilm_l6_v2_en")
+    >>> backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+    >>> examples = [SquadExample("q1", "", "Who sat?", "The cat sat on the mat.", ()),
+    ...             SquadExample("q2", "", "Where?", "In Paris, in May.", ())]
+    >>> answers = predict(BertSpanExtractor(backbone), encode_examples(examples, tokenizer, sequence_length=32))
+    >>> sorted(answers.predictions), answers.predictions["q1"] in "The cat sat on the mat."
+    (['q1', 'q2'], True)
+    """
+    start_logits, end_logits = predict_logits(model, features, batch_size=batch_size, boundaries=boundaries,
+                                              sort_by_length=sort_by_length, packing=packing)
+    return postprocess_predictions(features, start_logits, end_logits, n_best_size=n_best_size,
+                                   max_answer_length=max_answer_length, version=version,
+                                   null_score_diff_threshold=null_score_diff_threshold, nbest=nbest)
+
+
 def answer_questions(
     model,
     tokenizer,
@@ -362,13 +398,8 @@ def answer_questions(
         examples, tokenizer, sequence_length=sequence_length, doc_stride=doc_stride,
         max_question_length=max_question_length,
     )
-    start, end = predict_logits(model, features, batch_size=batch_size)
-    result = postprocess_predictions(
-        features,
-        start,
-        end,
-        n_best_size=n_best_size,
-        max_answer_length=max_answer_length,
+    result = predict(
+        model, features, batch_size=batch_size, n_best_size=n_best_size, max_answer_length=max_answer_length,
         version=squad_version_argument("answer_questions", version, version_2_with_negative),
         null_score_diff_threshold=null_score_diff_threshold,
     )

@@ -321,3 +321,7 @@ def split_articles(dataset, num_train_articles):
         {"version": version, "data": articles[:num_train_articles]},
         {"version": version, "data": articles[num_train_articles:]},
     )
+
+
+# Step 1's name in every task (`classification.read_examples`, `tagging.read_examples`, `span_qa.read_examples`; docs/architecture.md).
+read_examples = read_squad_examples

@@ -1,7 +1,7 @@
 """CoNLL-2003 and other CoNLL-format tagging (named entities): the steps of `keras_bert_impl.tasks`.
 
 The step functions are re-exported here (`from keras_bert_impl.tasks import
-tagging; tagging.read_conll(...)`); the fine-tuning story is
+tagging; tagging.read_examples(path)`, the same function as `read_conll`); the fine-tuning story is
 `keras_bert_impl.tasks.tagging.run` (`TaggingConfig`, `run`), imported on its own since it builds models.
 """
 
@@ -15,6 +15,7 @@ from keras_bert_impl.tasks.tagging.evaluation import (
     ConllEpochEvaluator,
     ConllEvaluation,
     ConllSplit,
+    evaluate,
     evaluate_conll,
     load_conll_split,
 )
@@ -28,8 +29,10 @@ from keras_bert_impl.tasks.tagging.features import (
 from keras_bert_impl.tasks.tagging.outputs import (
     write_conll_outputs,
     write_conll_predictions,
+    write_outputs,
 )
 from keras_bert_impl.tasks.tagging.prediction import (
+    predict,
     predict_token_label_ids,
     predict_word_tags,
 )
@@ -51,5 +54,6 @@ from keras_bert_impl.tasks.tagging.reading import (
     label_vocabulary,
     num_documents,
     read_conll,
+    read_examples,
     write_conll,
 )

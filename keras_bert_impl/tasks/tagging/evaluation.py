@@ -153,3 +153,7 @@ class ConllEpochEvaluator:
         if self.on_epoch is not None:
             self.on_epoch(dict(results, epoch=epoch))
         return results
+
+
+# Step 4's name in every task (`classification.evaluate`, `tagging.evaluate`, `span_qa.evaluate`; docs/architecture.md).
+evaluate = evaluate_conll

@@ -56,3 +56,7 @@ def write_conll_outputs(model_dir, name, split, evaluation, extra=None):
         os.path.join(model_dir, f"{name}_predictions.txt"), split.sentences, evaluation.predicted_tags
     )
     return results
+
+
+# Step 5's name in every task (`classification.write_outputs`, `tagging.write_outputs`, `span_qa.write_outputs`; docs/architecture.md).
+write_outputs = write_conll_outputs

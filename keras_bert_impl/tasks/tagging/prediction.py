@@ -46,3 +46,7 @@ def predict_word_tags(model, features, sentences, label_names, batch_size=64, bo
     """
     token_ids = predict_token_label_ids(model, features, batch_size=batch_size, boundaries=boundaries)
     return [[label_names[i] for i in word_ids] for word_ids in word_label_ids(features, token_ids, sentences)]
+
+
+# Step 6's name in every task (`classification.predict`, `tagging.predict`, `span_qa.predict`; docs/architecture.md).
+predict = predict_word_tags

@@ -458,3 +458,7 @@ def label_vocabulary(sentences):
     """
     types = sorted({split_tag(tag)[1] for s in sentences for tag in s.tags} - {""})
     return ["O"] + [f"{prefix}-{t}" for t in types for prefix in ("B", "I")]
+
+
+# Step 1's name in every task (`classification.read_examples`, `tagging.read_examples`, `span_qa.read_examples`; docs/architecture.md).
+read_examples = read_conll
