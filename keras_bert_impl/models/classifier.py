@@ -1,22 +1,12 @@
 """BertClassifier: sentence (pair) classification (one class, or any number: multi-label) and regression on BERT's
 pooled output (GLUE), or on the mean token vector."""
 
-import re
-import warnings
-
 import keras
 import numpy as np
 
 from keras_bert_impl.layers.sequence_pooling import SequencePooling
+from keras_bert_impl.models import classifier_compile, classifier_labels
 from keras_bert_impl.models.backbone import bert_kernel_initializer
-from keras_bert_impl.models.glue_scores import (
-    ClassAUC,
-    ClassF1Score,
-    ClassPrecision,
-    ClassRecall,
-    MatthewsCorrelation,
-    PearsonCorrelation,
-)
 from keras_bert_impl.models.head_building import (
     backbone_inputs,
     check_dropout,
@@ -25,27 +15,12 @@ from keras_bert_impl.models.head_building import (
     freeze_unused_pooler,
     use_pooler,
 )
+from keras_bert_impl.models.multi_label_f1 import MultiLabelF1Score
 from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import Task
 from keras_bert_impl.models.user_inputs import is_dataset
 
 POOLINGS = ("pooled", "mean")
-# The cross-entropies `compile` takes by name, which read probabilities (from_logits=False).
-CROSS_ENTROPY_NAMES = {"sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
-                       "categorical_crossentropy": "CategoricalCrossentropy",
-                       "binary_crossentropy": "BinaryCrossentropy"}
-# What a regression refuses in `compile(metrics=...)`: the names and metrics of classes (`check_metrics`).
-CLASS_METRIC_NAMES = ("accuracy", "acc", "sparse_categorical_accuracy", "f1", "f1_score", "precision", "recall",
-                      "auc", "matthews_correlation", "mcc")
-CLASS_METRICS = (ClassF1Score, MatthewsCorrelation, ClassPrecision, ClassRecall, ClassAUC)
-# Keras's metric names that read one-hot labels, and the name that scores the same from class ids.
-ONE_HOT_METRIC_NAMES = {"categorical_accuracy": "accuracy", "binary_accuracy": "accuracy",
-                        "top_k_categorical_accuracy": "sparse_top_k_categorical_accuracy"}
-# Keras's metric classes that read one-hot labels (or one probability per label), and the name to give instead.
-ONE_HOT_METRICS = ((keras.metrics.FBetaScore, "f1"), (keras.metrics.AUC, "auc"),
-                   (keras.metrics.Precision, "precision"), (keras.metrics.Recall, "recall"),
-                   (keras.metrics.CategoricalAccuracy, "accuracy"), (keras.metrics.BinaryAccuracy, "accuracy"),
-                   (keras.metrics.TopKCategoricalAccuracy, "sparse_top_k_categorical_accuracy"))
 
 
 # keras-hub's `activation` of a text classifier: logits (None or "linear") or probabilities ("softmax"; "sigmoid"
@@ -289,118 +264,26 @@ class BertClassifier(Task):
         named["label_id"] = keras.ops.argmax(outputs, axis=-1)
         return named
 
-    def default_loss(self):
-        """Cross-entropy from logits (classification; binary, per class, for multi-label) or mean squared error
-        (regression), over the weighted rows.
+    # === Loss and metrics (`classifier_compile.py`) ===
 
-        Both average over the sum of the sample weights
-        (`reduction="mean_with_sample_weight"`), so weight-0 filler rows of a
-        fixed-size batch do not dilute the mean; without weights this is the
-        usual batch mean.
-        """
-        if self.is_regression:
-            return keras.losses.MeanSquaredError(reduction="mean_with_sample_weight")
-        if self.multi_label:  # the mean over the classes, then over the weighted rows (transformers' BCEWithLogits)
-            return keras.losses.BinaryCrossentropy(from_logits=self.activation is None,
-                                                   reduction="mean_with_sample_weight")
-        return keras.losses.SparseCategoricalCrossentropy(
-            from_logits=self.activation is None, reduction="mean_with_sample_weight"
-        )
+    def default_loss(self):
+        """`classifier_compile.default_loss`: cross-entropy or, for a regression, mean squared error."""
+        return classifier_compile.default_loss(self.num_classes, self.activation, self.multi_label)
 
     def metric_for_name(self, name):
-        """Scores by name, from class-id labels and this classifier's outputs, exact over all the examples seen
-        (`glue_scores.py`): `"f1"` (or `"f1_score"`; of class 1 with two classes, as GLUE's MRPC and QQP; macro
-        otherwise), `"precision"`, `"recall"` (the same way), `"auc"` (ROC AUC of class 1; one-vs-rest macro
-        otherwise), `"matthews_correlation"` (CoLA), and for a regression `"pearson_correlation"` (STS-B).
-
-        A multi-label classifier's `"accuracy"` (or `"acc"`, `"binary_accuracy"`) is the per-class accuracy at
-        probability 0.5 (logit 0); Keras's would read the classes as one choice, or threshold the logits at 0.5.
-        Its `"f1"` (or `"micro_f1"`) is `MultiLabelF1Score` over every (example, class) decision, `"macro_f1"` the
-        mean of the classes' F1; `"precision"`, `"recall"` and `"auc"` are Keras's over every decision, reading
-        logits as such."""
-        logits = self.activation is None
-        if self.multi_label:
-            if name in ("accuracy", "acc", "binary_accuracy"):
-                return keras.metrics.BinaryAccuracy(name=name, threshold=0.0 if logits else 0.5)
-            if name in ("f1", "f1_score", "micro_f1", "macro_f1"):
-                return MultiLabelF1Score(from_logits=logits, name=name,
-                                         average="macro" if name == "macro_f1" else "micro")
-            if name in ("precision", "recall"):
-                kind = keras.metrics.Precision if name == "precision" else keras.metrics.Recall
-                return kind(thresholds=0.0 if logits else 0.5, name=name)
-            if name == "auc":
-                return keras.metrics.AUC(from_logits=logits, name=name)
-            return None
-        if self.is_regression:
-            return PearsonCorrelation(name=name) if name in ("pearson_correlation", "pearson") else None
-        if name in ("f1", "f1_score"):
-            return ClassF1Score(self.num_classes, name=name)
-        if name in ("matthews_correlation", "mcc"):
-            return MatthewsCorrelation(self.num_classes, name=name)
-        if name == "precision":
-            return ClassPrecision(self.num_classes, name=name)
-        if name == "recall":
-            return ClassRecall(self.num_classes, name=name)
-        if name == "auc":
-            return ClassAUC(self.num_classes, from_logits=logits, name=name)
-        return None
+        """`classifier_compile.metric_for_name`: what `"f1"`, `"precision"`, `"recall"`, `"auc"`,
+        `"matthews_correlation"`, `"pearson_correlation"` (and, multi-label, `"accuracy"`, `"micro_f1"`,
+        `"macro_f1"`) mean on this classifier's labels and outputs."""
+        return classifier_compile.metric_for_name(name, self.num_classes, self.activation, self.multi_label)
 
     def check_metrics(self, metrics):
-        """A metric must read class ids and one score per class (or, for a regression, a number): Keras's `AUC`,
-        `Precision`, `Recall`, `F1Score` and the categorical ones read one-hot labels (on class ids they stop deep in
-        Keras, or score nonsense), Pearson scores numbers, F1 classes; each is refused in one line naming the
-        metric to give instead. (A multi-label classifier takes Keras's own.)"""
-        if self.multi_label or not isinstance(metrics, (list, tuple)):
-            return
-        for metric in metrics:
-            name = metric if isinstance(metric, str) else type(metric).__name__
-            if self.is_regression:
-                if name in CLASS_METRIC_NAMES or isinstance(
-                        metric, CLASS_METRICS + tuple(kind for kind, _ in ONE_HOT_METRICS)):
-                    raise ValueError(
-                        f"metrics: {name} scores classes, and this BertClassifier is a regression (num_classes=1): "
-                        "use 'pearson_correlation', 'mean_squared_error' or 'mean_absolute_error'."
-                    )
-                continue
-            if name in ("pearson_correlation", "pearson") or isinstance(metric, PearsonCorrelation):
-                raise ValueError(
-                    f"metrics: {name} scores a regression (num_classes=1), and this is a {self.num_classes}-class "
-                    "classifier: use 'accuracy', 'f1', 'precision', 'recall', 'auc' or 'matthews_correlation'."
-                )
-            one_hot = ONE_HOT_METRIC_NAMES.get(metric) if isinstance(metric, str) else next(
-                (instead for kind, instead in ONE_HOT_METRICS if isinstance(metric, kind)
-                 and not isinstance(metric, ClassAUC)), None)
-            if one_hot is not None:
-                outputs = "logits" if self.activation is None else "probabilities"
-                raise ValueError(
-                    f"metrics: Keras's {name} reads one-hot labels, and this {self.num_classes}-class BertClassifier "
-                    f"takes class ids and gives {outputs}: give metrics=[{one_hot!r}], which reads class ids."
-                )
+        """`classifier_compile.check_metrics`: refuses a metric that cannot read class ids (or scores)."""
+        classifier_compile.check_metrics(metrics, self.num_classes, self.activation, self.multi_label)
 
     def check_loss(self, loss):
-        """A cross-entropy must read what the classifier gives: logits (`activation=None`) or probabilities. (The
-        other reading trains on nonsense without a word: Keras clips logits as if they were probabilities.)"""
-        if isinstance(loss, str):
-            name = CROSS_ENTROPY_NAMES.get(loss)
-            reads_logits = False
-        else:
-            name = type(loss).__name__
-            reads_logits = getattr(loss, "from_logits", None) if isinstance(loss, keras.losses.Loss) else None
-        gives_logits = self.activation is None
-        if self.is_regression or name is None or reads_logits is None or reads_logits == gives_logits:
-            return
-        if gives_logits:
-            probabilities = "sigmoid" if self.multi_label else "softmax"
-            raise ValueError(
-                f"This BertClassifier gives logits (activation=None), and the loss {name} reads probabilities "
-                f"(from_logits=False): use keras.losses.{name}(from_logits=True), or build the classifier with "
-                f"activation={probabilities!r}."
-            )
-        raise ValueError(
-            f"This BertClassifier gives probabilities (activation={self.activation!r}), and the loss {name} reads "
-            f"logits (from_logits=True): use keras.losses.{name}(from_logits=False), or build the classifier with "
-            "activation=None."
-        )
+        """`classifier_compile.check_loss`: refuses a cross-entropy that reads logits where the classifier gives
+        probabilities, or the other way round."""
+        classifier_compile.check_loss(loss, self.num_classes, self.activation, self.multi_label)
 
     def loss_weight(self, x, y, sample_weight):
         """The sum of the batch's sample weights (filler rows weigh 0), what the default loss divides by."""
@@ -409,14 +292,7 @@ class BertClassifier(Task):
         return keras.ops.sum(keras.ops.cast(sample_weight, "float32"))
 
     def default_weighted_metrics(self):
-        # Weighted, so that weight-0 filler rows are not counted.
-        if self.is_regression:  # STS-B's score
-            return [PearsonCorrelation()]
-        if self.multi_label:  # a class is predicted when its probability passes 0.5 (its logit, 0)
-            logits = self.activation is None
-            return [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0 if logits else 0.5),
-                    MultiLabelF1Score(from_logits=logits, name="micro_f1")]
-        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        return classifier_compile.default_weighted_metrics(self.num_classes, self.activation, self.multi_label)
 
     def packed_training_model(self):
         """A model that shares this classifier's weights and scores every example of packed rows.
@@ -517,122 +393,7 @@ class BertClassifier(Task):
         >>> classifier.label_ids(["positive", "negative", 1]).tolist()  # doctest: +SKIP
         [1, 0, 1]
         """
-        if hasattr(labels, "tolist") and not isinstance(labels, np.ndarray):  # a pandas Series, a tensor
-            labels = labels.tolist()
-        if self.multi_label:
-            return self._multi_hot(labels)
-        values = labels if isinstance(labels, np.ndarray) else np.asarray(labels, dtype=object)
-        values = values.reshape(1) if values.ndim == 0 else values
-        if values.ndim == 2 and values.shape[1] == 1:  # a column, (N, 1), as Keras's sparse losses take it
-            values = values[:, 0]
-        if values.ndim != 1:
-            raise ValueError(f"`y` must hold one label per example (shape (N,) or (N, 1)), got shape {values.shape}.")
-        if self.is_regression:  # numbers, or strings of numbers (a column read from a file); finite
-            try:
-                with np.errstate(over="ignore", invalid="ignore"):
-                    scores = values.astype("float32")
-            except (TypeError, ValueError):
-                scores = None
-            if scores is None or not np.isfinite(scores).all():
-                index = next(i for i, value in enumerate(values) if not _is_finite_score(value))
-                number = values[index] is not None and _is_finite_score(values[index], finite=False)
-                kind = "a finite number" if number else "a number"
-                raise ValueError(
-                    f"Example {index}: label {values[index]!r} is not {kind} (num_classes=1 is regression)."
-                )
-            integers = values.dtype.kind in "iub" or (values.dtype.kind == "O" and all(
-                isinstance(value, (int, np.integer, np.bool_)) for value in values))
-            if len(scores) > 1 and integers and np.isin(scores, (0.0, 1.0)).all():  # ids of two classes, surely
-                warnings.warn("num_classes=1 is regression (one score, mean squared error), and every label is 0 or 1: "
-                              "for two classes, build the classifier with num_classes=2.", stacklevel=3)
-            return scores
-        if values.dtype.kind in "iub":  # True / False: class ids 1 / 0 (`df.label == 1`)
-            ids = values.astype("int64")
-        else:
-            names = {name: i for i, name in enumerate(self.label_names or ())}
-            ids = np.empty(len(values), "int64")
-            for index, value in enumerate(values):
-                if isinstance(value, (str, bytes, np.str_)):
-                    value = value.decode("utf-8") if isinstance(value, bytes) else str(value)
-                    if not self.label_names and re.fullmatch(r"\s*[+-]?\d+\s*", value):
-                        ids[index] = int(value)  # a class id read from a file ("0", "1"), as a regression's "3.8"
-                        continue
-                    if not self.label_names:
-                        raise ValueError(
-                            f"Example {index}: label {value!r} is a name, but this classifier has no label_names: "
-                            f"give class ids 0..{self.num_classes - 1}, or build it with label_names=[...]."
-                        )
-                    if value not in names:
-                        raise ValueError(
-                            f"Example {index}: label {value!r} is not one of the label_names {self.label_names}."
-                        )
-                    ids[index] = names[value]
-                elif isinstance(value, (int, np.integer, np.bool_)) or (
-                        isinstance(value, (float, np.floating)) and float(value).is_integer()):
-                    ids[index] = int(value)
-                else:
-                    several = isinstance(value, (list, tuple, set, frozenset, np.ndarray))
-                    raise ValueError(
-                        f"Example {index}: label {value!r} is not a class id (int) or a label name (str)."
-                        + (" Several labels per example need a multi_label=True classifier." if several else "")
-                    )
-        outside = np.nonzero((ids < 0) | (ids >= self.num_classes))[0]
-        if len(outside):
-            index = int(outside[0])
-            raise ValueError(
-                f"Example {index}: label {int(ids[index])} is not a class of this {self.num_classes}-class classifier "
-                f"(ids 0..{self.num_classes - 1}); {len(outside)} label(s) in all are outside."
-            )
-        return ids
-
-    def _multi_hot(self, labels):
-        """Multi-label `labels` (see `label_ids`) -> float32 `(examples, num_classes)`."""
-        if isinstance(labels, np.ndarray) and labels.ndim == 2 and labels.dtype.kind in "biuf":
-            if labels.shape[1] != self.num_classes:
-                raise ValueError(f"`y` has shape {labels.shape}: multi-hot rows of this multi_label classifier have "
-                                 f"num_classes={self.num_classes} columns.")
-            rows = labels
-        elif isinstance(labels, (list, tuple, np.ndarray)):
-            rows = list(labels)
-        else:
-            raise ValueError(f"`y` of a multi_label classifier must hold one list of labels (or one multi-hot row) "
-                             f"per example, got {type(labels).__name__}.")
-        names = {name: i for i, name in enumerate(self.label_names or ())}
-        targets = np.zeros((len(rows), self.num_classes), "float32")
-        for index, row in enumerate(rows):
-            if hasattr(row, "tolist") and not isinstance(row, (str, bytes)):
-                row = row.tolist()
-            if isinstance(row, (str, bytes)) or not isinstance(row, (list, tuple, set, frozenset)):
-                raise ValueError(
-                    f"Example {index}: a multi_label classifier takes a list of labels per example (names or ids, "
-                    f"[] for none) or a multi-hot row of {self.num_classes} numbers, got {row!r}."
-                )
-            if _is_multi_hot(row, self.num_classes):
-                values = np.asarray(row, "float32")
-                if not np.all((values >= 0) & (values <= 1)):
-                    raise ValueError(f"Example {index}: multi-hot row {row!r} has values outside [0, 1].")
-                targets[index] = values
-                continue
-            for value in row:
-                targets[index, self._class_index(value, index, names)] = 1.0
-        return targets
-
-    def _class_index(self, value, index, names):
-        """One multi-label label (a name from `label_names` or a class id) of example `index` -> its class id."""
-        if isinstance(value, bytes):
-            value = value.decode("utf-8")
-        if isinstance(value, (str, np.str_)):
-            if not self.label_names:
-                raise ValueError(f"Example {index}: label {value!r} is a name, but this classifier has no "
-                                 f"label_names: give class ids 0..{self.num_classes - 1}, or build it with "
-                                 "label_names=[...].")
-            if value not in names:
-                raise ValueError(f"Example {index}: label {value!r} is not one of the label_names {self.label_names}.")
-            return names[value]
-        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value < self.num_classes:
-            return int(value)
-        raise ValueError(f"Example {index}: label {value!r} is not a class of this {self.num_classes}-class "
-                         f"classifier (ids 0..{self.num_classes - 1}, or names from label_names).")
+        return classifier_labels.label_ids(labels, self.num_classes, self.label_names, self.multi_label)
 
     # === Pipelines ===
 
@@ -714,54 +475,3 @@ class BertClassifier(Task):
         if not return_scores:
             return labels
         return [{"label": label, "score": float(probabilities[row, i])} for row, (label, i) in enumerate(zip(labels, ids))]
-
-
-@keras.saving.register_keras_serializable(package="keras_bert_impl")
-class MultiLabelF1Score(keras.metrics.F1Score):
-    """F1 over every (example, class) decision of a multi-label classifier: a class is predicted when its probability
-    is above `threshold` (`average="micro"`; `"macro"` averages the classes' F1), from logits or probabilities.
-
-    Keras's `F1Score` reads probabilities only; this one also reads the logits that `BertClassifier` outputs by default.
-
-    Example:
-    >>> import numpy as np
-    >>> metric = MultiLabelF1Score()
-    >>> metric.update_state(np.array([[1.0, 0.0, 1.0]]), np.array([[2.0, -1.0, -0.5]]))
-    >>> round(float(metric.result()), 4)  # one of two true classes found, no false one: 2 * 0.5 / 1.5
-    0.6667
-    """
-
-    def __init__(self, from_logits=True, threshold=0.5, average="micro", name="micro_f1", dtype=None):
-        super().__init__(average=average, threshold=threshold, name=name, dtype=dtype)
-        self.from_logits = from_logits
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        if self.from_logits:
-            y_pred = keras.ops.sigmoid(keras.ops.cast(y_pred, "float32"))
-        # Length-bucketed batches leave the label rows' width unknown to a traced step; it is the classes'.
-        y_true = keras.ops.reshape(y_true, (-1, y_pred.shape[-1]))
-        super().update_state(y_true, y_pred, sample_weight)
-
-    def get_config(self):
-        return {**super().get_config(), "from_logits": self.from_logits}
-
-
-def _is_multi_hot(row, num_classes):
-    """Whether a multi-label example's `row` is a multi-hot row (`num_classes` numbers, floats or 0/1 ints) rather
-    than a list of class ids."""
-    numbers = (bool, int, float, np.bool_, np.integer, np.floating)
-    if isinstance(row, (set, frozenset)) or len(row) != num_classes or not all(isinstance(v, numbers) for v in row):
-        return False
-    # Ints are multi-hot only when each is 0 or 1: [0, 2] of a 2-class classifier lists two ids.
-    return any(isinstance(v, (float, np.floating)) for v in row) or all(v in (0, 1) for v in row)
-
-
-def _is_finite_score(value, finite=True):
-    """Whether `value` reads as a regression label as `astype("float32")` reads it (a number or a string of one),
-    and is finite there."""
-    try:
-        with np.errstate(over="ignore", invalid="ignore"):
-            score = np.asarray([value], dtype=object).astype("float32")[0]
-    except (TypeError, ValueError, OverflowError):
-        return False
-    return bool(np.isfinite(score)) or not finite
