@@ -12,7 +12,6 @@ deterministic skip of the consumed batches with several replicas).
 
 import contextlib
 import dataclasses
-import inspect
 import json
 import os
 import shutil
@@ -20,12 +19,10 @@ import tempfile
 import time
 
 import keras
-import numpy as np
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.head_building import use_pooler
 from keras_bert_impl.models.pretrainer import BertPretrainer
-from keras_bert_impl.models.unknown_arguments import check_arguments
 from keras_bert_impl.training.optimizer import create_optimizer
 from keras_bert_impl.training.precision import mixed_precision_policy, resolve_mixed_precision
 from keras_bert_impl.training.attention_init import initialize_attention_qkv, width_scaled_attention_stddev
@@ -47,7 +44,23 @@ from keras_bert_impl.training.pretraining_checks import (  # noqa: F401 (also th
     resume_change_message,
     pretraining_run_settings,
 )
+from keras_bert_impl.training.pretraining_config import (  # noqa: F401 (also the run's public names)
+    PRESET_ALIASES,
+    PretrainingConfig,
+    backbone_config,
+    default_checkpoint_every,
+    default_warmup_steps,
+)
+from keras_bert_impl.training.pretraining_datasets import (
+    default_dataset_fn,
+    distributed_dataset,
+    held_out_dataset,
+    owns_iterator,
+    placeholder_batch,
+)
 from keras_bert_impl.training.pretraining_errors import NaNLossError  # noqa: F401 (raised by the NaNGuard callback)
+from keras_bert_impl.training.pretraining_export import export_pretrainer
+from keras_bert_impl.training.pretraining_final_validation import evaluate_held_out
 from keras_bert_impl.training.process_cluster import lost_peers_as_one_line
 from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
 from keras_bert_impl.training.remote_model_dir import RemoteModelDir, is_remote
@@ -60,141 +73,10 @@ from keras_bert_impl.training.strategy import (
     process_group,
     resolve_jit_compile,
 )
-from keras_bert_impl.training.unigram_floor import unigram_floor
 from keras_bert_impl.training.symbolic_build import build_from_element_spec
 from keras_bert_impl.training.torch_random_state import restoring_at_first_batch
 
-PRESET_ALIASES = {
-    "tiny": "bert_tiny_en_uncased",
-    "mini": "bert_mini_en_uncased",
-    "small": "bert_small_en_uncased",
-    "medium": "bert_medium_en_uncased",
-    "base": "bert_base_en_uncased",
-    "large": "bert_large_en_uncased",
-}
-
-@dataclasses.dataclass
-class PretrainingConfig:
-    """Every setting of a pretraining run (the flags of `recipes/pretrain.py`).
-
-    Defaults pretrain the tiny config on the corpus bundled with the package
-    in about 5 minutes on 2 CPU cores (277 s on one, from a fresh clone), to a held-out MLM accuracy of
-    0.27-0.31 over seeds 0-4 (session 24; the unigram floor is 0.06): sequence length 64,
-    10 masked positions, batch 128, 1,000 steps, peak learning rate 3e-3
-    after 100 warm-up steps, AdamW with beta_2 0.98, no dropout, attention QKV kernels drawn at stddev
-    sqrt(1.28 / hidden_dim), the position table at sines and cosines, the other weights from a plain normal of
-    stddev 0.02. docs/pretraining.md gives the measurement
-    behind each choice; a long run (BERT-base) sets its own. `config` is a size (`tiny|mini|small|medium|base|large`), a preset name
-    or a JSON file of `BertBackbone` arguments; `vocabulary_size` always comes
-    from `vocab`.
-    """
-
-    strategy: str = "auto"
-    tpu: str = None
-    coordinator_address: str = None  # --strategy multiworker on JAX or PyTorch: host:port of process 0 (else the env)
-    num_processes: int = None
-    process_id: int = None
-    config: str = "tiny"
-    train_files: list = None
-    validation_files: list = None
-    vocab: str = None
-    lowercase: bool = None  # None: --init_checkpoint's casing, else True (uncased)
-    sequence_length: int = 64
-    max_predictions_per_seq: int = 10
-    global_batch_size: int = 128
-    num_steps: int = 1000
-    warmup_steps: int = None  # None: `default_warmup_steps(num_steps)`, 100 for the 1,000 steps (a resume: the run's)
-    learning_rate: float = 3e-3
-    optimizer: str = "adamw"
-    adam_beta2: float = 0.98  # BERT's 0.999 averages over the whole of a short run; RoBERTa and Cramming use 0.98
-    weight_decay: float = 0.01
-    mixed_precision: str = "auto"  # bf16 on a TPU or a bf16 GPU, else float32
-    model_dir: str = "bert_pretraining"
-    checkpoint_every: int = None  # None: `default_checkpoint_every(num_steps)`, 500 for the 1,000 steps (a resume: the run's)
-    keep_checkpoints: int = 3
-    log_every: int = 20
-    validation_steps: int = 20
-    seed: int = 0
-    whole_word_masking: bool = False
-    nsp: bool = True
-    init_checkpoint: str = None
-    steps_per_execution: object = "auto"  # 20 on a GPU/TPU (dividing checkpoint_every and log_every), 1 on a CPU
-    jit_compile: object = "auto"
-    profile_steps: str = None
-    gradient_accumulation_steps: int = None
-    dropout: float = 0.0
-    attention_init_stddev: float = None  # from scratch only; None: sqrt(1.28 / hidden_dim); 0.02: BERT's
-    weight_init: str = "normal"  # from scratch only: transformers' plain normal; "truncated_normal": BERT's (weight_init.py)
-    position_init: str = "sinusoidal"  # from scratch only: sine/cosine starting values (position_init.py); "random": BERT's
-    vocabulary_padding_multiple: int = None  # MLM projection on the vocabulary padded to a multiple (e.g. 128)
-    attention_padding: str = "auto"  # "lengths" (cuDNN's fused attention) on a JAX GPU in bf16 without attention dropout
-    recompute_activation: str = "on"  # JAX: the backward recomputes the feed-forward bias + GELU ("off": stores it)
-    layer_norm_backward: str = "explicit"  # JAX: the LayerNorms' hand-written backward ("autodiff": JAX's)
-    deterministic: bool = False
-    verbose: int = 1
-
-    def resolved(self):
-        """Returns a copy with the bundled corpus filled in where no data was named."""
-        config = dataclasses.replace(self)
-        if config.init_checkpoint and (not config.vocab or config.lowercase is None):
-            # Its own vocabulary and casing (a preset name, a Hub id or a directory): a real BERT goes on learning
-            # on the bundled corpus or --train_files as it was trained. (Was the bundled corpus's vocab: "has
-            # vocabulary_size=30522 but --vocab .../corpus/vocab.txt has 4291 tokens".)
-            from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets
-
-            assets = resolve_tokenizer_assets(config.init_checkpoint)
-            config.vocab = config.vocab or assets["vocabulary"]
-            config.lowercase = assets["lowercase"] if config.lowercase is None else config.lowercase
-        if config.lowercase is None:
-            config.lowercase = True
-        if not config.train_files:
-            from keras_bert_impl.data.corpus import bundled_corpus
-
-            corpus = bundled_corpus()
-            config.train_files = [corpus["train"]]
-            config.validation_files = config.validation_files or [corpus["valid"]]
-            config.vocab = config.vocab or corpus["vocab"]
-        if isinstance(config.train_files, str):
-            config.train_files = [config.train_files]
-        if isinstance(config.validation_files, str):
-            config.validation_files = [config.validation_files]
-        # No --vocab with --train_files stays None: `_run_pretraining` refuses it once the files are checked
-        # (`check_vocab`), so that a missing or bad training file is what the first line names.
-        if config.warmup_steps is None:
-            config.warmup_steps = default_warmup_steps(config.num_steps)
-        if config.checkpoint_every is None:
-            config.checkpoint_every = default_checkpoint_every(config.num_steps)
-        return config
-
-
-def default_warmup_steps(num_steps):
-    """`--warmup_steps`'s default: min(100, num_steps // 10), so that a short trial run (`--num_steps 5`) starts
-    without a flag to add, while the default run of 1,000 steps keeps its 100 (a resumed run keeps the warm-up it
-    ran with: `_run_pretraining`). A `num_steps` that is not an integer >= 1 is left to `check_flags`.
-
-    >>> default_warmup_steps(1000), default_warmup_steps(300), default_warmup_steps(5), default_warmup_steps(900000)
-    (100, 30, 0, 100)
-    """
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-        return None
-    return min(100, num_steps // 10)
-
-
-def default_checkpoint_every(num_steps):
-    """`--checkpoint_every`'s default: the largest divisor of `num_steps` up to 500, since training runs in epochs of
-    `checkpoint_every` steps. The default run of 1,000 steps keeps its 500, a short trial run (`--num_steps 5`)
-    checkpoints at its end, and a resumed run keeps the one it was started with (`_run_pretraining`). Where that
-    divisor would be under 50 and below `num_steps` (a prime `--num_steps 997`: a checkpoint and a held-out
-    evaluation every step), 500, which `check_flags` refuses in one line that names both ways out. A `num_steps`
-    that is not an integer >= 1 is left to `check_flags`.
-
-    >>> [default_checkpoint_every(n) for n in (1000, 5, 50, 1200, 100000, 997)]
-    [500, 5, 50, 400, 500, 500]
-    """
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-        return None
-    divisor = max(d for d in range(1, min(500, num_steps) + 1) if num_steps % d == 0)
-    return divisor if divisor >= 50 or divisor == num_steps else 500
+_export = export_pretrainer  # (its name here before `pretraining_export` held it)
 
 
 def check_vocab(path):
@@ -224,45 +106,6 @@ def check_vocab(path):
     return data
 
 
-def backbone_config(config, vocabulary_size):
-    """Backbone constructor arguments for `config.config` (size, preset name or JSON path)."""
-    name = config.config
-    if name.endswith(".json") or os.path.isfile(name):
-        if not os.path.isfile(name):
-            raise FileNotFoundError(f"--config {name!r}: no such JSON file.")
-        with open(name) as f:
-            try:
-                arguments = json.load(f)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"--config {name}, line {error.lineno}, column {error.colno}: not valid JSON "
-                                 f"({error.msg})") from None
-        if not isinstance(arguments, dict):
-            raise ValueError(f"--config {name!r}: expected a JSON object of BertBackbone arguments.")
-        try:  # before the run starts, with the file named (a Hugging Face config.json's keys are pointed to ours)
-            check_arguments(BertBackbone, arguments)
-        except TypeError as error:
-            raise ValueError(f"--config {name!r}: {error}") from None
-    else:
-        from keras_bert_impl.presets import backbone_presets
-
-        preset = PRESET_ALIASES.get(name, name)
-        if preset not in backbone_presets:
-            raise ValueError(
-                f"--config {name!r}: expected one of {', '.join(PRESET_ALIASES)}, a preset name "
-                f"or a JSON file of BertBackbone arguments."
-            )
-        arguments = dict(backbone_presets[preset]["config"])
-    arguments["vocabulary_size"] = vocabulary_size
-    if config.dropout is not None:
-        arguments["dropout"] = config.dropout
-    if config.sequence_length > arguments.get("max_sequence_length", 512):
-        raise ValueError(
-            f"--sequence_length={config.sequence_length} exceeds the model's max_sequence_length="
-            f"{arguments.get('max_sequence_length', 512)}."
-        )
-    return arguments
-
-
 def run_pretraining(config, dataset_fn=None):
     """Runs (or resumes) pretraining as `config` says; returns a dict of results.
 
@@ -290,54 +133,14 @@ def run_pretraining(config, dataset_fn=None):
 
 def _run_pretraining(config, dataset_fn, held):
     """`run_pretraining`'s body; `held` (an `ExitStack`) keeps the model_dir's run lock until the run returns."""
-    import tensorflow as tf
-
-    from keras_bert_impl.data.pretraining import check_pretraining_files
-    from keras_bert_impl.text.tokenizer import BertTokenizer
     from keras_bert_impl.training import pretraining_callbacks as callbacks_lib
     from keras_bert_impl.training.pretraining_inputs import split_features_labels
 
     # === Check every flag, the model_dir and every input file before any work or any write ===
     # The defaults: a resumed run keeps the warm-up and the checkpoint interval it ran with.
     auto_warmup, auto_checkpoint_every = config.warmup_steps is None, config.checkpoint_every is None
-    config = config.resolved()
-    check_flags(config, default_checkpoint_every=auto_checkpoint_every)
-    check_model_dir(config.model_dir)
-    strategy = None
-    if config.strategy == "multiworker" and keras.backend.backend() in ("tensorflow", "jax", "torch"):
-        # MultiWorkerMirroredStrategy configures TensorFlow's collective ops, which must happen before TensorFlow
-        # runs any op ("Collective ops must be configured at program startup"); the checks below run some. On JAX,
-        # jax.distributed.initialize must come before the first JAX call (`--mixed_precision auto` lists devices).
-        # PyTorch's processes join here too, so that a missing process fails the run before any work.
-        strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
-                                num_processes=config.num_processes, process_id=config.process_id)
-    # A remote --model_dir (gs://): the run works in a local copy of what it needs to resume, and copies each
-    # checkpoint back as it is written (`remote_model_dir`); each process of a job works in its own copy.
-    remote = None
-    if is_remote(config.model_dir):
-        local = None
-        if strategy is not None and not callbacks_lib.is_chief(strategy):
-            local = tempfile.mkdtemp(prefix="keras_bert_impl_run_")
-            held.callback(shutil.rmtree, local, True)
-        remote = RemoteModelDir(config.model_dir, local=local)
-        config = dataclasses.replace(config, model_dir=remote.local)
-    # `auto` becomes bf16 or None (float32) here, before the run's settings are recorded or compared.
-    config = dataclasses.replace(config, mixed_precision=resolve_mixed_precision(config.mixed_precision,
-                                                                                config.strategy))
-    if dataset_fn is None:
-        for flag, files in (("train_files", config.train_files), ("validation_files", config.validation_files)):
-            try:
-                check_pretraining_files(files) if files else None
-            except ValueError as error:
-                raise ValueError(f"--{flag}: {error}") from None
-    check_vocab(config.vocab)
-    try:
-        tokenizer = BertTokenizer(config.vocab, lowercase=config.lowercase)
-    except ValueError as error:  # an empty or duplicated token, a special token missing
-        message = str(error)
-        raise ValueError(message if message.startswith("--vocab") else f"--vocab: {message}") from None
-    model_config = backbone_config(config, tokenizer.vocabulary_size())
-    settings = pretraining_run_settings(config, model_config, tokenizer.get_vocabulary())
+    config, strategy, remote, tokenizer, model_config, settings = _checked_start(config, dataset_fn, held,
+                                                                                  auto_checkpoint_every)
 
     # === One run at a time in a model_dir: the lock is taken before the checkpoints are read (the writer of a
     # multi-process job takes it); the kernel frees it when the process ends, however it ends ===
@@ -347,56 +150,11 @@ def _run_pretraining(config, dataset_fn, held):
     # === Resume: only a model_dir with a checkpoint holds a run; its recorded flags must match ===
     manager = CheckpointManager(os.path.join(config.model_dir, "checkpoints"), keep=config.keep_checkpoints)
     latest = manager.latest()
-    start_step, latest_state = 0, {}
-    if latest:
-        with open(os.path.join(latest, "state.json")) as f:
-            latest_state = json.load(f)
-        start_step = latest_state["step"]
-        recorded = read_run_config(config.model_dir) or {}
-        recorded_warmup = recorded.get("warmup_steps")
-        if auto_warmup and isinstance(recorded_warmup, int) and 0 <= recorded_warmup <= config.num_steps:
-            # No --warmup_steps: the run's own (extending a 300-step run to 600 keeps its 30), not the new default.
-            config = dataclasses.replace(config, warmup_steps=recorded_warmup)
-            settings = dict(settings, warmup_steps=recorded_warmup)
-        recorded_interval = recorded.get("checkpoint_every")
-        if auto_checkpoint_every and isinstance(recorded_interval, int) and recorded_interval >= 1:
-            # No --checkpoint_every: the run's own (extending a 50-step run to 100 keeps its 50), which the new
-            # --num_steps must then be a multiple of.
-            config = dataclasses.replace(config, checkpoint_every=recorded_interval)
-            settings = dict(settings, checkpoint_every=recorded_interval)
-            check_steps_in_epochs(config, recorded_interval)
-        changed = check_resumable(config.model_dir, settings, checkpoint=latest)
-        if config.num_steps < start_step:
-            raise ValueError(
-                f"--num_steps={config.num_steps} is below step {start_step} of the checkpoint {latest}: a run "
-                f"cannot be shortened; pass --num_steps >= {start_step}, or use a new --model_dir"
-            )
-        for change in changed:
-            print(resume_change_message(*change, model_dir=config.model_dir, init_checkpoint=config.init_checkpoint),
-                  flush=True)
+    config, settings, start_step, latest_state = _resume_point(config, settings, latest, auto_warmup,
+                                                               auto_checkpoint_every)
 
-    if config.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    keras.utils.set_random_seed(config.seed)
-
-    if strategy is None:
-        strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
-                                num_processes=config.num_processes, process_id=config.process_id)
-    processes = process_group(strategy)  # several JAX or PyTorch processes, else None
-    draw_own_masks_on_every_replica()  # a strategy built by the caller too: each replica its own dropout masks
-    if processes:  # all must resume from the same step
-        processes.check_same_on_every_process("the checkpoint step to resume from", start_step,
-                                              f"--model_dir {config.model_dir} (a filesystem all processes see)")
-    replicas = strategy.num_replicas_in_sync
-    check_global_batch_size(config.global_batch_size, replicas)
-    if config.jit_compile is False and replicas > 1 and keras.backend.backend() == "jax":
-        # Eager ops over several JAX CPU devices can deadlock XLA's CPU collectives (two programs each waiting
-        # for its all-reduce partner); compiled steps are one program and do not.
-        raise ValueError(
-            f"--jit_compile false with {replicas} JAX devices: JAX runs data parallelism through compiled steps "
-            f"(eager ops across devices can deadlock XLA's collectives); use --jit_compile true or auto"
-        )
-    keras.mixed_precision.set_global_policy(mixed_precision_policy(config.mixed_precision))
+    # === Seed, strategy, precision ===
+    strategy, processes, replicas = _seeded_strategy(config, strategy, start_step)
 
     build_dataset = dataset_fn or default_dataset_fn(config)
     split = lambda features: split_features_labels(features, nsp=config.nsp)  # noqa: E731
@@ -406,60 +164,10 @@ def _run_pretraining(config, dataset_fn, held):
         config.steps_per_execution, config.checkpoint_every, config.log_every, on_accelerator(strategy))
     attention_padding = resolve_attention_padding(
         config.attention_padding, config.mixed_precision, _attention_dropout(config, model_config))
-    # How the backward pass trades memory traffic on a GPU (docs/models.md); the same values either way.
-    memory_settings = {"recompute_activation": config.recompute_activation == "on",
-                       "layer_norm_backward": config.layer_norm_backward}
-    with strategy.scope():
-        if config.init_checkpoint:
-            backbone = BertBackbone.from_preset(config.init_checkpoint, attention_padding=attention_padding,
-                                                **memory_settings, **(
-                {"dropout": config.dropout} if config.dropout is not None else {}))
-            if backbone.vocabulary_size != tokenizer.vocabulary_size():
-                raise ValueError(
-                    f"--init_checkpoint {config.init_checkpoint} has vocabulary_size="
-                    f"{backbone.vocabulary_size} but --vocab {config.vocab} has "
-                    f"{tokenizer.vocabulary_size()} tokens: leave --vocab out (the checkpoint's own is the default)"
-                    " or give the vocab.txt it was trained with."
-                )
-        else:
-            backbone = BertBackbone(**model_config, attention_padding=attention_padding, **memory_settings)
-            initialize_attention_qkv(backbone, config.attention_init_stddev or width_scaled_attention_stddev(
-                backbone.hidden_dim), seed=config.seed)
-        model = BertPretrainer(backbone, nsp=config.nsp,
-                               vocabulary_padding_multiple=config.vocabulary_padding_multiple)
-        if not config.init_checkpoint:  # from scratch: the starting values docs/pretraining.md measured
-            if not latest and config.config not in PRESET_ALIASES and not os.path.isfile(config.config):
-                # A preset's full name (`--preset bert_base_en_uncased`, as keras-hub users type it) names its
-                # architecture here, not its weights: say so, and how to start from them.
-                print(f"--config {config.config}: its architecture, trained from scratch (to go on from its "
-                      f"weights and vocabulary: --init_checkpoint {config.config}).", flush=True)
-            if config.weight_init == "normal":
-                redraw_plain_normal(model, seed=config.seed + 1000)  # the QKV kernels keep the init above
-            if config.position_init == "sinusoidal":  # after the redraw, which draws the position table too
-                initialize_positions_sinusoidal(backbone)
+    model, optimizer, pooler_trained_as_started = _model_and_optimizer(
+        config, strategy, tokenizer, model_config, latest, latest_state, steps_per_execution, attention_padding)
 
-        def compile_model():
-            optimizer = create_optimizer(
-                config.learning_rate, config.num_steps, config.warmup_steps,
-                optimizer=config.optimizer, beta_2=config.adam_beta2, weight_decay=config.weight_decay,
-                gradient_accumulation_steps=config.gradient_accumulation_steps,
-                mixed_precision=config.mixed_precision,
-            )
-            model.compile(
-                optimizer=optimizer,
-                jit_compile=resolve_jit_compile(config.jit_compile, strategy),
-                steps_per_execution=steps_per_execution,
-            )
-            optimizer.build(model.trainable_variables)
-            return optimizer
-
-        optimizer = compile_model()
-        pooler_trained_as_started = latest and checkpoint_trained_the_pooler(latest_state, model, optimizer)
-        if pooler_trained_as_started:  # a masked-LM-only run started before masked LM alone froze the pooler
-            use_pooler(model.backbone)
-            optimizer = compile_model()
-
-    single_pipeline = _owns_iterator(strategy)
+    single_pipeline = owns_iterator(strategy)
 
     # === Data ===
     if single_pipeline:
@@ -472,7 +180,7 @@ def _run_pretraining(config, dataset_fn, held):
                 build_from_element_spec(model, train_dataset.element_spec)
     else:
         train_iterator = None
-        train_data = _distributed_dataset(strategy, build_dataset, config, tokenizer, split, start_step)
+        train_data = distributed_dataset(strategy, build_dataset, config, tokenizer, split, start_step)
 
     validation_data = validation_feed = None
     if config.validation_files:
@@ -487,7 +195,7 @@ def _run_pretraining(config, dataset_fn, held):
         )
 
         patch_multiworker_metric_reduction()
-        build_before_distributed_fit(model, strategy, _placeholder_batch(config, replicas))
+        build_before_distributed_fit(model, strategy, placeholder_batch(config, replicas))
 
     restored = manager.restore(latest, model, optimizer, iterator=train_iterator) if latest else None
     if processes:  # PyTorch processes start from process 0's weights and draw dropout masks of their own
@@ -558,24 +266,14 @@ def _run_pretraining(config, dataset_fn, held):
         elapsed = time.time() - start_time
         trained_steps = config.num_steps - start_step
 
-        validation = {}
-        floor = None
-        if validation_data is not None:
-            validation = model.evaluate(validation_feed, steps=config.validation_steps, verbose=0,
-                                        return_dict=True)
-            # The same held-out batches (`held_out_dataset`: every iterator reads the same ones), the same weights.
-            floor = unigram_floor(validation_data, config.validation_steps)
-            if floor is not None:
-                floor["token"] = tokenizer.id_to_token(floor["token_id"])
-                if chief and not _final_validation_logged(logs_dir, config.num_steps):
-                    # (rerunning a finished run evaluates again, and prints; TensorBoard has the values already)
-                    _log_final_validation(logs_dir, config.num_steps, validation, floor)
+        validation, floor = evaluate_held_out(model, validation_data, validation_feed, config, tokenizer, chief,
+                                              logs_dir)
         # On every process: in a job of several JAX processes the weights span them, so a forward pass, or the copy
         # that the export saves (new variables), is made by all of them together; process 0 alone writes.
         guesses = callbacks_lib.masked_word_guesses(model, tokenizer, probe, k=3)
         exported = model.inference_copy()
         if chief:
-            _export(exported, export_dir, config)
+            export_pretrainer(exported, export_dir, config)
             if remote is not None:  # the export, and the logs since the last checkpoint
                 remote.push()
         if processes:  # every process returns once process 0's files are written
@@ -606,142 +304,180 @@ def _run_pretraining(config, dataset_fn, held):
     }
 
 
-def default_dataset_fn(config):
-    """The run's `dataset_fn`: `pretraining_dataset` with `config`'s packing and masking.
+def _checked_start(config, dataset_fn, held, auto_checkpoint_every):
+    """Checks every flag, the model_dir and every input file before any work or any write (`auto_checkpoint_every`:
+    no --checkpoint_every was given). Returns the resolved
+    `config` (a remote `--model_dir`: its local copy's), the strategy where it comes before the checks (`--strategy
+    multiworker`; else None), the `RemoteModelDir` (or None), the tokenizer, the backbone's arguments and the run's
+    settings (`pretraining_run_settings`)."""
+    from keras_bert_impl.data.pretraining import check_pretraining_files
+    from keras_bert_impl.text.tokenizer import BertTokenizer
+    from keras_bert_impl.training import pretraining_callbacks as callbacks_lib
 
-    Training data (`shuffle=True`) is reshuffled and gets new pairs and masks on every iteration (every epoch);
-    held-out data (`shuffle=False`) gets the same batches on every iteration (`redraw_each_iteration`).
-    """
-    from keras_bert_impl.data.pretraining import pretraining_dataset
+    config = config.resolved()
+    check_flags(config, default_checkpoint_every=auto_checkpoint_every)
+    check_model_dir(config.model_dir)
+    strategy = None
+    if config.strategy == "multiworker" and keras.backend.backend() in ("tensorflow", "jax", "torch"):
+        # MultiWorkerMirroredStrategy configures TensorFlow's collective ops, which must happen before TensorFlow
+        # runs any op ("Collective ops must be configured at program startup"); the checks below run some. On JAX,
+        # jax.distributed.initialize must come before the first JAX call (`--mixed_precision auto` lists devices).
+        # PyTorch's processes join here too, so that a missing process fails the run before any work.
+        strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
+                                num_processes=config.num_processes, process_id=config.process_id)
+    # A remote --model_dir (gs://): the run works in a local copy of what it needs to resume, and copies each
+    # checkpoint back as it is written (`remote_model_dir`); each process of a job works in its own copy.
+    remote = None
+    if is_remote(config.model_dir):
+        local = None
+        if strategy is not None and not callbacks_lib.is_chief(strategy):
+            local = tempfile.mkdtemp(prefix="keras_bert_impl_run_")
+            held.callback(shutil.rmtree, local, True)
+        remote = RemoteModelDir(config.model_dir, local=local)
+        config = dataclasses.replace(config, model_dir=remote.local)
+    # `auto` becomes bf16 or None (float32) here, before the run's settings are recorded or compared.
+    config = dataclasses.replace(config, mixed_precision=resolve_mixed_precision(config.mixed_precision,
+                                                                                config.strategy))
+    if dataset_fn is None:
+        for flag, files in (("train_files", config.train_files), ("validation_files", config.validation_files)):
+            try:
+                check_pretraining_files(files) if files else None
+            except ValueError as error:
+                raise ValueError(f"--{flag}: {error}") from None
+    check_vocab(config.vocab)
+    try:
+        tokenizer = BertTokenizer(config.vocab, lowercase=config.lowercase)
+    except ValueError as error:  # an empty or duplicated token, a special token missing
+        message = str(error)
+        raise ValueError(message if message.startswith("--vocab") else f"--vocab: {message}") from None
+    model_config = backbone_config(config, tokenizer.vocabulary_size())
+    settings = pretraining_run_settings(config, model_config, tokenizer.get_vocabulary())
+    return config, strategy, remote, tokenizer, model_config, settings
 
-    def build(files, tokenizer, batch_size, seed, repeat, shuffle, input_context):
-        return pretraining_dataset(
-            files, tokenizer, sequence_length=config.sequence_length,
-            max_predictions_per_seq=config.max_predictions_per_seq, batch_size=batch_size,
-            whole_word_masking=config.whole_word_masking, seed=seed, shuffle=shuffle,
-            repeat=repeat, nsp=config.nsp, input_context=input_context, redraw_each_iteration=shuffle,
+
+def _resume_point(config, settings, latest, auto_warmup, auto_checkpoint_every):
+    """Resume: only a model_dir with a checkpoint (`latest`) holds a run; its recorded flags must match. Returns
+    `config` and `settings` (the run's own warm-up and checkpoint interval where no flag named them), the step to
+    start from and the checkpoint's `state.json`."""
+    start_step, latest_state = 0, {}
+    if latest:
+        with open(os.path.join(latest, "state.json")) as f:
+            latest_state = json.load(f)
+        start_step = latest_state["step"]
+        recorded = read_run_config(config.model_dir) or {}
+        recorded_warmup = recorded.get("warmup_steps")
+        if auto_warmup and isinstance(recorded_warmup, int) and 0 <= recorded_warmup <= config.num_steps:
+            # No --warmup_steps: the run's own (extending a 300-step run to 600 keeps its 30), not the new default.
+            config = dataclasses.replace(config, warmup_steps=recorded_warmup)
+            settings = dict(settings, warmup_steps=recorded_warmup)
+        recorded_interval = recorded.get("checkpoint_every")
+        if auto_checkpoint_every and isinstance(recorded_interval, int) and recorded_interval >= 1:
+            # No --checkpoint_every: the run's own (extending a 50-step run to 100 keeps its 50), which the new
+            # --num_steps must then be a multiple of.
+            config = dataclasses.replace(config, checkpoint_every=recorded_interval)
+            settings = dict(settings, checkpoint_every=recorded_interval)
+            check_steps_in_epochs(config, recorded_interval)
+        changed = check_resumable(config.model_dir, settings, checkpoint=latest)
+        if config.num_steps < start_step:
+            raise ValueError(
+                f"--num_steps={config.num_steps} is below step {start_step} of the checkpoint {latest}: a run "
+                f"cannot be shortened; pass --num_steps >= {start_step}, or use a new --model_dir"
+            )
+        for change in changed:
+            print(resume_change_message(*change, model_dir=config.model_dir, init_checkpoint=config.init_checkpoint),
+                  flush=True)
+    return config, settings, start_step, latest_state
+
+
+def _seeded_strategy(config, strategy, start_step):
+    """Seeds the run and returns `(strategy, processes, replicas)`: the strategy (built here unless `_checked_start`
+    built it), its group of JAX or PyTorch processes (else None) and its replica count, with the batch size and
+    `--jit_compile` checked against them and the mixed-precision policy set."""
+    import tensorflow as tf
+
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
+
+    if strategy is None:
+        strategy = get_strategy(config.strategy, tpu=config.tpu, coordinator_address=config.coordinator_address,
+                                num_processes=config.num_processes, process_id=config.process_id)
+    processes = process_group(strategy)  # several JAX or PyTorch processes, else None
+    draw_own_masks_on_every_replica()  # a strategy built by the caller too: each replica its own dropout masks
+    if processes:  # all must resume from the same step
+        processes.check_same_on_every_process("the checkpoint step to resume from", start_step,
+                                              f"--model_dir {config.model_dir} (a filesystem all processes see)")
+    replicas = strategy.num_replicas_in_sync
+    check_global_batch_size(config.global_batch_size, replicas)
+    if config.jit_compile is False and replicas > 1 and keras.backend.backend() == "jax":
+        # Eager ops over several JAX CPU devices can deadlock XLA's CPU collectives (two programs each waiting
+        # for its all-reduce partner); compiled steps are one program and do not.
+        raise ValueError(
+            f"--jit_compile false with {replicas} JAX devices: JAX runs data parallelism through compiled steps "
+            f"(eager ops across devices can deadlock XLA's collectives); use --jit_compile true or auto"
         )
-
-    return build
-
-
-def held_out_dataset(build_dataset, config, tokenizer):
-    """The run's held-out batches: the same `--validation_steps` batches on every iteration.
-
-    Built without shuffling, with seed `--seed + 1`, and (the default pipeline) with the same pairs and masks on
-    every iteration (`pretraining_dataset(redraw_each_iteration=False)`); `take(validation_steps).repeat()`
-    makes Keras's evaluation after each epoch, which goes on with one iterator, read those batches again too.
-    So the accuracy after each checkpoint, the final `model.evaluate` and `unigram_floor` all read the same
-    masked positions, in an uninterrupted run as in a resumed one.
-    """
-    return build_dataset(config.validation_files, tokenizer, config.global_batch_size, config.seed + 1, True,
-                         False, None).take(config.validation_steps).repeat()
+    keras.mixed_precision.set_global_policy(mixed_precision_policy(config.mixed_precision))
+    return strategy, processes, replicas
 
 
-FINAL_VALIDATION_TAGS = ("final_mlm_accuracy", "mlm_unigram_floor")
+def _model_and_optimizer(config, strategy, tokenizer, model_config, latest, latest_state, steps_per_execution,
+                         attention_padding):
+    """The `BertPretrainer` and its optimizer, built and compiled under the strategy: from `--init_checkpoint`, or
+    from scratch with the starting values docs/pretraining.md measured. Returns `(model, optimizer,
+    pooler_trained_as_started)`; the last is true where the checkpoint's run trained the pooler."""
+    # How the backward pass trades memory traffic on a GPU (docs/models.md); the same values either way.
+    memory_settings = {"recompute_activation": config.recompute_activation == "on",
+                       "layer_norm_backward": config.layer_norm_backward}
+    with strategy.scope():
+        if config.init_checkpoint:
+            backbone = BertBackbone.from_preset(config.init_checkpoint, attention_padding=attention_padding,
+                                                **memory_settings, **(
+                {"dropout": config.dropout} if config.dropout is not None else {}))
+            if backbone.vocabulary_size != tokenizer.vocabulary_size():
+                raise ValueError(
+                    f"--init_checkpoint {config.init_checkpoint} has vocabulary_size="
+                    f"{backbone.vocabulary_size} but --vocab {config.vocab} has "
+                    f"{tokenizer.vocabulary_size()} tokens: leave --vocab out (the checkpoint's own is the default)"
+                    " or give the vocab.txt it was trained with."
+                )
+        else:
+            backbone = BertBackbone(**model_config, attention_padding=attention_padding, **memory_settings)
+            initialize_attention_qkv(backbone, config.attention_init_stddev or width_scaled_attention_stddev(
+                backbone.hidden_dim), seed=config.seed)
+        model = BertPretrainer(backbone, nsp=config.nsp,
+                               vocabulary_padding_multiple=config.vocabulary_padding_multiple)
+        if not config.init_checkpoint:  # from scratch: the starting values docs/pretraining.md measured
+            if not latest and config.config not in PRESET_ALIASES and not os.path.isfile(config.config):
+                # A preset's full name (`--preset bert_base_en_uncased`, as keras-hub users type it) names its
+                # architecture here, not its weights: say so, and how to start from them.
+                print(f"--config {config.config}: its architecture, trained from scratch (to go on from its "
+                      f"weights and vocabulary: --init_checkpoint {config.config}).", flush=True)
+            if config.weight_init == "normal":
+                redraw_plain_normal(model, seed=config.seed + 1000)  # the QKV kernels keep the init above
+            if config.position_init == "sinusoidal":  # after the redraw, which draws the position table too
+                initialize_positions_sinusoidal(backbone)
 
+        def compile_model():
+            optimizer = create_optimizer(
+                config.learning_rate, config.num_steps, config.warmup_steps,
+                optimizer=config.optimizer, beta_2=config.adam_beta2, weight_decay=config.weight_decay,
+                gradient_accumulation_steps=config.gradient_accumulation_steps,
+                mixed_precision=config.mixed_precision,
+            )
+            model.compile(
+                optimizer=optimizer,
+                jit_compile=resolve_jit_compile(config.jit_compile, strategy),
+                steps_per_execution=steps_per_execution,
+            )
+            optimizer.build(model.trainable_variables)
+            return optimizer
 
-def _final_validation_logged(logs_dir, step):
-    """Whether the TensorBoard events under `logs_dir/validation` hold `_log_final_validation`'s values at `step`
-    (a rerun of a finished run, which trains no step, then writes them no second time), as TensorBoard reads them:
-    the files in name order, a run's `SessionLog.START` at or before `step` dropping what came before it
-    (`pretraining_callbacks.mark_session_start`: a resumed run that trained the last steps again). An unreadable
-    events file counts as not holding them."""
-    import tensorflow as tf
-
-    logged = False
-    pattern = os.path.join(logs_dir, "validation", "events.out.tfevents.*")
-    for path in sorted(tf.io.gfile.glob(pattern)):
-        try:
-            for record in tf.data.TFRecordDataset(path):  # (summary_iterator logs a deprecation warning)
-                event = tf.compat.v1.Event.FromString(record.numpy())
-                if event.session_log.status == tf.compat.v1.SessionLog.START and event.step <= step:
-                    logged = False
-                elif event.step == step and any(value.tag in FINAL_VALIDATION_TAGS for value in event.summary.value):
-                    logged = True
-        except Exception:  # noqa: BLE001 (a truncated events file of a killed run: write the values again)
-            continue
-    return logged
-
-
-def _log_final_validation(logs_dir, step, validation, floor):
-    """TensorBoard `validation/final_mlm_accuracy` beside `validation/mlm_unigram_floor`, and the floor's guess as the
-    text `validation/mlm_unigram_floor_guess` (the chief calls it)."""
-    import tensorflow as tf
-
-    writer = tf.summary.create_file_writer(os.path.join(logs_dir, "validation"))
-    with writer.as_default(step=step):
-        if "mlm_accuracy" in validation:
-            tf.summary.scalar("final_mlm_accuracy", float(validation["mlm_accuracy"]))
-        tf.summary.scalar("mlm_unigram_floor", floor["accuracy"])
-        # Its own tag: beside the scalar of the same name, TensorBoard drew the text as a second value of that step.
-        tf.summary.text("mlm_unigram_floor_guess", f"Always guessing `{floor['token']}` scores {floor['accuracy']:.4f} "
-                        f"on the {floor['masked_positions']} held-out masked positions.")
-    writer.close()
-
-
-def _owns_iterator(strategy):
-    """True when fit() can read a plain, checkpointable tf.data iterator (one replica, no tf.distribute)."""
-    if strategy.num_replicas_in_sync != 1:
-        return False
-    if keras.backend.backend() != "tensorflow":
-        return True
-    import tensorflow as tf
-
-    return strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy()
-
-
-def _distributed_dataset(strategy, build_dataset, config, tokenizer, split, start_step):
-    """The training data for several replicas, positioned after `start_step` consumed batches.
-
-    One worker (MirroredStrategy, TPUStrategy, JAX DataParallel): one pipeline
-    of *global* batches that the strategy splits across replicas, so every
-    replica count sees the same examples in the same batches. Several workers
-    (MultiWorkerMirroredStrategy): one pipeline per worker
-    (`distribute_datasets_from_function` with its `InputContext`), each making
-    that worker's share of the global batch; several JAX processes alike (the
-    `InputContext` of `jax_processes.input_context()`, `global_batch_size /
-    processes` rows each, joined by Keras into the global batch) and several
-    PyTorch processes (each trains on its rows; the optimizer averages the gradients).
-    """
-
-    def global_batches():
-        return (build_dataset(config.train_files, tokenizer, config.global_batch_size,
-                              config.seed, True, True, None).skip(start_step).map(split))
-
-    processes = process_group(strategy)
-    if processes:  # several processes: each reads its shard, makes its rows
-        return (build_dataset(config.train_files, tokenizer,
-                              processes.per_process_batch_size(config.global_batch_size), config.seed,
-                              True, True, processes.input_context()).skip(start_step).map(split))
-    if keras.backend.backend() != "tensorflow":
-        return global_batches()
-    import tensorflow as tf
-
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or (
-        strategy.extended._num_workers == 1  # noqa: SLF001
-    ):
-        return strategy.experimental_distribute_dataset(global_batches())
-
-    def dataset_for(input_context):
-        batch_size = input_context.get_per_replica_batch_size(config.global_batch_size)
-        local_replicas = input_context.num_replicas_in_sync // input_context.num_input_pipelines
-        return (build_dataset(config.train_files, tokenizer, batch_size, config.seed, True, True,
-                              input_context).skip(start_step * local_replicas).map(split))
-
-    return strategy.distribute_datasets_from_function(dataset_for)
-
-
-def _placeholder_batch(config, replicas):
-    """An all-zeros `(x, y, sample_weight)` of the per-replica shape, to build metrics before fit."""
-    n, length, predictions = config.global_batch_size // replicas, config.sequence_length, config.max_predictions_per_seq
-    x = {"token_ids": np.zeros((n, length), "int32"), "segment_ids": np.zeros((n, length), "int32"),
-         "padding_mask": np.ones((n, length), "int32"), "mask_positions": np.zeros((n, predictions), "int32")}
-    y = {"mlm": np.zeros((n, predictions), "int32")}
-    w = {"mlm": np.ones((n, predictions), "float32")}
-    if config.nsp:
-        y["nsp"], w["nsp"] = np.zeros((n,), "int32"), np.ones((n,), "float32")
-    return x, y, w
+        optimizer = compile_model()
+        pooler_trained_as_started = latest and checkpoint_trained_the_pooler(latest_state, model, optimizer)
+        if pooler_trained_as_started:  # a masked-LM-only run started before masked LM alone froze the pooler
+            use_pooler(model.backbone)
+            optimizer = compile_model()
+    return model, optimizer, pooler_trained_as_started
 
 
 def _hparams(config, replicas):
@@ -765,32 +501,3 @@ def _attention_dropout(config, model_config):
     if architecture.get("attention_dropout") is not None:
         return architecture["attention_dropout"]
     return architecture.get("dropout", 0.1)
-
-
-def _export(model, export_dir, config):
-    """Saves the pretrainer as a preset: the backbone, and the trained masked-LM (and next-sentence) heads in its
-    `task.json` / `task.weights.h5`, so `BertPretrainer.from_preset(export_dir)` continues pretraining or fills
-    masks with them, while the task models and `BertBackbone.from_preset` read the backbone alone. It records the
-    architecture's dropout, not the run's `--dropout`.
-
-    `--dropout` is a pretraining choice (0 for short runs); fine-tuning from
-    the export uses the dropout of the `--config` or `--init_checkpoint` it was built from.
-    """
-    from keras_bert_impl.checkpoints.own_preset import save_backbone_preset
-
-    if config.init_checkpoint:
-        from keras_bert_impl.checkpoints.loading import read_preset_config
-
-        architecture = read_preset_config(config.init_checkpoint)
-    else:
-        architecture = backbone_config(dataclasses.replace(config, dropout=None), model.backbone.vocabulary_size)
-    if "dropout" not in architecture:  # a JSON --config that leaves BertBackbone's default
-        architecture["dropout"] = inspect.signature(BertBackbone).parameters["dropout"].default
-    overrides = {"dropout": architecture["dropout"]}
-    packing = {"sequence_length": config.sequence_length, "max_predictions_per_seq": config.max_predictions_per_seq}
-
-    def write_task_files(directory):  # the run's packing, for `BertPretrainer.from_preset(export_dir)`'s preprocessor
-        model.write_task_files(directory, preprocessor_config=packing)
-
-    save_backbone_preset(model.backbone, export_dir, vocabulary=config.vocab, lowercase=config.lowercase,
-                         config_overrides=overrides, write_task_files=write_task_files)
