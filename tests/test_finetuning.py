@@ -368,7 +368,7 @@ def _cross_backend_run(shared_data, model_dir, callbacks=()):
 def test_a_finetune_stopped_on_tensorflow_resumes_on_another_backend_to_the_same_weights(shared_data, tmp_path,
                                                                                           backend):
     """A fine-tuning run stopped after epoch 1 of 3 on TensorFlow, resumed in a fresh process on JAX or PyTorch
-    (the checkpoint's variables go back by path: `run_checkpoints.restore_order`), ends with the weights of the
+    (the checkpoint's variables go back by path: `checkpoint_variable_order.restore_order`), ends with the weights of the
     run never stopped (measured: max |diff| 6e-8 on JAX, 3e-7 on PyTorch)."""
     import subprocess
     import sys

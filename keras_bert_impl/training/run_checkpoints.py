@@ -7,7 +7,7 @@ A checkpoint is a directory `<model_dir>/checkpoints/ckpt-<step>` holding
   index, with each variable's path in `state.json`: PyTorch lists a model's
   variables in another order than TensorFlow and JAX, so a checkpoint
   written on one backend is restored on another by path
-  (`restore_order`);
+  (`checkpoint_variable_order.restore_order`);
 - `iterator.index`, `iterator.data-*`: the tf.data iterator, written with
   `tf.train.Checkpoint` (exact input position), when the run owns a
   checkpointable iterator;
@@ -47,6 +47,7 @@ import zipfile
 import numpy as np
 
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_bytes
+from keras_bert_impl.training.checkpoint_variable_order import restore_order, variable_path
 
 _NAME = re.compile(r"^ckpt-(\d+)$")
 MANIFEST = "manifest.json"
@@ -171,8 +172,8 @@ class CheckpointManager:
                            num_model_variables=len(model.variables),
                            num_optimizer_variables=len(optimizer.variables),
                            backend=_backend(),
-                           model_variable_paths=[_path(v) for v in model.variables],
-                           optimizer_variable_paths=[_path(v) for v in optimizer.variables],
+                           model_variable_paths=[variable_path(v) for v in model.variables],
+                           optimizer_variable_paths=[variable_path(v) for v in optimizer.variables],
                            has_iterator=iterator is not None,
                            checkpoint_format=FORMAT)
             with open(os.path.join(tmp, STATE), "w") as f:
@@ -556,51 +557,6 @@ def _backend():
     import keras
 
     return keras.backend.backend()
-
-
-def _path(variable):
-    return getattr(variable, "path", None) or getattr(variable, "name", "")
-
-
-def restore_order(recorded_paths, variables):
-    """For each of `variables`, the index of its array in the checkpoint: by path where the checkpoint recorded the
-    same paths in another order (written on another backend: PyTorch lists a model's variables in another order
-    than TensorFlow and JAX), else by position (a checkpoint written before paths were recorded).
-
-    Keras numbers unnamed layers and dropout seed generators per process (`seed_generator_7` where a fresh
-    process says `seed_generator_1`): paths are matched with those numbers replaced by their rank among the paths
-    that differ only in them, which is the order the model created them in, on every backend.
-
-    >>> import types
-    >>> variables = [types.SimpleNamespace(path=p) for p in ("embedding", "dense/kernel", "dense/bias")]
-    >>> restore_order(["dense/kernel", "dense/bias", "embedding"], variables)  # written on another backend
-    [2, 0, 1]
-    >>> restore_order(["dense_4/kernel", "dense_4/bias", "embedding"], variables)  # in a process of other models
-    [2, 0, 1]
-    >>> restore_order(None, variables), restore_order(["dense/kernel", "dense/bias", "other"], variables)
-    ([0, 1, 2], [0, 1, 2])
-    """
-    paths = [_path(v) for v in variables]
-    if recorded_paths and len(recorded_paths) == len(paths):
-        for key in (list, _numbers_ranked):
-            here, there = key(paths), key(list(recorded_paths))
-            if len(set(here)) == len(here) and set(here) == set(there):
-                where = {recorded: i for i, recorded in enumerate(there)}
-                return [where[p] for p in here]
-    return list(range(len(paths)))
-
-
-_NUMBER = re.compile(r"_(\d+)(?=[_/]|$)")  # `_7` of `seed_generator_7/...`, `dense_3_kernel_momentum`
-
-
-def _numbers_ranked(paths):
-    """Each path as `(path without its _<n> numbers, rank of its numbers among the paths alike)`."""
-    keys = [(_NUMBER.sub("", p), tuple(int(n) for n in _NUMBER.findall(p))) for p in paths]
-    alike = {}
-    for stripped, numbers in keys:
-        alike.setdefault(stripped, set()).add(numbers)
-    ranks = {stripped: sorted(numbers) for stripped, numbers in alike.items()}
-    return [(stripped, ranks[stripped].index(numbers)) for stripped, numbers in keys]
 
 
 def _assign(variable, value, path, written_on=None):
