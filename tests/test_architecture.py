@@ -231,3 +231,16 @@ def test_the_repository_root_holds_only_the_house():
     top = {path.split("/", 1)[0] for path in listed.stdout.splitlines()}
     strays = sorted(top - TOP_LEVEL)
     assert not strays, f"committed at the repository root but not part of the house: {strays} (git rm them, or add them to TOP_LEVEL and the README)"
+
+
+MAX_MODULE_LINES = 600  # one concept per file: a module that grows past this holds two (docs/architecture.md)
+
+
+def test_no_module_outgrows_one_concept():
+    """Every module of the package and of recipes/ is at most `MAX_MODULE_LINES` lines; split a longer one by
+    concept (as `models/task.py` became `task.py`, `raw_text_inputs.py` and `task_saving.py`)."""
+    recipes = ROOT.parent / "recipes"
+    sizes = {str(path.relative_to(ROOT.parent)): len(path.read_text(encoding="utf-8").splitlines())
+             for path in [*ROOT.rglob("*.py"), *recipes.rglob("*.py")]}
+    too_long = {path: lines for path, lines in sizes.items() if lines > MAX_MODULE_LINES}
+    assert not too_long, f"modules over {MAX_MODULE_LINES} lines (split each by concept): {too_long}"
