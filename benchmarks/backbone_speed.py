@@ -60,14 +60,9 @@ from keras_bert_impl import BertBackbone  # noqa: E402
 from keras_bert_impl.layers import MaskedLMHead, NextSentenceHead  # noqa: E402
 from keras_bert_impl.presets import backbone_presets  # noqa: E402
 
-CONFIGS = {
-    "tiny": "bert_tiny_en_uncased",
-    "mini": "bert_mini_en_uncased",
-    "small": "bert_small_en_uncased",
-    "medium": "bert_medium_en_uncased",
-    "base": "bert_base_en_uncased",
-    "large": "bert_large_en_uncased",
-}
+from keras_bert_impl.training.pretraining_config import PRESET_ALIASES  # noqa: E402 (no TensorFlow)
+
+CONFIGS = PRESET_ALIASES  # the sizes `recipes/pretrain.py --config` names, and their presets
 
 
 def model_flops_per_sequence(config, sequence_length, predictions, training):
