@@ -287,3 +287,27 @@ def test_empty_last_lines_are_ignored(glue_dir, tmp_path, ending):
     (task_dir / "dev.tsv").write_bytes(data + ending + b"9999\ta\tb\tentailment\n")
     with pytest.raises(GlueFormatError, match=r"dev.tsv, line 6: 1 fields \(a missing field\); expected 4"):
         read_split("rte", tmp_path, "dev")
+
+
+@pytest.mark.multibackend
+def test_step_six_predict_on_encoded_examples_equals_predict_split_on_batches():
+    """`classification.predict` takes step 2's features, as tagging's and span_qa's `predict` do (any backend, NumPy
+    batches), and gives what `predict_split` gives on step 3's tf.data batches: same order, filler rows dropped."""
+    import pathlib
+
+    from keras_bert_impl import BertBackbone, BertClassifier, BertClassifierPreprocessor
+
+    split = read_split("stsb", pathlib.Path(__file__).parent / "data/slices/glue", "dev").take(37)
+    preprocessor = BertClassifierPreprocessor.from_preset("all_minilm_l6_v2_en", sequence_length=64)
+    features = glue.encode_examples(split, preprocessor)
+    backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+    dataset = glue.make_dataset(split, preprocessor, 16)
+    regressor = BertClassifier(backbone, num_classes=1, dropout=0.0)
+    scores = glue.predict(regressor, features, batch_size=16)
+    assert scores.shape == (37,) and scores.dtype == np.float32
+    np.testing.assert_allclose(scores, glue.predict_split(regressor, dataset, len(split)), atol=1e-5)
+    classifier = BertClassifier(backbone, num_classes=3)
+    classes = glue.predict(classifier, features, batch_size=8, boundaries=[64])  # one shape, other batch size
+    np.testing.assert_array_equal(classes, glue.predict_split(classifier, dataset, len(split)))
+    with pytest.raises(ValueError, match="`features` has no examples"):
+        glue.predict(classifier, {"token_ids": [], "segment_ids": []})

@@ -55,7 +55,6 @@ def test_every_task_package_exports_the_same_step_functions():
     assert classification.write_outputs is classification.write_dev_results
     assert tagging.write_outputs is tagging.write_conll_outputs
     assert span_qa.write_outputs is span_qa.write_squad_outputs
-    assert classification.predict is classification.predict_split
     assert tagging.predict is tagging.predict_word_tags
 
 

@@ -13,7 +13,8 @@ name for it, e.g. `tagging.read_conll`, is the same function):
 4. `evaluation.evaluate`: the model's predictions scored by the official metric (the scorers are in
    `keras_bert_impl.metrics`).
 5. `outputs.write_outputs`: result and prediction files.
-6. `prediction.predict`: the model's prediction of every example (raw text: the task model's own helpers).
+6. `prediction.predict(model, features, ...)`: the model's prediction of every example of step 2's features,
+   in order (raw text: the task model's own helpers).
 
 and `run`, the fine-tuning story over one config dataclass. See docs/architecture.md.
 """

@@ -1,8 +1,9 @@
 """Step 6, prediction with a `BertTokenClassifier`: per-word tags for CoNLL sentences.
 
 - `predict_word_tags(model, features, sentences, label_names)`: runs the model
-  over the windows of `keras_bert_impl.tasks.tagging.features.encode_examples` and
-  returns one tag per word (the prediction at the word's first WordPiece).
+  over the windows of `keras_bert_impl.tasks.tagging.features.encode_examples` (NumPy
+  batches, `batches.make_array_batches`, on any backend) and returns one tag per word
+  (the prediction at the word's first WordPiece).
 
 Raw text (entities with character offsets) is the model's own pipeline:
 `BertTokenClassifier.predict_entities(texts)`, on its
@@ -11,7 +12,7 @@ Raw text (entities with character offsets) is the model's own pipeline:
 
 import numpy as np
 
-from keras_bert_impl.tasks.tagging.batches import make_dataset
+from keras_bert_impl.tasks.tagging.batches import make_array_batches
 from keras_bert_impl.tasks.tagging.features import word_label_ids
 
 
@@ -28,13 +29,14 @@ def predict_token_label_ids(model, features, batch_size=64, boundaries=None):
             (e.g. `[32, 64, 128]`): batches are padded only to the bucket of
             their longest window, which is faster for short sentences.
     """
-    dataset = make_dataset(features, batch_size, boundaries=boundaries, with_labels=False)
+    # NumPy batches in the windows' order (any backend); one shape, `sequence_length`, unless `boundaries`.
+    batches = make_array_batches(features, batch_size, boundaries=boundaries or [features.token_ids.shape[1]],
+                                 with_labels=False)
     rows = []
-    for batch in dataset:
-        inputs = {k: v.numpy() for k, v in batch.items()}
-        logits = model.predict_on_batch(inputs)
-        real = min(len(logits), len(features.token_ids) - len(rows))  # drop filler rows of the last batch
-        rows.extend(np.argmax(np.asarray(logits)[:real], axis=-1))
+    for index in range(len(batches)):
+        (inputs,) = batches[index]
+        logits = np.asarray(model.predict_on_batch(inputs))[: len(features.token_ids) - len(rows)]  # no filler rows
+        rows.extend(np.argmax(logits, axis=-1))
     return rows
 
 
