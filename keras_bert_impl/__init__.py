@@ -33,7 +33,11 @@ from keras_bert_impl.models.pretrainer import BertMaskedLM, BertPretrainer
 from keras_bert_impl.models.span_extractor import BertSpanExtractor, SpanLoss
 from keras_bert_impl.models.text_embedder import BertTextEmbedder
 from keras_bert_impl.models.token_classifier import BertTokenClassifier, MaskedTokenAccuracy
+from keras_bert_impl.models.trace_warnings import quiet_keras_step_retracing as _quiet_keras_step_retracing
 from keras_bert_impl.version import __version__
+
+# Several models in one process read to TensorFlow as one step function retraced (models/trace_warnings.py).
+_quiet_keras_step_retracing()
 
 # Preprocessing layers (TensorFlow): imported on first access. Until then Keras knows each by a stand-in
 # whose `from_config` imports the real class, so `keras.saving.load_model` finds them after
