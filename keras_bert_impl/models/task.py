@@ -22,6 +22,19 @@ from keras_bert_impl.optimizers import GlobalClipAdamW
 from keras_bert_impl.presets import PresetsAttribute
 
 
+def prediction_rows(count, batch_size=None):
+    """Rows of a batch of raw-text predictions: `batch_size` (default 32), or fewer for fewer examples, the next power
+    of two up from `count`, so that one text is one row, not 31 filler rows beside it (a compiled step still sees
+    at most six batch shapes: 1, 2, 4, 8, 16, 32).
+
+    >>> prediction_rows(1), prediction_rows(3), prediction_rows(100), prediction_rows(5, batch_size=4)
+    (1, 4, 32, 4)
+    """
+    batch_size = 32 if batch_size is None else batch_size
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1 or count < 1:
+        return batch_size  # (the preprocessor's checks say what is wrong)
+    return min(batch_size, 1 << (count - 1).bit_length())
+
 
 class Task(RawTextInputs, TaskSaving, FunctionalModel):
     """A `BertBackbone` with a task head and a `preprocessor`, keras-hub style.
@@ -373,7 +386,7 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         if self._is_raw(x) and not is_dataset(x):
             self._check_preprocessor()
             count = self._count_examples(x)
-            dataset = self._raw_dataset(x, batch_size=batch_size, predicting=True)
+            dataset = self._raw_dataset(x, batch_size=prediction_rows(count, batch_size), predicting=True)
             outputs = run_recoverably(self, "predict_function", lambda: super(Task, self).predict(
                 dataset, verbose=verbose, steps=steps, callbacks=callbacks))
             # Fixed-size batches end with filler rows: keep the real ones.
