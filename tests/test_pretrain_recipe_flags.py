@@ -96,6 +96,18 @@ def test_a_starting_checkpoint_brings_its_vocabulary_and_casing(minilm_dir, tmp_
     assert PretrainingConfig().resolved().lowercase is True
 
 
+
+def test_a_starting_checkpoint_that_is_a_file_names_the_flag(tmp_path):
+    """Before: 'Preset X is a file; from_preset takes ...': the library's words, without the recipe's flag."""
+    from keras_bert_impl.training.pretraining_run import PretrainingConfig
+
+    model_file = tmp_path / "model.keras"
+    model_file.write_bytes(b"")
+    with pytest.raises(ValueError) as error:
+        PretrainingConfig(init_checkpoint=str(model_file)).resolved()
+    assert str(error.value).startswith(f"--init_checkpoint: Preset {model_file} is a saved Keras model (model.save), "
+                                       "which from_preset does not read; from_preset takes a preset name, ")
+
 @pytest.mark.slow
 def test_a_preset_name_as_config_says_it_trains_from_scratch(tmp_path, capsys):
     """`--preset bert_tiny_en_uncased` (pretrain.py's alias of --config, as keras-hub users type a preset) builds

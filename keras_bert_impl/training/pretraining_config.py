@@ -88,7 +88,10 @@ class PretrainingConfig:
             # vocabulary_size=30522 but --vocab .../corpus/vocab.txt has 4291 tokens".)
             from keras_bert_impl.checkpoints.loading import resolve_tokenizer_assets
 
-            assets = resolve_tokenizer_assets(config.init_checkpoint)
+            try:
+                assets = resolve_tokenizer_assets(config.init_checkpoint)
+            except ValueError as error:  # (the library's own words name `from_preset`: the flag first)
+                raise ValueError(f"--init_checkpoint: {error}") from None
             config.vocab = config.vocab or assets["vocabulary"]
             config.lowercase = assets["lowercase"] if config.lowercase is None else config.lowercase
         if config.lowercase is None:
