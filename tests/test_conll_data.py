@@ -419,3 +419,23 @@ def test_packed_batches_hold_every_labelled_word_once_in_static_rows(dev_sentenc
         # The last batch may repeat rows to fill it, with labels -1: every labelled word is seen exactly once.
         assert sum(int((labels >= 0).sum()) for _, labels in batches) == labelled
         assert max(int(inputs["padding_mask"].max()) for inputs, _ in batches) >= 5
+
+
+def test_fit_on_word_lists_encodes_as_the_recipe_encodes(tokenizer, dev_sentences):
+    """Two encoders place a word's tag on its first WordPiece: the recipe's step 2 (`tagging.encode_examples`,
+    windows) and the model's `fit(words, tags)` (`BertTokenClassifierPreprocessor.encode_words`). On every real dev
+    sentence that fits one window they give the same token ids and the same labels, so the two cannot drift apart."""
+    from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
+
+    sentences = dev_sentences[:300]
+    label_names = conll.label_vocabulary(dev_sentences)
+    features = conll.encode_examples(sentences, tokenizer, label_names, sequence_length=64)
+    one_window = [i for i in range(len(sentences)) if np.sum(features.sentence_index == i) == 1]
+    assert len(one_window) > 290  # (the few longer ones are windows of their own in the recipe, truncated in `fit`)
+    rows = [int(np.flatnonzero(features.sentence_index == i)[0]) for i in one_window]
+    preprocessor = BertTokenClassifierPreprocessor(tokenizer, sequence_length=64)
+    inputs, labels = preprocessor.encode_words([sentences[i].words for i in one_window],
+                                               [[label_names.index(t) for t in sentences[i].tags] for i in one_window])
+    np.testing.assert_array_equal(inputs["token_ids"], features.token_ids[rows])
+    np.testing.assert_array_equal(inputs["padding_mask"], features.padding_mask[rows])
+    np.testing.assert_array_equal(labels, features.labels[rows])
