@@ -386,7 +386,7 @@ def _outputs_written():
     return 0 if resume is None else resume.finished["outputs_written"]
 
 
-def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=None):
+def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=None, interrupted_line=None):
     """Returns `job()`; a user error ends the process with one line `error: ...` on stderr and exit status 2.
 
     User errors are a missing or bad file or a bad flag value (`user_errors`: `OSError`, `ValueError`), and the
@@ -398,7 +398,8 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
     Ctrl-C (`KeyboardInterrupt`, or any exception after a Ctrl-C that `interruption.one_line_on_ctrl_c` noted) ends
     it with one line saying that the same command resumes, and exit status 130 (143 after SIGTERM;
     `interruption.interrupted_line`; `checkpoints`: the run's checkpoint directory, named with its newest
-    checkpoint). A checkpoint being written is never picked up half-written (`run_checkpoints`: written aside,
+    checkpoint; `interrupted_line`: the line instead, for a job with no checkpoints, such as a data-preparation
+    recipe's, whose outputs are written whole at the end). A checkpoint being written is never picked up half-written (`run_checkpoints`: written aside,
     renamed last). The job's start and end are noted in `interruption._run_state`, the one state of the process,
     where a Ctrl-C outside the job finds them.
     """
@@ -414,7 +415,8 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
     except BaseException as error:
         if not debug and (isinstance(error, KeyboardInterrupt) or state["interrupted"]):
             finished = _outputs_written() > outputs_before  # this job's run wrote its outputs
-            line = interruption.CLEANING_UP if finished else interruption.interrupted_line(checkpoints)
+            line = (interrupted_line if interrupted_line is not None else interruption.CLEANING_UP if finished
+                    else interruption.interrupted_line(checkpoints))
             interruption.leave(interruption.signalled_line(line), status=interruption.interrupted_status())
         # (a LostProcessError is raised only where its module was imported: this one imports no Keras)
         errors = sys.modules.get("keras_bert_impl.training.pretraining_errors")

@@ -16,18 +16,24 @@ without text are skipped, and their count and the first one's line printed):
     python recipes/prepare_corpus.py --input reviews.csv --text_column text --output train.txt
 """
 
-import argparse
 import json
-
+import os
 import sys
+
+from command_line import OneLineParser, exit_on_user_error
+from interruption import one_line_on_ctrl_c
 
 if __name__ == "__main__" and "tensorflow" not in sys.modules:  # (not when a test runs it in its own process)
     from native_logs import quiet_native_logs
 
     quiet_native_logs()  # before the imports below (TensorFlow): its start-up log lines off stderr
+    one_line_on_ctrl_c()  # before the imports below (TensorFlow: seconds): Ctrl-C then is one line too
 
 from keras_bert_impl.data import corpus
 from keras_bert_impl.data.text_documents import table_file_problem
+
+# A Ctrl-C's line: each output file is written whole at the end (a temporary file, then renamed), never half.
+INTERRUPTED = "Interrupted: no output was written (each file is written whole, at the end): rerun the same command."
 
 
 def table_documents(path, text_column, max_sentence_words=128):
@@ -52,7 +58,7 @@ def table_documents(path, text_column, max_sentence_words=128):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0], prog="prepare_corpus.py")
     parser.add_argument("--input", nargs="+", required=True, help="input files or glob patterns")
     parser.add_argument("--output", required=True, help="training text output file")
     parser.add_argument("--valid_output", help="optional held-out output file")
@@ -73,6 +79,7 @@ def main():
     parser.add_argument("--text_column", default=None,
                         help="the inputs are tables (.csv, .tsv, .jsonl): each row's text in this column (JSON key) "
                              "is a document, split into sentences; rows without text are skipped and counted")
+    parser.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     args = parser.parse_args()
     if (args.valid_output is None) != (args.valid_every == 0):
         parser.error("--valid_output and --valid_every go together: --valid_output FILE --valid_every N holds out "
@@ -81,13 +88,19 @@ def main():
         parser.error("--errors replace reads text inputs only; a table (--text_column) is read strictly: re-encode "
                      "it as UTF-8 (the error names the first byte that is not)")
 
-    try:
+    def job():
+        # The outputs first: a directory or a read-only place was refused only after every input had been read.
+        corpus.check_output_file(args.output, "--output")
+        if args.valid_output is not None:
+            corpus.check_output_file(args.valid_output, "--valid_output")
+            if os.path.abspath(args.valid_output) == os.path.abspath(args.output):
+                raise ValueError(f"--valid_output {args.valid_output} is --output too: pass another file")
         if args.text_column is None:  # a table read as text would train on its header, commas and labels
             tables = [path for path in corpus.expand_inputs(args.input) if table_file_problem(path)]
             if tables:
                 raise ValueError(f"{tables[0]} is a table: pass --text_column, the column of its texts "
                                  "(each row becomes a document)")
-        stats = corpus.prepare_corpus(
+        return corpus.prepare_corpus(
             args.input,
             args.output,
             valid_output=args.valid_output,
@@ -100,8 +113,8 @@ def main():
             read_documents=None if args.text_column is None else (
                 lambda path: table_documents(path, args.text_column, args.max_sentence_words)),
         )
-    except ValueError as error:
-        parser.exit(2, f"prepare_corpus: error: {error}\n")
+
+    stats = exit_on_user_error(job, debug=args.debug, interrupted_line=INTERRUPTED)
     for split, counts in stats.items():
         if counts is not None:
             print(json.dumps({"split": split, **vars(counts)}))

@@ -182,6 +182,7 @@ def test_prepare_corpus_writes_atomically_and_counts(books, tmp_path):
 
 def run_recipe(monkeypatch, *args):
     monkeypatch.setattr(sys, "argv", ["prepare_corpus.py", *args])
+    monkeypatch.syspath_prepend(str(REPO / "recipes"))  # (as `python recipes/prepare_corpus.py` puts it)
     runpy.run_path(str(REPO / "recipes" / "prepare_corpus.py"), run_name="__main__")
 
 
@@ -225,7 +226,7 @@ def test_a_table_becomes_one_document_a_row_of_its_text_column_and_is_refused_as
     with pytest.raises(SystemExit) as exit_info:
         run_recipe(monkeypatch, "--input", str(table), "--output", str(out))
     assert exit_info.value.code == 2
-    assert capsys.readouterr().err == (f"prepare_corpus: error: {table} is a table: pass --text_column, the column "
+    assert capsys.readouterr().err == (f"error: {table} is a table: pass --text_column, the column "
                                        "of its texts (each row becomes a document)\n")
     assert not out.exists()
 
@@ -240,7 +241,7 @@ def test_a_table_becomes_one_document_a_row_of_its_text_column_and_is_refused_as
         with pytest.raises(SystemExit) as exit_info:
             run_recipe(monkeypatch, "--input", str(table), "--output", str(out), *flags)
         assert exit_info.value.code == 2
-        assert capsys.readouterr().err.splitlines()[-1] == f"prepare_corpus.py: error: {message}"
+        assert capsys.readouterr().err.splitlines()[-1] == f"error: {message} (see --help)"
     run_recipe(monkeypatch, "--input", str(table), "--text_column", "sentence1", "--output", str(out))
     rows = [line.split("\t")[7] for line in table.read_text(encoding="utf-8").splitlines()[1:]]
     documents = out.read_text(encoding="utf-8").rstrip("\n").split("\n\n")
@@ -305,5 +306,5 @@ def test_table_rows_without_text_are_skipped_and_counted_other_bad_rows_refused(
             run_recipe(monkeypatch, "--input", str(path), "--text_column", "review" if path == table else "text",
                        "--output", str(tmp_path / "refused.txt"))
         assert exit_info.value.code == 2
-        assert capsys.readouterr().err == f"prepare_corpus: error: {message}\n"
+        assert capsys.readouterr().err == f"error: {message}\n"
     assert not (tmp_path / "refused.txt").exists()

@@ -204,6 +204,38 @@ def expand_inputs(patterns):
     return files
 
 
+def check_output_file(path, name="output", example="train.txt"):
+    """Refuses, in one line naming `name` (a flag, say `--output`) and the path, an output file that cannot be
+    written, before any work: an existing directory, a path inside a file, a folder that is read-only or not ours
+    (nothing is created). Remote paths (`gs://...`) are not checked. `example`: the file name the message suggests
+    in a directory given.
+
+    Example:
+
+    >>> check_output_file("/proc/corpus/train.txt", "--output")
+    Traceback (most recent call last):
+    ...
+    ValueError: --output /proc/corpus/train.txt cannot be written (/proc is read-only or not ours): pass a file in a writable directory
+    """
+    if "://" in str(path):
+        return
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ValueError(f"{name} {path} is a directory: pass a file name (e.g. {os.path.join(path, example)})")
+    existing = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError(f"{name} {path} is inside a file ({existing}), not a directory: pass a file in a directory")
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".write-test-")
+    except OSError:
+        raise ValueError(f"{name} {path} cannot be written ({existing} is read-only or not ours): pass a file in a "
+                         "writable directory") from None
+    os.close(fd)
+    os.remove(probe)
+
+
 def write_documents(documents, path):
     """Writes documents atomically: one sentence a line, a blank line between documents.
 
@@ -267,6 +299,10 @@ def prepare_corpus(inputs, output, *, valid_output=None, valid_every=0, input_fo
     Returns:
         A dict `{"train": CorpusStats, "valid": CorpusStats or None}`.
 
+    Raises:
+        ValueError: an output that cannot be written (`check_output_file`, before any input is read), an input
+            pattern matching no file, an input that `file_documents` refuses.
+
     Example:
 
     >>> prepare_corpus("../shared/data/corpus/gutenberg/pg84.txt", "/tmp/train.txt",
@@ -274,6 +310,9 @@ def prepare_corpus(inputs, output, *, valid_output=None, valid_every=0, input_fo
     """
     if valid_output is not None and (not isinstance(valid_every, int) or valid_every < 2):
         raise ValueError(f"valid_every must be an integer >= 2 with valid_output, got {valid_every!r}")
+    check_output_file(output, "output")  # before any work: not after reading and splitting every input
+    if valid_output is not None:
+        check_output_file(valid_output, "valid_output")
     if read_documents is None:
         def read_documents(path):
             return file_documents(path, input_format=input_format, errors=errors,

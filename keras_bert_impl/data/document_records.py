@@ -29,7 +29,7 @@ import os
 
 import tensorflow as tf
 
-from keras_bert_impl.data.text_documents import expand_files, read_documents
+from keras_bert_impl.data.text_documents import check_text_files, expand_files, read_documents
 
 RECORD_SUFFIX = ".tfrecord"
 
@@ -94,12 +94,15 @@ def _tokenized_documents(paths, tokenizer):
         yield from zip(token_ids.to_list(), lengths.to_list())
 
 
-def tokenize_documents(files, tokenizer):
+def tokenize_documents(files, tokenizer, *, check=True):
     """Yields every document of the text files `files` as a list of sentences, each a list of token ids.
 
     The documents of the pretraining text format (one sentence a line, a blank
-    line between documents, UTF-8, checked), tokenised in-graph in batches: the
-    input of `array_pretraining.write_document_arrays`.
+    line between documents, UTF-8), tokenised in-graph in batches: the input of
+    `array_pretraining.write_document_arrays`. With `check` (the default) the
+    files are read once first (`text_documents.check_text_files`: the error
+    names the file, line, column and byte); `check=False` for files a caller
+    has checked already.
 
     Example:
 
@@ -110,14 +113,15 @@ def tokenize_documents(files, tokenizer):
     >>> isinstance(first[0][0], int)
     True
     """
-    for ids, sentence_lengths in _tokenized_documents(expand_files(files), tokenizer):
+    paths = check_text_files(files) if check else expand_files(files)
+    for ids, sentence_lengths in _tokenized_documents(paths, tokenizer):
         offsets = [0]
         for length in sentence_lengths:
             offsets.append(offsets[-1] + length)
         yield [ids[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
 
 
-def write_document_records(files, tokenizer, output_prefix, *, num_shards=1):
+def write_document_records(files, tokenizer, output_prefix, *, num_shards=1, check=True):
     """Tokenises text files (the pretraining text format) into TFRecord shards of documents.
 
     Documents are dealt round-robin to the shards, so shards have about the
@@ -126,24 +130,28 @@ def write_document_records(files, tokenizer, output_prefix, *, num_shards=1):
 
     Args:
         files: text files or globs (local or `gs://`), one sentence a line, a
-            blank line between documents, UTF-8 (checked: the error names the
-            file and line).
+            blank line between documents, UTF-8 (checked before any work:
+            `text_documents.check_text_files`, the error names the file, line,
+            column and byte).
         tokenizer: a `BertTokenizer`.
         output_prefix: shards are written as
             `{output_prefix}-00000-of-0000N.tfrecord`, each first to a temporary
             name in the same folder, then renamed.
         num_shards: the number of shards.
+        check: read the files once first (`check_text_files`); False for
+            files a caller has checked already.
 
     Returns:
         A dict: `files` (the shards), `documents`, `sentences`, `tokens`.
 
     Raises:
-        ValueError: bad `num_shards`, a pattern matching no file, an empty file.
-        tf.errors.InvalidArgumentError: invalid UTF-8 (file and line named).
+        ValueError: bad `num_shards`, a pattern matching no file, an empty
+            file, bytes that are not UTF-8 (a `FileFormatError`: file, line,
+            column, byte), a NUL byte, a table.
     """
     if not isinstance(num_shards, int) or num_shards < 1:
         raise ValueError(f"num_shards must be a positive integer, got {num_shards!r}")
-    paths = expand_files(files)
+    paths = check_text_files(files) if check else expand_files(files)
     folder = os.path.dirname(output_prefix)
     if folder:
         tf.io.gfile.makedirs(folder)

@@ -7,6 +7,8 @@ documents, UTF-8 (checked: the error names the file and the line).
   a sorted list of non-empty files.
 - `read_documents(path, file_index)`: one file -> a `tf.data.Dataset` of
   `(document, document id)`, the document's sentences joined by newlines.
+- `check_text_file(path)`, `check_text_files(files)`: the files read once
+  before any work, each error one line naming the file (and line, column).
 """
 
 import os
@@ -206,3 +208,23 @@ def check_text_file(path):
         raise ValueError(f"{path} holds only blank lines: a pretraining text file needs at least one sentence")
     return sentences
 
+
+
+def check_text_files(files):
+    """`expand_files(files)`, then `check_text_file` on every file, before any work: returns the expanded list.
+
+    What `recipes/prepare_pretraining_data.py` and `document_records` check up front, as pretraining checks its
+    text files (`pretraining.check_pretraining_files`): the first problem is one `ValueError` naming the pattern or
+    the file (bytes that are not UTF-8: the line, column and byte, and the `iconv` command that re-encodes it),
+    instead of a TensorFlow `InvalidArgumentError` from inside the tokenising pipeline.
+
+    Example:
+
+    >>> from keras_bert_impl.data.corpus import bundled_corpus
+    >>> len(check_text_files(bundled_corpus()["valid"]))
+    1
+    """
+    paths = expand_files(files)
+    for path in paths:
+        check_text_file(path)
+    return paths

@@ -18,12 +18,16 @@ import time
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
+from keras_bert_impl.file_errors import FileFormatError, decode_utf8
 from keras_bert_impl.text.normalization import bert_normalize
 from keras_bert_impl.text.tokenizer import SPECIAL_TOKENS
 
 DEFAULT_RESERVED_TOKENS = list(SPECIAL_TOKENS)
 _BATCH_LINES = 4096
 _DECODE_ERRORS = ("strict", "replace", "ignore")
+_BLOCK_BYTES = 1 << 22
+# What the UTF-8 error of a strict count adds to `decode_utf8`'s iconv command (`recipes/build_vocab.py`'s flag).
+_STRICT_ADVICE = ", or pass errors='replace' or 'ignore' (--errors replace, --errors ignore)"
 
 
 def expand_input_patterns(patterns):
@@ -47,6 +51,93 @@ def expand_input_patterns(patterns):
     return files
 
 
+def check_input_files(files, errors="strict", max_lines=None):
+    """Reads the text files once, before any counting, and raises at the first problem, naming the file.
+
+    Bytes that are not UTF-8 (with `errors="strict"`):
+    `keras_bert_impl.file_errors.decode_utf8`'s `FileFormatError`, naming the
+    file, line, column and byte, with the `iconv` command that re-encodes it;
+    input without any text (empty files, blank lines only); a file that
+    cannot be read. Only the first `max_lines` lines (all files together) are
+    read, as `count_words` reads them. Reads in blocks: memory stays bounded
+    by the longest line.
+
+    Raises:
+        FileFormatError (a ValueError), ValueError.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "bad.txt")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write("Caf\\u00e9 open.\\n".encode("utf-8") + b"It\\x92s late.\\n")
+    >>> try:
+    ...     check_input_files([path])
+    ... except FileFormatError as error:
+    ...     print(error.line, error.column, error.problem.split(";")[0])
+    2 3 byte 0x92 at byte offset 14 of the file is not valid UTF-8
+    >>> check_input_files([path], errors="replace")
+    """
+    left = max_lines
+    has_text = False
+    for path in files:
+        if left is not None and left <= 0:
+            break
+        line, offset, pending = 1, 0, b""
+        try:
+            with tf.io.gfile.GFile(path, "rb") as f:
+                while left is None or left > 0:
+                    block = f.read(_BLOCK_BYTES)
+                    data = pending + block
+                    cut = data.rfind(b"\n") + 1 if block else len(data)  # whole lines only, the last one at the end
+                    piece, pending = data[:cut], data[cut:]
+                    if left is not None and piece.count(b"\n") >= left:  # (the lines max_lines leaves unread)
+                        end = 0
+                        for _ in range(left):
+                            end = piece.index(b"\n", end) + 1
+                        piece = piece[:end]
+                    if errors == "strict":
+                        decode_utf8(piece, path, advice=_STRICT_ADVICE, first_line=line, first_offset=offset)
+                    has_text = has_text or bool(piece.strip())
+                    lines = piece.count(b"\n") + (0 if piece.endswith(b"\n") or not piece else 1)
+                    line, offset = line + piece.count(b"\n"), offset + len(piece)
+                    if left is not None:
+                        left -= lines
+                    if not block:
+                        break
+        except tf.errors.OpError as error:
+            raise ValueError(f"{path}: cannot be read ({error.message})") from None
+    if not has_text:
+        what = f"{files[0]} holds" if len(files) == 1 else f"the {len(files)} files ({files[0]}, ...) hold"
+        raise ValueError(f"the input holds no words: {what} only blank lines or nothing (expected text, one "
+                         "sentence or paragraph a line)")
+
+
+def check_vocabulary_file(path, flag="--vocab"):
+    """Refuses, in one line naming `flag` and the file, a vocabulary that is missing, a directory, or not UTF-8
+    (with the `iconv` command that re-encodes it): `recipes/pretrain.py`'s and the data recipes' `--vocab` check.
+    Returns the file's bytes.
+
+    Example:
+    >>> import tempfile
+    >>> check_vocabulary_file(tempfile.mkdtemp(prefix="run-"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --vocab /.../run-... is a directory: pass its vocab.txt (a WordPiece vocabulary, one token a line)
+    """
+    if not tf.io.gfile.exists(path):
+        raise ValueError(f"{flag} {path}: no such file (a WordPiece vocab.txt)")
+    if tf.io.gfile.isdir(path):
+        raise ValueError(f"{flag} {path} is a directory: pass its vocab.txt (a WordPiece vocabulary, one token a "
+                         "line)")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    try:
+        decode_utf8(data, path)
+    except FileFormatError as error:
+        raise ValueError(f"{flag}: {error}") from None
+    return data
+
+
 def count_words(
     files_or_dataset,
     lowercase=True,
@@ -63,7 +154,8 @@ def count_words(
             `tf.data.Dataset` of strings (lines or documents).
         lowercase, strip_accents, split_on_cjk: as for `BertTokenizer`.
         errors: what to do with invalid UTF-8 in files: "strict" (raise,
-            naming file and line), "replace" (U+FFFD, which BERT then drops)
+            naming file and line; `check_input_files` beforehand names the
+            column and byte too, before any counting), "replace" (U+FFFD, which BERT then drops)
             or "ignore" (skip the line).
         max_lines: stop after this many lines (all files together).
         progress: callable receiving progress messages (str), or None.

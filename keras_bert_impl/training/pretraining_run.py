@@ -82,28 +82,15 @@ _export = export_pretrainer  # (its name here before `pretraining_export` held i
 def check_vocab(path):
     """Refuses, in one line naming `--vocab` and the file, a missing `--vocab` (with --train_files), a path that is
     not a file, and a file that is not UTF-8 (with the `iconv` command that re-encodes it, as the training files'
-    check gives). Returns the file's bytes."""
-    import tensorflow as tf
-
-    from keras_bert_impl.file_errors import decode_utf8
+    check gives: `text.vocabulary.check_vocabulary_file`). Returns the file's bytes."""
+    from keras_bert_impl.text.vocabulary import check_vocabulary_file
 
     if not path:
         raise ValueError(
             "--vocab is required with --train_files: a WordPiece vocab.txt, one token a line (recipes/build_vocab.py "
             "makes one from the corpus; the bundled corpus vocab is the default only without --train_files)"
         )
-    if not tf.io.gfile.exists(path):
-        raise ValueError(f"--vocab {path}: no such file (a WordPiece vocab.txt)")
-    if tf.io.gfile.isdir(path):
-        raise ValueError(f"--vocab {path} is a directory: pass its vocab.txt (a WordPiece vocabulary, one token a "
-                         "line)")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
-    try:
-        decode_utf8(data, path)
-    except ValueError as error:
-        raise ValueError(f"--vocab: {error}") from None
-    return data
+    return check_vocabulary_file(path, "--vocab")
 
 
 def run_pretraining(config, dataset_fn=None):
