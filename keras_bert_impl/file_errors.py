@@ -7,6 +7,11 @@
   / JSON Lines tables), `ConllFormatError`, `GlueFormatError` (GLUE TSV) and
   `SquadFormatError` (SQuAD JSON, whose problem starts with the JSON path),
   with their encoding errors (`GlueEncodingError`, `SquadEncodingError`).
+- `check_input_file(path, flag, expected)`: refuses an input file that does
+  not exist or is a directory in one line naming the flag and what was
+  expected (`--train_file x.json: no such file; expected a SQuAD .json or
+  .json.gz file`), where Python's own error was `[Errno 2] No such file or
+  directory: 'x.json'` or `[Errno 21] Is a directory: ...`.
 - `decode_utf8(data, path)`: the bytes of a file (or of one of its lines) ->
   text. A byte that is not UTF-8 (Windows-1252 or Latin-1 text, a binary
   file) raises one `FileFormatError` naming the file, the line, the column
@@ -92,6 +97,35 @@ class FileFormatError(ValueError):
 
     def __reduce__(self):  # picklable (multiprocessing, tf.data workers) with the same fields
         return type(self), (self.path, self.line, self.column, self.problem)
+
+
+def check_input_file(path, flag, expected):
+    """Refuses an input file that does not exist, or is a directory, in one line naming the flag and what it expects.
+
+    Args:
+        path: the file the flag names.
+        flag: the flag, e.g. "--train_file" (the message starts with it and the path).
+        expected: what the flag takes, e.g. "a SQuAD .json or .json.gz file".
+
+    Raises:
+        FileNotFoundError: `<flag> <path>: no such file; expected <expected>`.
+        IsADirectoryError: `<flag> <path>: a directory; expected <expected>`.
+
+    Example:
+    >>> check_input_file("/nonexistent/dev.json", "--predict_file", "a SQuAD .json or .json.gz file")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: --predict_file /nonexistent/dev.json: no such file; expected a SQuAD .json or .json.gz file
+    >>> check_input_file("/", "--train_file", "a .csv, .tsv or .jsonl table")
+    Traceback (most recent call last):
+    ...
+    IsADirectoryError: --train_file /: a directory; expected a .csv, .tsv or .jsonl table
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{flag} {path}: a directory; expected {expected}")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{flag} {path}: no such file; expected {expected}")
 
 
 def not_text_problem(data, path, reads_gz=False):
@@ -184,4 +218,4 @@ def decode_utf8(data, path, error_class=FileFormatError, *, advice=None, first_l
         raise error_class(path, line, column, problem + (advice or "")) from None
 
 
-__all__ = ["FileFormatError", "decode_utf8", "file_location", "not_text_problem", "one_line"]
+__all__ = ["FileFormatError", "check_input_file", "decode_utf8", "file_location", "not_text_problem", "one_line"]

@@ -208,10 +208,10 @@ def test_error_tag_column_out_of_range(slices, minilm_dir, tmp_path):
 def test_error_missing_file_and_debug_traceback(slices, minilm_dir, tmp_path):
     missing = tmp_path / "nope.txt"
     args = [*_files(slices, test=missing), "--preset", minilm_dir, "--model_dir", tmp_path / "r"]
-    assert _error_line(_run_recipe(*args)) == f"error: {missing}: no such file (--test_file)"
+    assert _error_line(_run_recipe(*args)) == (f"error: --test_file {missing}: no such file; expected a CoNLL-format text file (a word and its tags a line, a blank line between sentences)")
     debug = _run_recipe(*args, "--debug")
     assert debug.returncode != 0 and "Traceback" in debug.stderr
-    assert f"FileNotFoundError: {missing}: no such file (--test_file)" in debug.stderr
+    assert f"FileNotFoundError: --test_file {missing}: no such file; expected a CoNLL-format text file (a word and its tags a line, a blank line between sentences)" in debug.stderr
 
 
 @pytest.fixture(scope="module")

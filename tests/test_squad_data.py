@@ -274,11 +274,11 @@ def test_answer_start_mismatch_is_skipped_with_counted_warning(tmp_path, caplog)
          r"data\[0\]\.paragraphs\[0\]\.qas\[0\]\.answers\[0\]\.answer_start: expected a non-negative int "
          r"\(character offset into the context\), got '4'"),
         (_file([{"id": "q", "question": "Who?", "answers": [{"answer_start": 4}]}]),
-         r"qas\[0\]\.answers\[0\]\.text: expected a string, got None"),
-        (_file([{"question": "Who?", "answers": []}]), r"qas\[0\]\.id: expected a non-empty string, got None"),
+         r'qas\[0\]\.answers\[0\]: no "text" key; expected "text": a string \(the answer\)'),
+        (_file([{"question": "Who?", "answers": []}]), r'qas\[0\]: no "id" key; expected "id": a non-empty string'),
         ({"version": "1.1", "data": [{"title": "T", "paragraphs": {"context": "x"}}]},
          r"data\[0\]\.paragraphs: expected a list of paragraphs, got \{'context': 'x'\}"),
-        ({"version": "1.1"}, r"data: expected a list of articles, got None"),
+        ({"version": "1.1"}, r'no "data" key; expected "data": a list of articles'),
         ([1, 2], r"\$: expected a JSON object"),
     ],
 )

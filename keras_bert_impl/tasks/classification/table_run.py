@@ -37,11 +37,12 @@ import time
 import types
 from typing import NamedTuple, Optional
 
+from keras_bert_impl.file_errors import check_input_file
 from keras_bert_impl.tasks.flags import (
     check_epochs, check_numbers, check_training_scores_kept, is_fine_tuned_model, learning_rate_or_default,
 )
 from keras_bert_impl.tasks.old_keywords import old_field_names
-from keras_bert_impl.tasks.starting_point import saved_model_config
+from keras_bert_impl.tasks.starting_point import fine_tuned_config
 
 
 @old_field_names(train_limit="max_train_samples")
@@ -159,10 +160,7 @@ def fine_tuned_head(config):
     path = config.preset
     if not is_fine_tuned_model(path):
         return None
-    class_name, head = saved_model_config(path, expected="a fine-tuned BertClassifier's model.keras")
-    if class_name != "BertClassifier":
-        raise ValueError(f"--init_checkpoint {path}: a {class_name}, not a BertClassifier; pass the model.keras of a "
-                         "finetune_classifier.py run")
+    head = fine_tuned_config(path, "BertClassifier", "finetune_classifier.py")
     label_names, regression, multi_label = head.get("label_names"), head.get("num_classes") == 1, \
         bool(head.get("multi_label"))
     what = ("a regressor (one score)" if regression else f"a {'multi-label ' if multi_label else ''}classifier of the "
@@ -200,9 +198,8 @@ def read_inputs(config):
     head = fine_tuned_head(config)
     for flag, path in (("train_file", config.train_file), ("validation_file", config.validation_file),
                        ("test_file", config.test_file)):
-        if path is not None and not os.path.isfile(path):  # (was the bare "[Errno 2] No such file or directory")
-            what = "a directory" if os.path.isdir(path) else "no such file"
-            raise FileNotFoundError(f"--{flag} {path}: {what}; expected a .csv, .tsv or .jsonl table")
+        if path is not None:  # (was the bare "[Errno 2] No such file or directory")
+            check_input_file(path, f"--{flag}", "a .csv, .tsv or .jsonl table")
     label_names, regression, multi_label = head or (None, config.regression, config.multi_label)
     columns = dict(text_column=config.text_column, text_pair_column=config.text_pair_column)
     labels = dict(label_column=config.label_column, regression=regression,

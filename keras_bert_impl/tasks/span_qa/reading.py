@@ -28,6 +28,8 @@ from keras_bert_impl.file_errors import FileFormatError, decode_utf8
 
 logger = logging.getLogger(__name__)
 
+SQUAD_FILE = "a SQuAD .json or .json.gz file"  # what a SQuAD file flag takes (`file_errors.check_input_file`)
+
 
 class SquadFormatError(FileFormatError):
     """A SQuAD file that does not follow the official layout: a `FileFormatError` naming the file and the JSON path.
@@ -144,6 +146,15 @@ def _expect(condition, source, json_path, expected, value):
         raise SquadFormatError(source, None, None, f"{json_path}: expected {expected}, got {shown}.")
 
 
+def _get(container, key, source, json_path, expected):
+    """`container[key]`; a missing key is a `SquadFormatError` saying so (`<path>: no "context" key; expected
+    "context": a string (...)`), not `expected a string, got None` as if the key held a null."""
+    if key not in container:
+        where = f"{json_path}: no" if json_path != "$" else "no"
+        raise SquadFormatError(source, None, None, f'{where} "{key}" key; expected "{key}": {expected}.')
+    return container[key]
+
+
 def squad_version(dataset):
     """`"2.0"` if the file says so (`"version": "v2.0"`) or any question has `is_impossible`, else `"1.1"`."""
     version = str(dataset.get("version", "")).lstrip("v") if isinstance(dataset, dict) else ""
@@ -187,7 +198,8 @@ def read_squad_examples(path_or_dataset, is_training=False, source=None):
         source = source or os.fspath(path_or_dataset)
         dataset = load_squad_json(path_or_dataset)
     _expect(isinstance(dataset, dict), source, "$", 'a JSON object {"data": [...], "version": ...}', dataset)
-    _expect(isinstance(dataset.get("data"), list), source, "data", "a list of articles", dataset.get("data"))
+    data = _get(dataset, "data", source, "$", "a list of articles")
+    _expect(isinstance(data, list), source, "data", "a list of articles", data)
     stats = ReadStats()
     examples = []
     mismatched_ids = []
@@ -197,22 +209,22 @@ def read_squad_examples(path_or_dataset, is_training=False, source=None):
         _expect(isinstance(article, dict), source, article_path, "an object with 'paragraphs'", article)
         title = article.get("title", "")
         _expect(isinstance(title, str), source, f"{article_path}.title", "a string", title)
-        paragraphs = article.get("paragraphs")
+        paragraphs = _get(article, "paragraphs", source, article_path, "a list of paragraphs")
         _expect(isinstance(paragraphs, list), source, f"{article_path}.paragraphs", "a list of paragraphs", paragraphs)
         for j, paragraph in enumerate(paragraphs):
             paragraph_path = f"{article_path}.paragraphs[{j}]"
             _expect(isinstance(paragraph, dict), source, paragraph_path, "an object with 'context' and 'qas'", paragraph)
-            context = paragraph.get("context")
+            context = _get(paragraph, "context", source, paragraph_path, "a string (the paragraph's text)")
             _expect(isinstance(context, str), source, f"{paragraph_path}.context", "a string", context)
             _expect(bool(context.strip()), source, f"{paragraph_path}.context", "a non-empty context", context)
-            qas = paragraph.get("qas")
+            qas = _get(paragraph, "qas", source, paragraph_path, "a list of questions")
             _expect(isinstance(qas, list), source, f"{paragraph_path}.qas", "a list of questions", qas)
             for k, qa in enumerate(qas):
                 qa_path = f"{paragraph_path}.qas[{k}]"
                 _expect(isinstance(qa, dict), source, qa_path, "an object with 'id', 'question', 'answers'", qa)
-                qas_id = qa.get("id")
+                qas_id = _get(qa, "id", source, qa_path, "a non-empty string")
                 _expect(isinstance(qas_id, str) and qas_id, source, f"{qa_path}.id", "a non-empty string", qas_id)
-                question = qa.get("question")
+                question = _get(qa, "question", source, qa_path, "a string")
                 _expect(isinstance(question, str), source, f"{qa_path}.question", "a string", question)
                 _expect(bool(question.strip()), source, f"{qa_path}.question", "a non-empty question", question)
                 is_impossible = qa.get("is_impossible", False)
@@ -224,9 +236,10 @@ def read_squad_examples(path_or_dataset, is_training=False, source=None):
                 for m, answer in enumerate(answers):
                     answer_path = f"{qa_path}.answers[{m}]"
                     _expect(isinstance(answer, dict), source, answer_path, "an object with 'text' and 'answer_start'", answer)
-                    text = answer.get("text")
+                    text = _get(answer, "text", source, answer_path, "a string (the answer)")
                     _expect(isinstance(text, str), source, f"{answer_path}.text", "a string", text)
-                    start = answer.get("answer_start")
+                    start = _get(answer, "answer_start", source, answer_path,
+                                 "a non-negative int (character offset into the context)")
                     _expect(
                         isinstance(start, int) and not isinstance(start, bool) and start >= 0,
                         source,

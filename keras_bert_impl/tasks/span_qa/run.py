@@ -19,6 +19,7 @@ import os
 from typing import NamedTuple, Optional
 
 from keras_bert_impl.checkpoints.atomic_files import save_model_atomically
+from keras_bert_impl.file_errors import check_input_file
 from keras_bert_impl.models.head_building import is_packable
 from keras_bert_impl.models.span_extractor import BertSpanExtractor
 from keras_bert_impl.tasks.old_keywords import old_field_names
@@ -31,13 +32,14 @@ from keras_bert_impl.tasks.flags import (
     learning_rate_or_default,
 )
 from keras_bert_impl.tasks.span_qa.reading import (
+    SQUAD_FILE,
     ReadStats,
     load_squad_json,
     read_squad_examples,
     select_questions,
     squad_version,
 )
-from keras_bert_impl.tasks.starting_point import fine_tuned_model, pretrained_backbone
+from keras_bert_impl.tasks.starting_point import fine_tuned_config, fine_tuned_model, pretrained_backbone
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
 from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
 from keras_bert_impl.training.finetuning_resume import data_digest
@@ -119,9 +121,11 @@ def check_version(dataset, path, version):
     ...
     ValueError: dev.json: no questions ("data" is empty): expected SQuAD articles with paragraphs and qas
     """
+    if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
+        return  # (`read_squad_examples` names what is missing: `no "data" key; expected "data": a list of articles`)
     questions = [
         qa
-        for article in dataset.get("data", [])
+        for article in dataset["data"]
         for paragraph in (article.get("paragraphs", []) if isinstance(article, dict) else [])
         for qa in (paragraph.get("qas", []) if isinstance(paragraph, dict) else [])
     ]
@@ -189,6 +193,10 @@ def read_inputs(config):
     True
     """
     c = config
+    # Every file is checked to exist before the first is read (was "[Errno 2] No such file or directory: ...").
+    for flag, path in (("--predict_file", c.predict_file), ("--train_file", c.train_file if c.epochs > 0 else None)):
+        if path is not None:
+            check_input_file(path, flag, SQUAD_FILE)
     gold = load_squad_json(c.predict_file)
     check_version(gold, c.predict_file, c.version)
     examples, _ = read_squad_examples(gold, source=c.predict_file)
@@ -197,8 +205,9 @@ def read_inputs(config):
         gold = select_questions(gold, {example.qas_id for example in examples})
     train_examples = train_stats = None
     if c.epochs > 0:
-        check_version(load_squad_json(c.train_file), c.train_file, c.version)
-        train_examples, train_stats = read_squad_examples(c.train_file, is_training=True)
+        train = load_squad_json(c.train_file)  # (read once: was read twice)
+        check_version(train, c.train_file, c.version)
+        train_examples, train_stats = read_squad_examples(train, is_training=True, source=c.train_file)
         train_examples = train_examples[:c.max_train_samples]
     return SquadInputs(gold, examples, train_examples, train_stats)
 
@@ -244,6 +253,8 @@ def run(config):
     c = config
     check_flags(c)
     inputs = read_inputs(c)  # every input file, before any model
+    if is_fine_tuned_model(c.init_checkpoint):  # another task's model, before it is loaded (was an IndexError)
+        fine_tuned_config(c.init_checkpoint, "BertSpanExtractor", "finetune_squad.py")
     gold, examples, train_examples, train_stats = inputs
     mixed_precision = resolve_mixed_precision(c.mixed_precision, c.strategy)
     window = dict(sequence_length=c.sequence_length, doc_stride=c.doc_stride,

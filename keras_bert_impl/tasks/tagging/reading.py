@@ -42,6 +42,8 @@ SPLIT_FILE_NAMES = {
     "dev": ("eng.testa", "dev.txt", "valid.txt"),
     "test": ("eng.testb", "test.txt"),
 }
+# What a CoNLL file flag takes (the messages of a missing file or a directory, `file_errors.check_input_file`).
+CONLL_FILE = "a CoNLL-format text file (a word and its tags a line, a blank line between sentences)"
 
 
 @dataclasses.dataclass
@@ -427,18 +429,24 @@ def find_split_files(data_dir):
 
     Raises:
         FileNotFoundError: no training or dev file, listing the names looked for.
+        IsADirectoryError: the training or dev file's name is a directory (and no other name of it a file).
 
     Example:
     >>> find_split_files("../shared/data/conll2003")["dev"]  # doctest: +SKIP
     '../shared/data/conll2003/eng.testa'
     """
-    found = {}
+    found, folders = {}, {}
     for split, names in SPLIT_FILE_NAMES.items():
         for name in names:
             candidate = os.path.join(data_dir, name)
             if os.path.isfile(candidate):
                 found[split] = candidate
                 break
+            if os.path.isdir(candidate):
+                folders.setdefault(split, candidate)
+    for split in ("train", "dev"):
+        if split not in found and split in folders:  # (was "no CoNLL file for train" beside a folder eng.train)
+            raise IsADirectoryError(f"{folders[split]}: a directory; expected the {split} split's file, {CONLL_FILE}")
     missing = [split for split in ("train", "dev") if split not in found]
     if missing:
         wanted = "; ".join(f"{s}: {' or '.join(SPLIT_FILE_NAMES[s])}" for s in missing)

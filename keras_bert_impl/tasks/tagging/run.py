@@ -22,18 +22,20 @@ from typing import NamedTuple
 
 from keras_bert_impl.batching.boundaries import TAGGING_BUCKETS, default_boundaries
 from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, save_model_atomically
+from keras_bert_impl.file_errors import check_input_file
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.tasks.flags import (
     check_epochs, check_numbers, check_starting_point, check_training_scores_kept, is_fine_tuned_model,
     learning_rate_or_default,
 )
 from keras_bert_impl.tasks.old_keywords import old_field_names
-from keras_bert_impl.tasks.starting_point import fine_tuned_model, pretrained_backbone, saved_model_config
+from keras_bert_impl.tasks.starting_point import fine_tuned_config, fine_tuned_model, pretrained_backbone
 from keras_bert_impl.tasks.tagging.batches import make_dataset, make_packed_dataset
 from keras_bert_impl.tasks.tagging.evaluation import ConllEpochEvaluator, ConllSplit, evaluate_conll
 from keras_bert_impl.tasks.tagging.features import encode_examples
 from keras_bert_impl.tasks.tagging.outputs import write_conll_outputs
 from keras_bert_impl.tasks.tagging.reading import (
+    CONLL_FILE,
     TAG_SCHEMES,
     check_known_tags,
     find_split_files,
@@ -123,9 +125,8 @@ def input_files(config):
     files = find_split_files(c.data_dir) if c.data_dir else {}
     for name, path in (("train", c.train_file), ("dev", c.validation_file), ("test", c.test_file)):
         if path is not None:
-            if not os.path.isfile(path):
-                flag = {"train": "train_file", "dev": "validation_file", "test": "test_file"}[name]
-                raise FileNotFoundError(f"{path}: no such file (--{flag})")
+            flag = {"train": "train_file", "dev": "validation_file", "test": "test_file"}[name]
+            check_input_file(path, f"--{flag}", CONLL_FILE)  # (a directory was "no such file")
             files[name] = path
     if c.epochs > 0 and not {"train", "dev"} <= set(files):
         missing = [f"--{f}" for n, f in (("train", "train_file"), ("dev", "validation_file")) if n not in files]
@@ -192,7 +193,8 @@ def fine_tuned_label_names(path):
     From the model's saved config (`BertTokenClassifier(label_names=...)`), else (a model saved before it kept
     them) from `labels.json` beside the file, which every run writes.
     """
-    _, model_config = saved_model_config(path, expected="a fine-tuned tagger's .keras file")
+    # (another task's model was read on: a classifier's label names as tags, "Unknown tag '0'")
+    model_config = fine_tuned_config(path, "BertTokenClassifier", "finetune_conll.py")
     label_names = model_config.get("label_names")
     if label_names is None:
         labels_path = os.path.join(os.path.dirname(os.path.abspath(path)), "labels.json")
