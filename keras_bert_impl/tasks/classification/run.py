@@ -206,7 +206,7 @@ def build_model(config, inputs, strategy):
     """Seeds and sets the dtype policy (`setup_finetuning`), then builds a `BertClassifier` for `inputs.task`.
 
     A fine-tuned `.keras` `init_checkpoint` (a run's `model.keras`, saved with `save_model`) is loaded, its
-    preprocessor and head included, and must have the task's number of classes. Otherwise the backbone comes from `config.init_checkpoint` (when set) or `config.preset`, built under `strategy`'s
+    preprocessor and head included (`read_inputs` has checked its class and number of classes). Otherwise the backbone comes from `config.init_checkpoint` (when set) or `config.preset`, built under `strategy`'s
     scope; the tokenizer from the checkpoint when it holds a vocabulary, else from the preset; the model keeps its
     `BertClassifierPreprocessor` (saved with it). With `lora_rank`, the backbone gets LoRA factors.
 
@@ -220,7 +220,6 @@ def build_model(config, inputs, strategy):
             model, tokenizer = fine_tuned_model(c.init_checkpoint)
             if c.lora_rank:
                 model.backbone.enable_lora(c.lora_rank)
-        _check_num_classes(c.init_checkpoint, getattr(model, "num_classes", None), inputs.task)
         return model, tokenizer
     tokenizer_source = c.init_checkpoint if c.init_checkpoint and _has_vocabulary(c.init_checkpoint) else c.preset
     tokenizer = BertTokenizer.from_preset(tokenizer_source)
