@@ -12,6 +12,8 @@
   expected (`--train_file x.json: no such file; expected a SQuAD .json or
   .json.gz file`), where Python's own error was `[Errno 2] No such file or
   directory: 'x.json'` or `[Errno 21] Is a directory: ...`.
+- `blocks_of_lines(file)`: an open file's bytes in blocks of whole lines, each
+  with the line and byte offset it starts at, for `decode_utf8`.
 - `decode_utf8(data, path)`: the bytes of a file (or of one of its lines) ->
   text. A byte that is not UTF-8 (Windows-1252 or Latin-1 text, a binary
   file) raises one `FileFormatError` naming the file, the line, the column
@@ -126,6 +128,34 @@ def check_input_file(path, flag, expected):
         raise IsADirectoryError(f"{flag} {path}: a directory; expected {expected}")
     if not os.path.exists(path):
         raise FileNotFoundError(f"{flag} {path}: no such file; expected {expected}")
+
+
+def blocks_of_lines(file, block_bytes=1 << 22):
+    """The bytes of an open binary file in blocks of whole lines: yields `(data, first_line, first_offset)`.
+
+    `first_line` (1-based) and `first_offset` (0-based bytes) say where `data`
+    starts in the file, as `decode_utf8` takes them. Every block but the last
+    ends with a newline; the last holds the file's last line whether or not a
+    newline ends it. Memory stays bounded by `block_bytes` plus the longest line.
+    Shared by the readers that check a whole file before any work
+    (`data.text_documents.check_text_file`, `text.vocabulary.check_input_files`).
+
+    Example:
+    >>> import io
+    >>> list(blocks_of_lines(io.BytesIO(b"one\\ntwo\\nthree"), block_bytes=5))
+    [(b'one\\n', 1, 0), (b'two\\n', 2, 4), (b'three', 3, 8)]
+    """
+    line, offset, pending = 1, 0, b""
+    while True:
+        block = file.read(block_bytes)
+        data = pending + block
+        cut = data.rfind(b"\n") + 1 if block else len(data)  # whole lines only; at the end, the rest
+        piece, pending = data[:cut], data[cut:]
+        if piece:
+            yield piece, line, offset
+            line, offset = line + piece.count(b"\n"), offset + len(piece)
+        if not block:
+            return
 
 
 def not_text_problem(data, path, reads_gz=False):

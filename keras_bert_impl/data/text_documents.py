@@ -15,7 +15,7 @@ import os
 
 import tensorflow as tf
 
-from keras_bert_impl.file_errors import UTF8_BOM, FileFormatError, decode_utf8, not_text_problem
+from keras_bert_impl.file_errors import UTF8_BOM, FileFormatError, blocks_of_lines, decode_utf8, not_text_problem
 from keras_bert_impl.tensorflow_devices import keep_tensorflow_off_the_gpus
 
 keep_tensorflow_off_the_gpus()  # (JAX, PyTorch: TensorFlow only tokenizes and batches, on the CPU)
@@ -186,22 +186,16 @@ def check_text_file(path):
 
     try:
         with tf.io.gfile.GFile(path, "rb") as f:
-            pending, first_block = b"", True
-            while True:
-                block = f.read(1 << 22)
-                if not block:
-                    break
-                if first_block:
-                    first_block = False
-                    binary = _binary_file_error(block, path)
+            for piece, first_line, _ in blocks_of_lines(f):
+                if first_line == 1:
+                    binary = _binary_file_error(piece, path)
                     if binary is not None:
                         raise binary
-                lines = (pending + block).split(b"\n")
-                pending = lines.pop()
+                lines = piece.split(b"\n")
+                if piece.endswith(b"\n"):
+                    lines.pop()
                 for line in lines:
                     check_line(line)
-            if pending:
-                check_line(pending)
     except tf.errors.OpError as error:
         raise ValueError(f"{path}: cannot be read ({error.message})") from None
     if sentences == 0:

@@ -18,7 +18,7 @@ import time
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-from keras_bert_impl.file_errors import FileFormatError, decode_utf8
+from keras_bert_impl.file_errors import FileFormatError, blocks_of_lines, decode_utf8
 from keras_bert_impl.text.normalization import bert_normalize
 from keras_bert_impl.text.tokenizer import SPECIAL_TOKENS
 
@@ -82,14 +82,9 @@ def check_input_files(files, errors="strict", max_lines=None):
     for path in files:
         if left is not None and left <= 0:
             break
-        line, offset, pending = 1, 0, b""
         try:
             with tf.io.gfile.GFile(path, "rb") as f:
-                while left is None or left > 0:
-                    block = f.read(_BLOCK_BYTES)
-                    data = pending + block
-                    cut = data.rfind(b"\n") + 1 if block else len(data)  # whole lines only, the last one at the end
-                    piece, pending = data[:cut], data[cut:]
+                for piece, line, offset in blocks_of_lines(f, _BLOCK_BYTES):
                     if left is not None and piece.count(b"\n") >= left:  # (the lines max_lines leaves unread)
                         end = 0
                         for _ in range(left):
@@ -98,12 +93,10 @@ def check_input_files(files, errors="strict", max_lines=None):
                     if errors == "strict":
                         decode_utf8(piece, path, advice=_STRICT_ADVICE, first_line=line, first_offset=offset)
                     has_text = has_text or bool(piece.strip())
-                    lines = piece.count(b"\n") + (0 if piece.endswith(b"\n") or not piece else 1)
-                    line, offset = line + piece.count(b"\n"), offset + len(piece)
                     if left is not None:
-                        left -= lines
-                    if not block:
-                        break
+                        left -= piece.count(b"\n") + (0 if piece.endswith(b"\n") else 1)
+                        if left <= 0:
+                            break
         except tf.errors.OpError as error:
             raise ValueError(f"{path}: cannot be read ({error.message})") from None
     if not has_text:
