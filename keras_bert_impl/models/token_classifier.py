@@ -176,6 +176,7 @@ class BertTokenClassifier(Task):
         return keras.ops.sum(keras.ops.cast(keras.ops.not_equal(y, IGNORE_LABEL), "float32"))
 
     def default_metrics(self):
+        """`accuracy`, the accuracy over the tagged tokens (named as a `BertClassifier`'s is: `history["accuracy"]`)."""
         return [MaskedTokenAccuracy()]
 
     def metric_for_name(self, name):
@@ -387,7 +388,7 @@ class MaskedTokenAccuracy(keras.metrics.Mean):
     0.5
     """
 
-    def __init__(self, name="token_accuracy", ignore_class=IGNORE_LABEL, dtype=None):
+    def __init__(self, name="accuracy", ignore_class=IGNORE_LABEL, dtype=None):
         super().__init__(name=name, dtype=dtype)
         self.ignore_class = ignore_class
 
