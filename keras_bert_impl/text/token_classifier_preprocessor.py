@@ -14,8 +14,7 @@ from keras_bert_impl.batching.boundaries import (
 from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_impl.text.tokenizer import BertTokenizer
-
-IGNORE_LABEL = -1
+from keras_bert_impl.text.word_windows import IGNORE_LABEL, first_piece_windows, pad_windows, window_labels
 # Words as CoNLL-2003 writes them (Reuters text, Penn Treebank style): a run of non-space characters is a word,
 # less the symbols at its edges (each a word: `(`, `,`, `"`, `...`, `--`) and a clitic at its end (`Germany 's`,
 # `do n't`); an abbreviation keeps its period (`U.S.`, `Inc.`, `M.`), a number its sign (`+301`).
@@ -145,9 +144,12 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
     carry -1, which `BertTokenClassifier`'s loss and metric skip. Inputs are
     pre-split words (a list of word lists, as CoNLL files give them) or raw
     sentences (split by `split_words`). A sentence longer than
-    `sequence_length - 2` pieces is cut for training; `word_windows` (used by
-    `BertTokenClassifier.predict_entities`) splits it over several rows
-    instead, so every word is tagged.
+    `sequence_length - 2` pieces is split over several rows at word
+    boundaries where labels are given (`make_dataset(x, y)`: `fit` and
+    `evaluate` see every word) and by `word_windows`
+    (`BertTokenClassifier.predict_entities` tags every word); a row per
+    sentence (`call`, `predict` on raw text) is its first window. The windows
+    are built by `text/word_windows.py`, as the CoNLL recipe's are.
 
     Args:
         tokenizer: a `BertTokenizer`.
@@ -227,34 +229,26 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
             start += len(words)
         return out
 
-    def _pack(self, pieces_per_word, labels=None):
-        """One row: ids, label row, first-piece positions (None for a word that lost its pieces)."""
+    def windows(self, word_lists, pieces=None):
+        """Every word of every sentence in a window of `sequence_length` (`text/word_windows.py`, the builder the
+        CoNLL recipe shares): a long sentence is split at word boundaries, a word of more than
+        `sequence_length - 2` pieces keeps its first pieces, a word with none (a control character) is left out."""
         budget = self.sequence_length - 2
-        ids, label_row, positions = [self.tokenizer.cls_token_id], [IGNORE_LABEL], []
-        for index, pieces in enumerate(pieces_per_word):
-            room = budget - (len(ids) - 1)
-            pieces = pieces[:room]
-            if not pieces:
-                positions.append(None)
-                continue
-            positions.append(len(ids))
-            ids += pieces
-            label_row += [IGNORE_LABEL if labels is None else int(labels[index])] + [IGNORE_LABEL] * (len(pieces) - 1)
-        ids.append(self.tokenizer.sep_token_id)
-        label_row.append(IGNORE_LABEL)
-        return ids, label_row, positions
+        pieces = self.word_pieces(word_lists) if pieces is None else pieces
+        return first_piece_windows([[word[:budget] for word in words] for words in pieces], self.sequence_length,
+                                   self.tokenizer.cls_token_id, self.tokenizer.sep_token_id)
 
-    def encode_words(self, word_lists, label_ids=None, pad=True):
+    def encode_words(self, word_lists, label_ids=None, pad=True, every_word=False):
         """Word lists (and per-word label ids) -> features (and per-token labels), NumPy, padded to `sequence_length`.
 
         Returns `(features, labels)`; `labels` is None without `label_ids`.
-        With `pad=False` the values are lists of unpadded rows.
+        One row per sentence, which a sentence longer than `sequence_length - 2` pieces is cut to (its first
+        window); with `every_word=True` such a sentence takes as many rows as it needs, so that every word is in
+        one (what `make_dataset` trains and evaluates on). With `pad=False` the values are lists of unpadded rows.
         """
         pieces = self.word_pieces(word_lists)
-        rows, label_rows = [], []
-        for index, pieces_per_word in enumerate(pieces):
-            labels = None
-            if label_ids is not None:
+        if label_ids is not None:
+            for index, pieces_per_word in enumerate(pieces):
                 labels = label_ids[index]
                 if len(labels) != len(pieces_per_word):
                     raise ValueError(
@@ -270,25 +264,21 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
                         f"Example {index}: label {named!r} is a tag name; the preprocessor takes tag ids "
                         "(label_names.index(tag)), and BertTokenClassifier.fit(words, tags) takes the names."
                     )
-            ids, label_row, _ = self._pack(pieces_per_word, labels)
-            rows.append(ids)
-            label_rows.append(label_row)
-        if not pad:
-            return {"token_ids": rows}, (label_rows if label_ids is not None else None)
-        features = self._pad(rows)
+        windows = self.windows(word_lists, pieces)
+        if not every_word:  # the first window of each sentence
+            windows = [w for i, w in enumerate(windows) if i == 0 or windows[i - 1].sentence != w.sentence]
         labels = None
         if label_ids is not None:
-            labels = np.full((len(rows), self.sequence_length), IGNORE_LABEL, "int32")
-            for i, row in enumerate(label_rows):
-                labels[i, : len(row)] = row
-        return features, labels
+            labels = window_labels(windows, [[int(label) for label in row] for row in label_ids],
+                                   width=self.sequence_length)
+        if not pad:
+            if labels is not None:
+                labels = [row[: len(w.token_ids)].tolist() for row, w in zip(labels, windows)]
+            return {"token_ids": [w.token_ids for w in windows]}, labels
+        return self._pad(windows), labels
 
-    def _pad(self, rows):
-        token_ids = np.full((len(rows), self.sequence_length), self.tokenizer.pad_token_id, "int32")
-        padding_mask = np.zeros((len(rows), self.sequence_length), "int32")
-        for i, row in enumerate(rows):
-            token_ids[i, : len(row)] = row
-            padding_mask[i, : len(row)] = 1
+    def _pad(self, windows):
+        token_ids, padding_mask, _ = pad_windows(windows, self.sequence_length, self.tokenizer.pad_token_id)
         return {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": padding_mask}
 
     def word_windows(self, word_lists):
@@ -299,24 +289,13 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
         position of its first piece; None for a word with no pieces, e.g. a
         control character).
         """
-        budget = self.sequence_length - 2
-        cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-        rows, placements = [], []
-        for pieces_per_word in self.word_pieces(word_lists):
-            placement, ids = [], [cls_id]
-            for pieces in pieces_per_word:
-                pieces = pieces[:budget]
-                if not pieces:
-                    placement.append(None)
-                    continue
-                if len(ids) - 1 + len(pieces) > budget:
-                    rows.append(ids + [sep_id])
-                    ids = [cls_id]
-                placement.append((len(rows), len(ids)))
-                ids += pieces
-            rows.append(ids + [sep_id])
-            placements.append(placement)
-        return self._pad(rows), placements
+        windows = self.windows(word_lists)
+        placements = [[None] * len(words) for words in word_lists]
+        for row, window in enumerate(windows):
+            for position, word in enumerate(window.word_index):
+                if word >= 0:
+                    placements[window.sentence][word] = (row, position)
+        return self._pad(windows), placements
 
     def call(self, x):
         """Raw sentences or word lists -> int32 features padded to `sequence_length`."""
@@ -334,6 +313,8 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
         each batch padded to its bucket. Otherwise: in order, padded to
         `sequence_length`. Every batch has `batch_size` rows (filler rows have
         labels -1), unless `fixed_batch_size=False` (a short last batch).
+        With labels, a sentence too long for one row takes several (`encode_words(..., every_word=True)`);
+        without, each sentence is one row (its first window), so that predictions line up with the sentences.
         """
         if sample_weight is not None:
             raise ValueError("Token classification takes no `sample_weight`: label -1 marks the tokens to skip.")
@@ -344,7 +325,7 @@ class BertTokenClassifierPreprocessor(PreprocessingLayer):
             raise ValueError("No examples: the list of sentences is empty.")
         if y is not None:
             check_labelled_examples([x] if isinstance(x, str) else list(x), word_lists, y)
-        features, labels = self.encode_words(word_lists, y, pad=False)
+        features, labels = self.encode_words(word_lists, y, pad=False, every_word=y is not None)
         rows = features["token_ids"]
         token_ids = tf.ragged.constant(rows, dtype=tf.int32)
         element = {

@@ -2,7 +2,8 @@
 
 - `encode_examples(sentences, tokenizer, label_names, sequence_length)`:
   WordPiece-tokenises every word and builds model windows
-  `[CLS] pieces... [SEP]`. A word's label goes on its first piece; the other
+  `[CLS] pieces... [SEP]` (with `keras_bert_impl.text.word_windows`, the
+  builder `BertTokenClassifier.fit(words, tags)` uses too). A word's label goes on its first piece; the other
   pieces, the special tokens, padding and context carry label -1 (ignored by
   the loss and the metric: BERT paper section 4.3). A sentence whose pieces do
   not fit is split into several windows over whole words (every word is
@@ -23,6 +24,7 @@ import logging
 import numpy as np
 
 from keras_bert_impl.tasks.tagging.reading import IGNORE_LABEL, ConllSentence  # noqa: F401 (doctests)
+from keras_bert_impl.text.word_windows import first_piece_windows, pad_windows, window_labels
 
 logger = logging.getLogger(__name__)
 
@@ -181,84 +183,27 @@ def encode_examples(
     else:
         streams = [(pieces, 0) for pieces in sentence_pieces]
 
-    rows = []  # (sentence index, token ids, labels, word indices)
-    num_split = 0
-    for index, (s, pieces) in enumerate(zip(sentences, sentence_pieces)):
-        stream, first = streams[index]
-        chunks = _chunk_words(pieces, budget)
-        if len(chunks) > 1:
-            num_split += 1
-        for chunk_start, chunk_end in chunks:
-            left, right = _fill_context(stream, first + chunk_start, first + chunk_end, budget)
-            token_ids, labels, words = [cls_id], [IGNORE_LABEL], [-1]
-            for position in range(left, right):
-                ids = stream[position]
-                word = position - first
-                labelled = chunk_start <= word < chunk_end
-                token_ids.extend(ids)
-                labels.append(label_ids[s.tags[word]] if labelled else IGNORE_LABEL)
-                labels.extend([IGNORE_LABEL] * (len(ids) - 1))
-                words.append(word if labelled else -1)
-                words.extend([-1] * (len(ids) - 1))
-            token_ids.append(sep_id)
-            labels.append(IGNORE_LABEL)
-            words.append(-1)
-            rows.append((index, token_ids, labels, words))
-
-    n = len(rows)
+    windows = first_piece_windows(sentence_pieces, sequence_length, cls_id, sep_id, contexts=streams)
+    token_ids, padding_mask, word_index = pad_windows(windows, sequence_length, pad_id)
+    sentence_index = np.array([w.sentence for w in windows], np.int32)
+    num_split = int(np.sum(np.bincount(sentence_index, minlength=len(sentences)) > 1)) if windows else 0
     features = ConllFeatures(
-        token_ids=np.full((n, sequence_length), pad_id, np.int32),
-        segment_ids=np.zeros((n, sequence_length), np.int32),
-        padding_mask=np.zeros((n, sequence_length), np.int32),
-        labels=np.full((n, sequence_length), IGNORE_LABEL, np.int32),
-        sentence_index=np.array([r[0] for r in rows], np.int32),
-        word_index=np.full((n, sequence_length), -1, np.int32),
-        lengths=np.array([len(r[1]) for r in rows], np.int32),
+        token_ids=token_ids,
+        segment_ids=np.zeros_like(token_ids),
+        padding_mask=padding_mask,
+        labels=window_labels(windows, [[label_ids[tag] for tag in s.tags] for s in sentences], width=sequence_length),
+        sentence_index=sentence_index,
+        word_index=word_index,
+        lengths=np.array([len(w.token_ids) for w in windows], np.int32),
         num_truncated_words=num_truncated,
         num_split_sentences=num_split,
     )
-    for row, (_, token_ids, labels, words) in enumerate(rows):
-        length = len(token_ids)
-        features.token_ids[row, :length] = token_ids
-        features.padding_mask[row, :length] = 1
-        features.labels[row, :length] = labels
-        features.word_index[row, :length] = words
     if num_split:
         logger.info("%d sentences longer than sequence_length=%d were split into several windows.", num_split, sequence_length)
     return features
 
 
 encode_sentences = encode_examples  # the step's earlier name, still taken (tasks/old_keywords.py)
-
-
-def _chunk_words(pieces, budget):
-    """Greedy split of a sentence's words into contiguous ranges whose pieces fit `budget`."""
-    chunks, start, used = [], 0, 0
-    for i, ids in enumerate(pieces):
-        if used + len(ids) > budget and i > start:
-            chunks.append((start, i))
-            start, used = i, 0
-        used += len(ids)
-    chunks.append((start, len(pieces)))
-    return chunks
-
-
-def _fill_context(stream, start, end, budget):
-    """Extends the word range [start, end) of `stream` with whole neighbouring words, right and left alternately."""
-    used = sum(len(stream[i]) for i in range(start, end))
-    left, right = start, end
-    grew = True
-    while grew:
-        grew = False
-        if right < len(stream) and used + len(stream[right]) <= budget:
-            used += len(stream[right])
-            right += 1
-            grew = True
-        if left > 0 and used + len(stream[left - 1]) <= budget:
-            left -= 1
-            used += len(stream[left])
-            grew = True
-    return left, right
 
 
 def word_label_ids(features, token_label_ids, sentences):

@@ -32,11 +32,11 @@ import os
 
 from keras_bert_impl.file_errors import FileFormatError, decode_utf8
 from keras_bert_impl.metrics.conll import split_tag
+from keras_bert_impl.text.word_windows import IGNORE_LABEL  # noqa: F401 (re-exported: tagging.IGNORE_LABEL)
 
 logger = logging.getLogger(__name__)
 
 DOCSTART = "-DOCSTART-"
-IGNORE_LABEL = -1
 SPLIT_FILE_NAMES = {
     "train": ("eng.train", "train.txt"),
     "dev": ("eng.testa", "dev.txt", "valid.txt"),
