@@ -121,7 +121,6 @@ def run_pretraining(config, dataset_fn=None):
 def _run_pretraining(config, dataset_fn, held):
     """`run_pretraining`'s body; `held` (an `ExitStack`) keeps the model_dir's run lock until the run returns."""
     from keras_bert_impl.training import pretraining_callbacks as callbacks_lib
-    from keras_bert_impl.training.pretraining_inputs import split_features_labels
 
     # === Check every flag, the model_dir and every input file before any work or any write ===
     # The defaults: a resumed run keeps the warm-up and the checkpoint interval it ran with.
@@ -143,9 +142,6 @@ def _run_pretraining(config, dataset_fn, held):
     # === Seed, strategy, precision ===
     strategy, processes, replicas = _seeded_strategy(config, strategy, start_step)
 
-    build_dataset = dataset_fn or default_dataset_fn(config)
-    split = lambda features: split_features_labels(features, nsp=config.nsp)  # noqa: E731
-
     # === Model and optimizer, under the strategy ===
     steps_per_execution = resolve_steps_per_execution(
         config.steps_per_execution, config.checkpoint_every, config.log_every, on_accelerator(strategy))
@@ -154,35 +150,9 @@ def _run_pretraining(config, dataset_fn, held):
     model, optimizer, pooler_trained_as_started = _model_and_optimizer(
         config, strategy, tokenizer, model_config, latest, latest_state, steps_per_execution, attention_padding)
 
-    single_pipeline = owns_iterator(strategy)
-
     # === Data ===
-    if single_pipeline:
-        train_dataset = build_dataset(config.train_files, tokenizer, config.global_batch_size,
-                                      config.seed, True, True, None).map(split)
-        train_iterator = iter(train_dataset)
-        train_data = callbacks_lib.IteratorAdapter(train_iterator)
-        if keras.backend.backend() != "tensorflow":  # else `fit` would spend a batch of the iterator on building
-            with strategy.scope():
-                build_from_element_spec(model, train_dataset.element_spec)
-    else:
-        train_iterator = None
-        train_data = distributed_dataset(strategy, build_dataset, config, tokenizer, split, start_step)
-
-    validation_data = validation_feed = None
-    if config.validation_files:
-        validation_data = held_out_dataset(build_dataset, config, tokenizer).map(split)
-        # Several processes: JAX's feed their rows of the same global held-out batches, PyTorch's the whole batches.
-        validation_feed = processes.local_rows(validation_data, strategy) if processes else validation_data
-
-    if not single_pipeline and keras.backend.backend() == "tensorflow":
-        from keras_bert_impl.training.multiworker_patches import (
-            build_before_distributed_fit,
-            patch_multiworker_metric_reduction,
-        )
-
-        patch_multiworker_metric_reduction()
-        build_before_distributed_fit(model, strategy, placeholder_batch(config, replicas))
+    train_iterator, train_data, validation_data, validation_feed = _training_feeds(
+        config, strategy, processes, replicas, model, dataset_fn or default_dataset_fn(config), tokenizer, start_step)
 
     restored = manager.restore(latest, model, optimizer, iterator=train_iterator) if latest else None
     if processes:  # PyTorch processes start from process 0's weights and draw dropout masks of their own
@@ -289,6 +259,47 @@ def _run_pretraining(config, dataset_fn, held):
         "export_dir": f"{remote.remote}/export" if remote else export_dir,
         "model": model,
     }
+
+
+def _training_feeds(config, strategy, processes, replicas, model, build_dataset, tokenizer, start_step):
+    """The training feed and the held-out feeds: `(train_iterator, train_data, validation_data, validation_feed)`.
+
+    One pipeline (one process, or a strategy whose `fit` takes an iterator): `train_iterator` is the tf.data
+    iterator that the checkpoints save and restore; a distributed dataset otherwise (None). `validation_feed` is
+    what each process feeds `fit` of the held-out batches `validation_data` (None without --validation_files).
+    """
+    from keras_bert_impl.training import pretraining_callbacks as callbacks_lib
+    from keras_bert_impl.training.pretraining_inputs import split_features_labels
+
+    split = lambda features: split_features_labels(features, nsp=config.nsp)  # noqa: E731
+    single_pipeline = owns_iterator(strategy)
+    if single_pipeline:
+        train_dataset = build_dataset(config.train_files, tokenizer, config.global_batch_size,
+                                      config.seed, True, True, None).map(split)
+        train_iterator = iter(train_dataset)
+        train_data = callbacks_lib.IteratorAdapter(train_iterator)
+        if keras.backend.backend() != "tensorflow":  # else `fit` would spend a batch of the iterator on building
+            with strategy.scope():
+                build_from_element_spec(model, train_dataset.element_spec)
+    else:
+        train_iterator = None
+        train_data = distributed_dataset(strategy, build_dataset, config, tokenizer, split, start_step)
+
+    validation_data = validation_feed = None
+    if config.validation_files:
+        validation_data = held_out_dataset(build_dataset, config, tokenizer).map(split)
+        # Several processes: JAX's feed their rows of the same global held-out batches, PyTorch's the whole batches.
+        validation_feed = processes.local_rows(validation_data, strategy) if processes else validation_data
+
+    if not single_pipeline and keras.backend.backend() == "tensorflow":
+        from keras_bert_impl.training.multiworker_patches import (
+            build_before_distributed_fit,
+            patch_multiworker_metric_reduction,
+        )
+
+        patch_multiworker_metric_reduction()
+        build_before_distributed_fit(model, strategy, placeholder_batch(config, replicas))
+    return train_iterator, train_data, validation_data, validation_feed
 
 
 def _checked_start(config, dataset_fn, held, auto_checkpoint_every):
