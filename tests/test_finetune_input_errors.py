@@ -123,6 +123,21 @@ def test_conll_directory_train_file_and_missing_test_file(tmp_path):
     assert str(missing.value) == f"--test_file {tmp_path}/nope.txt: no such file; expected {CONLL}"
 
 
+def test_conll_data_dir_that_is_missing_or_a_file(tmp_path):
+    # Before: a mistyped --data_dir said "no CoNLL file for train, dev (looked for ...)", as if the folder existed.
+    folder = tmp_path / "conll2003"
+    expected = ("expected the folder of the CoNLL files (eng.train, eng.testa, eng.testb, or train.txt, dev.txt or "
+                "valid.txt, test.txt)")
+    config = TaggingConfig(model_dir=str(tmp_path / "run"), data_dir=str(folder), preset="bert_tiny_en_uncased")
+    with pytest.raises(FileNotFoundError) as missing:
+        input_files(config)
+    assert str(missing.value) == f"--data_dir {folder}: no such directory; {expected}"
+    folder.write_text("EU NNP I-NP I-ORG\n\n", encoding="utf-8")
+    with pytest.raises(NotADirectoryError) as a_file:
+        input_files(config)
+    assert str(a_file.value) == f"--data_dir {folder}: a file; {expected}"
+
+
 def test_conll_data_dir_whose_training_file_is_a_directory(tmp_path):
     (tmp_path / "eng.train").mkdir()
     (tmp_path / "eng.testa").write_text("EU NNP I-NP I-ORG\n\n", encoding="utf-8")

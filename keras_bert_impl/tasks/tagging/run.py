@@ -122,6 +122,11 @@ class TaggingConfig:
 def input_files(config):
     """The split files of a run: `data_dir`'s, replaced by `train_file`/`validation_file`/`test_file` if given."""
     c = config
+    if c.data_dir and not os.path.isdir(c.data_dir):  # (was "no CoNLL file for train, dev" for a mistyped folder)
+        what = "a file" if os.path.exists(c.data_dir) else "no such directory"
+        raise (NotADirectoryError if os.path.exists(c.data_dir) else FileNotFoundError)(
+            f"--data_dir {c.data_dir}: {what}; expected the folder of the CoNLL files (eng.train, eng.testa, "
+            "eng.testb, or train.txt, dev.txt or valid.txt, test.txt)")
     files = find_split_files(c.data_dir) if c.data_dir else {}
     for name, path in (("train", c.train_file), ("dev", c.validation_file), ("test", c.test_file)):
         if path is not None:
