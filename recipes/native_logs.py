@@ -92,6 +92,9 @@ def quiet_native_logs(argv=None):
     if child == 0:  # the filter: holds no other file of this process (its stdout, a pipe of the caller, included)
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            # A SIGTERM sent to the whole group (SLURM's scancel, systemd, `kill -- -PGID`) would end the filter
+            # before the recipe's `Stopped by SIGTERM` line passes it; it ends at end of file, once the recipe is gone.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             keep = sorted((read_end, original))
             os.closerange(0, keep[0])
             os.closerange(keep[0] + 1, keep[1])

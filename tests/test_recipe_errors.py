@@ -406,6 +406,40 @@ def test_sigterm_stops_a_recipe_with_one_line_that_says_how_to_resume_and_status
         f"({checkpoints / 'ckpt-000000002'}).")
 
 
+def test_sigterm_to_the_whole_group_still_prints_the_line_through_the_stderr_filter(tmp_path):
+    """SLURM's scancel, systemd and `kill -- -PGID` send SIGTERM to every process of the group. Before: the recipe's
+    stderr filter (`native_logs.quiet_native_logs`, a forked child) could die of it first, and the recipe's
+    `Stopped by SIGTERM` line then went into a dead pipe: status 143 and no line (2 runs in 3). Here the filter gets
+    its SIGTERM first, every time."""
+    checkpoints = tmp_path / "checkpoints"
+    _checkpoint(checkpoints, "ckpt-000000002")
+    script = ("import sys, time\n"
+              "import command_line, interruption, native_logs\n"
+              "interruption.one_line_on_ctrl_c()\n"
+              "native_logs.quiet_native_logs([])\n"
+              "def job():\n"
+              "    print(native_logs._filter['pid'], flush=True)\n"
+              "    time.sleep(120)\n"
+              f"command_line.exit_on_user_error(job, checkpoints={str(checkpoints)!r})\n")
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=os.path.join(REPO, "recipes"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
+                               env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2"))
+    try:
+        stderr_filter = int(process.stdout.readline())
+        os.kill(stderr_filter, signal.SIGTERM)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 143, stderr
+    assert stderr.splitlines()[-1:] == [
+        f"Stopped by SIGTERM: rerun the same command to resume from the last checkpoint "
+        f"({checkpoints / 'ckpt-000000002'})."]
+
+
 def test_an_interrupted_jax_process_leaves_at_once_after_its_line(monkeypatch, capsys):
     """A JAX pretraining run stopped by Ctrl-C 5-8 s into its first epoch printed its line, then crashed in Python's
     shutdown (`Segmentation fault`, exit status 139) one time in two here. Now it leaves with `os._exit(130)` right

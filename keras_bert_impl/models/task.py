@@ -9,6 +9,7 @@ rest: `raw_text_inputs.RawTextInputs` (how raw text, tables and feature dicts ar
 import keras
 
 from keras_bert_impl.models.failed_calls import run_recoverably
+from keras_bert_impl.models.interrupts import noting_interrupts, with_interrupt_check
 from keras_bert_impl.models.functional_model import FunctionalModel
 from keras_bert_impl.models.head_building import BACKBONE_INPUTS
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
@@ -351,8 +352,9 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
             y = sample_weight = batch_size = None
         if is_dataset(x):
             shuffle = False  # a dataset shuffles itself; Keras would only warn
-        return _label_errors_as_one_line(lambda: run_recoverably(
-            self, "train_function", lambda: super(Task, self).fit(
+        kwargs["callbacks"] = with_interrupt_check(kwargs.get("callbacks"))
+        return _label_errors_as_one_line(lambda: self._keras_call(
+            "train_function", lambda: super(Task, self).fit(
                 x=x, y=y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
                 sample_weight=sample_weight, shuffle=shuffle, validation_split=validation_split,
                 class_weight=class_weight, **kwargs)))
@@ -370,8 +372,9 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size)
             y = sample_weight = batch_size = None
-        return _label_errors_as_one_line(lambda: run_recoverably(
-            self, "test_function", lambda: super(Task, self).evaluate(
+        kwargs["callbacks"] = with_interrupt_check(kwargs.get("callbacks"))
+        return _label_errors_as_one_line(lambda: self._keras_call(
+            "test_function", lambda: super(Task, self).evaluate(
                 x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)))
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
@@ -387,15 +390,22 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
             self._check_preprocessor()
             count = self._count_examples(x)
             dataset = self._raw_dataset(x, batch_size=prediction_rows(count, batch_size), predicting=True)
-            outputs = run_recoverably(self, "predict_function", lambda: super(Task, self).predict(
-                dataset, verbose=verbose, steps=steps, callbacks=callbacks))
+            outputs = self._keras_call("predict_function", lambda: super(Task, self).predict(
+                dataset, verbose=verbose, steps=steps, callbacks=with_interrupt_check(callbacks)))
             # Fixed-size batches end with filler rows: keep the real ones.
             return keras.tree.map_structure(lambda a: a[:count], outputs)
         if self._is_raw(x):
             x = self._raw_dataset(x, batch_size=batch_size)
             batch_size = None
-        return run_recoverably(self, "predict_function", lambda: super(Task, self).predict(
-            x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks))
+        return self._keras_call("predict_function", lambda: super(Task, self).predict(
+            x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=with_interrupt_check(callbacks)))
+
+    def _keras_call(self, function_name, call):
+        """Runs Keras's `fit`, `evaluate` or `predict` (`call`): undone if it fails (`failed_calls.run_recoverably`),
+        and stopped by the next batch after Ctrl-C (`interrupts.noting_interrupts`, with the call's
+        `StopAtNotedInterrupt`: Keras drops a Ctrl-C that comes while JAX computes a step)."""
+        with noting_interrupts():
+            return run_recoverably(self, function_name, call)
 
     # === Quantization (models/quantization.py) ===
 

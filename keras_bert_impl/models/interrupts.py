@@ -1,0 +1,101 @@
+"""Ctrl-C during `fit`, `evaluate` or `predict` stops the call by the next batch, on every backend.
+
+Keras turns each batch's logs into Python numbers inside a bare `try: ... except: pass`
+(`keras.src.utils.python_utils.pythonify_logs`, Keras 3.15). On JAX the main thread waits for the step's result
+inside that conversion, so a Ctrl-C that arrives there raises its `KeyboardInterrupt` into the bare `except`, which
+drops it, and training goes on. Keras converts there, in the main thread, whenever a callback reads the logs of
+every batch (a progress, checkpoint or NaN callback of the user's or of the recipes). So on JAX a fine-tuning run
+on SQuAD's NumPy batches went on to its end after Ctrl-C, and after SIGTERM; with Python's own handler the signal
+was lost altogether (exit status 0).
+
+`noting_interrupts()` wraps, for one call, the Python handlers of SIGINT and SIGTERM (Python's
+`default_int_handler`, or a recipe's: `recipes/interruption.py`), so that each signal is also counted.
+`StopAtNotedInterrupt`, a callback that `Task` adds to each call, raises `KeyboardInterrupt` at the next batch or
+epoch when a signal came during the call: a `KeyboardInterrupt` that came out stops the call there anyway, and one
+that Keras dropped is raised again where nothing drops it. A signal that Python does not handle (`SIG_DFL`,
+`SIG_IGN`: SIGTERM in a notebook, a job started with `nohup`) is left alone; so are calls outside the main thread,
+where no signal handler runs.
+
+Example:
+>>> import keras, numpy as np, signal
+>>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+>>> model.compile(optimizer="sgd", loss="mse")
+>>> class CtrlC(keras.callbacks.Callback):  # a Ctrl-C that Keras drops, as its bare `except` does
+...     def on_train_batch_end(self, batch, logs=None):
+...         if batch == 1:
+...             try:
+...                 signal.raise_signal(signal.SIGINT)
+...             except KeyboardInterrupt:
+...                 pass
+>>> try:
+...     with noting_interrupts():
+...         model.fit(np.ones((8, 2)), np.ones(8), batch_size=2, verbose=0,
+...                   callbacks=[CtrlC(), StopAtNotedInterrupt()])
+... except KeyboardInterrupt:
+...     print("stopped after", int(model.optimizer.iterations), "steps of 4")
+stopped after 2 steps of 4
+"""
+
+import contextlib
+import signal
+import threading
+
+import keras
+
+# Signals that the handlers of `noting_interrupts` passed on (a count: each call's callback compares its own).
+_noted = {"signals": 0}
+
+
+@contextlib.contextmanager
+def noting_interrupts():
+    """Within it, each SIGINT and SIGTERM that Python handles is counted before its handler runs (and raises)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    wrapped = {}
+    for number in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(number)
+        if not callable(previous):  # SIG_DFL, SIG_IGN (or None: not set from Python): left alone
+            continue
+
+        def counting(signum, frame, previous=previous):
+            _noted["signals"] += 1
+            return previous(signum, frame)
+
+        signal.signal(number, counting)
+        wrapped[number] = (previous, counting)
+    try:
+        yield
+    finally:
+        for number, (previous, counting) in wrapped.items():
+            if signal.getsignal(number) is counting:  # (unless the call installed a handler of its own meanwhile)
+                signal.signal(number, previous)
+
+
+class StopAtNotedInterrupt(keras.callbacks.Callback):
+    """Raises `KeyboardInterrupt` at the next batch or epoch of a call during which `noting_interrupts` counted a
+    signal. It reads no logs, so Keras still dispatches the batch-end callbacks as it would without it."""
+
+    def __init__(self):
+        super().__init__()
+        self._seen = _noted["signals"]
+
+    def _stop_if_signalled(self, *args, **kwargs):
+        if _noted["signals"] != self._seen:
+            self._seen = _noted["signals"]
+            raise KeyboardInterrupt
+
+    on_train_batch_begin = on_test_batch_begin = on_predict_batch_begin = _stop_if_signalled
+    on_epoch_begin = on_epoch_end = _stop_if_signalled
+
+
+def with_interrupt_check(callbacks):
+    """`callbacks` (None, a callback or a list of them) with a `StopAtNotedInterrupt` added; a `CallbackList` as
+    it is."""
+    if isinstance(callbacks, keras.callbacks.CallbackList):
+        return callbacks
+    if callbacks is None:
+        callbacks = []
+    elif isinstance(callbacks, keras.callbacks.Callback):
+        callbacks = [callbacks]
+    return [*callbacks, StopAtNotedInterrupt()]
