@@ -8,7 +8,7 @@
   `SquadFormatError` (SQuAD JSON, whose problem starts with the JSON path),
   with their encoding errors (`GlueEncodingError`, `SquadEncodingError`).
 - `check_input_file(path, flag, expected)`: refuses an input file that does
-  not exist or is a directory in one line naming the flag and what was
+  not exist, is a directory or cannot be read in one line naming the flag and what was
   expected (`--train_file x.json: no such file; expected a SQuAD .json or
   .json.gz file`), where Python's own error was `[Errno 2] No such file or
   directory: 'x.json'` or `[Errno 21] Is a directory: ...`.
@@ -112,6 +112,7 @@ def check_input_file(path, flag, expected):
     Raises:
         FileNotFoundError: `<flag> <path>: no such file; expected <expected>`.
         IsADirectoryError: `<flag> <path>: a directory; expected <expected>`.
+        PermissionError: `<flag> <path>: cannot be read (permission denied); expected <expected>`.
 
     Example:
     >>> check_input_file("/nonexistent/dev.json", "--predict_file", "a SQuAD .json or .json.gz file")
@@ -128,6 +129,8 @@ def check_input_file(path, flag, expected):
         raise IsADirectoryError(f"{flag} {path}: a directory; expected {expected}")
     if not os.path.exists(path):
         raise FileNotFoundError(f"{flag} {path}: no such file; expected {expected}")
+    if not os.access(path, os.R_OK):  # (was Python's "[Errno 13] Permission denied: 'x'", without the flag)
+        raise PermissionError(f"{flag} {path}: cannot be read (permission denied); expected {expected}")
 
 
 def blocks_of_lines(file, block_bytes=1 << 22):

@@ -128,3 +128,35 @@ def test_nothing_is_written_when_the_output_is_refused(scratch):
     folder = scratch[1]
     assert sorted(os.listdir(folder)) == ["a_directory", "empty.txt"]
     assert os.listdir(folder / "a_directory") == []
+
+
+def test_an_unreadable_input_or_vocab_names_its_flag(real_data, tmp_path, run_state_as_it_was, monkeypatch, capsys):
+    """A file that the user may not read (chmod 000), as a user who is not root saw it (these tests run as root, who
+    reads anything, so the refusal is simulated). Before: prepare_corpus.py printed Python's `[Errno 13] Permission
+    denied: '...'`, without the flag; the --vocab of prepare_pretraining_data.py (and of pretrain.py) a 24-line
+    TensorFlow PermissionDeniedError traceback, exit status 1."""
+    import tensorflow as tf
+
+    book = str(real_data / "corpus" / "gutenberg" / "pg84.txt")
+    vocab = str(tmp_path / "vocab.txt")
+    with open(corpus.bundled_corpus()["vocab"], "rb") as source, open(vocab, "wb") as target:
+        target.write(source.read())
+    gfile = tf.io.gfile.GFile
+
+    def unreadable_vocab(path, mode="r"):
+        if os.fspath(path) == vocab:
+            raise tf.errors.PermissionDeniedError(None, None, f"{vocab}; Permission denied")
+        return gfile(path, mode)
+
+    monkeypatch.setattr(tf.io.gfile, "GFile", unreadable_vocab)
+    status, err, out = _in_process("prepare_pretraining_data.py", ["--input", book, "--vocab", vocab,
+                                                                   "--output_prefix", str(tmp_path / "r")],
+                                   tmp_path, monkeypatch, capsys)
+    assert (status, err) == (2, f"error: --vocab {vocab}: cannot be read ({vocab}; Permission denied)\n")
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: os.fspath(path) != book and access(path, mode, **kw))
+    status, err, out = _in_process("prepare_corpus.py", ["--input", book, "--output", str(tmp_path / "c.txt")],
+                                   tmp_path, monkeypatch, capsys)
+    assert (status, err) == (2, f"error: --input {book}: cannot be read (permission denied); expected a UTF-8 text "
+                                "file, or a table with --text_column\n")
+    assert sorted(os.listdir(tmp_path)) == ["vocab.txt"]

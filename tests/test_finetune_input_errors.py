@@ -123,6 +123,26 @@ def test_conll_directory_train_file_and_missing_test_file(tmp_path):
     assert str(missing.value) == f"--test_file {tmp_path}/nope.txt: no such file; expected {CONLL}"
 
 
+def test_an_unreadable_input_file_names_its_flag(tmp_path, monkeypatch):
+    # A file that the user may not read (chmod 000), as a user who is not root saw it: simulated, since these tests
+    # run as root. Before: Python's "[Errno 13] Permission denied: '...'", without the flag or the split.
+    table = tmp_path / "train.tsv"
+    table.write_text("sentence\tlabel\ngood\t1\n", encoding="utf-8")
+    (tmp_path / "SST-2").mkdir()
+    split = tmp_path / "SST-2" / "train.tsv"
+    split.write_text("sentence\tlabel\ngood\t1\n", encoding="utf-8")
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: (os.fspath(path) not in (str(table), str(split))
+                                                                and access(path, mode, **kw)))
+    with pytest.raises(PermissionError) as unreadable:
+        check_input_file(table, "--train_file", "a .csv, .tsv or .jsonl table")
+    assert str(unreadable.value) == (f"--train_file {table}: cannot be read (permission denied); expected a .csv, "
+                                     ".tsv or .jsonl table")
+    with pytest.raises(PermissionError) as unreadable:
+        split_path("sst2", tmp_path, "train")
+    assert str(unreadable.value) == f"sst2: {split} (the train split) cannot be read (permission denied)"
+
+
 def test_conll_data_dir_that_is_missing_or_a_file(tmp_path):
     # Before: a mistyped --data_dir said "no CoNLL file for train, dev (looked for ...)", as if the folder existed.
     folder = tmp_path / "conll2003"

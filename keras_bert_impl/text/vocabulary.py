@@ -122,8 +122,11 @@ def check_vocabulary_file(path, flag="--vocab"):
     if tf.io.gfile.isdir(path):
         raise ValueError(f"{flag} {path} is a directory: pass its vocab.txt (a WordPiece vocabulary, one token a "
                          "line)")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            data = f.read()
+    except tf.errors.OpError as error:  # (was a TensorFlow PermissionDeniedError traceback)
+        raise ValueError(f"{flag} {path}: cannot be read ({error.message})") from None
     try:
         decode_utf8(data, path)
     except FileFormatError as error:

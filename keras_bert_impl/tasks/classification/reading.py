@@ -265,6 +265,8 @@ def split_path(task, data_dir, split):
             f"{task.name}: missing file {path} (the {split} split). A GLUE {task.name} folder holds "
             f"{expected}; pass --data_dir as the GLUE root (with {task.folder}/) or the {task.folder} folder itself."
         )
+    if not os.access(path, os.R_OK):  # (was "[Errno 13] Permission denied: '...'")
+        raise PermissionError(f"{task.name}: {path} (the {split} split) cannot be read (permission denied)")
     return path
 
 
