@@ -90,3 +90,22 @@ def test_fit_evaluate_and_predict_stop_by_the_next_batch(ctrl_c_in_a_conversion)
     before = int(model.optimizer.iterations)
     model.fit(x, y, batch_size=2, verbose=0, callbacks=[_ReadsEveryBatch()])
     assert int(model.optimizer.iterations) == before + 4
+
+
+def test_finetune_of_a_plain_keras_model_stops_by_the_next_batch(ctrl_c_in_a_conversion):
+    # A packed training model (SQuAD's, CoNLL's `--packing`) is a plain keras.Model, which Task.fit does not cover:
+    # `finetune` notes the signal itself.
+    from keras_bert_impl.batching.array_batches import LengthBucketedBatches
+    from keras_bert_impl.training.finetuning import finetune
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((None,), dtype="int32", name="token_ids")
+    logits = keras.layers.Dense(2)(keras.layers.GlobalAveragePooling1D()(keras.layers.Embedding(50, 4)(inputs)))
+    model = keras.Model({"token_ids": inputs}, logits)
+    x, y = _features(16)
+    train = LengthBucketedBatches({"token_ids": list(x["token_ids"])}, y, batch_size=2, boundaries=[8])
+    ctrl_c_in_a_conversion(3)
+    with pytest.raises(KeyboardInterrupt):
+        finetune(model, train, epochs=2, learning_rate=1e-3, loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True), tensorboard=False, verbose=0)
+    assert int(model.optimizer.iterations) <= 3  # of 16

@@ -64,6 +64,7 @@ import tempfile
 import keras
 
 from keras_bert_impl.models.failed_calls import run_recoverably
+from keras_bert_impl.models.interrupts import noting_interrupts, with_interrupt_check
 from keras_bert_impl.training.finetuning_callbacks import BestEpochCheckpoint, EpochTimer, FiniteLossCheck
 from keras_bert_impl.training.finetuning_resume import (
     FinetuningCheckpoint,
@@ -409,18 +410,20 @@ def finetune(
         # becomes one line (a LostProcessError) that says how to resume, not the runtime's text.
         with lost_peers_as_one_line(group, latest):
             with strategy.scope() if group is not None else contextlib.nullcontext():  # JAX: each process's rows
-                # run_recoverably: stopped (Ctrl-C, an error), the model keeps the weights of its last step, on JAX too
+                # run_recoverably: stopped (Ctrl-C, an error), the model keeps the weights of its last step, on JAX too;
+                # noting_interrupts: a Ctrl-C that Keras drops while JAX computes a step stops it by the next batch
                 # (a packed training model is a plain keras.Model, which Task.fit does not cover).
-                new_history = {} if epochs_done >= epochs or best_tracker.stopped_early else run_recoverably(
-                    model, "train_function", lambda: model.fit(
-                        train_ds,
-                        epochs=epochs,
-                        initial_epoch=epochs_done,
-                        steps_per_epoch=fit_steps_per_epoch,
-                        validation_data=validation_ds,
-                        callbacks=all_callbacks,
-                        verbose=verbose,
-                    )).history
+                with noting_interrupts():
+                    new_history = {} if epochs_done >= epochs or best_tracker.stopped_early else run_recoverably(
+                        model, "train_function", lambda: model.fit(
+                            train_ds,
+                            epochs=epochs,
+                            initial_epoch=epochs_done,
+                            steps_per_epoch=fit_steps_per_epoch,
+                            validation_data=validation_ds,
+                            callbacks=with_interrupt_check(all_callbacks),
+                            verbose=verbose,
+                        )).history
 
         def finish():
             if checkpoints is None:
