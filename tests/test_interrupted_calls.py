@@ -109,3 +109,17 @@ def test_finetune_of_a_plain_keras_model_stops_by_the_next_batch(ctrl_c_in_a_con
         finetune(model, train, epochs=2, learning_rate=1e-3, loss=keras.losses.SparseCategoricalCrossentropy(
             from_logits=True), tensorboard=False, verbose=0)
     assert int(model.optimizer.iterations) <= 3  # of 16
+
+
+def test_a_handler_of_the_users_that_raises_nothing_is_left_as_it_is(ctrl_c_in_a_conversion):
+    # A user's SIGINT handler that only sets a flag (stop after this epoch, say): the call goes on, as without us.
+    signalled = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: signalled.append(signum))
+    try:
+        model = _classifier()
+        x, y = _features()
+        ctrl_c_in_a_conversion(2)
+        model.fit(x, y, batch_size=2, verbose=0, callbacks=[_ReadsEveryBatch()])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert signalled == [signal.SIGINT] and int(model.optimizer.iterations) == 4

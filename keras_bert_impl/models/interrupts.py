@@ -9,7 +9,8 @@ on SQuAD's NumPy batches went on to its end after Ctrl-C, and after SIGTERM; wit
 was lost altogether (exit status 0).
 
 `noting_interrupts()` wraps, for one call, the Python handlers of SIGINT and SIGTERM (Python's
-`default_int_handler`, or a recipe's: `recipes/interruption.py`), so that each signal is also counted.
+`default_int_handler`, or a recipe's: `recipes/interruption.py`), so that each signal whose handler raises
+`KeyboardInterrupt` is also counted (a handler of the user's that only sets a flag stays as it is).
 `StopAtNotedInterrupt`, a callback that `Task` adds to each call, raises `KeyboardInterrupt` at the next batch or
 epoch when a signal came during the call: a `KeyboardInterrupt` that came out stops the call there anyway, and one
 that Keras dropped is raised again where nothing drops it. A signal that Python does not handle (`SIG_DFL`,
@@ -48,7 +49,7 @@ _noted = {"signals": 0}
 
 @contextlib.contextmanager
 def noting_interrupts():
-    """Within it, each SIGINT and SIGTERM that Python handles is counted before its handler runs (and raises)."""
+    """Within it, each SIGINT and SIGTERM whose Python handler raises `KeyboardInterrupt` is counted as it raises."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -59,8 +60,11 @@ def noting_interrupts():
             continue
 
         def counting(signum, frame, previous=previous):
-            _noted["signals"] += 1
-            return previous(signum, frame)
+            try:
+                return previous(signum, frame)
+            except KeyboardInterrupt:  # (a handler of the user's that raises nothing is left to do as it does)
+                _noted["signals"] += 1
+                raise
 
         signal.signal(number, counting)
         wrapped[number] = (previous, counting)
