@@ -12,7 +12,7 @@ was lost altogether (exit status 0).
 `default_int_handler`, or a recipe's: `recipes/interruption.py`), so that each signal whose handler raises
 `KeyboardInterrupt` is also counted (a handler of the user's that only sets a flag stays as it is).
 `StopAtNotedInterrupt`, a callback that `Task` adds to each call, raises `KeyboardInterrupt` at the next batch or
-epoch when a signal came during the call: a `KeyboardInterrupt` that came out stops the call there anyway, and one
+epoch when a signal came during the call (its block's `Noting`; never once the call has returned): a `KeyboardInterrupt` that came out stops the call there anyway, and one
 that Keras dropped is raised again where nothing drops it. A signal that Python does not handle (`SIG_DFL`,
 `SIG_IGN`: SIGTERM in a notebook, a job started with `nohup`) is left alone; so are calls outside the main thread,
 where no signal handler runs.
@@ -29,9 +29,9 @@ Example:
 ...             except KeyboardInterrupt:
 ...                 pass
 >>> try:
-...     with noting_interrupts():
+...     with noting_interrupts() as noting:
 ...         model.fit(np.ones((8, 2)), np.ones(8), batch_size=2, verbose=0,
-...                   callbacks=[CtrlC(), StopAtNotedInterrupt()])
+...                   callbacks=[CtrlC(), StopAtNotedInterrupt(noting)])
 ... except KeyboardInterrupt:
 ...     print("stopped after", int(model.optimizer.iterations), "steps of 4")
 stopped after 2 steps of 4
@@ -43,63 +43,75 @@ import threading
 
 import keras
 
-# Signals that the handlers of `noting_interrupts` passed on (a count: each call's callback compares its own).
-_noted = {"signals": 0}
+class Noting:
+    """What one `noting_interrupts` block counts: `signals` raised as `KeyboardInterrupt` while it is `open`."""
+
+    def __init__(self):
+        self.signals = 0
+        self.open = True
+
+
+_open_notings = []  # the blocks now open, innermost last
 
 
 @contextlib.contextmanager
 def noting_interrupts():
-    """Within it, each SIGINT and SIGTERM whose Python handler raises `KeyboardInterrupt` is counted as it raises."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    """Within it, each SIGINT and SIGTERM whose Python handler raises `KeyboardInterrupt` is counted as it raises:
+    yields the `Noting` that a `StopAtNotedInterrupt` reads. Outside the main thread it counts nothing."""
+    noting = Noting()
     wrapped = {}
-    for number in (signal.SIGINT, signal.SIGTERM):
-        previous = signal.getsignal(number)
-        if not callable(previous):  # SIG_DFL, SIG_IGN (or None: not set from Python): left alone
-            continue
+    if threading.current_thread() is threading.main_thread():
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(number)
+            if not callable(previous):  # SIG_DFL, SIG_IGN (or None: not set from Python): left alone
+                continue
 
-        def counting(signum, frame, previous=previous):
-            try:
-                return previous(signum, frame)
-            except KeyboardInterrupt:  # (a handler of the user's that raises nothing is left to do as it does)
-                _noted["signals"] += 1
-                raise
+            def counting(signum, frame, previous=previous):
+                try:
+                    return previous(signum, frame)
+                except KeyboardInterrupt:  # (a handler of the user's that raises nothing is left to do as it does)
+                    for each in _open_notings:
+                        each.signals += 1
+                    raise
 
-        signal.signal(number, counting)
-        wrapped[number] = (previous, counting)
+            signal.signal(number, counting)
+            wrapped[number] = (previous, counting)
+    _open_notings.append(noting)
     try:
-        yield
+        yield noting
     finally:
+        noting.open = False
+        _open_notings.remove(noting)
         for number, (previous, counting) in wrapped.items():
             if signal.getsignal(number) is counting:  # (unless the call installed a handler of its own meanwhile)
                 signal.signal(number, previous)
 
 
 class StopAtNotedInterrupt(keras.callbacks.Callback):
-    """Raises `KeyboardInterrupt` at the next batch or epoch of a call during which `noting_interrupts` counted a
-    signal. It reads no logs, so Keras still dispatches the batch-end callbacks as it would without it."""
+    """Raises `KeyboardInterrupt` at the next batch or epoch once `noting` (its call's `noting_interrupts` block)
+    has counted a signal; nothing once the block is closed. It reads no logs, so Keras still dispatches the
+    batch-end callbacks as it would without it."""
 
-    def __init__(self):
+    def __init__(self, noting):
         super().__init__()
-        self._seen = _noted["signals"]
+        self.noting = noting
 
     def _stop_if_signalled(self, *args, **kwargs):
-        if _noted["signals"] != self._seen:
-            self._seen = _noted["signals"]
+        if self.noting.open and self.noting.signals:
+            self.noting.signals = 0
             raise KeyboardInterrupt
 
     on_train_batch_begin = on_test_batch_begin = on_predict_batch_begin = _stop_if_signalled
     on_epoch_begin = on_epoch_end = _stop_if_signalled
 
 
-def with_interrupt_check(callbacks):
-    """`callbacks` (None, a callback or a list of them) with a `StopAtNotedInterrupt` added; a `CallbackList` as
-    it is."""
+def with_interrupt_check(callbacks, noting):
+    """`callbacks` (None, a callback or a list of them) with a `StopAtNotedInterrupt(noting)` added; a
+    `CallbackList` as it is."""
     if isinstance(callbacks, keras.callbacks.CallbackList):
         return callbacks
     if callbacks is None:
         callbacks = []
     elif isinstance(callbacks, keras.callbacks.Callback):
         callbacks = [callbacks]
-    return [*callbacks, StopAtNotedInterrupt()]
+    return [*callbacks, StopAtNotedInterrupt(noting)]

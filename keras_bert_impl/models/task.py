@@ -352,12 +352,10 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
             y = sample_weight = batch_size = None
         if is_dataset(x):
             shuffle = False  # a dataset shuffles itself; Keras would only warn
-        kwargs["callbacks"] = with_interrupt_check(kwargs.get("callbacks"))
         return _label_errors_as_one_line(lambda: self._keras_call(
-            "train_function", lambda: super(Task, self).fit(
-                x=x, y=y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
-                sample_weight=sample_weight, shuffle=shuffle, validation_split=validation_split,
-                class_weight=class_weight, **kwargs)))
+            super(Task, self).fit, "train_function", x=x, y=y, batch_size=batch_size, epochs=epochs,
+            validation_data=validation_data, sample_weight=sample_weight, shuffle=shuffle,
+            validation_split=validation_split, class_weight=class_weight, **kwargs))
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; `x` may also be raw strings (`y` the labels)."""
@@ -372,10 +370,9 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size)
             y = sample_weight = batch_size = None
-        kwargs["callbacks"] = with_interrupt_check(kwargs.get("callbacks"))
         return _label_errors_as_one_line(lambda: self._keras_call(
-            "test_function", lambda: super(Task, self).evaluate(
-                x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)))
+            super(Task, self).evaluate, "test_function", x=x, y=y, batch_size=batch_size,
+            sample_weight=sample_weight, **kwargs))
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; `x` may also be raw strings (one output row per example, in order)."""
@@ -390,22 +387,24 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
             self._check_preprocessor()
             count = self._count_examples(x)
             dataset = self._raw_dataset(x, batch_size=prediction_rows(count, batch_size), predicting=True)
-            outputs = self._keras_call("predict_function", lambda: super(Task, self).predict(
-                dataset, verbose=verbose, steps=steps, callbacks=with_interrupt_check(callbacks)))
+            outputs = self._keras_call(super(Task, self).predict, "predict_function", x=dataset, verbose=verbose,
+                                       steps=steps, callbacks=callbacks)
             # Fixed-size batches end with filler rows: keep the real ones.
             return keras.tree.map_structure(lambda a: a[:count], outputs)
         if self._is_raw(x):
             x = self._raw_dataset(x, batch_size=batch_size)
             batch_size = None
-        return self._keras_call("predict_function", lambda: super(Task, self).predict(
-            x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=with_interrupt_check(callbacks)))
+        return self._keras_call(super(Task, self).predict, "predict_function", x=x, batch_size=batch_size,
+                                verbose=verbose, steps=steps, callbacks=callbacks)
 
-    def _keras_call(self, function_name, call):
-        """Runs Keras's `fit`, `evaluate` or `predict` (`call`): undone if it fails (`failed_calls.run_recoverably`),
-        and stopped by the next batch after Ctrl-C (`interrupts.noting_interrupts`, with the call's
-        `StopAtNotedInterrupt`: Keras drops a Ctrl-C that comes while JAX computes a step)."""
-        with noting_interrupts():
-            return run_recoverably(self, function_name, call)
+    def _keras_call(self, method, function_name, **arguments):
+        """Runs Keras's `fit`, `evaluate` or `predict` (`method`, on `arguments`): undone if it fails
+        (`failed_calls.run_recoverably`), and stopped by the next batch after Ctrl-C (`interrupts.noting_interrupts`,
+        with a `StopAtNotedInterrupt` among the call's callbacks: Keras drops a Ctrl-C that comes while JAX computes
+        a step)."""
+        with noting_interrupts() as noting:
+            arguments["callbacks"] = with_interrupt_check(arguments.get("callbacks"), noting)
+            return run_recoverably(self, function_name, lambda: method(**arguments))
 
     # === Quantization (models/quantization.py) ===
 

@@ -413,7 +413,7 @@ def finetune(
                 # run_recoverably: stopped (Ctrl-C, an error), the model keeps the weights of its last step, on JAX too;
                 # noting_interrupts: a Ctrl-C that Keras drops while JAX computes a step stops it by the next batch
                 # (a packed training model is a plain keras.Model, which Task.fit does not cover).
-                with noting_interrupts():
+                with noting_interrupts() as noting:
                     new_history = {} if epochs_done >= epochs or best_tracker.stopped_early else run_recoverably(
                         model, "train_function", lambda: model.fit(
                             train_ds,
@@ -421,7 +421,7 @@ def finetune(
                             initial_epoch=epochs_done,
                             steps_per_epoch=fit_steps_per_epoch,
                             validation_data=validation_ds,
-                            callbacks=with_interrupt_check(all_callbacks),
+                            callbacks=with_interrupt_check(all_callbacks, noting),
                             verbose=verbose,
                         )).history
 
