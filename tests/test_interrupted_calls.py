@@ -123,3 +123,20 @@ def test_a_handler_of_the_users_that_raises_nothing_is_left_as_it_is(ctrl_c_in_a
     finally:
         signal.signal(signal.SIGINT, previous)
     assert signalled == [signal.SIGINT] and int(model.optimizer.iterations) == 4
+
+
+def test_nested_blocks_count_a_signal_once_and_put_the_handler_back():
+    # `finetune` opens a block and `Task.fit` inside it another: one Ctrl-C is one count in each, and closing the
+    # inner block leaves the outer block counting.
+    from keras_bert_impl.models.interrupts import noting_interrupts
+
+    handler = signal.getsignal(signal.SIGINT)
+    with noting_interrupts() as outer:
+        with noting_interrupts() as inner:
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGINT)
+            assert (outer.signals, inner.signals) == (1, 1)
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        assert outer.signals == 2 and not inner.open
+    assert signal.getsignal(signal.SIGINT) is handler

@@ -43,6 +43,7 @@ import threading
 
 import keras
 
+
 class Noting:
     """What one `noting_interrupts` block counts: `signals` raised as `KeyboardInterrupt` while it is `open`."""
 
@@ -52,6 +53,8 @@ class Noting:
 
 
 _open_notings = []  # the blocks now open, innermost last
+_counting_handlers = set()  # the handlers that open blocks installed: a nested block (a task's `fit` inside
+# `finetune`) does not wrap them again, so each signal is counted once
 
 
 @contextlib.contextmanager
@@ -63,8 +66,8 @@ def noting_interrupts():
     if threading.current_thread() is threading.main_thread():
         for number in (signal.SIGINT, signal.SIGTERM):
             previous = signal.getsignal(number)
-            if not callable(previous):  # SIG_DFL, SIG_IGN (or None: not set from Python): left alone
-                continue
+            if not callable(previous) or previous in _counting_handlers:
+                continue  # SIG_DFL, SIG_IGN (or None: not set from Python) left alone; an open block's counts already
 
             def counting(signum, frame, previous=previous):
                 try:
@@ -75,6 +78,7 @@ def noting_interrupts():
                     raise
 
             signal.signal(number, counting)
+            _counting_handlers.add(counting)
             wrapped[number] = (previous, counting)
     _open_notings.append(noting)
     try:
@@ -83,6 +87,7 @@ def noting_interrupts():
         noting.open = False
         _open_notings.remove(noting)
         for number, (previous, counting) in wrapped.items():
+            _counting_handlers.discard(counting)
             if signal.getsignal(number) is counting:  # (unless the call installed a handler of its own meanwhile)
                 signal.signal(number, previous)
 
