@@ -105,7 +105,7 @@ def main():
                 raise ValueError(f"{tables[0]} is a table: pass --text_column, the column of its texts "
                                  "(each row becomes a document)")
         return corpus.prepare_corpus(
-            args.input,
+            inputs,  # (expanded once: each is a file's name)
             args.output,
             valid_output=args.valid_output,
             valid_every=args.valid_every,

@@ -5,6 +5,7 @@ import os
 import pathlib
 import re
 import runpy
+import shutil
 import sys
 
 import pytest
@@ -178,6 +179,15 @@ def test_prepare_corpus_writes_atomically_and_counts(books, tmp_path):
         assert counts.words == len(text.split())
         assert all(s.strip() == s and s for d in documents for s in d)
     assert stats["valid"].documents == (28 + 22) // 5
+
+
+def test_an_input_named_with_glob_characters_is_read_as_named(books, tmp_path):
+    # `notes[1].txt` as a pattern matches `notes1.txt` only: the file itself was "matches no file".
+    named = tmp_path / "pg84[1].txt"
+    shutil.copy(books / "pg84.txt", named)
+    assert corpus.expand_inputs([str(named), str(books / "pg2641*.txt")]) == [str(named), str(books / "pg2641.txt")]
+    stats = corpus.prepare_corpus(str(named), tmp_path / "out.txt")
+    assert stats["train"].documents == len(corpus.file_documents(books / "pg84.txt"))
 
 
 def run_recipe(monkeypatch, *args):

@@ -180,7 +180,8 @@ def file_documents(path, *, input_format="auto", errors="strict", min_document_w
 
 
 def expand_inputs(patterns):
-    """Expands file names and glob patterns into a sorted list of files.
+    """Expands file names and glob patterns into a sorted list of files (a name of an existing file is taken as it
+    is, even one with glob characters, `notes[1].txt`).
 
     Args:
         patterns: a string or a list of strings (paths or glob patterns).
@@ -196,6 +197,9 @@ def expand_inputs(patterns):
         patterns = [patterns]
     files = []
     for pattern in patterns:
+        if os.path.isfile(pattern):
+            files.append(os.fspath(pattern))
+            continue
         matches = sorted(glob_lib.glob(os.fspath(pattern)))
         matches = [m for m in matches if os.path.isfile(m)]
         if not matches:
