@@ -32,6 +32,7 @@ if __name__ == "__main__" and "tensorflow" not in sys.modules:  # (not when a te
 from keras_bert_impl.data import corpus
 from keras_bert_impl.data.text_documents import table_file_problem
 from keras_bert_impl.file_errors import check_input_file
+from keras_bert_impl.file_patterns import expand_patterns
 
 # A Ctrl-C's line: each output file is written whole at the end (a temporary file, then renamed), never half.
 INTERRUPTED = "Interrupted: no output was written (each file is written whole, at the end): rerun the same command."
@@ -96,7 +97,7 @@ def main():
             corpus.check_output_file(args.valid_output, "--valid_output")
             if os.path.abspath(args.valid_output) == os.path.abspath(args.output):
                 raise ValueError(f"--valid_output {args.valid_output} is --output too: pass another file")
-        inputs = corpus.expand_inputs(args.input)
+        inputs = expand_patterns(args.input)
         for path in inputs:  # (an unreadable one was "[Errno 13] Permission denied: '...'")
             check_input_file(path, "--input", "a UTF-8 text file, or a table with --text_column")
         if args.text_column is None:  # a table read as text would train on its header, commas and labels

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from keras_bert_impl.data import corpus
+from keras_bert_impl.file_patterns import expand_patterns
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -151,7 +152,7 @@ def test_invalid_utf8_names_file_and_line(real_data):
 
 
 def test_bad_inputs(tmp_path, books):
-    with pytest.raises(ValueError, match=r"input pattern '.*no-such-\*\.txt' matches no file"):
+    with pytest.raises(ValueError, match=r"no file matches '.*no-such-\*\.txt'"):
         corpus.prepare_corpus(str(tmp_path / "no-such-*.txt"), tmp_path / "out.txt")
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
@@ -185,7 +186,7 @@ def test_an_input_named_with_glob_characters_is_read_as_named(books, tmp_path):
     # `notes[1].txt` as a pattern matches `notes1.txt` only: the file itself was "matches no file".
     named = tmp_path / "pg84[1].txt"
     shutil.copy(books / "pg84.txt", named)
-    assert corpus.expand_inputs([str(named), str(books / "pg2641*.txt")]) == [str(named), str(books / "pg2641.txt")]
+    assert expand_patterns([str(named), str(books / "pg2641*.txt")]) == [str(named), str(books / "pg2641.txt")]
     stats = corpus.prepare_corpus(str(named), tmp_path / "out.txt")
     assert stats["train"].documents == len(corpus.file_documents(books / "pg84.txt"))
 

@@ -33,7 +33,7 @@ def _cases(bad, book, vocab, folder):
     out = str(folder / "out.txt")
     return {
         "vocab_missing_input": ("build_vocab.py", ["--input", "nope.txt", "--output", out],
-                                "error: --input: no input file matches 'nope.txt'"),
+                                "error: --input: no file matches 'nope.txt'"),
         "vocab_not_utf8": ("build_vocab.py", ["--input", bad, "--output", out],
                            f"error: --input: {bad}, {BAD_BYTE}, or pass errors='replace' or 'ignore' "
                            "(--errors replace, --errors ignore)"),

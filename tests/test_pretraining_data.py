@@ -395,6 +395,24 @@ def test_invalid_utf8_names_file_and_line(real_data, tokenizer):
     assert "invalid UTF-8" in message and str(path) in message and f"[at line] [{line}]" in message
 
 
+def test_every_input_flag_reads_a_file_named_with_glob_characters_as_named(paths, tmp_path):
+    # `shard[1].txt` as a pattern matches `shard1.txt`: beside one, training, the vocabulary, prepare_corpus and the
+    # resume fingerprints silently took the other file; alone, it "matched no file".
+    from keras_bert_impl.data.array_pretraining import _expand
+    from keras_bert_impl.data.text_documents import expand_files
+    from keras_bert_impl.file_patterns import expand_patterns
+    from keras_bert_impl.text.vocabulary import expand_input_patterns
+    from keras_bert_impl.training.pretraining_checks import training_file_fingerprints
+
+    named, other = tmp_path / "shard[1].txt", tmp_path / "shard1.txt"
+    named.write_text("The named file.\n")
+    other.write_text("Another file, which a glob of the name matches.\n")
+    for expand in (expand_files, expand_input_patterns, expand_patterns, _expand,
+                   lambda pattern: list(training_file_fingerprints(pattern))):
+        assert expand(str(named)) == [str(named)], expand
+        assert expand(str(tmp_path / "shard?.txt")) == [str(other)], expand
+
+
 def test_bad_arguments(paths, tokenizer, tmp_path):
     with pytest.raises(ValueError, match=r"no file matches '.*nothing-here-\*\.txt'"):
         pretraining_dataset(str(tmp_path / "nothing-here-*.txt"), tokenizer)

@@ -69,7 +69,7 @@ def test_invalid_utf8_names_file_and_line(real_data):
 
 
 def test_bad_arguments(tmp_path, gutenberg):
-    with pytest.raises(ValueError, match=r"no input file matches '.*nothing-here/\*.txt'"):
+    with pytest.raises(ValueError, match=r"no file matches '.*nothing-here/\*.txt'"):
         expand_input_patterns(str(tmp_path / "nothing-here" / "*.txt"))
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")

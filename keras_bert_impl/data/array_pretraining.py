@@ -53,6 +53,7 @@ import numpy as np
 from keras_bert_impl.checkpoints.atomic_files import atomic_save
 from keras_bert_impl.data import array_masking, array_sentence_pairs
 from keras_bert_impl.data.pipeline_arguments import check_pipeline_arguments
+from keras_bert_impl.file_patterns import matching_files
 
 ARRAY_SUFFIX = ".npz"
 ARRAY_KEYS = ("token_ids", "sentence_lengths", "document_sentences", "vocabulary")
@@ -138,9 +139,10 @@ def _expand(files):
     paths = []
     for pattern in patterns:
         pattern = os.fspath(pattern)
-        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        matches = matching_files(pattern) or ([] if glob.has_magic(pattern) else [pattern])  # (a missing file:
+        # "no such file" when it is read)
         if not matches:
-            raise ValueError(f"{pattern}: no file matches this pattern")
+            raise ValueError(f"no file matches {pattern!r}")
         paths += matches
     return paths
 

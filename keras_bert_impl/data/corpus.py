@@ -43,7 +43,6 @@ print(corpus.split_sentences("Mr. Darcy smiled. “Is he?” she asked. Yes."))
 """
 
 import dataclasses
-import glob as glob_lib
 import os
 import pathlib
 import tempfile
@@ -56,6 +55,7 @@ from keras_bert_impl.data.book_text import (  # noqa: F401 (part of this module'
 )
 from keras_bert_impl.data.sentence_splitting import ABBREVIATIONS, split_sentences  # noqa: F401
 from keras_bert_impl.file_errors import decode_utf8
+from keras_bert_impl.file_patterns import expand_patterns
 
 INPUT_FORMATS = ("auto", "gutenberg", "wrapped", "lines")
 
@@ -179,35 +179,6 @@ def file_documents(path, *, input_format="auto", errors="strict", min_document_w
     return documents
 
 
-def expand_inputs(patterns):
-    """Expands file names and glob patterns into a sorted list of files (a name of an existing file is taken as it
-    is, even one with glob characters, `notes[1].txt`).
-
-    Args:
-        patterns: a string or a list of strings (paths or glob patterns).
-
-    Raises:
-        ValueError: a pattern matches no file (the pattern is named).
-
-    Example:
-
-    >>> expand_inputs("../shared/data/corpus/gutenberg/pg*.txt")  # doctest: +SKIP
-    """
-    if isinstance(patterns, (str, os.PathLike)):
-        patterns = [patterns]
-    files = []
-    for pattern in patterns:
-        if os.path.isfile(pattern):
-            files.append(os.fspath(pattern))
-            continue
-        matches = sorted(glob_lib.glob(os.fspath(pattern)))
-        matches = [m for m in matches if os.path.isfile(m)]
-        if not matches:
-            raise ValueError(f"input pattern {os.fspath(pattern)!r} matches no file")
-        files.extend(matches)
-    return files
-
-
 def check_output_file(path, name="output", example="train.txt"):
     """Refuses, in one line naming `name` (a flag, say `--output`) and the path, an output file that cannot be
     written, before any work: an existing directory, a path inside a file, a folder that is read-only or not ours
@@ -324,7 +295,7 @@ def prepare_corpus(inputs, output, *, valid_output=None, valid_every=0, input_fo
                                   fallback_document_words=fallback_document_words,
                                   max_sentence_words=max_sentence_words)
     documents = []
-    for path in expand_inputs(inputs):
+    for path in expand_patterns(inputs):
         documents.extend(read_documents(path))
     if valid_output is None:
         return {"train": write_documents(documents, output), "valid": None}

@@ -16,6 +16,7 @@ import os
 import tensorflow as tf
 
 from keras_bert_impl.file_errors import UTF8_BOM, FileFormatError, blocks_of_lines, decode_utf8, not_text_problem
+from keras_bert_impl.file_patterns import matching_files
 from keras_bert_impl.tensorflow_devices import keep_tensorflow_off_the_gpus
 
 keep_tensorflow_off_the_gpus()  # (JAX, PyTorch: TensorFlow only tokenizes and batches, on the CPU)
@@ -88,18 +89,21 @@ def expand_files(files):
         raise ValueError("files is empty: pass at least one file or glob pattern")
     expanded = []
     for pattern in files:
-        matches = sorted(tf.io.gfile.glob(pattern))
+        matches = matching_files(pattern, tf.io.gfile.glob, gfile_is_file)
         if not matches:
+            if tf.io.gfile.glob(pattern):
+                raise ValueError(f"{pattern!r} matches only directories")
             raise ValueError(f"no file matches {pattern!r}")
         for path in matches:
-            if tf.io.gfile.isdir(path):
-                continue
             if tf.io.gfile.stat(path).length == 0:
                 raise ValueError(f"{path} is empty: a pretraining text file needs at least one sentence")
             expanded.append(path)
-        if not expanded:
-            raise ValueError(f"{pattern!r} matches only directories")
     return expanded
+
+
+def gfile_is_file(path):
+    """Whether `path` (local or `gs://`) is a file: `file_patterns.matching_files`'s `is_file` on `tf.io.gfile`."""
+    return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
 
 
 @tf.autograph.experimental.do_not_convert

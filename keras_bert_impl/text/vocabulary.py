@@ -11,7 +11,6 @@ lower-casing folds compatibility characters that BERT keeps).
 """
 
 import collections
-import os
 import sys
 import time
 
@@ -19,6 +18,7 @@ import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
 from keras_bert_impl.file_errors import FileFormatError, blocks_of_lines, decode_utf8
+from keras_bert_impl.file_patterns import expand_patterns
 from keras_bert_impl.text.normalization import bert_normalize
 from keras_bert_impl.text.tokenizer import SPECIAL_TOKENS
 
@@ -31,24 +31,14 @@ _STRICT_ADVICE = ", or pass errors='replace' or 'ignore' (--errors replace, --er
 
 
 def expand_input_patterns(patterns):
-    """Expands file names / glob patterns (a str or a list) into a sorted file list.
+    """Expands file names / glob patterns (a str or a list; local or `gs://`) into a file list
+    (`file_patterns.expand_patterns`).
 
     Raises:
         ValueError: a pattern matches no file (the pattern is named).
     """
-    if isinstance(patterns, (str, os.PathLike)):
-        patterns = [patterns]
-    files = []
-    for pattern in patterns:
-        pattern = os.fspath(pattern)
-        matches = sorted(tf.io.gfile.glob(pattern)) if any(c in pattern for c in "*?[") else (
-            [pattern] if tf.io.gfile.exists(pattern) else []
-        )
-        matches = [m for m in matches if not tf.io.gfile.isdir(m)]
-        if not matches:
-            raise ValueError(f"no input file matches {pattern!r}")
-        files += matches
-    return files
+    return expand_patterns(patterns, tf.io.gfile.glob,
+                           lambda path: tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path))
 
 
 def check_input_files(files, errors="strict", max_lines=None):

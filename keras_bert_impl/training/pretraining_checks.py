@@ -87,11 +87,12 @@ def training_file_fingerprints(patterns):
     """
     import tensorflow as tf
 
+    from keras_bert_impl.data.text_documents import gfile_is_file
+    from keras_bert_impl.file_patterns import matching_files
+
     fingerprints = {}
     for pattern in [patterns] if isinstance(patterns, str) else patterns or ():
-        for path in sorted(tf.io.gfile.glob(str(pattern))):
-            if tf.io.gfile.isdir(path):
-                continue
+        for path in matching_files(pattern, tf.io.gfile.glob, gfile_is_file):  # (as the run expands them)
             if "://" in path:
                 fingerprints[path] = {"bytes": tf.io.gfile.stat(path).length, "sha256": None}
                 continue
