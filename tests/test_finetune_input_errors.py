@@ -204,12 +204,19 @@ def test_conll_refuses_a_classifier(models):
 
 
 def test_squad_refuses_a_classifier_before_loading_it(models, tmp_path):
+    expected = (f"--init_checkpoint {models['classifier']}: a BertClassifier, not a BertSpanExtractor; pass the "
+                "model.keras of a finetune_squad.py run")
     config = SpanQaConfig(model_dir=str(tmp_path / "run"), predict_file=str(SQUAD_DEV),
                           init_checkpoint=models["classifier"], epochs=0)
     with pytest.raises(ValueError) as error:  # (was an IndexError traceback, after the model was loaded)
         run_squad(config)
-    assert str(error.value) == (f"--init_checkpoint {models['classifier']}: a BertClassifier, not a "
-                                "BertSpanExtractor; pass the model.keras of a finetune_squad.py run")
+    assert str(error.value) == expected
+    # Before any file is read (was: after SQuAD's train and dev files, minutes on the full set).
+    config = SpanQaConfig(model_dir=str(tmp_path / "run"), predict_file=str(tmp_path / "nowhere.json"),
+                          init_checkpoint=models["classifier"], epochs=0)
+    with pytest.raises(ValueError) as error:
+        read_squad_inputs(config)
+    assert str(error.value) == expected
 
 
 def test_glue_and_table_classifier_refuse_a_tagger(models, tmp_path):

@@ -175,7 +175,8 @@ class SquadInputs(NamedTuple):
 
 
 def read_inputs(config):
-    """Reads and checks the predict file and (unless `epochs=0`) the training file before any model is built.
+    """Reads and checks the predict file and (unless `epochs=0`) the training file before any model is built; first,
+    a fine-tuned `init_checkpoint` must hold a `BertSpanExtractor` (`fine_tuned_config`).
 
     Each file must match `config.version` (`check_version`); `max_eval_samples` keeps the predict file's first N
     questions (and restricts the gold to them, so the official metrics score those alone), `max_train_samples` the
@@ -186,13 +187,15 @@ def read_inputs(config):
     >>> import pathlib, keras_bert_impl
     >>> squad = pathlib.Path(keras_bert_impl.__file__).parents[1] / "tests/data/slices/squad"
     >>> inputs = read_inputs(SpanQaConfig(model_dir="unused", predict_file=str(squad / "dev-v1.1.json.gz"),
-    ...                                   init_checkpoint="model.keras", epochs=0, max_eval_samples=5))
+    ...                                   preset="bert_tiny_en_uncased", epochs=0, max_eval_samples=5))
     >>> len(inputs.examples), sum(len(p["qas"]) for a in inputs.gold["data"] for p in a["paragraphs"])
     (5, 5)
     >>> inputs.train_examples is None
     True
     """
     c = config
+    if is_fine_tuned_model(c.init_checkpoint):  # another task's model: before any file is read (was an IndexError,
+        fine_tuned_config(c.init_checkpoint, "BertSpanExtractor", "finetune_squad.py")  # then after SQuAD was read)
     # Every file is checked to exist before the first is read (was "[Errno 2] No such file or directory: ...").
     for flag, path in (("--predict_file", c.predict_file), ("--train_file", c.train_file if c.epochs > 0 else None)):
         if path is not None:
@@ -253,8 +256,6 @@ def run(config):
     c = config
     check_flags(c)
     inputs = read_inputs(c)  # every input file, before any model
-    if is_fine_tuned_model(c.init_checkpoint):  # another task's model, before it is loaded (was an IndexError)
-        fine_tuned_config(c.init_checkpoint, "BertSpanExtractor", "finetune_squad.py")
     gold, examples, train_examples, train_stats = inputs
     mixed_precision = resolve_mixed_precision(c.mixed_precision, c.strategy)
     window = dict(sequence_length=c.sequence_length, doc_stride=c.doc_stride,
