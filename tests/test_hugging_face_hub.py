@@ -13,9 +13,12 @@ from keras_bert_impl import BertBackbone, BertTokenClassifier
 from keras_bert_impl.checkpoints.download import DownloadError
 from keras_bert_impl.checkpoints.hugging_face_hub import hub_model_id
 from keras_bert_impl.checkpoints.loading import resolve_preset
+from keras_bert_impl.checkpoints.sentence_transformers import embedding_settings
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_FILES = ("config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "special_tokens_map.json")
+# How sentence-transformers embeds with it (BertTextEmbedder's defaults): fetched where the repository has them.
+SENTENCE_TRANSFORMERS_FILES = ("sentence_bert_config.json", "modules.json", "1_Pooling/config.json")
 
 
 def _publish(hub, repo, source, files, revision="main"):
@@ -23,6 +26,7 @@ def _publish(hub, repo, source, files, revision="main"):
     target = hub / repo / "resolve" / revision
     target.mkdir(parents=True)
     for name in files:
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(source / name, target / name)
     return target
 
@@ -54,10 +58,13 @@ def test_the_forms_of_a_hub_id():
 def test_a_hub_id_downloads_once_into_the_cache_and_loads_as_the_directory(hub, minilm_dir, tmp_path, capfd,
                                                                           monkeypatch):
     root, _, requests = hub
-    _publish(root, MINILM, minilm_dir, MINILM_FILES + ("tokenizer.json", "README.md"))
+    _publish(root, MINILM, minilm_dir, MINILM_FILES + SENTENCE_TRANSFORMERS_FILES + ("tokenizer.json", "README.md"))
     backbone = BertBackbone.from_preset(f"hf://{MINILM}")
     cached = tmp_path / "cache" / "hf--sentence-transformers--all-MiniLM-L6-v2"
-    assert sorted(os.listdir(cached)) == sorted(MINILM_FILES)  # what a BERT preset needs, not the whole repository
+    # What a BERT preset needs, not the whole repository.
+    assert sorted(os.listdir(cached)) == sorted(MINILM_FILES + ("sentence_bert_config.json", "modules.json",
+                                                                "1_Pooling"))
+    assert embedding_settings(cached) == {"sequence_length": 256, "pooling": "mean", "normalize": True}
     assert (cached / "model.safetensors").read_bytes() == (minilm_dir / "model.safetensors").read_bytes()
     for ours, reference in zip(backbone.get_weights(), BertBackbone.from_preset(str(minilm_dir)).get_weights()):
         np.testing.assert_array_equal(ours, reference)

@@ -9,6 +9,7 @@ import gzip
 import inspect
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -832,8 +833,17 @@ def test_text_embedder_matches_sentence_transformers_mean_pooling(minilm_dir):
     import torch
     import transformers
 
-    texts = ["A man is eating food.", "Zoë's café in Tōkyō 🙂", "The quick brown fox jumps over the lazy dog."]
-    embedder = BertTextEmbedder.from_preset(PRESET, sequence_length=256)
+    # The last: the first sentences of the bundled novels, 150-256 tokens, which the default of 128 cut (cosine
+    # 0.85 to sentence-transformers' vector on such a text): from_preset now reads the checkpoint's max_seq_length.
+    corpus = (pathlib.Path(keras_bert_impl.__file__).parent / "assets" / "corpus" / "valid.txt").read_text("utf-8")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(minilm_dir))
+    sentences = [line for line in corpus.split("\n")[:40] if line]
+    long_text = next(text for text in (" ".join(sentences[:n]) for n in range(1, len(sentences)))
+                     if 150 < len(tokenizer(text)["input_ids"]) < 256)
+    texts = ["A man is eating food.", "Zoë's café in Tōkyō 🙂", "The quick brown fox jumps over the lazy dog.",
+             long_text]
+    embedder = BertTextEmbedder.from_preset(PRESET)
+    assert embedder.preprocessor.sequence_length == 256
     ours = embedder.encode(texts)
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(minilm_dir))
     model = transformers.AutoModel.from_pretrained(str(minilm_dir))
@@ -844,7 +854,39 @@ def test_text_embedder_matches_sentence_transformers_mean_pooling(minilm_dir):
     reference = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1).numpy()
     np.testing.assert_allclose(ours, reference, atol=1e-5)
     similarity = embedder.similarity(texts[:1], texts)
-    assert similarity.shape == (1, 3) and abs(similarity[0, 0] - 1.0) < 1e-5
+    assert similarity.shape == (1, 4) and abs(similarity[0, 0] - 1.0) < 1e-5
+
+
+def test_text_embedder_takes_a_sentence_transformers_checkpoints_own_settings(minilm_dir, tmp_path):
+    from keras_bert_impl.checkpoints.sentence_transformers import embedding_settings
+
+    assert embedding_settings(minilm_dir) == {"sequence_length": 256, "pooling": "mean", "normalize": True}
+    assert embedding_settings(tmp_path) == {}  # not a sentence-transformers directory
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 384, "pooling_mode_cls_token": False, "pooling_mode_max_tokens": True}))
+    with pytest.raises(ValueError) as error:
+        embedding_settings(tmp_path)
+    assert str(error.value) == (
+        f"{tmp_path / '1_Pooling' / 'config.json'}: the checkpoint pools by max_tokens, which BertTextEmbedder does "
+        "not (it pools by mean or by the [CLS] token): pass pooling='mean' or pooling='cls' to embed with one of them "
+        "anyway.")
+    assert embedding_settings(tmp_path, choose_pooling=False) == {}
+    # The user's arguments win over the checkpoint's; a preprocessor of the user's keeps its own length.
+    embedder = BertTextEmbedder.from_preset(PRESET, sequence_length=64, pooling="cls", normalize=False)
+    assert (embedder.preprocessor.sequence_length, embedder.pooling, embedder.normalize) == (64, "cls", False)
+    assert BertTextEmbedder.from_preset(PRESET, preprocessor=_preprocessor(48)).preprocessor.sequence_length == 48
+
+
+def test_text_embedder_loss_counts_the_real_texts_only(shared_data):
+    # Targets: the model's own vectors, so the loss is -1 at any batch size. The filler rows of the last batch
+    # counted too: -0.75 for 24 texts in a batch of 32, -0.96 at batch size 5.
+    embedder = BertTextEmbedder(_tiny_backbone(), preprocessor=_preprocessor())
+    texts, _ = _sst2(shared_data, "dev", 24)
+    targets = embedder.encode(texts)
+    for batch_size in (32, 5, 24):
+        loss = embedder.evaluate(texts, targets, batch_size=batch_size, verbose=0, return_dict=True)["loss"]
+        assert abs(loss + 1.0) < 1e-4, (batch_size, loss)
 
 
 @pytest.mark.slow

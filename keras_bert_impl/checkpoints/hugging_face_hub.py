@@ -48,7 +48,9 @@ LEGACY_NAMES = {
 REQUIRED_FILES = ("config.json", "vocab.txt")
 # The first the repository has: a file of weights, or the index of its shards (then the shards it names too).
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
-OPTIONAL_FILES = ("tokenizer_config.json", "special_tokens_map.json")
+OPTIONAL_FILES = ("tokenizer_config.json", "special_tokens_map.json",
+                  # a sentence-transformers model's settings (`sentence_transformers.py`: BertTextEmbedder's defaults)
+                  "sentence_bert_config.json", "modules.json", "1_Pooling/config.json")
 # The variables that keep huggingface_hub and transformers from the network; from_preset honours them too.
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -139,6 +141,9 @@ def _fetch(repo, revision, name, directory, progress_stream, required):
     except download.DownloadError as error:
         missing = "404" in str(error.short_reason or "")
         if missing and not required:
+            folder = os.path.dirname(os.path.join(directory, name))
+            if os.path.normpath(folder) != os.path.normpath(directory) and not os.listdir(folder):
+                os.rmdir(folder)  # (made for `1_Pooling/config.json`, which the repository does not have)
             return False
         if missing and name == "config.json":
             raise download.DownloadError(

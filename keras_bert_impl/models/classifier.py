@@ -215,6 +215,7 @@ class BertClassifier(Task):
     raw_text_columns = (("text",), ("text_a", "text_b"))
     serving_text_inputs = {"serve": ("text",), "serve_pairs": ("text_a", "text_b")}
     hugging_face_head_prefix = "classifier"
+    default_loss_averages_sample_weights = True  # (`classifier_compile.default_loss`)
 
     def hugging_face_head_dense(self):
         return self.output_dense
@@ -284,12 +285,6 @@ class BertClassifier(Task):
         """`classifier_compile.check_loss`: refuses a cross-entropy that reads logits where the classifier gives
         probabilities, or the other way round."""
         classifier_compile.check_loss(loss, self.num_classes, self.activation, self.multi_label)
-
-    def loss_weight(self, x, y, sample_weight):
-        """The sum of the batch's sample weights (filler rows weigh 0), what the default loss divides by."""
-        if sample_weight is None:
-            return super().loss_weight(x, y, sample_weight)
-        return keras.ops.sum(keras.ops.cast(sample_weight, "float32"))
 
     def default_weighted_metrics(self):
         return classifier_compile.default_weighted_metrics(self.num_classes, self.activation, self.multi_label)

@@ -94,6 +94,10 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
     # `text/token_classifier_serving.py`; "answer": the span extractor's `answer`, windows included, in
     # `text/span_extractor_serving.py`).
     serving_text_graph = None
+    # True: the default loss averages over the sum of the sample weights (`reduction="mean_with_sample_weight"`), so
+    # the weight-0 filler rows of raw text's fixed-size batches count for nothing; `loss_weight` then weighs a batch
+    # by that sum.
+    default_loss_averages_sample_weights = False
 
     def hugging_face_head_dense(self):
         """The `Dense` layer that holds a transformers checkpoint's task head (`hugging_face_head_prefix`)."""
@@ -227,8 +231,11 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         return loss
 
     def loss_weight(self, x, y, sample_weight):
-        """What the default loss averages one batch over: its number of rows here (as Keras counts); tasks whose
-        batches hold filler rows say what counts (the sum of the weights, the labelled windows or tokens)."""
+        """What the default loss averages one batch over: the sum of the sample weights when it averages over them
+        (`default_loss_averages_sample_weights`, and weights given), else its number of rows (as Keras counts);
+        other tasks say what counts (the labelled windows or tokens)."""
+        if self.default_loss_averages_sample_weights and sample_weight is not None:
+            return keras.ops.sum(keras.ops.cast(sample_weight, "float32"))
         return keras.ops.shape(next(t for t in keras.tree.flatten(x) if t is not None))[0]
 
     def default_optimizer(self):

@@ -13,11 +13,13 @@ from keras_bert_impl.models.user_inputs import numpy_text_as_lists
 class BertTextEmbedder(Task):
     """One vector per text from a `BertBackbone`: mean pooling over the real tokens (or [CLS]), L2-normalised.
 
-    With the default mean pooling and normalisation, a sentence-transformers
-    checkpoint such as all-MiniLM-L6-v2 gives the same embeddings as
-    sentence-transformers does. `encode` takes raw strings (through the
-    preprocessor) or feature dicts; `similarity` gives the cosine similarity
-    of two sets of texts or embeddings.
+    `from_preset` on a sentence-transformers checkpoint such as
+    all-MiniLM-L6-v2 embeds as sentence-transformers does: its pooling,
+    normalisation and the length it cuts texts to (`max_seq_length`, 256 for
+    all-MiniLM-L6-v2) are the defaults (`checkpoints/sentence_transformers.py`),
+    so the vectors are sentence-transformers' own. `encode` takes raw strings
+    (through the preprocessor) or feature dicts; `similarity` gives the cosine
+    similarity of two sets of texts or embeddings.
 
     Args:
         backbone: a `BertBackbone`.
@@ -27,6 +29,8 @@ class BertTextEmbedder(Task):
 
     Example:
     >>> embedder = BertTextEmbedder.from_preset("all_minilm_l6_v2_en")
+    >>> embedder.preprocessor.sequence_length, embedder.pooling  # sentence_bert_config.json, 1_Pooling/config.json
+    (256, 'mean')
     >>> vectors = embedder.encode(["A man is eating food.", "A man eats a meal.", "The sky is blue."])
     >>> vectors.shape
     (3, 384)
@@ -60,6 +64,20 @@ class BertTextEmbedder(Task):
 
     serving_text_inputs = {"serve": ("text",)}
 
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, preprocessor="auto", dtype=None, **kwargs):
+        """`Task.from_preset`, with a sentence-transformers checkpoint's own `sequence_length` (its
+        `max_seq_length`), `pooling` and `normalize` as the defaults of the arguments not given
+        (`checkpoints.sentence_transformers.embedding_settings`)."""
+        from keras_bert_impl.checkpoints.sentence_transformers import preset_embedding_settings
+
+        settings = preset_embedding_settings(preset, choose_pooling="pooling" not in kwargs)
+        if not (isinstance(preprocessor, str) and preprocessor == "auto"):
+            settings.pop("sequence_length", None)  # (the preprocessor given is the user's, with its own length)
+        return super().from_preset(preset, load_weights=load_weights, preprocessor=preprocessor, dtype=dtype,
+                                   **{**settings, **kwargs})
+    default_loss_averages_sample_weights = True
+
     def head_config(self):
         return {"pooling": self.pooling, "normalize": self.normalize}
 
@@ -73,7 +91,9 @@ class BertTextEmbedder(Task):
         return BertClassifierPreprocessor
 
     def default_loss(self):
-        return keras.losses.CosineSimilarity()
+        """Cosine similarity to the target vectors (its negative: -1 for a perfect match), averaged over the sample
+        weights, so that the weight-0 filler rows of a raw-text batch count for nothing."""
+        return keras.losses.CosineSimilarity(reduction="mean_with_sample_weight")
 
     def _raw_dataset(self, x, y=None, sample_weight=None, **kwargs):
         if y is not None:
