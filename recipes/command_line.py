@@ -378,6 +378,42 @@ def no_tpu_line(reason):
 
 
 USER_ERRORS = (OSError, ValueError)
+# What a full disk (or quota, or `ulimit -f`) says, in Python's, TensorFlow's and HDF5's messages alike.
+_FULL_DISK = ("No space left on device", "Disk quota exceeded", "File too large")
+
+
+def full_disk_line(error):
+    """One line for a write that a full disk stopped, where the error says only Python's `[Errno 28] ...`, or is a
+    TensorFlow error (the TensorBoard writer's `ResourceExhaustedError`: a 54-line traceback) or HDF5's; None for
+    any other error, and for the errors that already say what to do (a checkpoint's `CheckpointWriteError`).
+
+    >>> full_disk_line(OSError(28, "No space left on device"))  # doctest: +NORMALIZE_WHITESPACE
+    'error: no space left on device: free space (or choose another output folder) and run the same command again;
+    a training run resumes from its last checkpoint, and nothing half-written is read'
+    >>> full_disk_line(RuntimeError("CreateSummaryFileWriter: runs/a/logs/train/events.out.tfevents.1.x; No space "
+    ...                             "left on device"))  # doctest: +NORMALIZE_WHITESPACE
+    'error: no space left on device (writing runs/a/logs/train/events.out.tfevents.1.x): free space there (or
+    choose another output folder) and run the same command again; a training run resumes from its last checkpoint,
+    and nothing half-written is read'
+    """
+    import re
+
+    text = " ".join(str(error).split())
+    cause = next((phrase for phrase in _FULL_DISK if phrase in text), None)
+    if cause is None and isinstance(error, OSError) and error.errno in (28, 122, 27):  # ENOSPC, EDQUOT, EFBIG
+        cause = os.strerror(error.errno)
+    if cause is None or "run the same command again" in text:
+        return None
+    if isinstance(error, OSError) and not text.startswith("[Errno"):
+        return None  # one of ours, which names its file and says what to do
+    where = getattr(error, "filename", None)
+    if where is None:
+        found = re.search(r"filename = '([^']+)'", text) or re.search(rf"(\S+); {cause}", text)
+        where = found.group(1) if found else None
+    where = f" (writing {where})" if where else ""
+    there = " there" if where else ""
+    return (f"error: {cause.lower()}{where}: free space{there} (or choose another output folder) and run the same "
+            "command again; a training run resumes from its last checkpoint, and nothing half-written is read")
 
 
 def _outputs_written():
@@ -421,6 +457,9 @@ def exit_on_user_error(job, debug=False, user_errors=USER_ERRORS, checkpoints=No
         # (a LostProcessError is raised only where its module was imported: this one imports no Keras)
         errors = sys.modules.get("keras_bert_impl.training.pretraining_errors")
         lost_process = (errors.LostProcessError,) if errors is not None else ()
+        full_disk = None if debug or not isinstance(error, Exception) else full_disk_line(error)
+        if full_disk is not None:
+            interruption.leave(full_disk, status=2)
         if not debug and isinstance(error, (*lost_process, *user_errors)):
             interruption.leave(f"error: {' '.join(str(error).split())}", status=2)
         if not interruption.several_processes_joined():

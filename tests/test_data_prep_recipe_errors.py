@@ -160,3 +160,41 @@ def test_an_unreadable_input_or_vocab_names_its_flag(real_data, tmp_path, run_st
     assert (status, err) == (2, f"error: --input {book}: cannot be read (permission denied); expected a UTF-8 text "
                                 "file, or a table with --text_column\n")
     assert sorted(os.listdir(tmp_path)) == ["vocab.txt"]
+
+
+def test_a_full_disk_while_writing_shards_is_one_line_and_leaves_no_temporary_shard(scratch, tmp_path,
+                                                                                     run_state_as_it_was, monkeypatch,
+                                                                                     capsys):
+    # A real full disk (a small tmpfs, session 56's audit): the writer's write fails, then its close fails too,
+    # which skipped the removal of the temporary shards (they filled the disk, and a later --train_files 'shard-*'
+    # read them) and printed a 26-line ResourceExhaustedError traceback.
+    import tensorflow as tf
+
+    real_writer = tf.io.TFRecordWriter
+
+    class FullDiskWriter:
+        def __init__(self, path):
+            self.writer, self.writes = real_writer(path), 0
+
+        def write(self, record):
+            self.writes += 1
+            if self.writes > 3:
+                raise tf.errors.ResourceExhaustedError(None, None, f"{self.path}; No space left on device")
+            self.writer.write(record)
+
+        def close(self):
+            self.writer.close()
+            raise tf.errors.ResourceExhaustedError(None, None, "close failed: No space left on device")
+
+    monkeypatch.setattr(tf.io, "TFRecordWriter", lambda path: type("W", (FullDiskWriter,), {"path": path})(path))
+    cases, _ = scratch
+    book = cases["vocab_size_0"][1][1]
+    prefix = tmp_path / "shards" / "train"
+    status, err, out = _in_process("prepare_pretraining_data.py", ["--input", book, "--vocab",
+                                   corpus.bundled_corpus()["vocab"], "--output_prefix", str(prefix)],
+                                   tmp_path, monkeypatch, capsys)
+    shard = f"{prefix}-00000-of-00001.tfrecord.tmp-{os.getpid()}"
+    assert (status, err) == (2, f"error: no space left on device (writing {shard}): free space there (or choose "
+                                "another output folder) and run the same command again; a training run resumes from "
+                                "its last checkpoint, and nothing half-written is read\n")
+    assert os.listdir(prefix.parent) == []

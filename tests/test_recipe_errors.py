@@ -548,3 +548,35 @@ def test_a_finished_run_without_a_signal_leaves_with_pythons_status(tail, status
     assert (result.returncode, result.stdout) == (status, "results\n"), result.stderr
     assert result.stderr.endswith(stderr), result.stderr
     assert ("Traceback" in result.stderr) == tail.startswith("raise"), result.stderr
+
+
+def test_a_full_disk_is_one_line_whatever_raised_it(tmp_path, capsys):
+    """Session 56's audit on a real full tmpfs: the TensorBoard writer's ResourceExhaustedError was a 54-line
+    traceback (exit status 1), an HDF5 write a raw `[Errno 28] Can't synchronously write data (...buf = 0x...)`, and
+    Python's `[Errno 28] No space left on device` named no file. A checkpoint's own message (which says what to do)
+    is kept as it is."""
+    import tensorflow as tf
+
+    events = tmp_path / "logs" / "train" / "events.out.tfevents.1796.host.v2"
+    advice = ("free space there (or choose another output folder) and run the same command again; a training run "
+              "resumes from its last checkpoint, and nothing half-written is read\n")
+    cases = [
+        (tf.errors.ResourceExhaustedError(None, None, f"{{{{function_node __wrapped__CreateSummaryFileWriter}}}} "
+                                                      f"{events}; No space left on device [Op:CreateSummaryFileWriter]"),
+         f"error: no space left on device (writing {events}): {advice}"),
+        (OSError(28, "Can't synchronously write data (file write failed: time = Wed Dec 2, filename = "
+                     f"'{tmp_path}/.vm-1.best.weights.h5', file descriptor = 7, errno = 28, error message = 'No "
+                     "space left on device', buf = 0x561d, total write size = 4096)"),
+         f"error: no space left on device (writing {tmp_path}/.vm-1.best.weights.h5): {advice}"),
+        (OSError(28, "No space left on device", str(tmp_path / "model.keras")),
+         f"error: no space left on device (writing {tmp_path / 'model.keras'}): {advice}"),
+        (OSError(27, "File too large"), "error: file too large: " + advice.replace(" there", "")),
+    ]
+    for error, line in cases:
+        def job(error=error):
+            raise error
+        assert _exit(job, capsys) == (2, line)
+    ours = OSError(28, "Could not write checkpoint ckpt-2 (No space left on device). Free disk space (or point "
+                       "--model_dir elsewhere) and run the same command again.")
+    ours.strerror = str(ours.args[1])
+    assert _exit(lambda: (_ for _ in ()).throw(ours), capsys)[1].startswith("error: [Errno 28] Could not write")

@@ -8,6 +8,7 @@ removes those whose process is gone (`_remove_stale_temporaries`). Before, a `ki
 """
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -140,8 +141,54 @@ def atomic_save(path, save):
             os.remove(temp_path)
 
 
+class NoRoomError(OSError):
+    """A file was not written: the disk has less room than it needs (`check_room`); the message alone, no
+    `[Errno 28]` in front of it."""
+
+    def __str__(self):
+        return self.strerror or super().__str__()
+
+
+_BYTES = {"float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "uint64": 8, "int8": 1, "uint8": 1, "bool": 1,
+          "int16": 2, "uint16": 2}
+
+
+def variables_bytes(variables):
+    """The bytes of `variables`' values (what a weights file holds, give or take its headers)."""
+    total = 0
+    for variable in variables:
+        count = 1
+        for size in variable.shape:
+            count *= int(size)
+        total += count * _BYTES.get(str(getattr(variable, "dtype", "float32")), 4)
+    return total
+
+
+def check_room(path, needed, what):
+    """Refuses, before any byte is written, to write `what` (about `needed` bytes) to `path` where its disk has less
+    room free: HDF5, writing onto a full disk, failed half-way and then crashed the process (a segmentation fault,
+    exit status 139) as its objects were freed, on the rerun too.
+
+    Example:
+    >>> check_room("/tmp/best.weights.h5", 10**18, "the best epoch's weights")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    keras_bert_impl.checkpoints.atomic_files.NoRoomError: /tmp/best.weights.h5: writing the best epoch's weights takes about ...
+    """
+    directory = os.path.dirname(os.path.abspath(os.fspath(path)))
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:  # (a folder not made yet, a remote path: the write says what is wrong)
+        return
+    if needed > free:
+        raise NoRoomError(errno.ENOSPC, f"{path}: writing {what} takes about {needed:,} bytes, and {free:,} are free in "
+                          f"{directory}: free space there (or choose another output folder) and run the same command "
+                          "again; a training run resumes from its last checkpoint", os.fspath(path))
+
+
 def save_weights_atomically(model, path):
-    """`model.save_weights(path)` via `atomic_save` (readers never see half a file).
+    """`model.save_weights(path)` via `atomic_save` (readers never see half a file), once `check_room` finds room
+    for the model's and its optimizer's variables.
 
     Example:
     >>> import keras, tempfile, os
@@ -150,6 +197,9 @@ def save_weights_atomically(model, path):
     >>> save_weights_atomically(m, p); os.path.exists(p)
     True
     """
+    optimizer = getattr(model, "optimizer", None)
+    check_room(path, variables_bytes([*model.weights, *(optimizer.variables if optimizer is not None else ())]),
+               "the weights")
     atomic_save(path, model.save_weights)
 
 
@@ -164,6 +214,7 @@ def save_model_atomically(model, path):
     >>> save_model_atomically(m, p); sorted(os.listdir(os.path.dirname(p)))
     ['model.keras']
     """
+    check_room(path, variables_bytes(model.weights), "the model")
     atomic_save(path, model.save)
 
 

@@ -172,7 +172,10 @@ def write_document_records(files, tokenizer, output_prefix, *, num_shards=1, che
             tf.io.gfile.rename(source, target, overwrite=True)
     except BaseException:
         for writer in writers:
-            writer.close()
+            try:
+                writer.close()  # (on a full disk, closing fails too: the temporary shards were left, filling it)
+            except tf.errors.OpError:
+                pass
         for name in temporary:
             if tf.io.gfile.exists(name):
                 tf.io.gfile.remove(name)

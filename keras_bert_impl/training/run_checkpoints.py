@@ -188,6 +188,8 @@ class CheckpointManager:
         except OSError as error:
             shutil.rmtree(tmp, ignore_errors=True)
             previous, _ = self._newest_intact(report=False)
+            if previous:  # its files, the iterator's state too (5 MB more than the variables for BERT-tiny)
+                needed = max(needed or 0, _directory_bytes(previous))
             where = (f" while writing {os.path.basename(os.fspath(error.filename))}"
                      if isinstance(getattr(error, "filename", None), (str, bytes, os.PathLike)) else "")
             raise CheckpointWriteError(
@@ -310,6 +312,14 @@ def _what_to_do(number, directory):
     if number in _NOT_WRITABLE:
         return f" Make {directory} writable (or point --model_dir elsewhere) and run the same command again."
     return " Remove the cause (or point --model_dir elsewhere) and run the same command again."
+
+
+def _directory_bytes(directory):
+    """The bytes of the files in `directory` (a checkpoint's), 0 where it cannot be read."""
+    try:
+        return sum(entry.stat().st_size for entry in os.scandir(directory) if entry.is_file())
+    except OSError:
+        return 0
 
 
 def _free_bytes(directory):
