@@ -90,6 +90,23 @@ def test_model_dir_that_is_a_file_is_refused(tmp_path):
     command_line.check_model_dir(tmp_path / "new" / "run")  # to be created: fine
 
 
+def test_model_dir_that_is_a_link_to_nothing_is_refused(tmp_path):
+    # Before: fine-tuning, a 51-line NotFoundError traceback from the TensorBoard writer once the model was built;
+    # pretraining, "[Errno 17] File exists".
+    (tmp_path / "runs").symlink_to(tmp_path / "mounted" / "runs")
+    with pytest.raises(ValueError) as error:
+        command_line.check_model_dir(tmp_path / "runs")
+    assert str(error.value) == (f"--model_dir {tmp_path / 'runs'} is a symbolic link to {tmp_path / 'mounted' / 'runs'}"
+                                ", which does not exist: create it, or pass another --model_dir")
+    with pytest.raises(ValueError) as error:
+        command_line.check_model_dir(tmp_path / "runs" / "sst2")
+    assert str(error.value) == (f"--model_dir {tmp_path / 'runs' / 'sst2'} is inside {tmp_path / 'runs'}, a symbolic "
+                                f"link to {tmp_path / 'mounted' / 'runs'}, which does not exist: create it, or pass "
+                                "another --model_dir")
+    (tmp_path / "mounted" / "runs").mkdir(parents=True)
+    command_line.check_model_dir(tmp_path / "runs" / "sst2")
+
+
 def test_no_tpu_on_a_fine_tuning_recipe_is_one_line_without_the_tpu_flag(tmp_path, capsys):
     from keras_bert_impl.training.strategy import NoTPUError
 

@@ -503,6 +503,11 @@ def check_writable_model_dir(model_dir):
     model_dir = os.fspath(model_dir)
     existing = os.path.abspath(model_dir)
     while not os.path.exists(existing):
+        if os.path.islink(existing):  # (fine-tuning: a 51-line traceback once the model was built; pretraining:
+            # "[Errno 17] File exists")
+            what = "is" if existing == os.path.abspath(model_dir) else f"is inside {existing},"
+            raise ValueError(f"--model_dir {model_dir} {what} a symbolic link to {os.readlink(existing)}, which does "
+                             "not exist: create it, or pass another --model_dir")
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing):
         what = "is a file" if existing == os.path.abspath(model_dir) else f"is inside a file ({existing})"
