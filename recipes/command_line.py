@@ -341,7 +341,9 @@ def outputs_line(model_dir, since):
         return None
     line = f"Written to {model_dir}: {', '.join(names)}"
     if "model.keras" in names:
-        line += f" (to predict with it: --init_checkpoint {os.path.join(model_dir, 'model.keras')} --epochs 0)"
+        import shlex
+
+        line += f" (to predict with it: --init_checkpoint {shlex.quote(os.path.join(model_dir, 'model.keras'))} --epochs 0)"
     return line
 
 

@@ -213,21 +213,25 @@ def main(argv=None):
     if not result.get("is_chief", True):  # a non-chief worker / JAX process > 0 writes no export
         print(f"Worker done; the chief writes the checkpoints and the export under {config.model_dir}")
         return 0
-    print(f"TensorBoard logs: {result['logs_dir']}   (tensorboard --logdir {result['logs_dir']})")
+    from shlex import quote  # (the commands below are pasted into a shell: a path with spaces stays one argument)
+
+    print(f"TensorBoard logs: {result['logs_dir']}   (tensorboard --logdir {quote(result['logs_dir'])})")
     print(f"Exported backbone: {result['export_dir']}   (--init_checkpoint for fine-tuning; with the trained heads, "
           "BertPretrainer.from_preset(it).fill_mask(\"... [MASK] ...\"))")
     finetune = os.path.join(os.path.dirname(os.path.abspath(__file__)), "finetune_glue.py")
     if not os.path.relpath(finetune).startswith(".."):  # recipes/finetune_glue.py from the checkout, else the full path
         finetune = os.path.relpath(finetune)
     small = result["model"].backbone.hidden_dim <= 256  # tiny, mini: BERT's 2e-5 leaves them at chance on SST-2
-    print(f"Fine-tune it: python {finetune} --task sst2 --data_dir GLUE_DIR --init_checkpoint {result['export_dir']} "
-          + ("--learning_rate 3e-4 " if small else "") + f"--model_dir {os.path.join(config.model_dir, 'sst2')}"
+    print(f"Fine-tune it: python {quote(finetune)} --task sst2 --data_dir GLUE_DIR --init_checkpoint "
+          f"{quote(result['export_dir'])} " + ("--learning_rate 3e-4 " if small else "")
+          + f"--model_dir {quote(os.path.join(config.model_dir, 'sst2'))}"
           + ("   (a model this small needs 3e-4: BERT's default 2e-5 leaves it at chance; docs/pretraining.md)"
              if small else ""))
     table = os.path.join(os.path.dirname(finetune), "finetune_classifier.py")
-    print(f"Or on a table of your own: python {table} --train_file train.csv --validation_file dev.csv --text_column "
-          f"text --label_column label --init_checkpoint {result['export_dir']} "
-          + ("--learning_rate 3e-4 " if small else "") + f"--model_dir {os.path.join(config.model_dir, 'classifier')}")
+    print(f"Or on a table of your own: python {quote(table)} --train_file train.csv --validation_file dev.csv "
+          f"--text_column text --label_column label --init_checkpoint {quote(result['export_dir'])} "
+          + ("--learning_rate 3e-4 " if small else "")
+          + f"--model_dir {quote(os.path.join(config.model_dir, 'classifier'))}")
     return 0
 
 

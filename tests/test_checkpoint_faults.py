@@ -459,7 +459,7 @@ def test_a_weights_file_is_not_begun_where_the_disk_has_no_room_for_it(tmp_path,
     import keras
     import numpy as np
 
-    from keras_bert_impl.checkpoints.atomic_files import NoRoomError, save_model_atomically, save_weights_atomically
+    from keras_bert_impl.checkpoints.atomic_files import OutputWriteError, save_model_atomically, save_weights_atomically
 
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1000)])
     model.compile(optimizer="adam", loss="mse")
@@ -468,10 +468,25 @@ def test_a_weights_file_is_not_begun_where_the_disk_has_no_room_for_it(tmp_path,
     usage = collections.namedtuple("usage", "total used free")
     monkeypatch.setattr("shutil.disk_usage", lambda path: usage(10**9, 10**9 - needed + 100, needed - 100))
     path = tmp_path / "best.weights.h5"
-    with pytest.raises(NoRoomError) as error:
+    with pytest.raises(OutputWriteError) as error:
         save_weights_atomically(model, path)
     assert str(error.value).startswith(f"{path}: writing the weights takes about {needed + 12:,} bytes, and {needed - 100:,} "
                                        f"are free in {tmp_path}: free space there")
     assert os.listdir(tmp_path) == []
     save_model_atomically(model, tmp_path / "model.keras")  # the model alone: 20,000 bytes fit
     assert os.listdir(tmp_path) == ["model.keras"]
+
+
+def test_a_folder_made_read_only_is_named_not_the_temporary_file(tmp_path, monkeypatch):
+    # Session 56's audit (a user who is not root, the folder made read-only mid-run): "[Errno 13] Permission denied:
+    # '<model_dir>/.host-1581.model.keras'" named the temporary file and said nothing of what to do.
+    from keras_bert_impl.checkpoints.atomic_files import OutputWriteError, atomic_save
+
+    def refused(temporary):
+        raise PermissionError(13, "Permission denied", temporary)
+
+    with pytest.raises(OutputWriteError) as error:
+        atomic_save(tmp_path / "model.keras", refused)
+    assert str(error.value) == (f"{tmp_path / 'model.keras'} cannot be written: {tmp_path} is not writable (permission "
+                                "denied): make it writable (or choose another output folder) and run the same command "
+                                "again; a training run resumes from its last checkpoint")

@@ -194,6 +194,26 @@ def test_finetune_trains_saves_best_and_stops_early(sst2_dev, tmp_path):
     assert eval_fn(reloaded)["dev_accuracy"] == pytest.approx(result.best_metrics["dev_accuracy"])
 
 
+def test_a_second_finetune_in_the_same_model_dir_is_refused_while_the_first_runs(sst2_dev, tmp_path):
+    # Session 56's audit: two fine-tuning runs started on one --model_dir both trained to the end, each writing over
+    # the other's checkpoints and best weights. The run's lock is pretraining's (`run_lock`), held by `finetune`.
+    from keras_bert_impl.training.run_lock import ModelDirInUseError, hold_model_dir
+
+    sentences, labels = sst2_dev
+    train = bucket_by_length(_examples(_word_ids(sentences[:64]), labels[:64]), [16, 32, 64], 32)
+    model = _bag_of_words_model()
+    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    with hold_model_dir(tmp_path):  # the first run, as another process holds it
+        with pytest.raises(ModelDirInUseError) as error:
+            finetune(model, train, epochs=1, learning_rate=1e-2, model_dir=str(tmp_path), seed=0, verbose=0)
+    assert str(error.value).startswith(f"--model_dir {tmp_path} is in use by another run (pid {os.getpid()} on ")
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 0
+    result = finetune(model, train, epochs=1, learning_rate=1e-2, model_dir=str(tmp_path), seed=0, verbose=0)
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == result.train_steps > 0  # then it runs
+    with hold_model_dir(tmp_path):  # and the lock is free again once finetune returned
+        pass
+
+
 def test_finetune_jit_compile_choice_reaches_the_model(sst2_dev):
     """`"auto"` is Keras's choice (XLA off on a CPU-only TensorFlow machine); True forces XLA; the losses agree."""
     sentences, labels = sst2_dev

@@ -274,6 +274,23 @@ def test_a_run_recorded_before_adam_beta2_resumes_only_with_berts_value(tmp_path
         "--warmup_steps may change on resume: restore the other flags, or use a new --model_dir.")
 
 
+def test_another_model_configuration_names_the_fields_that_differ(tmp_path):
+    # Session 56's audit: `--config mini` on a tiny run printed both configurations whole (two JSON objects).
+    from keras_bert_impl.training.pretraining_checks import check_resumable
+
+    tiny = {"num_layers": 2, "num_heads": 2, "hidden_dim": 128, "intermediate_dim": 512, "dropout": 0.1}
+    (tmp_path / "run_config.json").write_text(json.dumps({"model_config": tiny, "adam_beta2": 0.999}))
+    with pytest.raises(ValueError) as error:
+        check_resumable(str(tmp_path), {"adam_beta2": 0.999, "model_config": dict(
+            tiny, num_layers=4, num_heads=4, hidden_dim=256, intermediate_dim=1024)})
+    assert str(error.value) == (
+        f"--model_dir {tmp_path} holds a run with a different configuration; refusing to resume it. Differences: "
+        f"--config/--dropout (the model configuration): hidden_dim 128 in {tmp_path} vs 256 now, intermediate_dim 512 "
+        f"in {tmp_path} vs 1024 now, num_heads 2 in {tmp_path} vs 4 now, num_layers 2 in {tmp_path} vs 4 now. Only "
+        "--num_steps, --learning_rate, --warmup_steps may change on resume: restore the other flags, or use a new "
+        "--model_dir.")
+
+
 def test_a_run_cannot_be_shortened(reference_run, vocab, tmp_path, capsys):
     _, model_dir, _ = reference_run
     argv = _command(model_dir, vocab, tmp_path, "--num_steps", "4")[2:]

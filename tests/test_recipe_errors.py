@@ -597,3 +597,12 @@ def test_a_full_disk_is_one_line_whatever_raised_it(tmp_path, capsys):
                        "--model_dir elsewhere) and run the same command again.")
     ours.strerror = str(ours.args[1])
     assert _exit(lambda: (_ for _ in ()).throw(ours), capsys)[1].startswith("error: [Errno 28] Could not write")
+
+
+def test_the_commands_a_run_prints_quote_a_path_with_spaces(tmp_path):
+    # Pasted into a shell, `--init_checkpoint /runs/run 1/model.keras` was two arguments (session 56's audit).
+    run = tmp_path / "run 1 é"
+    run.mkdir()
+    (run / "model.keras").write_bytes(b"")
+    line = command_line.outputs_line(str(run), 0)
+    assert line == f"Written to {run}: model.keras (to predict with it: --init_checkpoint '{run}/model.keras' --epochs 0)"

@@ -185,9 +185,21 @@ def test_raw_strings_errors_name_the_problem():
     [
         ("classifier", [None, "a fine film"], "Raw text: item 0 is NoneType None, expected a string."),
         ("classifier", [], "No examples: the raw text list is empty."),
+        # Hugging Face rows and a one-column table's values: the refusal says what to pass instead.
+        ("classifier", [{"text": "a fine film", "label": 1}],
+         "Raw text: item 0 is dict {'text': 'a fine film', 'label': 1}, expected a string (rows as dicts: pass "
+         "their texts, [row['text'] for row in rows], or a table's column, df['text'])."),
+        ("classifier", np.array([["a fine film"], ["dull"], ["long"]], dtype=object),
+         "Raw text: item 0 is list ['a fine film'], expected a string (a column of shape (n, 1), such as "
+         "df[['text']].values: pass its texts, x[:, 0] or df['text'])."),
         ("tagger", [], "No examples: the list of sentences is empty."),
         ("tagger", [["John"], None], "Example 1: expected a sentence (str) or a list of words (str), got None."),
         ("span_extractor", ([], []), "No examples: the lists of questions and contexts are empty."),
+        # (was "`texts` must be a string or a list of strings (Can't convert Python sequence with mixed types to
+        # Tensor.)", naming no item, in fit too)
+        ("pretrainer", ["It was a dark night.", "The rain fell.", None],
+         "Raw text: item 2 is NoneType None, expected a string."),
+        ("pretrainer", ["It was a dark night.", 5], "Raw text: item 1 is int 5, expected a string."),
     ],
 )
 def test_empty_or_non_text_lists_are_one_line_in_predict(model, x, message):
@@ -200,10 +212,38 @@ def test_empty_or_non_text_lists_are_one_line_in_predict(model, x, message):
                                                   PRESET, sequence_length=16)),
         "span_extractor": lambda: BertSpanExtractor(
             tiny, preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(PRESET, sequence_length=32)),
+        "pretrainer": lambda: BertPretrainer(
+            tiny, nsp=False, preprocessor=keras_bert_impl.BertPretrainerPreprocessor.from_preset(
+                PRESET, sequence_length=16)),
     }
     with pytest.raises(ValueError) as error:
         models[model]().predict(x, verbose=0)
     assert str(error.value) == message
+    if model == "pretrainer":
+        with pytest.raises(ValueError) as error:
+            models[model]().fit(x, verbose=0)
+        assert str(error.value) == message
+
+
+def test_a_dataset_of_strings_that_the_preprocessor_does_not_read_is_one_line():
+    # A tagger's tf.data of word lists and tags (the classifier's habit) stopped inside Keras, in a message of each
+    # backend's: "expects 3 named input(s)" (TensorFlow), a jax.jit error (JAX), "Invalid dtype: object" (PyTorch).
+    import tensorflow as tf
+
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=["O", "B-PER"],
+                                 preprocessor=keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(
+                                     PRESET, sequence_length=16))
+    words = tf.ragged.constant([["John", "lives", "here"], ["Mary", "too"]])
+    tags = tf.ragged.constant([["B-PER", "O", "O"], ["B-PER", "O"]])
+    for method, dataset in (("fit", tf.data.Dataset.from_tensor_slices((words, tags)).batch(2)),
+                            ("predict", tf.data.Dataset.from_tensor_slices(words).batch(2))):
+        with pytest.raises(ValueError) as error:
+            getattr(tagger, method)(dataset, verbose=0)
+        arguments = "sentences, tags" if method == "fit" else "sentences"
+        assert str(error.value) == (
+            f"BertTokenClassifier.{method} got a tf.data.Dataset of strings, which its preprocessor does not read (a "
+            f"classifier's does): give the examples themselves ({method}({arguments}), as lists or tables), or a "
+            "dataset of model.preprocessor.make_dataset(...) batches.")
 
 
 @pytest.mark.slow

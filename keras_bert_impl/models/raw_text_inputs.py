@@ -180,6 +180,17 @@ class RawTextInputs:
             x = chained(first, x)
         elif isinstance(x, keras.utils.PyDataset) and x.num_batches:
             first = x[0]
+        elif (is_dataset(x) and self.preprocessor is not None and _holds_strings(x.element_spec)
+              and not self.preprocessor.is_raw_text(x)):
+            # (a tagger's dataset of word lists stopped in Keras, in another message on each backend: "expects 3
+            # named input(s)", a jax.jit error, "Invalid dtype: object")
+            name = type(self).__name__
+            arguments = "texts" if self.raw_labels is None else self.raw_labels[1]
+            if method == "predict" and self.raw_labels is not None:
+                arguments = arguments.rsplit(", ", 1)[0]
+            raise ValueError(f"{name}.{method} got a tf.data.Dataset of strings, which its preprocessor does not read "
+                             f"(a classifier's does): give the examples themselves ({method}({arguments}), as lists or "
+                             "tables), or a dataset of model.preprocessor.make_dataset(...) batches.")
         else:
             return x
         inputs = first[0] if isinstance(first, tuple) and first else first
@@ -229,3 +240,12 @@ class RawTextInputs:
 
     def _count_examples(self, x):
         return self.preprocessor.count_examples(x)
+
+
+def _holds_strings(spec):
+    """Whether a `tf.data` element spec (nested tuples and dicts of specs) holds a string component."""
+    if isinstance(spec, dict):
+        return any(_holds_strings(value) for value in spec.values())
+    if isinstance(spec, (tuple, list)):
+        return any(_holds_strings(value) for value in spec)
+    return getattr(getattr(spec, "dtype", None), "name", None) == "string"

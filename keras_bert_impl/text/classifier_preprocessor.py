@@ -16,7 +16,7 @@ from keras_bert_impl.batching.boundaries import (
 from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.table_columns import table_as_labels
 from keras_bert_impl.text.packer import SegmentPacker
-from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
+from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer, not_text_error
 from keras_bert_impl.text.tokenizer import BertTokenizer
 
 # Tokenize this many strings per TensorFlow call (one string at a time is much slower).
@@ -383,8 +383,7 @@ def as_segments(x):
 def _check_texts(texts):
     for index, text in enumerate(texts):
         if not _is_text(text):
-            shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
-            raise ValueError(f"Raw text: item {index} is {type(text).__name__} {shown}, expected a string.")
+            raise not_text_error(index, text)
 
 
 def _first_caller_outside_the_package():

@@ -123,8 +123,28 @@ def _split_index(count, validation_split):
     return at
 
 
-def as_string_tensor(texts, name="texts"):
-    """Python / NumPy strings (or a string tensor) -> a `tf.string` tensor, with a clear error for anything else.
+def not_text_error(index, item):
+    """The one error of every preprocessor for an item of raw text that is not a string (`None`, a number, a dict).
+
+    >>> str(not_text_error(3, None))
+    'Raw text: item 3 is NoneType None, expected a string.'
+    >>> str(not_text_error(0, {"text": "a fine film", "label": 1}))  # doctest: +NORMALIZE_WHITESPACE
+    "Raw text: item 0 is dict {'text': 'a fine film', 'label': 1}, expected a string (rows as dicts: pass their
+    texts, [row['text'] for row in rows], or a table's column, df['text'])."
+    """
+    shown = repr(item) if len(repr(item)) <= 60 else repr(item)[:57] + "..."
+    hint = ""
+    if isinstance(item, dict):
+        hint = (" (rows as dicts: pass their texts, [row['text'] for row in rows], or a table's column, "
+                "df['text'])")
+    elif isinstance(item, (list, tuple, np.ndarray)) and len(item) == 1 and isinstance(item[0], (str, bytes)):
+        hint = " (a column of shape (n, 1), such as df[['text']].values: pass its texts, x[:, 0] or df['text'])"
+    return ValueError(f"Raw text: item {index} is {type(item).__name__} {shown}, expected a string{hint}.")
+
+
+def as_string_tensor(texts, name="texts", first_index=0):
+    """Python / NumPy strings (or a string tensor) -> a `tf.string` tensor, with a clear error for anything else:
+    an item that is not a string is named by its index (`first_index` is the index of `texts[0]`, for a chunk).
 
     Example:
     >>> as_string_tensor(["a", "b"]).shape.as_list()
@@ -139,4 +159,8 @@ def as_string_tensor(texts, name="texts"):
     try:
         return tf.convert_to_tensor(texts, dtype=tf.string)
     except (TypeError, ValueError) as e:
+        if isinstance(texts, (list, tuple, np.ndarray)):  # (was "Can't convert Python sequence with mixed types")
+            for index, item in enumerate(texts):
+                if not isinstance(item, (str, bytes, np.str_, np.bytes_)):
+                    raise not_text_error(first_index + index, item) from None
         raise ValueError(f"`{name}` must be a string or a list of strings ({e}).") from None

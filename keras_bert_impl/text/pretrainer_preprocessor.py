@@ -11,7 +11,7 @@ from keras_bert_impl.batching.boundaries import (
 )
 from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.text.masking import mask_batch
-from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer, as_list, as_string_tensor
+from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer, as_list, as_string_tensor, not_text_error
 from keras_bert_impl.text.tokenizer import MASK_TOKEN, BertTokenizer
 
 # Tokenize this many strings per TensorFlow call.
@@ -102,7 +102,7 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
         room = self.sequence_length - 2
         pieces = []
         for start in range(0, len(texts), _TOKENIZE_CHUNK):
-            chunk = as_string_tensor(texts[start : start + _TOKENIZE_CHUNK])
+            chunk = as_string_tensor(texts[start : start + _TOKENIZE_CHUNK], first_index=start)
             ids = self.tokenizer(chunk)
             pieces.append(ids.merge_dims(-2, -1) if ids.ragged_rank > 1 else ids)
         pieces = tf.concat(pieces, axis=0)
@@ -174,8 +174,7 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
             if isinstance(text, bytes):
                 text = text.decode("utf-8", errors="replace")
             if not isinstance(text, str):
-                shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
-                raise ValueError(f"Raw text: item {index} is {type(text).__name__} {shown}, expected a string.")
+                raise not_text_error(index, text)
             if MASK_TOKEN not in text:
                 shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
                 raise ValueError(

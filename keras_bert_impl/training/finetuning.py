@@ -78,6 +78,7 @@ from keras_bert_impl.training.finetuning_resume import (
 from keras_bert_impl.training.process_cluster import lost_peers_as_one_line, take_rows_of_each_batch
 from keras_bert_impl.training.remote_model_dir import refuse_remote_for_finetuning
 from keras_bert_impl.training.replica_dropout import draw_own_masks_on_every_replica
+from keras_bert_impl.training.run_lock import hold_model_dir
 from keras_bert_impl.training.starting_point_identity import starting_point_sha256
 from keras_bert_impl.training.strategy import process_group
 from keras_bert_impl.training.symbolic_build import build_from_element_spec
@@ -312,6 +313,10 @@ def finetune(
     # returns or raises, not only at exit: a process of several that stops leaves with `os._exit`, which runs no exit
     # handler.
     private = _private_directory(this[0]) if model_dir and not writes else None
+    # One run at a time in a model_dir (`run_lock`, as pretraining's): two fine-tuning runs there both trained to the
+    # end, each overwriting the other's checkpoints and best weights. The writer holds it until `finetune` returns.
+    lock = hold_model_dir(model_dir) if model_dir and writes else contextlib.nullcontext()
+    lock.__enter__()
     try:
         # Resume: every process reads the shared model_dir's newest checkpoint (process 0 alone writes them).
         checkpoints = checkpoint_manager(model_dir) if model_dir and resume else None
@@ -451,6 +456,7 @@ def finetune(
             _remove_checkpoints=finish if keep_checkpoints else None,
         )
     finally:
+        lock.__exit__(None, None, None)
         if private is not None:
             remove_private_directories(private)
 

@@ -168,6 +168,11 @@ def _difference(key, old, new, model_dir):
     """One refused difference of `check_resumable`'s message."""
     if key == "train_file_fingerprints":
         return ("--train_files changed since the run started (" + "; ".join(_file_changes(old, new)) + ")")
+    if isinstance(old, dict) and isinstance(new, dict):  # the model configuration: its fields that differ, not both
+        fields = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))  # whole (two dicts)
+        shown = ", ".join(f"{name} {json.dumps(old.get(name))} in {model_dir} vs {json.dumps(new.get(name))} now"
+                          for name in fields)
+        return f"{_flag(key)}: {shown}"
     return f"{_flag(key)}: {json.dumps(old)} in {model_dir} vs {json.dumps(new)} now"
 
 
