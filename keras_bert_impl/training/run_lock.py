@@ -85,8 +85,11 @@ def hold_model_dir(model_dir):
             locked = False  # a filesystem without locks: run unlocked, as before
         if locked:
             started = time.strftime("%Y-%m-%d %H:%M:%S")
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode(), 0)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n".encode(), 0)
+            except OSError as error:  # a full disk: named (it was a bare "[Errno 28] No space left on device")
+                raise OSError(error.errno, error.strerror, path) from None
         yield path if locked else None
     finally:
         os.close(fd)  # releases the lock
