@@ -343,7 +343,8 @@ def outputs_line(model_dir, since):
     if "model.keras" in names:
         import shlex
 
-        line += f" (to predict with it: --init_checkpoint {shlex.quote(os.path.join(model_dir, 'model.keras'))} --epochs 0)"
+        model = shlex.quote(os.path.join(model_dir, "model.keras"))
+        line += f" (to predict with it: --init_checkpoint {model} --epochs 0)"
     return line
 
 

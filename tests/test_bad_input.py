@@ -111,8 +111,13 @@ def test_squad_questions_without_answers_key_warn_once(data_slices, caplog):
 
 
 def test_squad_file_without_questions_is_one_line_from_the_recipe(tmp_path, model_dir, capsys):
+    from keras_bert_impl import BertBackbone, BertSpanExtractor
+
     empty = tmp_path / "dev.json"
     empty.write_text('{"version": "1.1", "data": []}', encoding="utf-8")
+    # A fine-tuned span extractor's file: the story checks what it holds before it reads the SQuAD files.
+    BertSpanExtractor(BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                                   max_sequence_length=16)).save(tmp_path / "model.keras")
     before = _snapshot(model_dir)
     code = _main_exit_code(_recipe("finetune_squad"), [
         "--predict_file", str(empty), "--init_checkpoint", str(tmp_path / "model.keras"), "--epochs", "0",

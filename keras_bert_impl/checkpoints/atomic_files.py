@@ -138,9 +138,9 @@ def atomic_save(path, save):
         os.replace(temp_path, path)
     except PermissionError as error:  # (was "[Errno 13] Permission denied: '.../.host-1581.model.keras'", the
         # temporary file's name, without what to do)
-        raise OutputWriteError(error.errno, f"{path} cannot be written: {directory} is not writable (permission denied): "
-                          "make it writable (or choose another output folder) and run the same command again; a "
-                          "training run resumes from its last checkpoint", path) from None
+        raise OutputWriteError(error.errno, f"{path} cannot be written: {directory} is not writable (permission "
+                               "denied): make it writable (or choose another output folder) and run the same command "
+                               "again; a training run resumes from its last checkpoint", path) from None
     finally:
         if os.path.exists(temp_path):
             os.remove(temp_path)
@@ -178,7 +178,7 @@ def check_room(path, needed, what):
     >>> check_room("/tmp/best.weights.h5", 10**18, "the best epoch's weights")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    keras_bert_impl.checkpoints.atomic_files.OutputWriteError: /tmp/best.weights.h5: writing the best epoch's weights takes about ...
+    keras_bert_impl.checkpoints.atomic_files.OutputWriteError: /tmp/best.weights.h5: writing the best epoch's ...
     """
     directory = os.path.dirname(os.path.abspath(os.fspath(path)))
     try:
@@ -186,9 +186,9 @@ def check_room(path, needed, what):
     except OSError:  # (a folder not made yet, a remote path: the write says what is wrong)
         return
     if needed > free:
-        raise OutputWriteError(errno.ENOSPC, f"{path}: writing {what} takes about {needed:,} bytes, and {free:,} are free in "
-                          f"{directory}: free space there (or choose another output folder) and run the same command "
-                          "again; a training run resumes from its last checkpoint", os.fspath(path))
+        raise OutputWriteError(errno.ENOSPC, f"{path}: writing {what} takes about {needed:,} bytes, and {free:,} are "
+                               f"free in {directory}: free space there (or choose another output folder) and run the "
+                               "same command again; a training run resumes from its last checkpoint", os.fspath(path))
 
 
 def save_weights_atomically(model, path):
