@@ -606,3 +606,23 @@ def test_the_commands_a_run_prints_quote_a_path_with_spaces(tmp_path):
     (run / "model.keras").write_bytes(b"")
     line = command_line.outputs_line(str(run), 0)
     assert line == f"Written to {run}: model.keras (to predict with it: --init_checkpoint '{run}/model.keras' --epochs 0)"
+
+
+def test_a_full_disk_at_the_run_lock_names_the_lock_file(tmp_path, capsys, monkeypatch):
+    # A real full tmpfs (session 56): the run's first write, its lock file's line, failed with a bare
+    # "[Errno 28] No space left on device" that named no file, in pretrain.py and the fine-tuning recipes.
+    from keras_bert_impl.training import run_lock
+
+    def full(fd, data, offset):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(run_lock.os, "pwrite", full)
+
+    def job():
+        with run_lock.hold_model_dir(tmp_path / "run"):
+            pass
+
+    lock = tmp_path / "run" / ".run.lock"
+    assert _exit(job, capsys) == (2, f"error: no space left on device (writing {lock}): free space there (or choose "
+                                     "another output folder) and run the same command again; a training run resumes "
+                                     "from its last checkpoint, and nothing half-written is read\n")
