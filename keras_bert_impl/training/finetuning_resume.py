@@ -38,7 +38,7 @@ import sys
 
 import keras
 
-from keras_bert_impl.checkpoints.atomic_files import save_weights_atomically
+from keras_bert_impl.checkpoints.atomic_files import load_weights_without_optimizer, save_weights_atomically
 from keras_bert_impl.training.run_checkpoints import CheckpointManager
 from keras_bert_impl.training.starting_point_identity import changed_in_place, moved_line, same_bytes, same_path
 from keras_bert_impl.training.torch_random_state import checkpoint_entry
@@ -173,8 +173,8 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
     best_is_last = best["epoch"] == state["step"]  # the checkpoint holds the best weights themselves
     best_weights_file = best_weights_file or tracker.weights_path
     if best["epoch"] is not None and not best_is_last and best_weights_file and os.path.exists(best_weights_file):
-        # First: a `.weights.h5` holds the optimizer's state of its epoch too, which the checkpoint then replaces.
-        model.load_weights(best_weights_file)
+        # First, so that the checkpoint's restore comes last (an older run's file holds its optimizer's state too).
+        load_weights_without_optimizer(model, best_weights_file)
         tracker.best_weights = model.get_weights()
     state = manager.restore(path, model, model.optimizer)
     tracker.best_value, tracker.best_epoch, tracker.best_metrics = best["value"], best["epoch"], best["metrics"]
