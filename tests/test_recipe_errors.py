@@ -626,3 +626,44 @@ def test_a_full_disk_at_the_run_lock_names_the_lock_file(tmp_path, capsys, monke
     assert _exit(job, capsys) == (2, f"error: no space left on device (writing {lock}): free space there (or choose "
                                      "another output folder) and run the same command again; a training run resumes "
                                      "from its last checkpoint, and nothing half-written is read\n")
+
+
+def test_another_users_run_lock_file_is_locked_read_only_or_named_with_what_to_do(tmp_path, capsys, monkeypatch):
+    # Session 56's storage audit: a run started as root, resumed as oneself, stopped at once on the root-owned
+    # lock file with a bare "[Errno 13] Permission denied: '.../.run.lock'". A lock does not need writing: the run
+    # goes on, locked; a lock file that cannot even be read is one line saying what to do.
+    import errno
+
+    from keras_bert_impl.training import run_lock
+
+    model_dir = tmp_path / "run"
+    model_dir.mkdir()
+    lock = model_dir / ".run.lock"
+    lock.write_text("pid 1 on host, started 2026-11-30 01:23:45\n")
+    real_open = os.open
+    refused = {os.O_RDWR | os.O_CREAT}
+
+    def open_as_another_user(path, flags, *mode):
+        if flags in refused:
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real_open(path, flags, *mode)
+
+    monkeypatch.setattr(run_lock.os, "open", open_as_another_user)
+    with run_lock.hold_model_dir(model_dir) as held:
+        assert held == str(lock)
+        with pytest.raises(run_lock.ModelDirInUseError, match=r"in use by another run \(pid 1 on host"):
+            with run_lock.hold_model_dir(model_dir):
+                pass
+    assert lock.read_text() == "pid 1 on host, started 2026-11-30 01:23:45\n"  # (not ours to write)
+
+    refused.add(os.O_RDONLY)
+    monkeypatch.setattr(run_lock, "_owner", lambda path: "; it belongs to root")
+
+    def job():
+        with run_lock.hold_model_dir(model_dir):
+            pass
+
+    assert _exit(job, capsys) == (2, f"error: {lock} cannot be opened (permission denied; it belongs to root): it is "
+                                     f"the run lock of --model_dir {model_dir} and holds no state; remove it (rm "
+                                     f"{lock}) once no run uses that folder, or run as the user who owns the folder, "
+                                     "then run the same command again\n")

@@ -28,8 +28,11 @@ True
 import contextlib
 import errno
 import os
+import shlex
 import socket
 import time
+
+from keras_bert_impl.checkpoints.atomic_files import OutputWriteError
 
 try:
     import fcntl
@@ -53,6 +56,34 @@ def _holder(fd):
     return text or "a process that has not yet written its pid"
 
 
+def _open_lock_file(path, model_dir):
+    """The lock file's descriptor, and whether it may be written. Another user's lock file (a run started as root,
+    resumed as oneself) is locked read-only, without this run's pid in it (was a bare "[Errno 13] Permission denied:
+    '.../.run.lock'"); one that cannot even be read is one line saying what to do."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644), True
+    except PermissionError:
+        try:
+            return os.open(path, os.O_RDONLY), False
+        except OSError:
+            pass
+    owner = _owner(path)
+    raise OutputWriteError(
+        errno.EACCES, f"{path} cannot be opened (permission denied{owner}): it is the run lock of --model_dir "
+        f"{model_dir} and holds no state; remove it (rm {shlex.quote(path)}) once no run uses that folder, or run as "
+        "the user who owns the folder, then run the same command again", path) from None
+
+
+def _owner(path):
+    """`; it belongs to root` (or nothing where the owner is not known)."""
+    try:
+        import pwd
+
+        return f"; it belongs to {pwd.getpwuid(os.stat(path).st_uid).pw_name}"
+    except (ImportError, KeyError, OSError):
+        return ""
+
+
 @contextlib.contextmanager
 def hold_model_dir(model_dir):
     """Holds `model_dir`'s run lock for the `with` block (creating `model_dir` if needed).
@@ -68,7 +99,7 @@ def hold_model_dir(model_dir):
     model_dir = os.fspath(model_dir)
     os.makedirs(model_dir, exist_ok=True)
     path = os.path.join(model_dir, LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd, writable = _open_lock_file(path, model_dir)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -83,7 +114,7 @@ def hold_model_dir(model_dir):
             if error.errno not in _UNSUPPORTED:
                 raise
             locked = False  # a filesystem without locks: run unlocked, as before
-        if locked:
+        if locked and writable:
             started = time.strftime("%Y-%m-%d %H:%M:%S")
             try:
                 os.ftruncate(fd, 0)
