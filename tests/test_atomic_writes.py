@@ -128,3 +128,24 @@ def test_a_writer_killed_mid_write_leaves_temporaries_that_the_next_write_remove
                              lambda temporary: pathlib.Path(temporary).write_bytes(b"model"))
     atomic_files.atomic_write_json(str(tmp_path / "run_config.json"), {"seed": 0})
     assert sorted(os.listdir(tmp_path)) == sorted(kept + ["export", "model.keras", "run_config.json"])
+
+
+def test_a_previous_folder_that_cannot_be_removed_is_named_once_the_new_one_is_in_place(tmp_path, capsys, monkeypatch):
+    # Session 56's storage audit: a resumed run's export over another user's files left `.export....old/` behind,
+    # silently. The new folder is in place; the old one is named, to remove by hand.
+    from keras_bert_impl.checkpoints import atomic_files
+
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "config.json").write_text("old")
+
+    def refused(path):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(atomic_files.shutil, "rmtree", refused)
+    with atomic_files.atomic_directory(tmp_path / "export", replaceable_files=["config.json"]) as folder:
+        (pathlib.Path(folder) / "config.json").write_text("new")
+    assert (tmp_path / "export" / "config.json").read_text() == "new"
+    [old] = [name for name in os.listdir(tmp_path) if name.endswith(".old")]
+    assert capsys.readouterr().err == (f"warning: {tmp_path / 'export'} is written; its previous contents, moved "
+                                       f"aside to {tmp_path / old}, could not be removed (Permission denied): remove "
+                                       "that folder by hand\n")

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 
 
@@ -266,6 +267,16 @@ def atomic_write_json(path, obj):
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+def _remove_moved_aside(old, target):
+    """Removes the previous `target`, moved aside to `old`; one that may not be removed (another user's files) is
+    named, as the new one is in place (it was left behind silently)."""
+    try:
+        shutil.rmtree(old)
+    except OSError as error:
+        print(f"warning: {target} is written; its previous contents, moved aside to {old}, could not be removed "
+              f"({error.strerror or error}): remove that folder by hand", file=sys.stderr)
+
+
 @contextlib.contextmanager
 def atomic_directory(target, replaceable_files=()):
     """Yields a temporary directory that becomes `target` when the block succeeds.
@@ -312,7 +323,7 @@ def atomic_directory(target, replaceable_files=()):
             os.rmdir(old)
             os.replace(target, old)
             os.replace(temp_dir, target)
-            shutil.rmtree(old, ignore_errors=True)
+            _remove_moved_aside(old, target)
         else:
             os.replace(temp_dir, target)
     except BaseException:
