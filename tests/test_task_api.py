@@ -1042,9 +1042,6 @@ def test_softmax_activation_gives_probabilities_and_trains_like_logits(shared_da
     (lambda c, r: c.fit(np.zeros((2, 8), "int32"), [0, 1], verbose=0),
      "BertClassifier.fit takes raw text or a dict of the features {token_ids, segment_ids, padding_mask}; got an "
      "array of shape (2, 8): put it in the dict as token_ids, with its segment_ids, padding_mask."),
-    (lambda c, r: c.predict(__import__("tensorflow").constant(["a fine film", "dull"]), verbose=0),
-     "BertClassifier.predict takes raw text or a dict of the features {token_ids, segment_ids, padding_mask}; got a "
-     "string tensor of shape (2,): pass the texts as a list of strings (or a tf.data.Dataset of them)."),
 ])
 def test_fit_argument_errors_on_raw_strings_are_one_line(call, message):
     classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
@@ -1533,6 +1530,26 @@ def test_numpy_arrays_of_text_read_as_their_lists_and_a_0d_array_as_its_one_stri
     pretrainer = BertPretrainer(_tiny_backbone(), nsp=False, preprocessor=(
         keras_bert_impl.BertPretrainerPreprocessor.from_preset(PRESET, sequence_length=16)))
     assert len(pretrainer.fill_mask(np.array("Paris is the [MASK] of France."), top_k=2)) == 2
+
+
+def test_tensorflow_string_tensors_read_as_their_texts():
+    # keras-hub's habit, `classifier.predict(tf.constant([...]))`, was refused: "got a string tensor of shape (2,):
+    # pass the texts as a list of strings". Its strings are UTF-8 bytes, read as the texts themselves.
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
+    texts = ["I loved it", "a café in Zürich, 東京"]
+    expected = classifier.predict(texts, verbose=0)
+    np.testing.assert_allclose(classifier.predict(tf.constant(texts), verbose=0), expected, atol=1e-6)
+    np.testing.assert_allclose(classifier.predict(tf.constant(texts[1]), verbose=0), expected[1:], atol=1e-6)
+    pairs = (tf.constant(texts), tf.constant(texts[::-1]))
+    np.testing.assert_allclose(classifier.predict(pairs, verbose=0),
+                               classifier.predict((texts, texts[::-1]), verbose=0), atol=1e-6)
+    history = classifier.fit(tf.constant(texts), tf.constant([1, 0]), verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    embedder = BertTextEmbedder(_tiny_backbone(), preprocessor=_preprocessor())
+    np.testing.assert_allclose(embedder.encode(tf.constant(texts)), embedder.encode(texts), atol=1e-6)
 
 
 def test_a_generator_or_pydataset_of_raw_text_is_one_line_on_every_backend():

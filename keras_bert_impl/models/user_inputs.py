@@ -37,18 +37,28 @@ def joined_processes():
 
 
 def numpy_text_as_lists(x):
-    """A NumPy array of strings (or, dtype object, of word lists) -> the Python list every preprocessor reads (a 0-d
-    array: its one string, not its characters), also as a part of an `(a, b)` tuple; anything else as it is.
+    """A NumPy array of strings (or, dtype object, of word lists) or a TensorFlow string tensor (keras-hub's
+    `predict(tf.constant([...]))`) -> the Python list every preprocessor reads (a 0-d one: its one string, not its
+    characters), also as a part of an `(a, b)` tuple; anything else as it is.
 
     Example:
     >>> numpy_text_as_lists(np.array("I loved it")), numpy_text_as_lists((np.array(["a"]), np.array(["b"])))
     ('I loved it', (['a'], ['b']))
     """
+    if _is_string_tensor(x):
+        x = x.numpy()  # (bytes, or an array of them: UTF-8, as the preprocessors read them)
     if isinstance(x, np.ndarray) and x.dtype.kind in ("U", "S", "O"):
         return x.tolist()
-    if isinstance(x, tuple) and any(isinstance(part, np.ndarray) and part.dtype.kind in ("U", "S", "O") for part in x):
+    if isinstance(x, tuple) and any(_is_string_tensor(part) or (isinstance(part, np.ndarray) and part.dtype.kind
+                                                                in ("U", "S", "O")) for part in x):
         return tuple(numpy_text_as_lists(part) for part in x)
     return x
+
+
+def _is_string_tensor(x):
+    """Whether `x` is an eager TensorFlow tensor of strings (recognised without importing TensorFlow)."""
+    return (type(x).__module__.startswith("tensorflow") and getattr(getattr(x, "dtype", None), "name", None) == "string"
+            and hasattr(x, "numpy"))
 
 
 def progress_verbosity(verbose, stream=None):
