@@ -86,14 +86,24 @@ def test_a_regression_checkpoint_is_a_one_score_classifier(tmp_path, minilm_dir,
 
 
 @pytest.mark.slow
-def test_a_token_classification_checkpoint_gives_transformers_logits(tmp_path, minilm_dir, lines):
+def test_a_token_classification_checkpoint_gives_transformers_logits(tmp_path, minilm_dir, lines, caplog):
     import torch
     import transformers
     from tokenizers import Tokenizer
 
     directory = tmp_path / "ner"
     reference = save_fine_tuned(directory, minilm_dir, "BertForTokenClassification", CONLL_TAGS)
-    tagger = BertTokenClassifier.from_preset(str(directory))
+    with caplog.at_level("WARNING"):
+        tagger = BertTokenClassifier.from_preset(str(directory))
+    # transformers saves a token classifier without a pooler, which a tagger never reads: nothing to warn of (it
+    # warned "has no pooler (..., a BertForMaskedLM save)"). A classifier built on it reads it, and is told, once.
+    ours = lambda: [r.getMessage() for r in caplog.records if r.name.startswith("keras_bert_impl")]  # noqa: E731
+    assert not [message for message in ours() if "pooler" in message]
+    BertClassifier(tagger.backbone, num_classes=2)
+    BertClassifier(tagger.backbone, num_classes=3)
+    assert [message for message in ours() if "pooler" in message] == [
+        "The backbone's checkpoint has no pooler (pooler.dense.*): the pooled [CLS] output that this head reads "
+        "starts from a new pooler, which training trains (as transformers does)."]
     assert tagger.heads_loaded == ["classifier"] and tagger.label_names == CONLL_TAGS
     tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
     tokenizer.no_padding()
@@ -123,7 +133,12 @@ def test_a_token_classification_checkpoint_gives_transformers_logits(tmp_path, m
         assert all(e["text"] == text[e["start"]:e["end"]] for e in ours_found)
     # And back: our export is a BertForTokenClassification with the same logits and tag names.
     tagger.save_huggingface(tmp_path / "exported")
-    exported = transformers.AutoModelForTokenClassification.from_pretrained(str(tmp_path / "exported")).eval()
+    # Without the pooler, as transformers writes it: nothing unexpected or missing (transformers listed the pooler's
+    # two tensors as unexpected).
+    exported, loading = transformers.AutoModelForTokenClassification.from_pretrained(str(tmp_path / "exported"),
+                                                                                     output_loading_info=True)
+    exported.eval()
+    assert not loading["unexpected_keys"] and not loading["missing_keys"]
     assert exported.config.id2label == dict(enumerate(CONLL_TAGS))
     ids = tokenizer.encode(lines[0]).ids
     with torch.no_grad():
@@ -159,7 +174,10 @@ def test_a_question_answering_checkpoint_gives_transformers_logits(tmp_path, min
     np.testing.assert_allclose(end[context], expected.end_logits[0].numpy()[context], atol=2e-4)
     # And back: our export is a BertForQuestionAnswering with the same logits.
     extractor.save_huggingface(tmp_path / "exported")
-    exported = transformers.AutoModelForQuestionAnswering.from_pretrained(str(tmp_path / "exported")).eval()
+    exported, loading = transformers.AutoModelForQuestionAnswering.from_pretrained(str(tmp_path / "exported"),
+                                                                                   output_loading_info=True)
+    exported.eval()
+    assert not loading["unexpected_keys"] and not loading["missing_keys"]
     with torch.no_grad():
         again = exported(input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
                          token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long))

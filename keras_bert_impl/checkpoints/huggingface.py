@@ -39,6 +39,13 @@ _ACTIVATION_FROM_HF = {
 }
 _ACTIVATION_TO_HF = {"gelu": "gelu", "gelu_approximate": "gelu_pytorch_tanh", "relu": "relu"}
 
+# Why a backbone's pooler was left at its new initialisation (`LoadReport.left_new`), as `use_pooler` reads it.
+NO_POOLER = ("the checkpoint has no pooler (as transformers saves BertForMaskedLM, BertForTokenClassification and "
+             "BertForQuestionAnswering); it is used by the pooled output (classifiers, next-sentence prediction), "
+             "which fine-tuning trains from this new initialisation")
+# The transformers classes built without a pooler (`add_pooling_layer=False`): their exports leave it out, or
+# `from_pretrained` lists its tensors as unexpected.
+_WITHOUT_POOLER = ("BertForMaskedLM", "BertForTokenClassification", "BertForQuestionAnswering")
 _SAVED_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 
 
@@ -374,15 +381,12 @@ def load_weights(backbone, directory, allow_pytorch_pickle=None):
         original[normalised] = name
     targets, left_new = hf_weight_targets(backbone), {}
     if not any(name.startswith("pooler.") for name in original):
-        # transformers' BertForMaskedLM (what run_mlm.py saves) has no pooler: load the rest, as transformers does.
+        # transformers' BertForMaskedLM, BertForTokenClassification and BertForQuestionAnswering have no pooler:
+        # load the rest, as transformers does. The heads that read the pooler say so when they are built on it
+        # (`head_building.use_pooler`); the others never read it.
         targets = [target for target in targets if not target.names[0].startswith("pooler.")]
-        left_new = {
-            variable.path: "the checkpoint has no pooler (a BertForMaskedLM save); it is used by the pooled output "
-            "(classifiers, next-sentence prediction), which fine-tuning trains from this new initialisation"
-            for variable in (backbone.pooled_dense.kernel, backbone.pooled_dense.bias)
-        }
-        logger.warning("%s has no pooler (pooler.dense.*, a BertForMaskedLM save): the pooler keeps its new "
-                       "initialisation.", reader.description)
+        left_new = {variable.path: NO_POOLER for variable in (backbone.pooled_dense.kernel, backbone.pooled_dense.bias)}
+        logger.info("%s has no pooler (pooler.dense.*): the pooler keeps its new initialisation.", reader.description)
     report = assign_weights(
         targets,
         {n: reader.shapes[o] for n, o in original.items()},
@@ -446,6 +450,8 @@ def save_huggingface(backbone, directory, vocabulary=None, lowercase=None, head=
             tensors.update(export_tensors([transposed_target(head["dense"].kernel, f"{head['prefix']}.weight"),
                                            identity_target(head["dense"].bias, f"{head['prefix']}.bias")]))
         config["architectures"] = [head["architecture"]]
+        if head["architecture"] in _WITHOUT_POOLER:
+            tensors = {name: value for name, value in tensors.items() if not name.startswith("pooler.")}
         if head.get("prefix") == "classifier":
             labels = head.get("labels") or [f"LABEL_{i}" for i in range(int(head["dense"].kernel.shape[-1]))]
             config["id2label"] = {str(i): name for i, name in enumerate(labels)}

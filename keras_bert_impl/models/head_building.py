@@ -31,6 +31,7 @@ ValueError: `dropout` must be a number in [0, 1), got 1.0.
 """
 
 import collections.abc
+import logging
 import numbers
 
 import keras
@@ -143,6 +144,20 @@ def use_pooler(backbone):
     if getattr(pooler, "frozen_as_unused", False) and backbone.trainable:
         pooler.trainable = True
         pooler.frozen_as_unused = False
+    _warn_of_a_new_pooler(backbone)
+
+
+def _warn_of_a_new_pooler(backbone):
+    """Warns, once per backbone, that a head reading the pooler starts from a new one: the backbone's checkpoint had
+    none (`backbone.load_report.left_new`: a transformers `BertForMaskedLM`, `BertForTokenClassification` or
+    `BertForQuestionAnswering`). The checkpoint's loader warned on every load before, a tagger's and a span
+    extractor's too, which never read the pooler."""
+    left_new = getattr(getattr(backbone, "load_report", None), "left_new", None) or {}
+    if backbone.pooled_dense.kernel.path in left_new and not getattr(backbone, "new_pooler_warned", False):
+        backbone.new_pooler_warned = True
+        logging.getLogger(__name__).warning(
+            "The backbone's checkpoint has no pooler (pooler.dense.*): the pooled [CLS] output that this head reads "
+            "starts from a new pooler, which training trains (as transformers does).")
 
 
 def is_packable(backbone):
