@@ -626,6 +626,58 @@ def test_a_run_stopped_before_its_best_weights_file_resumes_with_the_best_weight
         np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
 
 
+def test_a_best_weights_file_cut_short_or_removed_before_the_resume(sst2_dev, tmp_path, capsys):
+    """The best epoch (1) is older than the checkpoint (2). Its weights file cut short (a copy that stopped half-way)
+    was h5py's "Unable to synchronously open file (truncated file: ...)", naming no file; now one line that says what
+    it holds and what to do. Removed, the run ended with epoch 1's scores as its best but epoch 3's weights; now it
+    warns, and keeps the best of epochs 2 and 3: their weights, their scores, and a file of them."""
+    import shutil
+
+    sentences, labels = sst2_dev
+    ids = _word_ids(sentences[:128])
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def run(model_dir, scores, callbacks=()):
+        setup_finetuning(seed=0)
+        train = pad_to_boundaries(_examples(ids, labels[:128]), [64], 32)
+        model = _bag_of_words_model()
+        result = finetune(model, train, epochs=3, learning_rate=1e-2, loss=loss, eval_fn=lambda m: {"score": scores.pop(0)},
+                          model_dir=str(model_dir), verbose=0, callbacks=list(callbacks))
+        return model, result
+
+    model_dir = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run(model_dir, [0.9, 0.5], [StopAfterEpoch(2)])
+    best = model_dir / "best.weights.h5"
+    shutil.copy(best, tmp_path / "whole.weights.h5")
+    best.write_bytes(best.read_bytes()[:3000])
+    with pytest.raises(ValueError) as error:
+        run(model_dir, [0.7])
+    assert str(error.value).startswith(f"{best} cannot be read (Unable to synchronously open file (truncated file: ")
+    assert str(error.value).endswith(
+        "): it holds the weights of epoch 1, the best so far (score 0.9); put it back from a copy, or remove it (rm "
+        f"{best}) and run the same command again, which then keeps the best of epochs 2 to the last")
+
+    best.unlink()
+    capsys.readouterr()
+    model, result = run(model_dir, [0.7])
+    assert f"warning: {best} is gone; it held the weights of epoch 1, the best so far (score 0.9): this run keeps the " \
+           "best of epochs 2 to the last\n" in capsys.readouterr().err
+    assert (result.best_epoch, result.best_metrics["score"]) == (3, 0.7)
+    from_file = _bag_of_words_model()
+    from_file.load_weights(str(best))
+    for a, b in zip(model.get_weights(), from_file.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+
+    # Epoch 2 (0.5) is the best of the rest when epoch 3 scores lower: the weights the checkpoint held.
+    shutil.rmtree(model_dir)
+    with pytest.raises(KeyboardInterrupt):
+        run(model_dir, [0.9, 0.5], [StopAfterEpoch(2)])
+    best.unlink()
+    model, result = run(model_dir, [0.2])
+    assert (result.best_epoch, result.best_metrics["score"]) == (2, 0.5)
+
+
 def test_a_diverged_epoch_ends_the_run_in_one_line_and_is_not_saved(sst2_dev, tmp_path):
     """Before: a loss of nan (e.g. --learning_rate inf) trained on, and the recipe saved the nan weights as its
     result with exit status 0."""

@@ -426,6 +426,7 @@ def finetune(
                             initial_epoch=epochs_done,
                             steps_per_epoch=fit_steps_per_epoch,
                             validation_data=validation_ds,
+                            shuffle=not type(train_ds).__module__.startswith("tensorflow"),  # (Keras warned: ignored)
                             callbacks=with_interrupt_check(all_callbacks, noting),
                             verbose=verbose,
                         )).history

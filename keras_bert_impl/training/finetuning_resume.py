@@ -33,6 +33,7 @@ Example:
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import sys
 
@@ -172,13 +173,19 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
     best = state["best"]
     best_is_last = best["epoch"] == state["step"]  # the checkpoint holds the best weights themselves
     best_weights_file = best_weights_file or tracker.weights_path
-    if best["epoch"] is not None and not best_is_last and best_weights_file and os.path.exists(best_weights_file):
+    best_is_lost = False
+    if best["epoch"] is not None and not best_is_last and best_weights_file:
         # First, so that the checkpoint's restore comes last (an older run's file holds its optimizer's state too).
-        load_weights_without_optimizer(model, best_weights_file)
-        tracker.best_weights = model.get_weights()
+        best_is_lost = not _read_best_weights(model, best_weights_file, best, state["step"])
+        tracker.best_weights = None if best_is_lost else model.get_weights()
     state = manager.restore(path, model, model.optimizer)
     tracker.best_value, tracker.best_epoch, tracker.best_metrics = best["value"], best["epoch"], best["metrics"]
-    if best_is_last:  # (its weights file may not have been written before the run stopped)
+    if best_is_lost:  # the best of the epochs whose weights are here: from the checkpoint's on
+        tracker.best_epoch = state["step"]
+        tracker.best_metrics = {key: values[-1] for key, values in state["history"].items() if values}
+        tracker.best_value = tracker.best_metrics.get(best["monitor"], best["value"])
+        best = dict(best, epochs_without_improvement=0)
+    if best_is_last or best_is_lost:  # (its weights file may not have been written before the run stopped)
         tracker.best_weights = model.get_weights()
         if tracker.weights_path:
             save_weights_atomically(model, tracker.weights_path)
@@ -188,6 +195,25 @@ def resume_from_latest(manager, model, settings, tracker, timer, best_weights_fi
     timer.epoch_seconds = list(state["epoch_seconds"])
     print(f"Resuming from {path}: {state['step']} epoch(s) done", file=sys.stderr)
     return state["step"], state["history"], state
+
+
+def _read_best_weights(model, path, best, epochs_done):
+    """Loads the best epoch's weights file into `model`; False where it is gone (removed: the run warns, and keeps
+    the best of the epochs from its checkpoint's on). One that cannot be read is one line: before, h5py's "Unable
+    to synchronously open file (truncated file: ...)", naming no file; a removed one ended the run with the best
+    epoch's scores but the last epoch's weights."""
+    what = f"the weights of epoch {best['epoch']}, the best so far ({best['monitor']} {best['value']:.4g})"
+    if not os.path.exists(path):
+        print(f"warning: {path} is gone; it held {what}: this run keeps the best of epochs {epochs_done} to the "
+              "last", file=sys.stderr)
+        return False
+    try:
+        load_weights_without_optimizer(model, path)
+    except Exception as error:  # (h5py's OSError, Keras's ValueError of a file of another model)
+        raise ValueError(f"{path} cannot be read ({' '.join(str(error).split())}): it holds {what}; put it back "
+                         f"from a copy, or remove it (rm {shlex.quote(path)}) and run the same command again, which "
+                         f"then keeps the best of epochs {epochs_done} to the last") from None
+    return True
 
 
 # How many runs of this process have written their outputs and gone on to remove their checkpoints
