@@ -245,11 +245,12 @@ def _tidy_up_before_exit():
 
 
 def _remove_private_folders():
-    """Removes the temporary folders of a process > 0 of a job of several (`finetuning.remove_private_directories`)
-    before it leaves with `os._exit`, which runs no exit handler; nothing where fine-tuning was never imported."""
-    finetuning = sys.modules.get("keras_bert_impl.training.finetuning")
-    if finetuning is not None:
-        finetuning.remove_private_directories()
+    """Removes the temporary folders of a process > 0 of a job of several
+    (`finetuning_processes.remove_private_directories`) before it leaves with `os._exit`, which runs no exit handler;
+    nothing where fine-tuning was never imported."""
+    processes = sys.modules.get("keras_bert_impl.training.finetuning_processes")
+    if processes is not None:
+        processes.remove_private_directories()
 
 
 def leave(line, status):

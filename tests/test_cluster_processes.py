@@ -15,7 +15,8 @@ from test_distributed_training import _free_ports
 
 from keras_bert_impl.tasks.classification.run import ClassificationConfig
 from keras_bert_impl.training import torch_processes
-from keras_bert_impl.training.finetuning import config_of_this_process, finetune
+from keras_bert_impl.training.finetuning import finetune
+from keras_bert_impl.training.finetuning_processes import config_of_this_process
 from keras_bert_impl.training.jax_processes import initialize_jax_processes, per_process_batch_size
 from keras_bert_impl.training.pretraining_errors import LostProcessError
 from keras_bert_impl.training.strategy import (

@@ -470,7 +470,7 @@ def test_two_processes_fine_tune_like_one_process_with_one_writer_also_after_a_k
     assert results[0]["best_weights_path"] == str(model_dir / "best.weights.h5")
     assert results[1]["best_weights_path"] is None  # process 0 alone writes files
     assert sorted(temporary.glob("keras_bert_impl_process*")) == private_folders  # the finished run's is gone
-    assert sorted(os.listdir(model_dir)) == ["best.weights.h5"]  # the finished run removed its checkpoints
+    assert sorted(os.listdir(model_dir)) == [".run.lock", "best.weights.h5"]  # the finished run removed its checkpoints
     assert results[0]["history"]["accuracy"][:1] == results[0]["single_history"]["accuracy"][:1]  # epoch 1, resumed
 
 
@@ -530,7 +530,7 @@ def test_glue_recipe_fine_tunes_across_two_processes_with_one_writer(backend, tm
     assert lines[0]["submission_files"] == [str(model_dir / "submission" / "RTE.tsv")]
     private = os.path.dirname(os.path.dirname(lines[1]["submission_files"][0]))
     assert not private.startswith(str(model_dir)) and not os.path.exists(private)
-    assert sorted(os.listdir(model_dir)) == ["best.weights.h5", "dev_results.json", "logs", "model.keras",
+    assert sorted(os.listdir(model_dir)) == [".run.lock", "best.weights.h5", "dev_results.json", "logs", "model.keras",
                                             "submission"]
     results = json.loads((model_dir / "dev_results.json").read_text())
     assert results["best"]["accuracy"] == lines[0]["accuracy"] and results["config"]["strategy"] == "multiworker"
@@ -558,7 +558,7 @@ def test_classifier_recipe_fine_tunes_your_table_across_two_processes_with_one_w
     if backend == "torch":  # each process's progress line shows its own rows' loss and accuracy: a real split
         progress = [(tmp_path / f"{index}.out").read_text().splitlines()[0] for index in range(2)]
         assert "loss: " in progress[0] and progress[0] != progress[1]
-    assert sorted(os.listdir(model_dir)) == ["best.weights.h5", "dev_results.json", "logs", "model.keras",
+    assert sorted(os.listdir(model_dir)) == [".run.lock", "best.weights.h5", "dev_results.json", "logs", "model.keras",
                                              "test_predictions.tsv"]  # (best.weights.h5: the best epoch's)
     results = json.loads((model_dir / "dev_results.json").read_text())
     assert results["accuracy"] == lines[0]["accuracy"] and results["strategy"] == "multiworker"

@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 
+import keras_bert_impl
 from keras_bert_impl import BertBackbone, BertClassifier, BertPretrainer, BertSpanExtractor, BertTokenClassifier
 
 pytestmark = pytest.mark.multibackend
@@ -60,6 +61,39 @@ def test_keras_hub_preset_directory(tmp_path):
     reference = backbone(features)["sequence_output"]
     np.testing.assert_allclose(keras.ops.convert_to_numpy(ours), keras.ops.convert_to_numpy(reference), atol=1e-5)
     assert classifier.predict(["i loved it", "john lives in paris ."], verbose=0).shape == (2, 3)
+
+
+def test_a_keras_hub_classifier_preset_loads_with_its_trained_head(tmp_path):
+    # From the keras-hub habits audit: keras-hub's `BertTextClassifier.save_to_preset(d)` then ours
+    # `BertClassifier.from_preset(d)` said "load it with BertTextClassifier.from_preset", our own name for the same
+    # class (a circle); with num_classes=2 it loaded a new head silently, 0.019 off keras-hub's predictions.
+    keras_hub = pytest.importorskip("keras_hub")
+    vocabulary = _tiny_vocabulary()
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocabulary)
+    backbone = keras_hub.models.BertBackbone(vocabulary_size=len(vocabulary), num_layers=1, num_heads=2,
+                                             hidden_dim=8, intermediate_dim=16, max_sequence_length=32)
+    preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=16)
+    theirs = keras_hub.models.BertTextClassifier(backbone, num_classes=3, preprocessor=preprocessor,
+                                                 activation="softmax")
+    dense = theirs.output_dense
+    dense.kernel.assign(np.random.RandomState(0).normal(size=dense.kernel.shape).astype("float32"))
+    dense.bias.assign(np.array([0.5, -0.5, 0.25], "float32"))
+    directory = tmp_path / "keras_hub_classifier"
+    theirs.save_to_preset(str(directory))
+    texts = ["i loved it", "john lives in paris ."]
+    expected = keras.ops.convert_to_numpy(theirs.predict(texts, verbose=0))
+
+    for cls in (BertClassifier, keras_bert_impl.BertTextClassifier):
+        ours = cls.from_preset(str(directory))
+        assert ours.heads_loaded == ["classifier"] and ours.num_classes == 3 and ours.activation == "softmax"
+        np.testing.assert_allclose(ours.predict(texts, verbose=0), expected, atol=1e-5)
+    assert BertClassifier.from_preset(str(directory), num_classes=3).heads_loaded == ["classifier"]
+    other = BertClassifier.from_preset(str(directory), num_classes=2)  # other classes: a new head on its backbone
+    assert other.heads_loaded == [] and other.predict(texts, verbose=0).shape == (2, 2)
+    with pytest.raises(ValueError) as error:  # another task: says which of ours holds it
+        BertTokenClassifier.from_preset(str(directory))
+    assert "holds keras-hub's BertTextClassifier, saved by save_to_preset: load it with BertClassifier.from_preset" \
+        in str(error.value)
 
 
 def test_own_preset_directory(tmp_path, minilm_dir):

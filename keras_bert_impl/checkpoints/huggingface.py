@@ -197,7 +197,7 @@ def read_task_head_config(directory, architectures):
 
     Returns:
         None (another architecture, or none named), or `{"architecture": name, "labels": [label names in id order
-        (`id2label`)], "regression": bool, "multi_label": bool}` (regression: `problem_type` "regression", or one
+        (`id2label`)], "num_classes": their count, "regression": bool, "multi_label": bool}` (regression: `problem_type` "regression", or one
         label; multi-label: `problem_type` "multi_label_classification").
     """
     path = os.path.join(os.fspath(directory), "config.json")
@@ -216,7 +216,7 @@ def read_task_head_config(directory, architectures):
         raise ValueError(f"{path}: id2label must map label ids to names, got {id2label!r} ({e}).") from None
     if not labels:
         labels = [f"LABEL_{i}" for i in range(int(config.get("num_labels", 2)))]
-    return {"architecture": named[0], "labels": labels,
+    return {"architecture": named[0], "labels": labels, "num_classes": len(labels),
             "regression": config.get("problem_type") == "regression" or len(labels) == 1,
             "multi_label": config.get("problem_type") == "multi_label_classification"}
 

@@ -18,7 +18,12 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.weight_mapping import WeightTarget, assign_weights, identity_target
+from keras_bert_impl.checkpoints.weight_mapping import (
+    WeightTarget,
+    assign_present_heads,
+    assign_weights,
+    identity_target,
+)
 
 _ARCHITECTURE_KEYS = (
     "vocabulary_size",
@@ -168,6 +173,67 @@ def load_weights(backbone, location):
         ImportError: keras-hub is not installed (the message says what to install).
     """
     return copy_from_keras_hub_backbone(backbone, _load_keras_hub_backbone(location), source=str(location))
+
+
+# keras-hub's classifier task (and keras-nlp's older names), saved by its `save_to_preset`: one `Dense` on the
+# pooler's output, as ours with pooling="pooled" and transformers' BertForSequenceClassification.
+_CLASSIFIER_TASKS = ("keras_hub>BertTextClassifier", "keras_hub>BertClassifier", "keras_nlp>BertClassifier",
+                     "keras_nlp>BertTextClassifier")
+
+
+def read_task_head_config(location, architectures):
+    """The classifier head of a keras-hub `BertTextClassifier` preset (its `task.json`), as
+    `huggingface.read_task_head_config` gives a transformers one, when `architectures` names
+    `BertForSequenceClassification` (our `BertClassifier`); None otherwise.
+
+    Returns:
+        None, or `{"architecture": "BertForSequenceClassification", "labels": None (keras-hub names no classes),
+        "num_classes": n, "regression": n == 1, "multi_label": False, "activation": ..., "dropout": ...}`.
+    """
+    if "BertForSequenceClassification" not in architectures or not os.path.isdir(location):
+        return None
+    try:
+        with open(os.path.join(location, "task.json"), encoding="utf-8") as f:
+            task = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(task, dict) or task.get("registered_name") not in _CLASSIFIER_TASKS:
+        return None
+    config = task.get("config") or {}
+    num_classes = int(config.get("num_classes", 2))
+    head = {"architecture": "BertForSequenceClassification", "labels": None, "num_classes": num_classes,
+            "regression": num_classes == 1, "multi_label": False}
+    if config.get("activation") not in (None, "linear"):
+        head["activation"] = config["activation"]
+    if "dropout" in config:
+        head["dropout"] = config["dropout"]
+    return head
+
+
+def load_task_head(location, dense, prefix):
+    """Loads a keras-hub `BertTextClassifier` preset's head (`task.weights.h5`: the one `Dense` beside its backbone,
+    `layers/dense/vars/0` and `1`) into `dense`.
+
+    Returns:
+        `(LoadReport or None, [prefix] or [])` (`weight_mapping.assign_present_heads`): nothing where the file holds
+        no such layer.
+    """
+    import h5py
+
+    path = os.path.join(location, "task.weights.h5")
+    if not os.path.isfile(path):
+        return None, []
+    with h5py.File(path, "r") as weights:
+        layers = weights.get("layers")
+        names = [name for name in (layers or ()) if name == "dense" or name.startswith("dense_")]
+        if len(names) != 1:
+            return None, []
+        tensors = {f"layers/{names[0]}/vars/{index}": np.asarray(layers[names[0]]["vars"][str(index)])
+                   for index in (0, 1) if str(index) in layers[names[0]]["vars"]}
+    kernel, bias = (f"layers/{names[0]}/vars/{index}" for index in (0, 1))
+    targets = {prefix: [identity_target(dense.kernel, kernel), identity_target(dense.bias, bias)]}
+    return assign_present_heads(targets, {name: value.shape for name, value in tensors.items()}, tensors.__getitem__,
+                                path)
 
 
 def read_tokenizer_assets(location):

@@ -429,25 +429,29 @@ def load_pretraining_heads(preset, masked_lm_head, next_sentence_head=None):
 
 
 def read_task_head_config(preset, architectures):
-    """A Hugging Face checkpoint's fine-tuned task (`huggingface.read_task_head_config`): its architecture, label
-    names and whether it is a regression, when `config.json` names one of `architectures`; None otherwise (and for
-    every other format)."""
+    """A fine-tuned task's head: a Hugging Face checkpoint's (`huggingface.read_task_head_config`: its architecture,
+    label names and whether it is a regression, when `config.json` names one of `architectures`) or a keras-hub
+    classifier preset's (`keras_hub.read_task_head_config`); None otherwise (and for every other format)."""
     resolved = resolve_preset(preset)
-    if resolved.format != HUGGINGFACE:
+    if resolved.format == HUGGINGFACE:
+        from keras_bert_impl.checkpoints.huggingface import read_task_head_config as read
+    elif resolved.format == KERAS_HUB:
+        from keras_bert_impl.checkpoints.keras_hub import read_task_head_config as read
+    else:
         return None
-    from keras_bert_impl.checkpoints.huggingface import read_task_head_config as read
-
     return read(resolved.location, architectures)
 
 
 def load_task_head(preset, dense, prefix):
-    """Loads a Hugging Face checkpoint's task head (`classifier.*`, `qa_outputs.*`) into `dense`:
-    `(LoadReport or None, [heads loaded])`, `(None, [])` for other formats (`huggingface.load_task_head`)."""
+    """Loads the task head that `read_task_head_config` found (`classifier.*`, `qa_outputs.*`; keras-hub's `Dense`)
+    into `dense`: `(LoadReport or None, [heads loaded])`, `(None, [])` for other formats."""
     resolved = resolve_preset(preset)
-    if resolved.format != HUGGINGFACE:
+    if resolved.format == HUGGINGFACE:
+        from keras_bert_impl.checkpoints.huggingface import load_task_head as load
+    elif resolved.format == KERAS_HUB:
+        from keras_bert_impl.checkpoints.keras_hub import load_task_head as load
+    else:
         return None, []
-    from keras_bert_impl.checkpoints.huggingface import load_task_head as load
-
     return load(resolved.location, dense, prefix)
 
 

@@ -224,11 +224,14 @@ class BertClassifier(Task):
     def head_arguments_from_checkpoint(cls, head, kwargs):
         if head.get("multi_label") and "multi_label" not in kwargs:
             kwargs = {"multi_label": True, **kwargs}
-        classes = 1 if head["regression"] else len(head["labels"])
+        # keras-hub's own: its activation ("softmax") and dropout, unless the caller's
+        kwargs = {**{key: head[key] for key in ("activation", "dropout") if key in head}, **kwargs}
+        classes = 1 if head["regression"] else head["num_classes"]
         if kwargs.get("label_names") is not None:  # the caller's names (the checkpoint's classes if as many)
             return {"num_classes": len(kwargs["label_names"]), **kwargs}
         kwargs = {"num_classes": classes, **kwargs}
-        if kwargs["num_classes"] == classes and "label_names" not in kwargs and not head["regression"]:
+        if (kwargs["num_classes"] == classes and "label_names" not in kwargs and not head["regression"]
+                and head["labels"] is not None):
             kwargs["label_names"] = head["labels"]  # the checkpoint's names, unless the caller said none
         return kwargs
 
@@ -240,7 +243,7 @@ class BertClassifier(Task):
 
     def takes_checkpoint_head(self, head):
         # transformers' head reads the pooler's output: a mean-pooling head is another head.
-        return self.pooling == "pooled" and self.num_classes == (1 if head["regression"] else len(head["labels"]))
+        return self.pooling == "pooled" and self.num_classes == (1 if head["regression"] else head["num_classes"])
 
     def head_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout, "label_names": self.label_names,

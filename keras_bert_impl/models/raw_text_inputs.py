@@ -24,6 +24,7 @@ import types
 import warnings
 
 import keras
+import numpy as np
 
 from keras_bert_impl.models.user_inputs import (
     chained, is_dataset, joined_processes, looks_like_text, numpy_text_as_lists,
@@ -67,11 +68,16 @@ class RawTextInputs:
                 f"{positions} positions (max_sequence_length): use sequence_length <= {positions}."
             )
 
-    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None, predicting=False):
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None, predicting=False,
+                     one_batch=False):
         """Raw text -> the preprocessor's batches. Filler rows (one step shape per bucket) when `predicting` (their
-        outputs are dropped) or when the losses and metrics ignore them (`_takes_filler_rows`)."""
+        outputs are dropped) or when the losses and metrics ignore them (`_takes_filler_rows`); `one_batch`: all
+        the rows in one batch, without filler (`_raw_batch`)."""
         self._check_preprocessor()
         options = {} if predicting or self._takes_filler_rows() else {"fixed_batch_size": False}
+        if one_batch:
+            batch_size = 1024
+            options = {"fixed_batch_size": False, "boundaries": [self.preprocessor.sequence_length]}
         return self.preprocessor.make_dataset(
             x, y, sample_weight, batch_size=32 if batch_size is None else batch_size, shuffle=shuffle, seed=seed,
             **options
@@ -240,6 +246,42 @@ class RawTextInputs:
 
     def _count_examples(self, x):
         return self.preprocessor.count_examples(x)
+
+    def _raw_batch(self, x, y=None, sample_weight=None, method="predict_on_batch"):
+        """Raw text given to `train_on_batch`, `test_on_batch` or `predict_on_batch` -> the one batch of NumPy
+        features (and labels, weights) that the preprocessor makes of all of it, as keras-hub's tasks do; other
+        inputs as they are. Before: "called on packed features ..., not raw text" (TensorFlow, PyTorch), a
+        `jax.jit` error on JAX."""
+        x, y, sample_weight = self._read_tables(x, y, sample_weight)
+        if not self._is_raw(x) or is_dataset(x):
+            return x, y, sample_weight
+        if method != "predict_on_batch":
+            self._check_raw_labels(x, y, method)
+        dataset = self._raw_dataset(x, y, sample_weight, predicting=method == "predict_on_batch", one_batch=True)
+        batches = [keras.tree.map_structure(lambda tensor: tensor.numpy(), batch) for batch in dataset]
+        batch = keras.tree.map_structure(lambda *parts: np.concatenate(parts), *batches)  # (one length: one shape)
+        if method == "predict_on_batch" or not isinstance(batch, tuple):
+            features = batch[0] if isinstance(batch, tuple) else batch
+            return features, None, None
+        return (*batch, None)[:3]
+
+    def _check_monitors(self, callbacks):
+        """Refuses, in one line, a callback that watches keras-hub's name of the default accuracy: keras-hub's
+        classifier logs `sparse_categorical_accuracy`, ours `accuracy`. Before: `ModelCheckpoint(save_best_only=True)`
+        warned and kept every epoch, `EarlyStopping` never stopped (or stopped on a `KeyError` after an epoch)."""
+        compiled = getattr(self, "_compile_metrics", None)
+        given = [getattr(compiled, name, None) for name in ("_user_metrics", "_user_weighted_metrics")]
+        names = {getattr(metric, "name", metric) for group in given if group for metric in keras.tree.flatten(group)}
+        for callback in callbacks or ():
+            monitor = getattr(callback, "monitor", None)
+            if not isinstance(monitor, str):
+                continue
+            prefix = "val_" if monitor.startswith("val_") else ""
+            if monitor[len(prefix):] == "sparse_categorical_accuracy" and "sparse_categorical_accuracy" not in names \
+                    and "accuracy" in names:
+                raise ValueError(
+                    f"{type(callback).__name__}(monitor={monitor!r}) watches keras-hub's name of the accuracy, which "
+                    f"this {type(self).__name__} logs as {prefix}accuracy: pass monitor='{prefix}accuracy'.")
 
 
 def _holds_strings(spec):

@@ -336,6 +336,7 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         kwargs["verbose"] = progress_verbosity(kwargs.get("verbose", "auto"))
         self._compile_if_needed()
         self._retrace_if_trainable_changed()
+        self._check_monitors(kwargs.get("callbacks"))
         x, y, sample_weight = self._read_tables(x, y, sample_weight)
         x = self._refuse_raw_text_batches(x, "fit")
         if isinstance(validation_data, tuple):
@@ -363,6 +364,24 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
             super(Task, self).fit, "train_function", x=x, y=y, batch_size=batch_size, epochs=epochs,
             validation_data=validation_data, sample_weight=sample_weight, shuffle=shuffle,
             validation_split=validation_split, class_weight=class_weight, **kwargs))
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        """`keras.Model.train_on_batch`; `x` may also be raw strings (`y` the labels), one batch of them."""
+        self._compile_if_needed()
+        x, y, sample_weight = self._raw_batch(x, y, sample_weight, "train_on_batch")
+        return super().train_on_batch(x, y, sample_weight=sample_weight, class_weight=class_weight,
+                                      return_dict=return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """`keras.Model.test_on_batch`; `x` may also be raw strings (`y` the labels), one batch of them."""
+        self._compile_if_needed()
+        x, y, sample_weight = self._raw_batch(x, y, sample_weight, "test_on_batch")
+        return super().test_on_batch(x, y, sample_weight=sample_weight, return_dict=return_dict)
+
+    def predict_on_batch(self, x):
+        """`keras.Model.predict_on_batch`; `x` may also be raw strings, one batch of them (a span extractor's: one
+        row per window)."""
+        return super().predict_on_batch(self._raw_batch(x)[0])
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; `x` may also be raw strings (`y` the labels)."""

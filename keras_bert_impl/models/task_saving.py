@@ -217,9 +217,11 @@ class TaskSaving:
             model = cls(backbone=backbone, preprocessor=preprocessor, compile_defaults=False, **kwargs)
         except ValueError as error:  # e.g. no `num_classes`, where the directory holds another task's head
             other = saved_task_class(preset)
+            holder, other = (f"keras-hub's {other[1]}", _KERAS_HUB_TASKS[other[1]]) if isinstance(other, tuple) else (
+                f"a {other}", other)
             if other is None or other == cls.__name__:
                 raise
-            raise ValueError(f"{error} ({preset} holds a {other}, saved by save_to_preset: load it with "
+            raise ValueError(f"{error} ({preset} holds {holder}, saved by save_to_preset: load it with "
                              f"{other}.from_preset; {cls.__name__}.from_preset builds a new head on its backbone, "
                              "from this task's own arguments.)") from None
         model.heads_loaded = []
@@ -273,10 +275,21 @@ def read_task_config(preset, cls):
     return saved if saved is not None and saved.get("class_name") == cls.__name__ else None
 
 
+# keras-hub's tasks (keras-nlp's older names too) that one of ours reads: its classifier's head loads
+# (`checkpoints/keras_hub.read_task_head_config`); its masked LM's backbone, with new heads.
+_KERAS_HUB_TASKS = {"BertTextClassifier": "BertClassifier", "BertClassifier": "BertClassifier",
+                    "BertMaskedLM": "BertMaskedLM"}
+
+
 def saved_task_class(preset):
-    """The class name of the task a `save_to_preset` directory holds (`"BertTokenClassifier"`), or None."""
+    """The class name of the task a `save_to_preset` directory holds (`"BertTokenClassifier"`), `("keras-hub",
+    name)` for a keras-hub task that one of ours reads (`_KERAS_HUB_TASKS`), or None."""
     saved = _task_config(preset)
-    return saved.get("class_name") if isinstance(saved, dict) else None
+    if not isinstance(saved, dict):
+        return None
+    if str(saved.get("registered_name")).startswith(("keras_hub>", "keras_nlp>")):
+        return ("keras-hub", saved.get("class_name")) if saved.get("class_name") in _KERAS_HUB_TASKS else None
+    return saved.get("class_name")
 
 
 def copy_variables(source, target):

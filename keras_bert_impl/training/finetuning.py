@@ -52,20 +52,26 @@ Example:
 (True, ['accuracy', 'loss'])
 """
 
-import atexit
 import contextlib
 import dataclasses
 import logging
 import math
 import os
-import shutil
-import tempfile
 
 import keras
 
 from keras_bert_impl.models.failed_calls import run_recoverably
 from keras_bert_impl.models.interrupts import noting_interrupts, with_interrupt_check
 from keras_bert_impl.training.finetuning_callbacks import BestEpochCheckpoint, EpochTimer, FiniteLossCheck
+from keras_bert_impl.training.finetuning_processes import (
+    distribute_to_workers,
+    predicting_everywhere,
+    private_directory,
+    remove_private_directories,
+    tensorflow_worker_index,
+    tensorflow_workers,
+    this_process,
+)
 from keras_bert_impl.training.finetuning_resume import (
     FinetuningCheckpoint,
     checkpoint_manager,
@@ -274,7 +280,7 @@ def finetune(
     group = process_group(strategy)  # several JAX or PyTorch processes, else None
     if strategy is not None:  # a tf.distribute strategy built by the caller: each replica its own dropout masks
         draw_own_masks_on_every_replica()
-    this = _this_process(strategy)  # (index, count, runtime) of a job of several processes, else None
+    this = this_process(strategy)  # (index, count, runtime) of a job of several processes, else None
     writes = this is None or this[0] == 0  # one writer
     if group is not None:
         if not type(train_ds).__module__.startswith("tensorflow"):
@@ -285,12 +291,12 @@ def finetune(
         train_ds = take_rows_of_each_batch(train_ds, group.process_index(), strategy.num_processes)
         validation_ds = group.local_rows(validation_ds, strategy)
         if eval_fn is not None:
-            eval_fn = _predicting_everywhere(eval_fn, group)
+            eval_fn = predicting_everywhere(eval_fn, group)
 
-    workers = _tensorflow_workers(strategy)  # MultiWorkerMirroredStrategy over several workers, else 1
+    workers = tensorflow_workers(strategy)  # MultiWorkerMirroredStrategy over several workers, else 1
     global_batches = train_ds
     if workers > 1:  # each worker's rows; distributed after compiling, below
-        train_ds = take_rows_of_each_batch(global_batches, _tensorflow_worker_index(strategy), workers)
+        train_ds = take_rows_of_each_batch(global_batches, tensorflow_worker_index(strategy), workers)
 
     # A tf.data input is one stream of batches across the epochs, each epoch `steps_per_epoch` of them (a pass of
     # the data unless given). Run to its end instead, Keras's TensorFlow trainer counts one more optimizer iteration
@@ -312,7 +318,7 @@ def finetune(
     # saving creates variables, which all processes of a distribution create together). It is removed when `finetune`
     # returns or raises, not only at exit: a process of several that stops leaves with `os._exit`, which runs no exit
     # handler.
-    private = _private_directory(this[0]) if model_dir and not writes else None
+    private = private_directory(this[0]) if model_dir and not writes else None
     # One run at a time in a model_dir (`run_lock`, as pretraining's): two fine-tuning runs there both trained to the
     # end, each overwriting the other's checkpoints and best weights. The writer holds it until `finetune` returns.
     lock = hold_model_dir(model_dir) if model_dir and writes else contextlib.nullcontext()
@@ -364,7 +370,7 @@ def finetune(
         else:
             _compile()
         if workers > 1:
-            train_ds = _distribute_to_workers(model, train_ds, global_batches, strategy, epochs_to_skip * steps_per_epoch)
+            train_ds = distribute_to_workers(model, train_ds, global_batches, strategy, epochs_to_skip * steps_per_epoch)
         elif is_tf_data and keras.backend.backend() != "tensorflow":
             with strategy.scope() if strategy is not None else contextlib.nullcontext():
                 build_from_element_spec(model, train_ds.element_spec)  # reads no batch of it
@@ -460,123 +466,6 @@ def finetune(
         lock.__exit__(None, None, None)
         if private is not None:
             remove_private_directories(private)
-
-
-def config_of_this_process(config, strategy):
-    """`config` (a task's run config, with `model_dir` and `batch_size`) as this process of the job runs it.
-
-    In one process: `config` itself. With several processes (`--strategy multiworker`:
-    TensorFlow workers, JAX or PyTorch processes), process 0 writes the run's files to `model_dir`, and
-    every other process gets a private temporary `model_dir`, removed when it exits,
-    so that no two processes write the same file while all run the same code (on
-    JAX, saving a model creates variables, which every process of a distribution
-    must do together); and the batch size must split evenly over the processes, as
-    each feeds an equal part of every batch.
-
-    Example:
-    >>> import types
-    >>> from keras_bert_impl.training.strategy import SingleDeviceStrategy
-    >>> config = types.SimpleNamespace(model_dir="/runs/rte", batch_size=32)
-    >>> config_of_this_process(config, SingleDeviceStrategy("cpu")) is config
-    True
-    """
-    this = _this_process(strategy)
-    if this is None:
-        return config
-    index, count, runtime = this
-    if config.batch_size % count:
-        raise ValueError(
-            f"--batch_size={config.batch_size} is not divisible by the {count} {runtime} processes: each "
-            f"process feeds an equal part of every batch (try {max(count, config.batch_size - config.batch_size % count)})"
-        )
-    if index == 0:
-        return config
-    return dataclasses.replace(config, model_dir=_private_directory(index))
-
-
-_private_directories = []  # this process's private folders (`_private_directory`) not yet removed
-
-
-def _private_directory(index):
-    """A new temporary folder for the files of process `index` > 0, removed when it exits (`remove_private_directories`)."""
-    private = tempfile.mkdtemp(prefix=f"keras_bert_impl_process{index}_")
-    _private_directories.append(private)
-    atexit.register(remove_private_directories, private)
-    return private
-
-
-def remove_private_directories(*folders):
-    """Removes `folders` (default: all) of this process's private folders, the files of a process > 0 of a job of
-    several (`config_of_this_process`): at exit, and before a process of several leaves with `os._exit`, which runs
-    no exit handler (`recipes/interruption.leave`). Each is removed once; what is gone already is skipped.
-
-    Example:
-    >>> folder = _private_directory(1)
-    >>> remove_private_directories(folder); os.path.exists(folder)
-    False
-    """
-    for folder in folders or list(_private_directories):
-        if folder in _private_directories:
-            _private_directories.remove(folder)
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _this_process(strategy):
-    """`(index, count, runtime)` of this process in a job of several (JAX, PyTorch, TensorFlow workers), else None."""
-    group = process_group(strategy)
-    if group is not None:
-        return group.process_index(), strategy.num_processes, group.RUNTIME
-    workers = _tensorflow_workers(strategy)
-    if workers > 1:
-        return _tensorflow_worker_index(strategy), workers, "TensorFlow"
-    return None
-
-
-def _tensorflow_workers(strategy):
-    """The number of workers (the chief included) of a TensorFlow `MultiWorkerMirroredStrategy`, else 1."""
-    if strategy is None or keras.backend.backend() != "tensorflow":
-        return 1
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not getattr(resolver, "task_type", None):
-        return 1
-    cluster = resolver.cluster_spec().as_dict()
-    return len(cluster.get("chief", [])) + len(cluster.get("worker", []))
-
-
-def _tensorflow_worker_index(strategy):
-    """This worker's place among all (the chief first): its input pipeline id, 0 for the writer."""
-    resolver = strategy.cluster_resolver
-    has_chief = bool(resolver.cluster_spec().as_dict().get("chief"))
-    return resolver.task_id + (1 if has_chief and resolver.task_type == "worker" else 0)
-
-
-def _distribute_to_workers(model, rows, global_batches, strategy, skip_batches=0):
-    """TensorFlow workers: each feeds its rows of the same global batches (as JAX and PyTorch processes do).
-
-    Builds the compiled `model`'s metrics from this worker's first rows (Keras's own build
-    cannot reduce a dict of per-worker tensors, `multiworker_patches`) and returns the
-    per-worker pipelines as one distributed dataset, each starting `skip_batches` into the
-    stream (a resumed run: the finished epochs' batches).
-    """
-    from keras_bert_impl.training.multiworker_patches import (
-        build_before_distributed_fit,
-        patch_multiworker_metric_reduction,
-    )
-
-    patch_multiworker_metric_reduction()
-    first = next(iter(rows))
-    build_before_distributed_fit(model, strategy, keras.tree.map_structure(lambda t: t.numpy(), first))
-    return strategy.distribute_datasets_from_function(
-        lambda context: take_rows_of_each_batch(global_batches, context.input_pipeline_id,
-                                                context.num_input_pipelines).repeat().skip(skip_batches))
-
-
-def _predicting_everywhere(eval_fn, group):
-    def evaluate(model):
-        with group.predicting_everywhere():
-            return eval_fn(model)
-
-    return evaluate
 
 
 def _count_batches(dataset):

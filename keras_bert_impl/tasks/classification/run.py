@@ -37,7 +37,8 @@ from keras_bert_impl.tasks.starting_point import fine_tuned_config, fine_tuned_m
 from keras_bert_impl.tasks.old_keywords import old_field_names
 from keras_bert_impl.text.classifier_preprocessor import BertClassifierPreprocessor
 from keras_bert_impl.text.tokenizer import BertTokenizer
-from keras_bert_impl.training.finetuning import FinetuneResult, config_of_this_process, finetune, setup_finetuning
+from keras_bert_impl.training.finetuning import FinetuneResult, finetune, setup_finetuning
+from keras_bert_impl.training.finetuning_processes import config_of_this_process
 from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.precision import resolve_mixed_precision
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere

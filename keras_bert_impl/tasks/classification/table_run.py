@@ -22,7 +22,7 @@ scores `validation_file`): no training file, nothing retrained.
 
 With `--strategy multiworker` (TensorFlow workers, `torchrun`, JAX processes)
 every process builds the same batches and trains on its rows of each, and
-process 0 alone writes `model_dir` (`finetuning.config_of_this_process`).
+process 0 alone writes `model_dir` (`finetuning_processes.config_of_this_process`).
 
 Example:
 >>> from keras_bert_impl.tasks.classification.table_run import TableClassificationConfig
@@ -275,7 +275,8 @@ def run(config, inputs=None):
     from keras_bert_impl.checkpoints.atomic_files import atomic_write_json, atomic_write_text, save_model_atomically
     from keras_bert_impl.tasks.classification.evaluation import score_outputs
     from keras_bert_impl.tasks.classification.table_files import label_targets
-    from keras_bert_impl.training.finetuning import config_of_this_process, finetune
+    from keras_bert_impl.training.finetuning import finetune
+    from keras_bert_impl.training.finetuning_processes import config_of_this_process
     from keras_bert_impl.training.finetuning_resume import data_digest
     from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
 

@@ -41,7 +41,8 @@ from keras_bert_impl.tasks.span_qa.reading import (
 )
 from keras_bert_impl.tasks.starting_point import fine_tuned_config, fine_tuned_model, pretrained_backbone
 from keras_bert_impl.text.span_extractor_preprocessor import BertSpanExtractorPreprocessor
-from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
+from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+from keras_bert_impl.training.finetuning_processes import config_of_this_process
 from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.precision import resolve_mixed_precision
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere

@@ -43,7 +43,8 @@ from keras_bert_impl.tasks.tagging.reading import (
     read_conll,
 )
 from keras_bert_impl.text.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.training.finetuning import config_of_this_process, finetune, setup_finetuning
+from keras_bert_impl.training.finetuning import finetune, setup_finetuning
+from keras_bert_impl.training.finetuning_processes import config_of_this_process
 from keras_bert_impl.training.finetuning_resume import data_digest
 from keras_bert_impl.training.precision import resolve_mixed_precision
 from keras_bert_impl.training.strategy import get_strategy, predicting_everywhere
