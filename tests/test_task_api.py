@@ -1552,6 +1552,49 @@ def test_tensorflow_string_tensors_read_as_their_texts():
     np.testing.assert_allclose(embedder.encode(tf.constant(texts)), embedder.encode(texts), atol=1e-6)
 
 
+@pytest.mark.multibackend
+def test_the_on_batch_methods_take_raw_text_as_keras_hub_tasks_do():
+    # keras-hub's tasks preprocess in train_on_batch, test_on_batch and predict_on_batch. Ours said "called on packed
+    # features ..., not raw text" (TensorFlow, PyTorch) or stopped in jax.jit ("Error interpreting argument").
+    keras.utils.set_random_seed(0)
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=16),
+                                label_names=["negative", "positive"])
+    texts = ["a good film", "bad", "a long and dull film with nothing in it"]
+    np.testing.assert_allclose(classifier.predict_on_batch(texts), classifier.predict(texts, verbose=0), atol=1e-5)
+    features = classifier.preprocessor(texts)
+    before = classifier.test_on_batch(features, np.array([1, 0, 0]), return_dict=True)
+    assert classifier.test_on_batch(texts, ["positive", "negative", "negative"], return_dict=True)["loss"] == \
+        pytest.approx(before["loss"], abs=1e-5)
+    logs = classifier.train_on_batch(texts, ["positive", "negative", "negative"], return_dict=True)
+    assert np.isfinite(logs["loss"]) and classifier.test_on_batch(features, np.array([1, 0, 0])) != before["loss"]
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=16)))
+    assert np.isfinite(tagger.train_on_batch([["EU", "rejects"], ["Peter"]], [["B-ORG", "O"], ["B-PER"]],
+                                             return_dict=True)["loss"])
+    assert np.asarray(tagger.predict_on_batch(["John lives in Paris ."])).shape == (1, 16, len(CONLL_TAGS))
+    with pytest.raises(ValueError, match=r"`y` is missing: BertClassifier.train_on_batch on raw text needs"):
+        classifier.train_on_batch(texts)
+
+
+def test_a_callback_watching_keras_hubs_accuracy_name_is_one_line():
+    # keras-hub's classifier logs sparse_categorical_accuracy, ours accuracy: ModelCheckpoint(save_best_only=True) on
+    # keras-hub's name warned and kept every epoch, EarlyStopping never stopped (or failed after an epoch).
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(sequence_length=16))
+    for callback in (keras.callbacks.EarlyStopping(monitor="val_sparse_categorical_accuracy", mode="max"),
+                     keras.callbacks.ModelCheckpoint("/tmp/unused.keras", monitor="sparse_categorical_accuracy")):
+        with pytest.raises(ValueError) as error:
+            classifier.fit(["a", "b"], [0, 1], verbose=0, callbacks=[callback])
+        prefix = "val_" if callback.monitor.startswith("val_") else ""
+        assert str(error.value) == (
+            f"{type(callback).__name__}(monitor={callback.monitor!r}) watches keras-hub's name of the accuracy, which "
+            f"this BertClassifier logs as {prefix}accuracy: pass monitor='{prefix}accuracy'.")
+    # Compiled with keras-hub's metric by name, it logs that name: nothing to refuse.
+    classifier.compile(metrics=["sparse_categorical_accuracy"])
+    history = classifier.fit(["a", "b"], [0, 1], verbose=0, callbacks=[
+        keras.callbacks.EarlyStopping(monitor="sparse_categorical_accuracy", mode="max")])
+    assert "sparse_categorical_accuracy" in history.history
+
+
 def test_a_generator_or_pydataset_of_raw_text_is_one_line_on_every_backend():
     # Before: Keras handed the strings to the model: "Invalid dtype: str..." (PyTorch), "Error interpreting argument
     # ... as an abstract array" (JAX), "the arrays must be at least rank 1" (TensorFlow).

@@ -253,8 +253,8 @@ class RawTextInputs:
         inputs as they are. Before: "called on packed features ..., not raw text" (TensorFlow, PyTorch), a
         `jax.jit` error on JAX."""
         x, y, sample_weight = self._read_tables(x, y, sample_weight)
-        if not self._is_raw(x) or is_dataset(x):
-            return x, y, sample_weight
+        if not self._is_raw(x) or is_dataset(x):  # (the preprocessor's TensorFlow features, as NumPy for JAX)
+            return keras.tree.map_structure(_eager_tensor_as_numpy, (x, y, sample_weight))
         if method != "predict_on_batch":
             self._check_raw_labels(x, y, method)
         dataset = self._raw_dataset(x, y, sample_weight, predicting=method == "predict_on_batch", one_batch=True)
@@ -282,6 +282,13 @@ class RawTextInputs:
                 raise ValueError(
                     f"{type(callback).__name__}(monitor={monitor!r}) watches keras-hub's name of the accuracy, which "
                     f"this {type(self).__name__} logs as {prefix}accuracy: pass monitor='{prefix}accuracy'.")
+
+
+def _eager_tensor_as_numpy(value):
+    """An eager TensorFlow tensor as its NumPy array (recognised without importing TensorFlow); else `value`."""
+    if type(value).__module__.startswith("tensorflow") and hasattr(value, "numpy") and not is_dataset(value):
+        return value.numpy()
+    return value
 
 
 def _holds_strings(spec):
