@@ -450,7 +450,10 @@ def test_labels_by_name_train_exactly_like_class_ids(shared_data):
         (1, None, [0.5, float("nan")], "Example 1: label nan is not a finite number (num_classes=1 is regression)."),
         (1, None, ["5.0", "x3"], "Example 1: label 'x3' is not a number (num_classes=1 is regression)."),
         (1, None, [0.5, None], "Example 1: label None is not a number (num_classes=1 is regression)."),
-        (2, None, [[0, 1], [1, 0]], "`y` must hold one label per example (shape (N,) or (N, 1)), got shape (2, 2)."),
+        # One-hot rows (keras-hub's users' habit, with CategoricalCrossentropy) say so, with the fix.
+        (2, None, [[0, 1], [1, 0]], "`y` must hold one label per example (shape (N,) or (N, 1)), got shape (2, 2). "
+                                    "These are one-hot rows: give their class ids, y.argmax(-1)."),
+        (2, None, [[0, 2], [1, 0]], "`y` must hold one label per example (shape (N,) or (N, 1)), got shape (2, 2)."),
     ],
 )
 def test_a_label_that_is_not_a_class_is_one_line_naming_it(num_classes, label_names, labels, message):

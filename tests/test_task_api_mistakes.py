@@ -131,6 +131,14 @@ def test_classifier_argument_mistakes(classifier, sentences):
     with pytest.raises(ValueError) as error:
         classifier.fit(sentences[0], labels, verbose=0)
     assert str(error.value).endswith("`x` is one example (a single string): give the texts as a list.")
+    # keras-hub refuses a tuple of two strings; ours reads it as one sentence pair, which the message now says (it
+    # said only "`y` must hold one value ... per example (1), got shape (2,)").
+    with pytest.raises(ValueError) as error:
+        classifier.fit(("a fine film", "dull"), [1, 0], verbose=0)
+    assert str(error.value) == (
+        "`y` must hold one value (or one row of values) per example (1), got shape (2,). `x` is one example (a tuple "
+        "of two strings is one sentence pair): give several texts as a list, [text, text], and several pairs as "
+        "(texts_a, texts_b).")
 
 
 def test_a_regression_on_labels_that_are_all_0_or_1_warns(sentences):

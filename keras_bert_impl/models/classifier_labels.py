@@ -29,7 +29,11 @@ def label_ids(labels, num_classes, label_names=None, multi_label=False):
     if values.ndim == 2 and values.shape[1] == 1:  # a column, (N, 1), as Keras's sparse losses take it
         values = values[:, 0]
     if values.ndim != 1:
-        raise ValueError(f"`y` must hold one label per example (shape (N,) or (N, 1)), got shape {values.shape}.")
+        one_hot = (values.ndim == 2 and values.shape[1] == num_classes > 1
+                   and all(set(row) <= {0, 1, 0.0, 1.0} and sum(row) == 1 for row in values.tolist()))
+        hint = " These are one-hot rows: give their class ids, y.argmax(-1)." if one_hot else ""
+        raise ValueError(f"`y` must hold one label per example (shape (N,) or (N, 1)), got shape {values.shape}."
+                         + hint)
     if num_classes == 1:  # regression: numbers, or strings of numbers (a column read from a file); finite
         try:
             with np.errstate(over="ignore", invalid="ignore"):

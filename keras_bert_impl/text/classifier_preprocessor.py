@@ -197,7 +197,10 @@ class BertClassifierPreprocessor(PreprocessingLayer):
         count = len(segments[0])
         if count == 0:
             raise ValueError("No examples: the raw text list is empty.")
-        one_text = isinstance(x, (str, bytes))  # (its message says so: `fit("a text", labels)` is a likely slip)
+        # One example where the labels are several: a single string (`fit("a text", labels)`), or one pair (a tuple
+        # of two strings, `fit(("good", "bad"), [1, 0])`): the message says which, and how to give several texts.
+        one_text = "string" if isinstance(x, (str, bytes)) else "pair" if (
+            isinstance(x, tuple) and len(x) == 2 and all(map(_is_text, x))) else None
         labels = None if y is None else _as_column(y, count, "y", rows=True, one_text=one_text)
         weights = None if sample_weight is None else _as_column(sample_weight, count, "sample_weight", "float32",
                                                                 one_text=one_text)
@@ -289,14 +292,16 @@ class ClassifierPreprocessor(BertClassifierPreprocessor):
     """The earlier name of `BertClassifierPreprocessor`, kept so that models saved under it still load."""
 
 
-def _as_column(values, count, name, dtype=None, rows=False, one_text=False):
+def _as_column(values, count, name, dtype=None, rows=False, one_text=None):
     """`values` as an array of one value (or, with `rows`, one value or one row: multi-hot labels) per example."""
     array = np.asarray(values) if dtype is None else np.asarray(values, dtype=dtype)
     if array.ndim not in ((1, 2) if rows else (1,)) or len(array) != count:
         what = "one value (or one row of values)" if rows else "one value"
-        one_text = one_text and array.ndim >= 1 and len(array) > 1
-        raise ValueError(f"`{name}` must hold {what} per example ({count}), got shape {array.shape}."
-                         + (" `x` is one example (a single string): give the texts as a list." if one_text else ""))
+        hint = {"string": " `x` is one example (a single string): give the texts as a list.",
+                "pair": " `x` is one example (a tuple of two strings is one sentence pair): give several texts as a "
+                        "list, [text, text], and several pairs as (texts_a, texts_b)."}
+        hint = hint[one_text] if one_text and array.ndim >= 1 and len(array) > 1 else ""
+        raise ValueError(f"`{name}` must hold {what} per example ({count}), got shape {array.shape}." + hint)
     return array
 
 
