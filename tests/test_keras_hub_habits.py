@@ -136,6 +136,33 @@ def test_the_masked_lm_preprocessor_in_a_tf_data_map_is_one_line():
         "batch_size=...), which masks every batch anew, or to BertPretrainer.fit(texts).")
 
 
+def test_the_masked_lm_preprocessor_takes_keras_hubs_masking_arguments():
+    # keras-hub's BertMaskedLMPreprocessor(tokenizer, mask_selection_rate=..., mask_selection_length=...,
+    # mask_token_rate=..., random_token_rate=...) stopped on Keras's "Unrecognized keyword arguments".
+    tokenizer = keras_bert_impl.BertTokenizer.from_preset(PRESET)
+    preprocessor = keras_bert_impl.BertMaskedLMPreprocessor(
+        tokenizer, sequence_length=32, mask_selection_rate=0.3, mask_selection_length=8, mask_token_rate=1.0,
+        random_token_rate=0.0)
+    assert (preprocessor.masking_rate, preprocessor.max_predictions_per_seq) == (0.3, 8)
+    x, _, weights = preprocessor(["The quick brown fox jumps over the lazy dog and runs into the dark forest."])
+    chosen = np.asarray(x["mask_positions"])[np.asarray(weights["mlm"]) > 0]
+    assert len(chosen) > 0 and (np.asarray(x["token_ids"])[0, chosen] == tokenizer.mask_token_id).all()  # all [MASK]
+    again = keras_bert_impl.BertMaskedLMPreprocessor.from_config(preprocessor.get_config())
+    assert (again.masking_rate, again.mask_token_rate, again.random_token_rate) == (0.3, 1.0, 0.0)
+    assert keras_bert_impl.BertMaskedLM.from_preset(PRESET, mask_selection_rate=0.2).preprocessor.masking_rate == 0.2
+    with pytest.raises(ValueError) as error:
+        keras_bert_impl.BertMaskedLMPreprocessor(tokenizer, masking_rate=0.3, mask_selection_rate=0.2)
+    assert str(error.value) == ("`mask_selection_rate` is keras-hub's name of `masking_rate`: give one of them, not "
+                                "mask_selection_rate=0.2 and masking_rate=0.3.")
+    with pytest.raises(ValueError, match=r"`mask_token_rate` \+ `random_token_rate` must be at most 1"):
+        keras_bert_impl.BertMaskedLMPreprocessor(tokenizer, mask_token_rate=0.9, random_token_rate=0.2)
+    # Another task's preprocessor argument: one line (was Keras's "Unrecognized keyword arguments passed to ...").
+    with pytest.raises(TypeError) as error:
+        keras_bert_impl.BertClassifier.from_preset(PRESET, num_classes=2, masking_rate=0.2)
+    assert str(error.value) == ("BertClassifier.from_preset got masking_rate, which BertClassifierPreprocessor does "
+                                "not take (another task's preprocessor does): it takes sequence_length, truncate.")
+
+
 @pytest.mark.slow
 @pytest.mark.multibackend
 def test_features_with_labels_as_python_lists_train_as_arrays_do():

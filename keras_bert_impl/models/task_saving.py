@@ -246,13 +246,20 @@ class TaskSaving:
         if preprocessor_cls is None:
             return None
         default = inspect.signature(preprocessor_cls.from_preset).parameters["sequence_length"].default
+        takes = [name for name in inspect.signature(preprocessor_cls.__init__).parameters
+                 if name in PREPROCESSOR_ARGUMENTS]
+        other = sorted(set(preprocessor_kwargs) - set(takes))
+        if other:  # another task's preprocessor's (Keras said "Unrecognized keyword arguments passed to ...")
+            raise TypeError(f"{cls.__name__}.from_preset got {', '.join(other)}, which {preprocessor_cls.__name__} "
+                            f"does not take (another task's preprocessor does): it takes {', '.join(takes)}.")
         preprocessor_kwargs = {"sequence_length": min(default, backbone.max_sequence_length), **preprocessor_kwargs}
         return preprocessor_cls.from_preset(preset, **preprocessor_kwargs)
 
 
 # The preprocessors' own arguments, which `from_preset` passes to the preprocessor it builds.
 PREPROCESSOR_ARGUMENTS = ("sequence_length", "truncate", "doc_stride", "max_question_length", "masking_rate",
-                          "max_predictions_per_seq")
+                          "max_predictions_per_seq", "mask_token_rate", "random_token_rate", "mask_selection_rate",
+                          "mask_selection_length")
 
 
 def _task_config(preset):

@@ -151,7 +151,8 @@ class SeededMaskValuesChooser(tf_text.MaskValuesChooser):
 
 
 def mask_batch(token_ids, lengths, seed, *, max_predictions_per_seq, masking_rate, vocab_size,
-               mask_token_id, special_token_ids, pad_token_id, word_starts=None):
+               mask_token_id, special_token_ids, pad_token_id, word_starts=None, mask_token_rate=0.8,
+               random_token_rate=0.1):
     """Masks a padded batch of token ids and returns static-shape model inputs.
 
     Args:
@@ -166,6 +167,8 @@ def mask_batch(token_ids, lengths, seed, *, max_predictions_per_seq, masking_rat
         pad_token_id: the padding id.
         word_starts: optional `[batch, sequence_length]` bool, True on the first piece
             of every word (and on every special token): whole-word masking.
+        mask_token_rate, random_token_rate: the fractions of the chosen pieces replaced by
+            `[MASK]` (0.8) and by a random id (0.1); the rest are kept.
 
     Returns:
         A dict of int32 tensors: `token_ids` and `padding_mask` `[batch,
@@ -188,7 +191,7 @@ def mask_batch(token_ids, lengths, seed, *, max_predictions_per_seq, masking_rat
         items = tf.RaggedTensor.from_row_lengths(words, words_per_row, validate=False)
     select_seed, values_seed = _split_seed(seed, 2)
     selector = SeededItemSelector(max_predictions_per_seq, masking_rate, list(special_token_ids), select_seed)
-    chooser = SeededMaskValuesChooser(vocab_size, mask_token_id, values_seed)
+    chooser = SeededMaskValuesChooser(vocab_size, mask_token_id, values_seed, mask_token_rate, random_token_rate)
     masked, positions, ids = tf_text.mask_language_model(items, selector, chooser, axis=1)
     if masked.ragged_rank > 1:
         masked = masked.merge_dims(1, -1)

@@ -28,8 +28,8 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
     several rows, none of its text is dropped), and every batch is masked
     anew each time it is drawn (dynamic masking, RoBERTa): `masking_rate` of
     the pieces of each row (not [CLS], [SEP] or padding), at most
-    `max_predictions_per_seq`, of which 80% become [MASK], 10% a random
-    piece and 10% stay, with the seeded tensorflow-text masking that
+    `max_predictions_per_seq`, of which 80% become [MASK] (`mask_token_rate`), 10% a random
+    piece (`random_token_rate`) and 10% stay, with the seeded tensorflow-text masking that
     `recipes/pretrain.py` uses (`text/masking.py`). Batches are grouped by
     length (16/32/48/64/96/128 tokens), so short texts do not pay for
     padding to `sequence_length`.
@@ -40,6 +40,10 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
         masking_rate: float in (0, 1), the expected fraction of pieces masked.
         max_predictions_per_seq: int >= 1, the masked slots of a row (BERT: 20 for 128 tokens);
             default `round(sequence_length * masking_rate)` rounded up to a multiple of 4 (20 for 128).
+        mask_token_rate, random_token_rate: the fractions of the masked pieces that become [MASK] (0.8) and a
+            random piece (0.1); the rest stay as they are.
+        mask_selection_rate, mask_selection_length: keras-hub's names for `masking_rate` and
+            `max_predictions_per_seq`, taken for code written for keras-hub's `BertMaskedLMPreprocessor`.
 
     Example:
     >>> preprocessor = BertPretrainerPreprocessor.from_preset("all_minilm_l6_v2_en", sequence_length=16)
@@ -52,8 +56,19 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
     (['mask_positions', 'padding_mask', 'segment_ids', 'token_ids'], ['mlm'], [1, 4])
     """
 
-    def __init__(self, tokenizer, sequence_length=128, masking_rate=0.15, max_predictions_per_seq=None, **kwargs):
+    def __init__(self, tokenizer, sequence_length=128, masking_rate=0.15, max_predictions_per_seq=None,
+                 mask_token_rate=0.8, random_token_rate=0.1, mask_selection_rate=None, mask_selection_length=None,
+                 **kwargs):
         super().__init__(**kwargs)
+        masking_rate = _keras_hub_name("mask_selection_rate", mask_selection_rate, "masking_rate", masking_rate, 0.15)
+        max_predictions_per_seq = _keras_hub_name("mask_selection_length", mask_selection_length,
+                                                  "max_predictions_per_seq", max_predictions_per_seq, None)
+        for name, rate in (("mask_token_rate", mask_token_rate), ("random_token_rate", random_token_rate)):
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+                raise ValueError(f"`{name}` must be a float in [0, 1], got {rate!r}.")
+        if mask_token_rate + random_token_rate > 1:
+            raise ValueError(f"`mask_token_rate` + `random_token_rate` must be at most 1 (the rest stay as they are), "
+                             f"got {mask_token_rate} + {random_token_rate}.")
         if isinstance(tokenizer, dict):
             tokenizer = keras.saving.deserialize_keras_object(tokenizer)
         if not isinstance(tokenizer, BertTokenizer):
@@ -74,6 +89,8 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
         self.sequence_length = sequence_length
         self.masking_rate = float(masking_rate)
         self.max_predictions_per_seq = max_predictions_per_seq
+        self.mask_token_rate = float(mask_token_rate)
+        self.random_token_rate = float(random_token_rate)
 
     @classmethod
     def from_preset(cls, preset, sequence_length=128, **kwargs):
@@ -209,7 +226,8 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
         masked = mask_batch(
             token_ids, lengths, seed, max_predictions_per_seq=self.max_predictions_per_seq,
             masking_rate=self.masking_rate, vocab_size=self.tokenizer.vocabulary_size(),
-            mask_token_id=self.tokenizer.mask_token_id,
+            mask_token_id=self.tokenizer.mask_token_id, mask_token_rate=self.mask_token_rate,
+            random_token_rate=self.random_token_rate,
             special_token_ids=[self.tokenizer.cls_token_id, self.tokenizer.sep_token_id, self.tokenizer.pad_token_id],
             pad_token_id=self.tokenizer.pad_token_id,
         )
@@ -289,7 +307,19 @@ class BertPretrainerPreprocessor(PreprocessingLayer):
             "sequence_length": self.sequence_length,
             "masking_rate": self.masking_rate,
             "max_predictions_per_seq": self.max_predictions_per_seq,
+            "mask_token_rate": self.mask_token_rate,
+            "random_token_rate": self.random_token_rate,
         }
+
+
+def _keras_hub_name(keras_hub, given, ours, value, default):
+    """`value`, or the value given under keras-hub's name; both given, and different: one line."""
+    if given is None:
+        return value
+    if value != default and value != given:
+        raise ValueError(f"`{keras_hub}` is keras-hub's name of `{ours}`: give one of them, not {keras_hub}={given!r} "
+                         f"and {ours}={value!r}.")
+    return given
 
 
 def _row_offsets(rows_per_text):
