@@ -136,6 +136,15 @@ def test_the_masked_lm_preprocessor_in_a_tf_data_map_is_one_line():
         "batch_size=...), which masks every batch anew, or to BertPretrainer.fit(texts).")
 
 
+def test_the_tokenizer_has_keras_hubs_special_token_names():
+    tokenizer = keras_bert_impl.BertTokenizer.from_preset(PRESET)
+    assert (tokenizer.cls_token, tokenizer.sep_token, tokenizer.pad_token, tokenizer.mask_token) == (
+        "[CLS]", "[SEP]", "[PAD]", "[MASK]")
+    assert (tokenizer.start_token, tokenizer.end_token) == ("[CLS]", "[SEP]")
+    assert (tokenizer.start_token_id, tokenizer.end_token_id) == (tokenizer.cls_token_id, tokenizer.sep_token_id)
+    assert tokenizer.token_to_id(tokenizer.mask_token) == tokenizer.mask_token_id == 103
+
+
 def test_the_masked_lm_preprocessor_takes_keras_hubs_masking_arguments():
     # keras-hub's BertMaskedLMPreprocessor(tokenizer, mask_selection_rate=..., mask_selection_length=...,
     # mask_token_rate=..., random_token_rate=...) stopped on Keras's "Unrecognized keyword arguments".

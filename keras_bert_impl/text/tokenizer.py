@@ -265,6 +265,20 @@ class BertTokenizer(PreprocessingLayer):
     def mask_token_id(self):
         return self._token_to_id[MASK_TOKEN]
 
+    # keras-hub's `BertTokenizer` names: the special tokens themselves, and [CLS] / [SEP] as the start and end.
+    pad_token, cls_token, sep_token, mask_token = PAD_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN
+    start_token, end_token = CLS_TOKEN, SEP_TOKEN
+
+    @property
+    def start_token_id(self):
+        """keras-hub's name of `cls_token_id`."""
+        return self.cls_token_id
+
+    @property
+    def end_token_id(self):
+        """keras-hub's name of `sep_token_id`."""
+        return self.sep_token_id
+
     @property
     def special_token_ids(self):
         """Ids of [PAD], [UNK], [CLS], [SEP], [MASK], in that order."""
