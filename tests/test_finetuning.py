@@ -589,12 +589,9 @@ def test_a_starting_point_moved_or_copied_resumes_and_another_is_refused(sst2_de
     assert len(result.history["loss"]) == 3
 
 
-def test_a_run_stopped_before_its_best_weights_file_resumes_with_the_best_weights(sst2_dev, tmp_path):
-    """The best epoch's weights file is written after its checkpoint. A run stopped between the two (here: the best
-    epoch 2's file replaced by epoch 1's, as if never rewritten) resumes with epoch 2's weights from the checkpoint:
-    it ends on the uninterrupted run's best weights, and rewrites the file with them."""
-    import shutil
-
+def _three_epochs_scored(sst2_dev):
+    """`run(model_dir, scores, callbacks=())`: 3 epochs of the bag-of-words model on 128 SST-2 sentences, epoch k
+    scored `scores[k - 1]` (popped); returns the model and the `FinetuneResult`."""
     sentences, labels = sst2_dev
     ids = _word_ids(sentences[:128])
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -606,6 +603,17 @@ def test_a_run_stopped_before_its_best_weights_file_resumes_with_the_best_weight
         result = finetune(model, train, epochs=3, learning_rate=1e-2, loss=loss, eval_fn=lambda m: {"score": scores.pop(0)},
                           model_dir=str(model_dir), verbose=0, callbacks=list(callbacks))
         return model, result
+
+    return run
+
+
+def test_a_run_stopped_before_its_best_weights_file_resumes_with_the_best_weights(sst2_dev, tmp_path):
+    """The best epoch's weights file is written after its checkpoint. A run stopped between the two (here: the best
+    epoch 2's file replaced by epoch 1's, as if never rewritten) resumes with epoch 2's weights from the checkpoint:
+    it ends on the uninterrupted run's best weights, and rewrites the file with them."""
+    import shutil
+
+    run = _three_epochs_scored(sst2_dev)
 
     class KeepEpochOneFile(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
@@ -633,17 +641,7 @@ def test_a_best_weights_file_cut_short_or_removed_before_the_resume(sst2_dev, tm
     warns, and keeps the best of epochs 2 and 3: their weights, their scores, and a file of them."""
     import shutil
 
-    sentences, labels = sst2_dev
-    ids = _word_ids(sentences[:128])
-    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-    def run(model_dir, scores, callbacks=()):
-        setup_finetuning(seed=0)
-        train = pad_to_boundaries(_examples(ids, labels[:128]), [64], 32)
-        model = _bag_of_words_model()
-        result = finetune(model, train, epochs=3, learning_rate=1e-2, loss=loss, eval_fn=lambda m: {"score": scores.pop(0)},
-                          model_dir=str(model_dir), verbose=0, callbacks=list(callbacks))
-        return model, result
+    run = _three_epochs_scored(sst2_dev)
 
     model_dir = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
