@@ -1553,6 +1553,17 @@ def test_tensorflow_string_tensors_read_as_their_texts():
     assert np.isfinite(history.history["loss"][0])
     embedder = BertTextEmbedder(_tiny_backbone(), preprocessor=_preprocessor())
     np.testing.assert_allclose(embedder.encode(tf.constant(texts)), embedder.encode(texts), atol=1e-6)
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=16)))
+    np.testing.assert_allclose(tagger.predict(tf.constant(texts), verbose=0), tagger.predict(texts, verbose=0),
+                               atol=1e-6)
+    assert tagger.predict_entities(tf.constant(texts[1])) == tagger.predict_entities(texts[1])
+    qa = BertSpanExtractor(_tiny_backbone(), preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(
+        PRESET, sequence_length=48, doc_stride=16))
+    questions, contexts = ["Who wrote it?"], ["It was written by Ada Lovelace in Zürich."]
+    ours, expected = (qa.predict(x, verbose=0) for x in ((tf.constant(questions), tf.constant(contexts)),
+                                                          (questions, contexts)))
+    np.testing.assert_allclose(ours["start_logits"], expected["start_logits"], atol=1e-6)
 
 
 @pytest.mark.multibackend

@@ -229,6 +229,7 @@ class BertSpanExtractor(Task):
         window of `preprocessor.windows(questions, contexts)`, in order.
         `answer(questions, contexts)` turns them into answer strings.
         """
+        x = self._read_tables(x)[0]  # (tables, arrays and string tensors: lists)
         if self._is_raw(x):
             self._check_preprocessor()
             questions, contexts = self.preprocessor.as_columns(x)

@@ -46,13 +46,22 @@ def numpy_text_as_lists(x):
     ('I loved it', (['a'], ['b']))
     """
     if _is_string_tensor(x):
-        x = x.numpy()  # (bytes, or an array of them: UTF-8, as the preprocessors read them)
+        value = x.numpy()  # bytes, or an array of them (UTF-8)
+        return _decoded(value.tolist() if isinstance(value, np.ndarray) else value)
     if isinstance(x, np.ndarray) and x.dtype.kind in ("U", "S", "O"):
         return x.tolist()
     if isinstance(x, tuple) and any(_is_string_tensor(part) or (isinstance(part, np.ndarray) and part.dtype.kind
                                                                 in ("U", "S", "O")) for part in x):
         return tuple(numpy_text_as_lists(part) for part in x)
     return x
+
+
+def _decoded(value):
+    """UTF-8 bytes (in nested lists) as text; an invalid byte becomes U+FFFD, which the tokenizer drops as it drops
+    invalid bytes."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return [_decoded(item) for item in value] if isinstance(value, list) else value
 
 
 def _is_string_tensor(x):
