@@ -921,6 +921,30 @@ def test_text_embedder_takes_a_sentence_transformers_checkpoints_own_settings(mi
     assert BertTextEmbedder.from_preset(PRESET, preprocessor=_preprocessor(48)).preprocessor.sequence_length == 48
 
 
+def test_an_embedder_saved_for_hugging_face_embeds_as_it_did_when_read_back(minilm_dir, tmp_path):
+    # From the Hugging Face habits audit: save_huggingface wrote the transformers files alone, so the folder read
+    # back cut texts at 128 tokens, not 256: a 410-token text at cosine 0.753 to the embedder's own vector.
+    from keras_bert_impl.checkpoints.sentence_transformers import embedding_settings
+
+    corpus = (pathlib.Path(keras_bert_impl.__file__).parent / "assets" / "corpus" / "valid.txt").read_text("utf-8")
+    long_text = " ".join(line for line in corpus.split("\n")[:60] if line)  # (over 256 tokens: cut at 256 by both)
+    texts = ["A man is eating food.", long_text]
+    embedder = BertTextEmbedder.from_preset(PRESET)
+    embedder.save_huggingface(tmp_path / "exported")
+    assert embedding_settings(tmp_path / "exported") == embedding_settings(minilm_dir) == {
+        "sequence_length": 256, "pooling": "mean", "normalize": True}
+    assert json.loads((tmp_path / "exported" / "modules.json").read_text()) == json.loads(
+        (minilm_dir / "modules.json").read_text())
+    again = BertTextEmbedder.from_preset(str(tmp_path / "exported"))
+    np.testing.assert_allclose(again.encode(texts), embedder.encode(texts), atol=1e-6)
+    # Another embedder's own settings travel too: [CLS] pooling, no normalisation, 64 tokens.
+    other = BertTextEmbedder.from_preset(PRESET, sequence_length=64, pooling="cls", normalize=False)
+    other.save_huggingface(tmp_path / "exported")  # (over the earlier export: its files are replaced)
+    assert embedding_settings(tmp_path / "exported") == {"sequence_length": 64, "pooling": "cls", "normalize": False}
+    again = BertTextEmbedder.from_preset(str(tmp_path / "exported"))
+    np.testing.assert_allclose(again.encode(texts), other.encode(texts), atol=1e-6)
+
+
 def test_text_embedder_loss_counts_the_real_texts_only(shared_data):
     # Targets: the model's own vectors, so the loss is -1 at any batch size. The filler rows of the last batch
     # counted too: -0.75 for 24 texts in a batch of 32, -0.96 at batch size 5.

@@ -17,6 +17,7 @@ import os
 import re
 
 from keras_bert_impl.checkpoints.atomic_files import atomic_directory, atomic_write_json
+from keras_bert_impl.checkpoints.sentence_transformers import WRITTEN_FILES, write_embedding_settings
 from keras_bert_impl.checkpoints.vocabulary_file import vocabulary_is_lowercase, write_vocabulary_file
 from keras_bert_impl.checkpoints.weight_mapping import (
     assign_present_heads,
@@ -401,7 +402,7 @@ def load_weights(backbone, directory, allow_pytorch_pickle=None):
     return report
 
 
-def save_huggingface(backbone, directory, vocabulary=None, lowercase=None, head=None):
+def save_huggingface(backbone, directory, vocabulary=None, lowercase=None, head=None, embedding=None):
     """Writes `backbone` as a Hugging Face `BertModel` directory, atomically.
 
     Writes `config.json`, `model.safetensors` (float32) and, when a
@@ -427,6 +428,9 @@ def save_huggingface(backbone, directory, vocabulary=None, lowercase=None, head=
             builds it), so that
             `transformers.AutoModelFor...from_pretrained(directory)` and its
             `pipeline` compute the same outputs.
+        embedding: None, or a sentence embedder's settings `{"sequence_length", "pooling", "normalize"}`, written
+            as sentence-transformers' own files (`sentence_transformers.write_embedding_settings`), so that the
+            directory embeds as the embedder did (`BertTextEmbedder.from_preset`, `SentenceTransformer`).
 
     Example:
     >>> from keras_bert_impl import BertBackbone
@@ -460,8 +464,11 @@ def save_huggingface(backbone, directory, vocabulary=None, lowercase=None, head=
                 config["problem_type"] = "regression"
             elif head.get("multi_label"):  # transformers then trains with BCEWithLogits and its pipeline gives sigmoids
                 config["problem_type"] = "multi_label_classification"
-    with atomic_directory(directory, replaceable_files=_SAVED_FILES) as temp_dir:
+    with atomic_directory(directory, replaceable_files=_SAVED_FILES + WRITTEN_FILES) as temp_dir:
         atomic_write_json(os.path.join(temp_dir, "config.json"), config)
+        if embedding is not None:
+            write_embedding_settings(temp_dir, embedding["sequence_length"], embedding["pooling"],
+                                     embedding["normalize"], backbone.hidden_dim, atomic_write_json)
         save_file(tensors, os.path.join(temp_dir, "model.safetensors"), metadata={"format": "pt"})
         if vocabulary is not None:
             vocab_path = os.path.join(temp_dir, "vocab.txt")

@@ -455,6 +455,19 @@ def load_task_head(preset, dense, prefix):
     return load(resolved.location, dense, prefix)
 
 
+def preset_embedding_settings(preset, choose_pooling=True):
+    """`embedding_settings` of a preset name or directory (resolved as the backbone's checkpoint is); `{}` for a
+    checkpoint that is not a local Hugging Face directory."""
+    from keras_bert_impl.checkpoints.sentence_transformers import embedding_settings
+
+    if not isinstance(preset, (str, os.PathLike)):
+        return {}
+    resolved = resolve_preset(preset)
+    if resolved.format != HUGGINGFACE or not os.path.isdir(resolved.location):
+        return {}
+    return embedding_settings(resolved.location, choose_pooling)
+
+
 def _check_overrides(cls, preset, config, overrides):
     # Not in every saved config: attention dropout (older configs), how the model runs, and Keras's own.
     settings = {"attention_dropout", *getattr(cls, "run_settings", ()), "name", "trainable"}

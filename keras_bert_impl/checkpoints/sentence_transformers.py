@@ -71,14 +71,35 @@ def embedding_settings(directory, choose_pooling=True):
     return settings
 
 
-def preset_embedding_settings(preset, choose_pooling=True):
-    """`embedding_settings` of a preset name or directory (resolved as the backbone's checkpoint is); `{}` for a
-    checkpoint that is not a local Hugging Face directory."""
-    from keras_bert_impl.checkpoints.loading import HUGGINGFACE, resolve_preset
+# What `write_embedding_settings` writes beside the transformers files (the folder `2_Normalize` is only named: the
+# module has no settings, as in the checkpoints sentence-transformers writes).
+WRITTEN_FILES = (SETTINGS_FILE, os.path.dirname(POOLING_FILE), MODULES_FILE)
 
-    if not isinstance(preset, (str, os.PathLike)):
-        return {}
-    resolved = resolve_preset(preset)
-    if resolved.format != HUGGINGFACE or not os.path.isdir(resolved.location):
-        return {}
-    return embedding_settings(resolved.location, choose_pooling)
+
+def write_embedding_settings(directory, sequence_length, pooling, normalize, hidden_dim, write_json):
+    """Writes a sentence-transformers model's own files into `directory` (beside a transformers `BertModel`):
+    `sentence_bert_config.json` (`max_seq_length`), `1_Pooling/config.json` and `modules.json` (with a
+    `Normalize` module when `normalize`), so that `embedding_settings` (and sentence-transformers) read back the
+    embedder that wrote them: the same length, pooling and normalisation. `write_json(path, obj)` writes a file.
+
+    Example:
+    >>> import json, os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> write = lambda path, obj: open(path, "w").write(json.dumps(obj))
+    >>> write_embedding_settings(folder, 256, "mean", True, 384, write)
+    >>> embedding_settings(folder) == {"sequence_length": 256, "pooling": "mean", "normalize": True}
+    True
+    """
+    directory = os.fspath(directory)
+    write_json(os.path.join(directory, SETTINGS_FILE), {"max_seq_length": int(sequence_length), "do_lower_case": False})
+    os.makedirs(os.path.join(directory, os.path.dirname(POOLING_FILE)), exist_ok=True)
+    flags = {flag: mode == pooling for flag, mode in _POOLINGS.items()}
+    write_json(os.path.join(directory, POOLING_FILE), {
+        "word_embedding_dimension": int(hidden_dim), "pooling_mode_cls_token": flags["pooling_mode_cls_token"],
+        "pooling_mode_mean_tokens": flags["pooling_mode_mean_tokens"], "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False})
+    modules = [("", "Transformer"), (os.path.dirname(POOLING_FILE), "Pooling")] + (
+        [("2_Normalize", "Normalize")] if normalize else [])
+    write_json(os.path.join(directory, MODULES_FILE), [
+        {"idx": index, "name": str(index), "path": path, "type": f"sentence_transformers.models.{kind}"}
+        for index, (path, kind) in enumerate(modules)])

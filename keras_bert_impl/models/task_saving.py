@@ -138,7 +138,7 @@ class TaskSaving:
         `BertForPreTraining` / `BertForMaskedLM`, with the
         vocabulary, so that `AutoModelFor...from_pretrained(directory)` and `pipeline(...)` compute the same outputs
         (LoRA factors merged into the kernels). A task without a transformers head writes its backbone alone
-        (`BertModel`)."""
+        (`BertModel`); a sentence embedder adds sentence-transformers' files (`hugging_face_embedding`)."""
         from keras_bert_impl.checkpoints.huggingface import save_huggingface
 
         self._check_float_weights("A transformers checkpoint")
@@ -146,7 +146,12 @@ class TaskSaving:
         tokenizer = getattr(self.preprocessor, "tokenizer", None)
         save_huggingface(model.backbone, directory,
                          vocabulary=None if tokenizer is None else tokenizer.get_vocabulary(),
-                         lowercase=None if tokenizer is None else tokenizer.lowercase, head=model.hugging_face_head())
+                         lowercase=None if tokenizer is None else tokenizer.lowercase, head=model.hugging_face_head(),
+                         embedding=model.hugging_face_embedding())
+
+    def hugging_face_embedding(self):
+        """A sentence embedder's settings as `save_huggingface` writes them (sentence-transformers' files), or None."""
+        return None
 
     def hugging_face_head(self):
         """The task head as `checkpoints.huggingface.save_huggingface` writes it, or None (no transformers head)."""
