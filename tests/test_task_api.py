@@ -332,6 +332,22 @@ def test_an_argument_no_one_takes_is_one_line_and_from_preset_routes_the_preproc
          f"BertClassifier got an unknown argument `dropuot` (did you mean `dropout`?): {takes}"),
         (lambda: BertClassifier(_tiny_backbone(), num_classes=2, num_labels=2),
          f"BertClassifier got an unknown argument `num_labels` (did you mean `num_classes`?): {takes}"),
+        # From the Hugging Face habits audit: these listed the arguments alone.
+        (lambda: BertClassifier(_tiny_backbone(), label2id={"negative": 0, "positive": 1}),
+         f"BertClassifier got an unknown argument `label2id` (did you mean `label_names`?): {takes}"),
+        (lambda: BertClassifier(_tiny_backbone(), num_classes=1, problem_type="regression"),
+         "BertClassifier got an unknown argument `problem_type` (transformers' problem_type: pass multi_label=True "
+         f"for multi_label_classification, num_classes=1 for regression): {takes}"),
+        (lambda: BertClassifier(_tiny_backbone(), num_classes=2).fit(["a"], [0], learning_rate=2e-5),
+         "BertClassifier.fit got an unknown argument `learning_rate`: a setting of the optimizer: give it to "
+         "compile(optimizer=keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01)) before fit, or "
+         "keras_bert_impl.training.finetuning.finetune(model, dataset, epochs=..., learning_rate=..., "
+         "warmup_proportion=..., weight_decay=...)."),
+        (lambda: BertClassifier(_tiny_backbone(), num_classes=2).compile(optimizer="adamw", weight_decay=0.01),
+         "BertClassifier.compile got an unknown argument `weight_decay`: a setting of the optimizer: give it to "
+         "compile(optimizer=keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01)) before fit, or "
+         "keras_bert_impl.training.finetuning.finetune(model, dataset, epochs=..., learning_rate=..., "
+         "warmup_proportion=..., weight_decay=...)."),
     ]:
         with pytest.raises(TypeError) as error:
             call()

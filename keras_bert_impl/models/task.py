@@ -170,6 +170,7 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         (`backbone.enable_lora`; Hu et al.'s GLUE rate); `fit` picks it again if
         LoRA was enabled after `compile`.
         """
+        check_method_arguments(self, "compile", kwargs, keras.Model.compile)  # (learning_rate=: where it goes)
         arguments = dict(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
         if optimizer == "auto":
             optimizer = self.default_optimizer()

@@ -41,7 +41,16 @@ HUGGING_FACE_NAMES = {
     "max_seq_length": "sequence_length",
     "num_labels": "num_classes",
     "id2label": "label_names",
+    "label2id": "label_names",
     "labels": "label_names",
+}
+
+# Hugging Face's arguments that no one argument of ours replaces: what to do instead.
+HUGGING_FACE_HINTS = {
+    "problem_type": "transformers' problem_type: pass multi_label=True for multi_label_classification, "
+                    "num_classes=1 for regression",
+    "ignore_mismatched_sizes": "transformers' ignore_mismatched_sizes: not needed, as other num_classes than the "
+                               "checkpoint's build a new head on its encoder",
 }
 
 
@@ -62,7 +71,8 @@ def check_arguments(cls, kwargs, also_known=(), note=""):
     candidates = [*parameters, *also_known, *KERAS_MODEL_ARGUMENTS]
     meant = HUGGING_FACE_NAMES.get(name) or next(iter(difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)),
                                                  None)
-    hint = f" (did you mean `{meant}`?)" if meant else ""
+    hint = f" ({HUGGING_FACE_HINTS[name]})" if name in HUGGING_FACE_HINTS else f" (did you mean `{meant}`?)" if meant \
+        else ""
     raise TypeError(f"{cls.__name__} got an unknown argument `{name}`{hint}: it takes {', '.join(parameters)}"
                     f"{'; ' + note if note else '.'}")
 
@@ -76,6 +86,13 @@ HUGGING_FACE_TRAINING_NAMES = {
     "eval_dataset": "validation_data",
     "labels": "y",
 }
+# `TrainingArguments`' optimizer settings, which Keras's `fit` does not take.
+_OPTIMIZER_SETTING = ("a setting of the optimizer: give it to compile(optimizer=keras.optimizers.AdamW("
+                      "learning_rate=2e-5, weight_decay=0.01)) before fit, or keras_bert_impl.training.finetuning."
+                      "finetune(model, dataset, epochs=..., learning_rate=..., warmup_proportion=..., weight_decay=...)")
+HUGGING_FACE_TRAINING_HINTS = {name: _OPTIMIZER_SETTING for name in (
+    "learning_rate", "lr", "weight_decay", "warmup_ratio", "warmup_steps", "warmup_proportion", "lr_scheduler_type",
+    "adam_epsilon", "max_grad_norm")}
 
 
 def check_method_arguments(model, method, kwargs, takes):
@@ -101,5 +118,6 @@ def check_method_arguments(model, method, kwargs, takes):
     name = unknown[0]
     meant = HUGGING_FACE_TRAINING_NAMES.get(name) or next(
         iter(difflib.get_close_matches(name, parameters, n=1, cutoff=0.6)), None)
-    hint = f" (did you mean `{meant}`?)" if meant else f": it takes {', '.join(parameters)}"
+    hint = f": {HUGGING_FACE_TRAINING_HINTS[name]}" if name in HUGGING_FACE_TRAINING_HINTS else (
+        f" (did you mean `{meant}`?)" if meant else f": it takes {', '.join(parameters)}")
     raise TypeError(f"{type(model).__name__}.{method} got an unknown argument `{name}`{hint}.")
