@@ -1461,6 +1461,20 @@ def test_calling_a_task_on_raw_strings_points_to_predict():
                                 "model.preprocessor(texts).")
     outputs = classifier(classifier.preprocessor(["a great film", "dull"]))
     assert tuple(outputs.shape) == (2, 2)
+    # A Hugging Face tokenizer's dict (the Hugging Face habits audit): Keras's "Missing data for input
+    # "padding_mask". You passed a data dictionary with keys ...", on every backend.
+    features = {"input_ids": np.array([[101, 7592, 102]]), "token_type_ids": np.zeros((1, 3), "int32"),
+                "attention_mask": np.ones((1, 3), "int32")}
+    with pytest.raises(ValueError) as error:
+        classifier(features)
+    assert str(error.value) == (
+        "BertClassifier is called on the features {token_ids, segment_ids, padding_mask}; the dict given has "
+        "['attention_mask', 'input_ids', 'token_type_ids'] (Hugging Face's input_ids is token_ids, token_type_ids is "
+        "segment_ids, attention_mask is padding_mask).")
+    with pytest.raises(ValueError) as error:  # a pipeline's pair as a dict: both texts, not the first alone
+        classifier.predict([{"text": "a man", "text_pair": "a woman"}], verbose=0)
+    assert str(error.value).endswith("(pairs as dicts: pass the two lists, ([row['text'] for row in rows], "
+                                     "[row['text_pair'] for row in rows])).")
 
 
 def test_misshapen_tags_and_pairs_are_one_line_naming_the_shape():

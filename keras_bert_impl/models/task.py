@@ -15,7 +15,7 @@ from keras_bert_impl.models.head_building import BACKBONE_INPUTS
 from keras_bert_impl.models.lora import LORA_LEARNING_RATE, lora_rank
 from keras_bert_impl.models import quantization
 from keras_bert_impl.models.loss_tracker import LossTracker
-from keras_bert_impl.models.raw_text_inputs import RawTextInputs
+from keras_bert_impl.models.raw_text_inputs import HUGGING_FACE_FEATURE_NAMES, RawTextInputs
 from keras_bert_impl.models.task_saving import PREPROCESSOR_ARGUMENTS, TaskSaving
 from keras_bert_impl.models.unknown_arguments import check_arguments, check_method_arguments
 from keras_bert_impl.models.user_inputs import is_dataset, lists_as_arrays, looks_like_text, progress_verbosity
@@ -319,6 +319,11 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
                 f"{type(self).__name__} is called on packed features {{{', '.join(BACKBONE_INPUTS)}}}, not raw text: "
                 f"use {type(self).__name__}.predict(texts), or call it on model.preprocessor(texts)."
             )
+        renamed = [f"{theirs} is {ours}" for theirs, ours in HUGGING_FACE_FEATURE_NAMES.items()
+                   if args and isinstance(args[0], dict) and theirs in args[0] and ours not in args[0]]
+        if renamed:  # (Keras: "Missing data for input "padding_mask". You passed a data dictionary with keys ...")
+            raise ValueError(f"{type(self).__name__} is called on the features {{{', '.join(BACKBONE_INPUTS)}}}; the "
+                             f"dict given has {sorted(args[0])} (Hugging Face's {', '.join(renamed)}).")
         return super().__call__(*args, **kwargs)
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,

@@ -131,10 +131,16 @@ def not_text_error(index, item):
     >>> str(not_text_error(0, {"text": "a fine film", "label": 1}))  # doctest: +NORMALIZE_WHITESPACE
     "Raw text: item 0 is dict {'text': 'a fine film', 'label': 1}, expected a string (rows as dicts: pass their
     texts, [row['text'] for row in rows], or a table's column, df['text'])."
+    >>> str(not_text_error(0, {"text": "a man", "text_pair": "a woman"}))  # doctest: +NORMALIZE_WHITESPACE
+    "Raw text: item 0 is dict {'text': 'a man', 'text_pair': 'a woman'}, expected a string (pairs as dicts: pass
+    the two lists, ([row['text'] for row in rows], [row['text_pair'] for row in rows]))."
     """
     shown = repr(item) if len(repr(item)) <= 60 else repr(item)[:57] + "..."
     hint = ""
-    if isinstance(item, dict):
+    if isinstance(item, dict) and "text_pair" in item:  # (Hugging Face's pipeline's pair)
+        hint = (" (pairs as dicts: pass the two lists, ([row['text'] for row in rows], [row['text_pair'] for row "
+                "in rows]))")
+    elif isinstance(item, dict):
         hint = (" (rows as dicts: pass their texts, [row['text'] for row in rows], or a table's column, "
                 "df['text'])")
     elif isinstance(item, (list, tuple, np.ndarray)) and len(item) == 1 and isinstance(item[0], (str, bytes)):
