@@ -1452,6 +1452,24 @@ def test_answer_takes_the_examples_as_predict_does_and_one_question_of_several_c
         qa.fit((questions + questions[:1], contexts), [{"text": "Ada Lovelace", "answer_start": 18}] * 2, verbose=0)
 
 
+def test_answer_takes_the_longest_answer_per_call_by_either_name():
+    # The Hugging Face habits audit: answer(..., max_answer_len=3), the pipeline's name, was a TypeError, and the
+    # model's max_answer_length (30) could not be changed for one call.
+    keras.utils.set_random_seed(0)
+    qa = BertSpanExtractor(_tiny_backbone(), preprocessor=keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(
+        PRESET, sequence_length=48, doc_stride=16))
+    question, context = "Who wrote it?", "It was written by Ada Lovelace and Charles Babbage in London in 1843."
+    tokens = lambda text: int(qa.preprocessor.tokenizer([text]).row_lengths()[0])  # noqa: E731
+    for name in ("max_answer_length", "max_answer_len"):
+        spans = qa.answer(question, context, top_k=5, **{name: 1})
+        assert len(spans) == 5 and all(tokens(span["text"]) == 1 for span in spans)
+    assert qa.answer(question, context, max_answer_len=30) == qa.answer(question, context)
+    with pytest.raises(ValueError, match=r"^`max_answer_len` is Hugging Face's name of `max_answer_length`"):
+        qa.answer(question, context, max_answer_length=2, max_answer_len=3)
+    with pytest.raises(ValueError, match=r"^`max_answer_length` must be a positive int \(tokens\), got 0\.$"):
+        qa.answer(question, context, max_answer_len=0)
+
+
 def test_calling_a_task_on_raw_strings_points_to_predict():
     classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor())
     with pytest.raises(ValueError) as error:  # before: "expects 3 input(s) ... but it received 2 input tensors"

@@ -272,7 +272,7 @@ class BertSpanExtractor(Task):
         return answer_scores([p["text"] for p in predicted], references)
 
     def answer(self, question, context=None, batch_size=32, null_score_diff_threshold=None, top_k=1,
-               handle_impossible_answer=False):
+               handle_impossible_answer=False, max_answer_length=None, max_answer_len=None):
         """The answer span of `question` in `context`: `{"text", "start", "end", "score"}`.
 
         `question` and `context` are strings or lists of them (one question
@@ -304,6 +304,9 @@ class BertSpanExtractor(Task):
         `handle_impossible_answer=True` (Hugging Face's pipeline's name) is
         `null_score_diff_threshold=0.0`: "" when the [CLS] span beats the best one.
 
+        `max_answer_length` (or the pipeline's `max_answer_len`) sets the longest answer, in tokens, for this call;
+        default the model's `max_answer_length` (30, as google-research/bert; the pipeline's is 15).
+
         Example:
         >>> qa = BertSpanExtractor.from_preset("all_minilm_l6_v2_en")
         >>> qa.answer("Who wrote it?", "It was written by Ada Lovelace in 1843.")["text"]  # doctest: +SKIP
@@ -317,6 +320,13 @@ class BertSpanExtractor(Task):
             null_score_diff_threshold = 0.0
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"`top_k` must be a positive int, got {top_k!r}.")
+        if max_answer_len is not None:
+            if max_answer_length is not None and max_answer_length != max_answer_len:
+                raise ValueError("`max_answer_len` is Hugging Face's name of `max_answer_length`: give one of them.")
+            max_answer_length = max_answer_len
+        max_answer_length = self.max_answer_length if max_answer_length is None else max_answer_length
+        if isinstance(max_answer_length, bool) or not isinstance(max_answer_length, int) or max_answer_length < 1:
+            raise ValueError(f"`max_answer_length` must be a positive int (tokens), got {max_answer_length!r}.")
         if context is None:  # the examples as `predict` takes them
             examples = self._read_tables(question)[0]
             if isinstance(examples, str):
@@ -363,7 +373,7 @@ class BertSpanExtractor(Task):
             # The best spans start <= end < start + max_answer_length with a max-context start, scored
             # start_logit + end_logit (only the band of the score matrix is computed).
             scores, best_starts, best_ends = best_spans_in_window(starts, ends, windows.max_context[w],
-                                                                  self.max_answer_length, top_k)
+                                                                  max_answer_length, top_k)
             for score, s, e in zip(scores.tolist(), best_starts.tolist(), best_ends.tolist()):
                 candidates[i].append((score, windows.token_index[w][s], windows.token_index[w][e],
                                       float(np.exp(log_p_start[s] + log_p_end[e]))))
