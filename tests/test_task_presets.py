@@ -7,6 +7,8 @@ a keras-hub preset directory and an own preset directory (`BertBackbone.save_to_
 pretraining export).
 """
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -90,9 +92,16 @@ def test_a_keras_hub_classifier_preset_loads_with_its_trained_head(tmp_path):
     assert BertClassifier.from_preset(str(directory), num_classes=3).heads_loaded == ["classifier"]
     other = BertClassifier.from_preset(str(directory), num_classes=2)  # other classes: a new head on its backbone
     assert other.heads_loaded == [] and other.predict(texts, verbose=0).shape == (2, 2)
+    # keras-nlp named its task BertClassifier, as ours is: still keras-hub's folder, not a save_to_preset of ours.
+    task = json.loads((directory / "task.json").read_text())
+    task.update(class_name="BertClassifier", registered_name="keras_nlp>BertClassifier")
+    (directory / "task.json").write_text(json.dumps(task))
+    older = BertClassifier.from_preset(str(directory))
+    assert older.heads_loaded == ["classifier"]
+    np.testing.assert_allclose(older.predict(texts, verbose=0), expected, atol=1e-5)
     with pytest.raises(ValueError) as error:  # another task: says which of ours holds it
         BertTokenClassifier.from_preset(str(directory))
-    assert "holds keras-hub's BertTextClassifier, saved by save_to_preset: load it with BertClassifier.from_preset" \
+    assert "holds keras-hub's BertClassifier, saved by save_to_preset: load it with BertClassifier.from_preset" \
         in str(error.value)
 
 

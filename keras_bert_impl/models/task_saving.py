@@ -284,7 +284,14 @@ def _task_config(preset):
 def read_task_config(preset, cls):
     """The `task.json` of a `save_to_preset` directory of `cls`, or None (no such file, or another task's)."""
     saved = _task_config(preset)
-    return saved if saved is not None and saved.get("class_name") == cls.__name__ else None
+    if saved is None or _is_keras_hubs(saved):  # (keras-nlp's task was a `BertClassifier` too)
+        return None
+    return saved if saved.get("class_name") == cls.__name__ else None
+
+
+def _is_keras_hubs(saved):
+    """Whether a `task.json` was written by keras-hub (or keras-nlp), not by ours."""
+    return str(saved.get("registered_name")).startswith(("keras_hub>", "keras_nlp>"))
 
 
 # keras-hub's tasks (keras-nlp's older names too) that one of ours reads: its classifier's head loads
@@ -299,7 +306,7 @@ def saved_task_class(preset):
     saved = _task_config(preset)
     if not isinstance(saved, dict):
         return None
-    if str(saved.get("registered_name")).startswith(("keras_hub>", "keras_nlp>")):
+    if _is_keras_hubs(saved):
         return ("keras-hub", saved.get("class_name")) if saved.get("class_name") in _KERAS_HUB_TASKS else None
     return saved.get("class_name")
 
