@@ -246,6 +246,35 @@ def test_a_dataset_of_strings_that_the_preprocessor_does_not_read_is_one_line():
             "dataset of model.preprocessor.make_dataset(...) batches.")
 
 
+def test_a_dataset_of_column_dicts_is_one_line_with_the_map_that_reads_it(shared_data):
+    # Hugging Face's `to_tf_dataset` and `from_tensor_slices(dict(df))` give dicts of columns. Before: a traceback
+    # of AutoGraph's generated code ending on the tokenizer's "input is dict {'text': <tf.Tensor ...".
+    import tensorflow as tf
+
+    texts, labels = _sst2(shared_data, "dev", 4)
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(16))
+    inputs_and_labels = tf.data.Dataset.from_tensor_slices(({"sentence": texts}, labels)).batch(2)
+    rows = tf.data.Dataset.from_tensor_slices({"sentence1": texts, "sentence2": texts, "label": labels}).batch(2)
+    hint = {
+        inputs_and_labels: "['sentence'], which the preprocessor does not read: map them to the text columns first, "
+                           "as in ds.map(lambda d, y: (d['sentence'], y)).",
+        rows: "['label', 'sentence1', 'sentence2'], which the preprocessor does not read: map them to the text "
+              "columns first, as in ds.map(lambda d: ((d['sentence1'], d['sentence2']), d['label'])).",
+    }
+    for dataset, columns in hint.items():
+        for where, call in (("BertClassifier.fit", lambda: classifier.fit(dataset, verbose=0)),
+                            ("BertClassifier.predict", lambda: classifier.predict(dataset, verbose=0)),
+                            ("`validation_data`", lambda: classifier.fit(texts, labels, validation_data=dataset,
+                                                                          verbose=0))):
+            with pytest.raises(ValueError) as error:
+                call()
+            assert str(error.value) == f"{where} got a tf.data.Dataset whose examples are dicts of the columns {columns}"
+    # The map it names is read.
+    mapped = rows.map(lambda d: ((d["sentence1"], d["sentence2"]), d["label"]))
+    assert np.isfinite(classifier.fit(mapped, epochs=1, verbose=0).history["loss"][0])
+    assert classifier.predict(mapped, verbose=0).shape == (4, 2)
+
+
 @pytest.mark.slow
 def test_validation_split_on_raw_strings_holds_out_the_last_examples_as_keras_does(shared_data):
     texts, labels = _sst2(shared_data, "train", 16)

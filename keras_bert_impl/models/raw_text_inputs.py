@@ -113,6 +113,9 @@ class RawTextInputs:
             for warning in caught:  # (e.g. the count of examples cut to sequence_length)
                 warnings.warn(f"`validation_data`: {warning.message}", warning.category, stacklevel=3)
             return dataset
+        if is_dataset(validation_data) and self._reads_string_datasets() and _dict_of_strings(
+                validation_data.element_spec):
+            raise ValueError(self._dataset_of_dicts_error(validation_data.element_spec, "`validation_data`"))
         if is_dataset(validation_data) and self._is_raw(validation_data):  # a tf.data.Dataset of strings
             return self._raw_dataset(validation_data, batch_size=batch_size)
         if isinstance(validation_data, list) and validation_data and all(isinstance(t, str) for t in validation_data):
@@ -173,6 +176,26 @@ class RawTextInputs:
                  for names in choices]
         return " or x=".join(shown)
 
+    def _reads_string_datasets(self):
+        return getattr(self.preprocessor, "reads_string_datasets", False)
+
+    def _dataset_of_dicts_error(self, spec, where):
+        """A `tf.data.Dataset` whose examples are dicts of columns (Hugging Face's `to_tf_dataset`, or
+        `from_tensor_slices(dict(df))`) -> the error naming its columns and the `map` to its text columns. Before:
+        a traceback of AutoGraph's generated code, ending on the tokenizer's "input is dict"."""
+        inputs = spec[0] if isinstance(spec, tuple) else spec
+        columns = {key: value for key, value in inputs.items()}
+        text_columns = [key for key, value in columns.items() if _holds_strings(value)]
+        texts = self._text_columns_of(columns, text_columns).split(" or x=")[-1]  # (the pair, where there is one)
+        if isinstance(spec, tuple):
+            rest = ", ".join(["y", "w"][: len(spec) - 1])
+            mapped = f"ds.map(lambda d, {rest}: ({texts}, {rest}))"
+        else:
+            labels = [key for key in columns if key not in text_columns] or ["label"]
+            mapped = f"ds.map(lambda d: ({texts}, d[{labels[0]!r}]))"
+        return (f"{where} got a tf.data.Dataset whose examples are dicts of the columns {sorted(columns)}, which the "
+                f"preprocessor does not read: map them to the text columns first, as in {mapped}.")
+
     def _refuse_raw_text_batches(self, x, method):
         """A Python generator or a `keras.utils.PyDataset` whose batches hold raw strings -> one line. Keras hands such
         batches to the model untokenized, and each backend stops in its own way ("Invalid dtype: str..." on PyTorch,
@@ -186,6 +209,8 @@ class RawTextInputs:
             x = chained(first, x)
         elif isinstance(x, keras.utils.PyDataset) and x.num_batches:
             first = x[0]
+        elif is_dataset(x) and self._reads_string_datasets() and _dict_of_strings(x.element_spec):
+            raise ValueError(self._dataset_of_dicts_error(x.element_spec, f"{type(self).__name__}.{method}"))
         elif (is_dataset(x) and self.preprocessor is not None and _holds_strings(x.element_spec)
               and not self.preprocessor.is_raw_text(x)):
             # (a tagger's dataset of word lists stopped in Keras, in another message on each backend: "expects 3
@@ -289,6 +314,12 @@ def _eager_tensor_as_numpy(value):
     if type(value).__module__.startswith("tensorflow") and hasattr(value, "numpy") and not is_dataset(value):
         return value.numpy()
     return value
+
+
+def _dict_of_strings(spec):
+    """Whether a `tf.data` element spec's inputs (the first of a tuple, or the whole) are a dict holding strings."""
+    inputs = spec[0] if isinstance(spec, tuple) and spec else spec
+    return isinstance(inputs, dict) and _holds_strings(inputs)
 
 
 def _holds_strings(spec):

@@ -68,6 +68,7 @@ class BertClassifierPreprocessor(PreprocessingLayer):
 
 
     raw_text_columns = (("text",), ("text_a", "text_b"))
+    reads_string_datasets = True  # `make_dataset` maps a tf.data.Dataset of texts (or of pairs of them)
 
     def __init__(self, tokenizer, sequence_length=128, truncate="longest_first", **kwargs):
         super().__init__(**kwargs)

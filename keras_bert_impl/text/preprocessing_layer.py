@@ -32,6 +32,7 @@ class PreprocessingLayer(keras.layers.Layer):
 
     # The table columns raw text may be given as, by example names (said when a DataFrame of other columns is given).
     raw_text_columns = (("text",),)
+    reads_string_datasets = False  # whether `make_dataset` takes a tf.data.Dataset of raw strings
     presets = PresetsAttribute()  # the names `from_preset` takes (keras-hub's `Class.presets`)
 
     def __init__(self, **kwargs):
