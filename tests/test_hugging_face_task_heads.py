@@ -124,13 +124,18 @@ def test_a_token_classification_checkpoint_gives_transformers_logits(tmp_path, m
     texts = [line.strip() for line in VALID.read_text(encoding="utf-8").splitlines() if 8 <= len(line.split()) <= 30]
     texts = [text for text in texts if [w for w, _ in pre_tokenizer.pre_tokenize_str(text)] == [
         w for w, _, _ in tagger.preprocessor.split_words(text)]][:6]
-    expected_entities = transformers.pipeline("ner", model=str(directory), aggregation_strategy="first")(texts)
-    for text, ours_found, expected_found in zip(texts, tagger.predict_entities(texts), expected_entities):
-        assert [(e["type"], e["start"], e["end"]) for e in ours_found] == [
-            (e["entity_group"], e["start"], e["end"]) for e in expected_found]
-        np.testing.assert_allclose([e["score"] for e in ours_found], [float(e["score"]) for e in expected_found],
-                                   rtol=1e-4)
-        assert all(e["text"] == text[e["start"]:e["end"]] for e in ours_found)
+    # So are "average" (a word's pieces' mean probabilities) and "max" (its most confident piece).
+    found = {}
+    for strategy in ("first", "average", "max"):
+        expected_entities = transformers.pipeline("ner", model=str(directory), aggregation_strategy=strategy)(texts)
+        found[strategy] = tagger.predict_entities(texts, aggregation_strategy=strategy)
+        for text, ours_found, expected_found in zip(texts, found[strategy], expected_entities):
+            assert [(e["type"], e["start"], e["end"]) for e in ours_found] == [
+                (e["entity_group"], e["start"], e["end"]) for e in expected_found]
+            np.testing.assert_allclose([e["score"] for e in ours_found], [float(e["score"]) for e in expected_found],
+                                       rtol=1e-4)
+            assert all(e["text"] == text[e["start"]:e["end"]] for e in ours_found)
+    assert found["first"] != found["average"] and found["first"] != found["max"]  # (words of several pieces differ)
     # And back: our export is a BertForTokenClassification with the same logits and tag names.
     tagger.save_huggingface(tmp_path / "exported")
     # Without the pooler, as transformers writes it: nothing unexpected or missing (transformers listed the pooler's

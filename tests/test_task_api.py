@@ -1534,8 +1534,16 @@ def test_misshapen_tags_and_pairs_are_one_line_naming_the_shape():
         "Peter Blackburn")  # Hugging Face's name for what predict_entities does
     with pytest.raises(ValueError) as error:
         tagger.predict_entities("Peter Blackburn", aggregation_strategy="simple")
-    assert str(error.value) == ("predict_entities aggregates as Hugging Face's aggregation_strategy='first' (each word "
-                                "takes its first WordPiece's tag, as the tagger is trained), got 'simple'.")
+    assert str(error.value) == (
+        "predict_entities takes aggregation_strategy 'first', 'average' or 'max' (Hugging Face's names for how a word "
+        "of several WordPieces is tagged), got 'simple'; the pipeline's 'simple' tags every WordPiece on its own, "
+        "which a tagger trained on each word's first piece (as this one, and transformers' run_ner.py) does not "
+        "learn: 'first' is the closest.")
+    with pytest.raises(ValueError) as error:
+        tagger.predict_tags([["Peter", "Blackburn"]], aggregation_strategy="mean")
+    assert str(error.value) == (
+        "predict_tags takes aggregation_strategy 'first', 'average' or 'max' (Hugging Face's names for how a word "
+        "of several WordPieces is tagged), got 'mean'.")
     with pytest.raises(ValueError) as error:  # one sentence, not nested: each tag string was read as its letters
         tagger.evaluate(["Peter", "Blackburn"], ["B-PER", "I-PER"], verbose=0)
     assert str(error.value) == (

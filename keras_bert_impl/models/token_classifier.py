@@ -249,13 +249,14 @@ class BertTokenClassifier(Task):
                 ) from None
         return ids
 
-    def predict_tags(self, x, batch_size=32):
+    def predict_tags(self, x, batch_size=32, aggregation_strategy="first"):
         """A tag per word: for each sentence, the list of its words' tags (`label_names`), in word order.
 
         For pre-tokenised text (CoNLL's words, your own word lists): `x` is what `fit` takes, a list of word lists
         (one sentence: `[words]`), or sentences as strings, split into words as CoNLL-2003 is tokenised
         (`split_words`). Each word takes the tag of its first WordPiece, as the tagger is trained (Hugging Face's
-        `aggregation_strategy="none"` on words); long sentences span several rows, every word is tagged; a word
+        `aggregation_strategy="none"` on words), or of all its pieces with `aggregation_strategy="average"` or
+        `"max"` (as in `predict_entities`); long sentences span several rows, every word is tagged; a word
         with no WordPieces (a control or zero-width character) is tagged "O".
 
         Returns:
@@ -265,9 +266,10 @@ class BertTokenClassifier(Task):
         >>> tagger.predict_tags([["EU", "rejects", "German", "call"]])  # doctest: +SKIP
         [['B-ORG', 'O', 'B-MISC', 'O']]
         """
+        _check_aggregation(aggregation_strategy, "predict_tags")
         single = isinstance(x, str)
         word_lists = self.preprocessor.as_word_lists(self._checked_input(x, "predict_tags"))
-        tags = [tags for tags, _ in self._tagged_words(word_lists, batch_size)]
+        tags = [tags for tags, _ in self._tagged_words(word_lists, batch_size, aggregation_strategy)]
         return tags[0] if single else tags
 
     def predict_entities(self, texts, batch_size=32, aggregation_strategy="first"):
@@ -285,17 +287,18 @@ class BertTokenClassifier(Task):
         Args:
             texts: a string or a list of strings.
             batch_size: int.
-            aggregation_strategy: `"first"`, the only one: Hugging Face's name for what this does (each word
-                takes its first WordPiece's tag); its `"simple"`, `"average"` and `"max"` are refused in one line.
+            aggregation_strategy: how a word of several WordPieces gets its tag, with Hugging Face's names
+                (its `pipeline("ner", aggregation_strategy=...)` gives the same entities on the same weights):
+                `"first"` (default), the tag of its first piece, as the tagger is trained; `"average"`, the most
+                probable tag of its pieces' mean probabilities; `"max"`, the tag of its most confident piece.
+                The pipeline's `"simple"` and `"none"` tag pieces, not words: refused in one line.
 
         Returns:
             A list of entities for a string; a list of such lists for a list.
         """
         from keras_bert_impl.metrics.conll import extract_entities
 
-        if aggregation_strategy != "first":
-            raise ValueError(f"predict_entities aggregates as Hugging Face's aggregation_strategy='first' (each word "
-                             f"takes its first WordPiece's tag, as the tagger is trained), got {aggregation_strategy!r}.")
+        _check_aggregation(aggregation_strategy, "predict_entities")
         texts = self._checked_input(texts, "predict_entities")
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
@@ -309,8 +312,9 @@ class BertTokenClassifier(Task):
                 raise ValueError(f"Raw text: item {index} is {type(text).__name__} {shown}, expected a string.")
         spans = [self.preprocessor.split_words(text) for text in texts]
         results = []
-        for text, words, (tags, scores) in zip(texts, spans, self._tagged_words([[w for w, _, _ in words]
-                                                                                   for words in spans], batch_size)):
+        word_lists = [[word for word, _, _ in words] for words in spans]
+        for text, words, (tags, scores) in zip(texts, spans, self._tagged_words(word_lists, batch_size,
+                                                                                aggregation_strategy)):
             entities = []
             for entity_type, first, last in extract_entities(tags):
                 start, end = words[first][1], words[last - 1][2]
@@ -335,13 +339,15 @@ class BertTokenClassifier(Task):
             raise ValueError("No examples: the list of sentences is empty.")
         return x
 
-    def _tagged_words(self, word_lists, batch_size):
-        """For each word list, `(tags, scores)`: each word's tag (at its first WordPiece) and its probability."""
+    def _tagged_words(self, word_lists, batch_size, aggregation_strategy="first"):
+        """For each word list, `(tags, scores)`: each word's tag and its probability, from its first WordPiece
+        (`"first"`), its pieces' mean probabilities (`"average"`) or its most confident piece (`"max"`)."""
         if not any(word_lists):  # empty sentences only: nothing to run the model on
             return [([], []) for _ in word_lists]
         features, placements = self.preprocessor.word_windows(word_lists)
         logits = np.asarray(self.predict(features, batch_size=batch_size, verbose=0), "float32")
         probabilities = softmax(logits)
+        piece_ends = _piece_ends(placements, np.asarray(features["padding_mask"]).sum(-1))
         tagged = []
         for placement in placements:
             tags, scores = [], []
@@ -351,11 +357,50 @@ class BertTokenClassifier(Task):
                     scores.append(1.0)
                     continue
                 row, position = where
-                label = int(probabilities[row, position].argmax())
+                pieces = probabilities[row, position : piece_ends[where]]  # (the word's pieces, in its row)
+                if aggregation_strategy == "average":
+                    word = pieces.mean(0)
+                elif aggregation_strategy == "max":
+                    word = pieces[int(pieces.max(-1).argmax())]
+                else:
+                    word = pieces[0]
+                label = int(word.argmax())
                 tags.append(self.label_names[label])
-                scores.append(float(probabilities[row, position, label]))
+                scores.append(float(word[label]))
             tagged.append((tags, scores))
         return tagged
+
+
+_WORD_AGGREGATIONS = ("first", "average", "max")
+
+
+def _check_aggregation(aggregation_strategy, method):
+    """Refuses, in one line, an `aggregation_strategy` that is not one of Hugging Face's word-level ones."""
+    if aggregation_strategy in _WORD_AGGREGATIONS:
+        return
+    hint = ""
+    if aggregation_strategy in ("simple", "none"):
+        hint = (f"; the pipeline's {aggregation_strategy!r} tags every WordPiece on its own, which a tagger trained on "
+                "each word's first piece (as this one, and transformers' run_ner.py) does not learn: 'first' is "
+                "the closest")
+    raise ValueError(f"{method} takes aggregation_strategy 'first', 'average' or 'max' (Hugging Face's names for "
+                     f"how a word of several WordPieces is tagged), got {aggregation_strategy!r}{hint}.")
+
+
+def _piece_ends(placements, row_lengths):
+    """Where each word's WordPieces end in its row, keyed by `(row, position)` of its first piece: at the next
+    word's first piece, or at the row's [SEP] (`word_windows` rows hold only the words they tag)."""
+    firsts = {}
+    for placement in placements:
+        for where in placement:
+            if where is not None:
+                firsts.setdefault(where[0], []).append(where[1])
+    ends = {}
+    for row, positions in firsts.items():
+        positions.sort()
+        for position, following in zip(positions, positions[1:] + [int(row_lengths[row]) - 1]):
+            ends[(row, position)] = following
+    return ends
 
 
 def token_classification_loss():
