@@ -195,3 +195,58 @@ def test_detokenize_out_of_range_id_is_named(tokenizer):
 def test_invalid_utf8_bytes_are_dropped_as_documented(tokenizer):
     # Windows-1252 "café": the lone 0xE9 byte is not UTF-8; it is removed, as HF does on errors="replace" text.
     assert tokenizer([b"caf\xe9 ok"]).to_list() == tokenizer(["caf ok"]).to_list()
+
+
+@pytest.mark.multibackend
+def test_hugging_face_tokenizer_habits_are_one_line_naming_ours(tokenizer, minilm_dir, shared_data):
+    # A transformers user calls decode, convert_ids_to_tokens, vocab_size, tokenizer(texts, padding=True). Before:
+    # Python's bare AttributeError, or "call() got an unexpected keyword argument 'padding'".
+    import re
+
+    import transformers
+
+    from keras_bert_impl.text.tokenizer_habits import HUGGING_FACE_TOKENIZER_NAMES
+
+    reference = transformers.AutoTokenizer.from_pretrained(str(minilm_dir))
+    for name, ours in HUGGING_FACE_TOKENIZER_NAMES.items():
+        # transformers' own name (encode_plus and batch_encode_plus: transformers 4's, in many tutorials)
+        assert hasattr(reference, name) or name in ("encode_plus", "batch_encode_plus"), name
+        assert not hasattr(tokenizer, name)
+        with pytest.raises(AttributeError) as error:
+            getattr(tokenizer, name)
+        assert str(error.value) == f"'BertTokenizer' object has no attribute '{name}' (Hugging Face's name): use {ours}."
+        named = re.match(r"(\w+)", ours).group(1)  # what it names is ours
+        assert named in ("tokenizer", "the", "model") or hasattr(tokenizer, named), (name, named)
+    with pytest.raises(AttributeError) as error:
+        tokenizer.no_such_thing
+    assert str(error.value) == "'BertTokenizer' object has no attribute 'no_such_thing'"
+    # What the replacements give is what transformers gives.
+    with open(shared_data / "glue" / "SST-2" / "dev.tsv", encoding="utf-8") as f:
+        texts = [line.split("\t")[0] for line in f.read().splitlines()[1:9]]
+    ids = reference(texts[0], add_special_tokens=False)["input_ids"]
+    # (transformers' decode is its WordPiece decoder, which by default also glues punctuation back, "journey ." ->
+    # "journey."; detokenize, as keras-hub's, does not)
+    from tokenizers.decoders import WordPiece
+
+    assert tokenizer.detokenize(ids).numpy().decode() == WordPiece(cleanup=False).decode(
+        reference.convert_ids_to_tokens(ids))
+    assert [tokenizer.id_to_token(i) for i in ids] == reference.convert_ids_to_tokens(ids)
+    assert tokenizer.vocabulary_size() == reference.vocab_size
+    assert tokenizer.get_vocabulary() == sorted(reference.get_vocab(), key=reference.get_vocab().get)
+    for arguments, given in (({"padding": True, "return_tensors": "np"}, "padding=, return_tensors="),
+                             ({"truncation": True, "max_length": 16}, "truncation=, max_length=")):
+        with pytest.raises(TypeError) as error:
+            tokenizer(texts, **arguments)
+        assert str(error.value) == (
+            f"BertTokenizer(texts) gives each text's WordPiece ids, without [CLS], [SEP] or padding (keras-hub's "
+            f"tokenizer), and takes no {given}: the model's padded features (token_ids, segment_ids, padding_mask) "
+            "are its preprocessor's: model.preprocessor(texts), or BertClassifierPreprocessor(tokenizer, "
+            "sequence_length=128)(texts) (a pair: (texts_a, texts_b)).")
+    with pytest.raises(TypeError, match="takes no second text: "):
+        tokenizer(texts[:4], texts[4:])
+    # The preprocessor it names packs what transformers' tokenizer(texts, padding="max_length", ...) gives.
+    packed = keras_bert_impl.BertClassifierPreprocessor(tokenizer, sequence_length=128)((texts[:4], texts[4:]))
+    expected = reference(texts[:4], texts[4:], padding="max_length", truncation=True, max_length=128, return_tensors="np")
+    np.testing.assert_array_equal(np.asarray(packed["token_ids"]), expected["input_ids"])
+    np.testing.assert_array_equal(np.asarray(packed["segment_ids"]), expected["token_type_ids"])
+    np.testing.assert_array_equal(np.asarray(packed["padding_mask"]), expected["attention_mask"])

@@ -31,6 +31,7 @@ import tensorflow_text as tf_text
 from keras_bert_impl.tensorflow_devices import keep_tensorflow_off_the_gpus
 from keras_bert_impl.text.normalization import bert_normalize
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
+from keras_bert_impl.text.tokenizer_habits import HUGGING_FACE_TOKENIZER_NAMES, call_arguments_error, missing_name_error
 
 keep_tensorflow_off_the_gpus()  # (JAX, PyTorch: TensorFlow only tokenizes and batches, on the CPU)
 
@@ -353,9 +354,21 @@ class BertTokenizer(PreprocessingLayer):
         by_word = self.tokenize_with_words(strings)
         return by_word.merge_dims(-2, -1)
 
-    def call(self, strings):
-        """`tokenize`: ids without special tokens, int32 ragged [batch, pieces]."""
+    def call(self, strings, *pairs, **hugging_face_arguments):
+        """`tokenize`: ids without special tokens, int32 ragged [batch, pieces]. Hugging Face's arguments (a second
+        text, `padding=`, `return_tensors=`, ...) are one line naming the preprocessor, which packs features."""
+        if pairs or hugging_face_arguments:
+            raise call_arguments_error(type(self).__name__, pairs, hugging_face_arguments)
         return self.tokenize(strings)
+
+    def __getattr__(self, name):
+        # (Only for names not found: Hugging Face's are one line naming ours. PyTorch's Module has its own.)
+        if name in HUGGING_FACE_TOKENIZER_NAMES:
+            raise missing_name_error(type(self).__name__, name)
+        parent = getattr(super(), "__getattr__", None)
+        if parent is None:
+            raise missing_name_error(type(self).__name__, name)
+        return parent(name)
 
     def tokenize_with_offsets(self, strings):
         """Token ids and byte offsets of each token in the ORIGINAL string.
