@@ -204,6 +204,13 @@ def test_a_classifier_saved_for_transformers_predicts_the_same_in_its_pipeline(t
     ours = classifier.predict_labels(lines, return_scores=True)
     assert [p["label"] for p in ours] == [p["label"] for p in expected]
     np.testing.assert_allclose([p["score"] for p in ours], [p["score"] for p in expected], rtol=1e-4)
+    # One text with top_k: the pipeline's flat list of its classes (before, ours nested it in a list of one).
+    pipeline = transformers.pipeline("text-classification", model=str(tmp_path / "nli"))
+    for top_k in (2, None):
+        ours = classifier.predict_labels(lines[0], top_k=top_k)
+        expected = pipeline(lines[0], top_k=top_k)
+        assert [p["label"] for p in ours] == [p["label"] for p in expected]
+        np.testing.assert_allclose([p["score"] for p in ours], [p["score"] for p in expected], rtol=1e-4)
 
     scorer = BertClassifier.from_preset("all_minilm_l6_v2_en", num_classes=1)
     scorer.save_huggingface(tmp_path / "stsb")

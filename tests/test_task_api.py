@@ -1627,6 +1627,12 @@ def test_numpy_arrays_of_text_read_as_their_lists_and_a_0d_array_as_its_one_stri
     expected = classifier.predict(["I loved it"], verbose=0)
     np.testing.assert_allclose(classifier.predict(np.array("I loved it"), verbose=0), expected, atol=1e-6)
     assert classifier.predict_labels(np.array("I loved it")) == classifier.predict_labels("I loved it")
+    # One text (or one pair) gives its result alone, as predict_entities, answer and encode give theirs.
+    for one, top_k in (("I loved it", 2), (("I loved it", "I did not"), None)):
+        assert classifier.predict_labels(one) == classifier.predict_labels([one])[0]
+        assert classifier.predict_labels(one, top_k=top_k) == classifier.predict_labels([one], top_k=top_k)[0]
+        assert classifier.predict_labels(one, return_scores=True) == classifier.predict_labels(
+            [one], return_scores=True)[0]
     tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
         keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=16)))
     sentences = ["John lives in Paris .", "EU rejects German call"]

@@ -419,7 +419,9 @@ class BertClassifier(Task):
 
         Returns:
             One label (or score) per text; multi-label: one list of labels
-            per text (likeliest first, empty when no class passes).
+            per text (likeliest first, empty when no class passes). For one
+            text (a string, or a pair of two) its result alone, as
+            `predict_entities`, `answer` and `encode` give theirs.
 
         Example:
         >>> classifier.predict_labels(["a great film", "dull"])  # doctest: +SKIP
@@ -428,6 +430,8 @@ class BertClassifier(Task):
         [{'label': 'positive', 'score': 0.97}]
         >>> classifier.predict_labels(["a great film"], top_k=2)  # doctest: +SKIP
         [[{'label': 'positive', 'score': 0.97}, {'label': 'negative', 'score': 0.03}]]
+        >>> classifier.predict_labels("a great film", top_k=2)  # one text: its result  # doctest: +SKIP
+        [{'label': 'positive', 'score': 0.97}, {'label': 'negative', 'score': 0.03}]
         >>> entity_types.predict_labels(["EU rejects German call to boycott British lamb ."])  # doctest: +SKIP
         [['ORG', 'MISC']]
         """
@@ -455,6 +459,11 @@ class BertClassifier(Task):
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
             raise ValueError(f"`threshold` must be a probability in [0, 1], got {threshold!r}.")
         outputs = np.asarray(self.predict(texts, batch_size=batch_size, verbose=0), "float64")
+        results = self._labels_of(outputs, return_scores, threshold, top_k)
+        return results[0] if _one_example(texts) else results
+
+    def _labels_of(self, outputs, return_scores, threshold, top_k):
+        """`predict_labels`' results, one per row of the model's `outputs`."""
         if self.is_regression:
             return [float(v) for v in outputs[:, 0]]
         names = list(range(self.num_classes)) if self.label_names is None else self.label_names
@@ -473,3 +482,10 @@ class BertClassifier(Task):
         if not return_scores:
             return labels
         return [{"label": label, "score": float(probabilities[row, i])} for row, (label, i) in enumerate(zip(labels, ids))]
+
+
+def _one_example(texts):
+    """Whether `texts` is one example: a string, a 0-d array or tensor of one, or a pair of two strings."""
+    if isinstance(texts, (str, bytes)) or getattr(texts, "ndim", None) == 0:
+        return True
+    return isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(t, (str, bytes)) for t in texts)
