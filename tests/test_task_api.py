@@ -1851,3 +1851,33 @@ def test_fit_evaluate_predict_print_one_line_each_where_the_output_is_not_a_term
     lines = result.stdout.splitlines()
     assert "\r" not in result.stdout and "\x1b[" not in result.stdout, repr(result.stdout[:300])
     assert [line.split(" - ")[0] for line in lines] == ["Epoch 1/2", "1/1", "Epoch 2/2", "1/1", "1/1", "1/1"], lines
+
+
+def test_the_pipelines_keys_read_from_our_entities_and_answers_name_ours():
+    # transformers' pipelines say entity_group / word (NER) and answer (QA); ours say type and text in both.
+    # Before: a bare KeyError('entity_group').
+    import pickle
+
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=16)))
+    tagger.predict = lambda features, **kwargs: np.where(  # every word a person: one entity per word
+        np.arange(len(CONLL_TAGS)) == CONLL_TAGS.index("B-PER"), 5.0, 0.0) * np.ones(
+            np.shape(features["token_ids"]) + (1,))
+    entity = tagger.predict_entities("Peter Blackburn")[0]
+    assert entity == {"text": "Peter", "type": "PER", "start": 0, "end": 5, "score": pytest.approx(entity["score"])}
+    for key, ours in (("entity_group", "type"), ("word", "text")):
+        with pytest.raises(KeyError) as error:
+            entity[key]
+        assert error.value.args[0] == (f"{key!r} is the key of Hugging Face's pipeline; this entity's is {ours!r} "
+                                       "(its keys: 'text', 'type', 'start', 'end', 'score')")
+    with pytest.raises(KeyError) as error:
+        entity["no_such_key"]
+    assert error.value.args[0] == "no_such_key"
+    assert json.loads(json.dumps(entity)) == entity and pickle.loads(pickle.dumps(entity)) == entity
+    extractor = keras_bert_impl.BertSpanExtractor(_tiny_backbone(), preprocessor=(
+        keras_bert_impl.BertSpanExtractorPreprocessor.from_preset(PRESET, sequence_length=32)))
+    answer = extractor.answer("Who lives here?", "Peter Blackburn lives here.")
+    with pytest.raises(KeyError) as error:
+        answer["answer"]
+    assert error.value.args[0] == ("'answer' is the key of Hugging Face's pipeline; this answer's is 'text' (its keys: "
+                                   "'text', 'start', 'end', 'score')")

@@ -11,6 +11,7 @@ from keras_bert_impl.models.span_decoding import (
 )
 from keras_bert_impl.table_columns import table_as_labels, table_as_texts
 from keras_bert_impl.models.head_building import backbone_inputs, check_packable, freeze_unused_pooler
+from keras_bert_impl.models.prediction_dicts import AnswerDict
 from keras_bert_impl.models.task import Task
 from keras_bert_impl.models.user_inputs import numpy_text_as_lists
 
@@ -386,18 +387,18 @@ class BertSpanExtractor(Task):
             if null_score_diff_threshold is not None and null[i] is not None:
                 odds = null_odds(null[i][0], found[0][0] if found else None)
                 if is_no_answer(odds, null_score_diff_threshold):
-                    no_answer = {"text": "", "start": 0, "end": 0, "score": null[i][1], "null_odds": odds}
+                    no_answer = AnswerDict(text="", start=0, end=0, score=null[i][1], null_odds=odds)
                     answers.append(no_answer if top_k == 1 else [no_answer])
                     continue
             spans = []
             for _, token_s, token_e, probability in found:
                 start = int(windows.char_starts[i][token_s])
                 end = int(windows.char_ends[i][token_e])
-                spans.append({"text": contexts[i][start:end], "start": start, "end": end, "score": probability})
+                spans.append(AnswerDict(text=contexts[i][start:end], start=start, end=end, score=probability))
                 if odds is not None:
                     spans[-1]["null_odds"] = odds
             if not spans:
-                spans.append({"text": "", "start": 0, "end": 0, "score": 0.0})
+                spans.append(AnswerDict(text="", start=0, end=0, score=0.0))
             answers.append(spans[0] if top_k == 1 else spans)
         return answers[0] if single else answers
 

@@ -6,6 +6,7 @@ import numpy as np
 from keras_bert_impl.models.backbone import bert_kernel_initializer
 from keras_bert_impl.models.entity_f1 import EntityF1
 from keras_bert_impl.models.head_building import backbone_inputs, check_dropout, class_count, freeze_unused_pooler
+from keras_bert_impl.models.prediction_dicts import EntityDict
 from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import Task
 
@@ -318,13 +319,13 @@ class BertTokenClassifier(Task):
             entities = []
             for entity_type, first, last in extract_entities(tags):
                 start, end = words[first][1], words[last - 1][2]
-                entities.append({
-                    "text": text[start:end],
-                    "type": entity_type,
-                    "start": start,
-                    "end": end,
-                    "score": float(np.mean(scores[first:last])),
-                })
+                entities.append(EntityDict(
+                    text=text[start:end],
+                    type=entity_type,
+                    start=start,
+                    end=end,
+                    score=float(np.mean(scores[first:last])),
+                ))
             results.append(entities)
         return results[0] if single else results
 
