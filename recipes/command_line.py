@@ -251,7 +251,20 @@ def finished_run_note(model_dir, starting_inside=False):
                 "starts from them: this run replaces them as it writes its own")
     return (f"note: {model_dir} holds a finished run's outputs (model.keras of {written}); this run trains again, "
             f"and they move to {_finished_run_folder(model_dir)} first (TensorBoard shows its logs there as a run of "
-            "their own)")
+            f"their own){_previous_runs_held(model_dir)}")
+
+
+def _previous_runs_held(model_dir):
+    """What `previous_runs/` holds already, for the note: each rerun of a finished command adds a run to it (a
+    BERT-base model.keras alone is 440 MB), and nothing removes them but the user."""
+    folder = os.path.join(model_dir, PREVIOUS_RUNS)
+    runs = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    if not runs:
+        return ""
+    size = sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(folder) for name in names
+               if not os.path.islink(os.path.join(root, name)))
+    return (f"; {folder} holds {len(runs)} earlier run{'s' if len(runs) > 1 else ''} already ({size / 1e6:,.1f} MB): "
+            f"remove those you no longer need (rm -r {os.path.join(folder, runs[0])})")
 
 
 def keep_finished_run(model_dir):

@@ -373,7 +373,13 @@ def test_a_run_in_a_finished_runs_model_dir_keeps_its_outputs_in_previous_runs(t
     (model_dir / "model.keras").write_bytes(b"the second run's model")
     os.utime(model_dir / "model.keras", (0, 1_700_000_600))
     command_line.start_job(args)
-    assert "note:" in capfd.readouterr().err and len(os.listdir(model_dir / "previous_runs")) == 2
+    second = model_dir / "previous_runs" / time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(1_700_000_600))
+    # ... and says what the folder held already: each rerun adds a run there, and nothing but the user removes them.
+    assert capfd.readouterr().err.splitlines()[-1].endswith(
+        f"they move to {second} first (TensorBoard shows its logs there as a run of their own); "
+        f"{model_dir / 'previous_runs'} holds 1 earlier run already (0.0 MB): remove those you no longer need "
+        f"(rm -r {kept})")
+    assert len(os.listdir(model_dir / "previous_runs")) == 2
     # Training further from the run's own model.keras in the same folder: its files stay where the flag names them.
     (model_dir / "model.keras").write_bytes(b"the third run's model")
     further = argparse.Namespace(**vars(args), init_checkpoint=str(model_dir / "model.keras"))
