@@ -71,6 +71,44 @@ def test_fill_mask_equals_the_hugging_face_pipeline(masked_lm_dir, masked_texts)
     assert [p["token"] for p in single] == [p["token"] for p in ours[0][:2]]
 
 
+@pytest.mark.slow
+@pytest.mark.multibackend
+def test_fill_mask_targets_equal_the_hugging_face_pipelines(masked_lm_dir, masked_texts):
+    # Before: `targets=`, the pipeline's argument, was a TypeError. A piece of the vocabulary is itself; "Paris"
+    # (uncased vocabulary: paris) and "unaffable" (several pieces) are their first piece, warned, as the pipeline
+    # does; a text of no piece (a control character) is left out, warned.
+    import transformers
+
+    model = BertPretrainer.from_preset(str(masked_lm_dir), nsp=False)
+    pipeline = transformers.pipeline("fill-mask", model=str(masked_lm_dir))
+    targets = ["the", "a", "his", "Paris", "unaffable", "\u200b"]
+    with pytest.warns(UserWarning) as caught:
+        ours = model.fill_mask(masked_texts, top_k=4, targets=targets)
+    assert [str(w.message) for w in caught if str(w.message).startswith("fill_mask")] == [
+        "fill_mask: target 'Paris' is not a piece of the vocabulary: it is scored as its first piece, 'paris' (as "
+        "Hugging Face's fill-mask pipeline does).",
+        "fill_mask: target 'unaffable' is not a piece of the vocabulary: it is scored as its first piece, 'una' (as "
+        "Hugging Face's fill-mask pipeline does).",
+        f"fill_mask: target {targets[-1]!r} has no piece in the vocabulary: it is left out."]
+    reference = pipeline(masked_texts, top_k=4, targets=targets)
+    for text, our_masks, reference_masks in zip(masked_texts, ours, reference):
+        if text.count("[MASK]") == 1:
+            our_masks, reference_masks = [our_masks], [reference_masks]
+        for our_top, reference_top in zip(our_masks, reference_masks):
+            assert [p["token_str"] for p in our_top] == [p["token_str"] for p in reference_top], text
+            np.testing.assert_allclose([p["score"] for p in our_top], [p["score"] for p in reference_top],
+                                       rtol=1e-4, atol=1e-6)
+    # Fewer targets than top_k: each of them, best first; one target as a string.
+    assert [p["token_str"] for p in model.fill_mask(masked_texts[0], top_k=5, targets=["the", "a"])] in (
+        ["the", "a"], ["a", "the"])
+    assert [p["token_str"] for p in model.fill_mask(masked_texts[0], targets="the")] == ["the"]
+    for targets, message in (([], "`targets` must be a string or a non-empty list of strings, got []."),
+                             (["the", 3], "`targets`: item 1 is int 3, expected a string.")):
+        with pytest.raises(ValueError) as error:
+            model.fill_mask(masked_texts[0], targets=targets)
+        assert str(error.value) == message
+
+
 def test_a_pretrainer_saved_for_transformers_fills_masks_the_same(masked_lm_dir, masked_texts, tmp_path):
     """`save_huggingface` of an MLM + NSP pretrainer: a `BertForPreTraining` directory whose fill-mask pipeline gives
     our tokens and scores."""

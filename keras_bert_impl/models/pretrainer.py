@@ -1,6 +1,7 @@
 """BertPretrainer: the backbone with BERT's masked-LM and next-sentence heads."""
 
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -279,7 +280,7 @@ class BertPretrainer(Task):
 
     # === Pipelines ===
 
-    def fill_mask(self, texts, top_k=5, batch_size=32):
+    def fill_mask(self, texts, top_k=5, batch_size=32, targets=None):
         """The likeliest pieces for each `[MASK]` in raw text: Hugging Face's fill-mask pipeline, on every backend.
 
         Args:
@@ -287,6 +288,10 @@ class BertPretrainer(Task):
                 `[MASK]` written where a piece is missing (in capitals).
             top_k: int >= 1, the predictions per `[MASK]`.
             batch_size: int, texts per forward pass.
+            targets: a string or a list of them (the pipeline's `targets`): only these pieces are ranked (at most
+                `top_k` of them), with their probabilities over the whole vocabulary. A target that is not a piece
+                of the vocabulary is scored as its first piece (`"Paris"` as `paris` in an uncased vocabulary),
+                with a warning, as the pipeline does.
 
         Returns:
             Per `[MASK]`, a list of `top_k` dicts, likeliest first:
@@ -320,6 +325,9 @@ class BertPretrainer(Task):
                 )
         tokenizer = self.preprocessor.tokenizer
         marker = tokenizer.id_to_token(tokenizer.mask_token_id)
+        candidates = None if targets is None else _target_ids(targets, tokenizer)
+        if candidates is not None:
+            top_k = min(top_k, len(candidates))
         results = []
         for start in range(0, len(rows), batch_size):
             batch = rows[start : start + batch_size]
@@ -330,7 +338,10 @@ class BertPretrainer(Task):
                 per_mask = []
                 for slot in range(len(positions[offset])):
                     scores = probabilities[offset, slot]
-                    best = np.argsort(-scores, kind="stable")[:top_k]
+                    if candidates is None:
+                        best = np.argsort(-scores, kind="stable")[:top_k]
+                    else:
+                        best = candidates[np.argsort(-scores[candidates], kind="stable")[:top_k]]
                     per_mask.append([
                         {"score": float(scores[i]), "token": int(i), "token_str": tokenizer.id_to_token(int(i)),
                          "sequence": _filled(text, slot, tokenizer.id_to_token(int(i)), marker)}
@@ -374,6 +385,35 @@ class BertPretrainer(Task):
             y["nsp"] = labels
             sample_weight["nsp"] = np.ones(labels.shape, "float32")
         return x, y, sample_weight
+
+
+def _target_ids(targets, tokenizer):
+    """`fill_mask`'s `targets` -> the sorted ids of their pieces: a piece of the vocabulary is itself, any other
+    text its first piece (warned, as Hugging Face's fill-mask pipeline does), a text with none is left out."""
+    if isinstance(targets, str):
+        targets = [targets]
+    if not isinstance(targets, (list, tuple)) or not targets:
+        raise ValueError(f"`targets` must be a string or a non-empty list of strings, got {targets!r}.")
+    vocabulary = {token: index for index, token in enumerate(tokenizer.get_vocabulary())}
+    ids = []
+    for index, target in enumerate(targets):
+        if not isinstance(target, str):
+            raise ValueError(f"`targets`: item {index} is {type(target).__name__} {target!r}, expected a string.")
+        if target in vocabulary:
+            ids.append(vocabulary[target])
+            continue
+        pieces = tokenizer([target]).to_list()[0]
+        if not pieces:
+            warnings.warn(f"fill_mask: target {target!r} has no piece in the vocabulary: it is left out.",
+                          stacklevel=3)
+            continue
+        warnings.warn(f"fill_mask: target {target!r} is not a piece of the vocabulary: it is scored as its first "
+                      f"piece, {tokenizer.id_to_token(pieces[0])!r} (as Hugging Face's fill-mask pipeline does).",
+                      stacklevel=3)
+        ids.append(pieces[0])
+    if not ids:
+        raise ValueError(f"`targets` {list(targets)!r}: none has a piece in the vocabulary.")
+    return np.array(sorted(set(ids)))
 
 
 class BertMaskedLM:
