@@ -943,6 +943,7 @@ def test_text_embedder_matches_sentence_transformers_mean_pooling(minilm_dir):
     np.testing.assert_allclose(ours, reference, atol=1e-5)
     similarity = embedder.similarity(texts[:1], texts)
     assert similarity.shape == (1, 4) and abs(similarity[0, 0] - 1.0) < 1e-5
+    assert embedder.get_sentence_embedding_dimension() == reference.shape[1] == 384  # (sentence-transformers' name)
 
 
 def test_text_embedder_takes_a_sentence_transformers_checkpoints_own_settings(minilm_dir, tmp_path):

@@ -140,6 +140,10 @@ class BertTextEmbedder(Task):
     encode_documents = encode
     encode_queries = encode
 
+    def get_sentence_embedding_dimension(self):
+        """The length of each embedding (sentence-transformers' name): the backbone's `hidden_dim`."""
+        return self.backbone.hidden_dim
+
     def similarity(self, a, b):
         """Cosine similarity matrix `(len(a), len(b))` of two sets of texts, embeddings or embedding tensors.
 
