@@ -1882,3 +1882,49 @@ def test_the_pipelines_keys_read_from_our_entities_and_answers_name_ours():
         answer["answer"]
     assert error.value.args[0] == ("'answer' is the key of Hugging Face's pipeline; this answer's is 'text' (its keys: "
                                    "'text', 'start', 'end', 'score')")
+
+
+def test_transformers_attribute_names_are_one_line_naming_ours():
+    # model.config.id2label, model.num_labels, model.bert, save_pretrained, from_pretrained: transformers' habits.
+    # Before: Python's bare "object has no attribute 'config'" (and "type object ... has no attribute
+    # 'from_pretrained'").
+    from keras_bert_impl.models.functional_model import FunctionalModel
+
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, label_names=["negative", "positive"])
+    expected = {
+        "config": "get_config() (the settings it was built with), or backbone.get_config() (the encoder's)",
+        "num_labels": "num_classes",
+        "id2label": "label_names (the names in id order; transformers' dict: dict(enumerate(model.label_names)))",
+        "bert": "backbone (the encoder)",
+        "save_pretrained": "save_huggingface(directory) (a transformers directory), or save_to_preset(directory)",
+    }
+    for name, ours in expected.items():
+        assert not hasattr(classifier, name)
+        with pytest.raises(AttributeError) as error:
+            getattr(classifier, name)
+        assert str(error.value) == f"'BertClassifier' object has no attribute '{name}' (transformers' name): use {ours}."
+    assert classifier.num_classes == 2 and dict(enumerate(classifier.label_names)) == {0: "negative", 1: "positive"}
+    with pytest.raises(AttributeError) as error:
+        classifier.backbone.config
+    assert str(error.value) == ("'BertBackbone' object has no attribute 'config' (transformers' name): use get_config() "
+                                "(the settings it was built with).")
+    with pytest.raises(AttributeError) as error:  # a span extractor has no labels: no label hint
+        keras_bert_impl.BertSpanExtractor(_tiny_backbone()).num_labels
+    assert str(error.value) == "'BertSpanExtractor' object has no attribute 'num_labels'"
+    with pytest.raises(TypeError) as error:
+        BertTokenClassifier.from_pretrained("dslim/bert-base-NER")
+    assert str(error.value) == (
+        "BertTokenClassifier.from_pretrained is transformers' name: use BertTokenClassifier.from_preset(...), which "
+        "takes the same Hub id (\"owner/name\" or \"hf://owner/name\") or transformers directory.")
+
+    class Broken(FunctionalModel):  # a property that fails inside with an AttributeError shows its own error
+        def __init__(self):
+            inputs = keras.Input((2,))
+            super().__init__(inputs=inputs, outputs=keras.layers.Dense(1)(inputs))
+
+        @property
+        def size(self):
+            return self.missing_part.size
+
+    with pytest.raises(AttributeError, match="'Broken' object has no attribute 'missing_part'"):
+        Broken().size

@@ -17,7 +17,7 @@ from keras_bert_impl.models.head_building import (
 )
 from keras_bert_impl.models.multi_label_f1 import MultiLabelF1Score
 from keras_bert_impl.models.probabilities import softmax
-from keras_bert_impl.models.task import Task
+from keras_bert_impl.models.task import LABEL_ATTRIBUTES, Task
 from keras_bert_impl.models.user_inputs import is_dataset
 
 POOLINGS = ("pooled", "mean")
@@ -119,6 +119,8 @@ class BertClassifier(Task):
     >>> len(classifier.predict_labels(["I loved it"]))
     1
     """
+
+    hugging_face_attributes = {**Task.hugging_face_attributes, **LABEL_ATTRIBUTES}
 
     def __init__(
         self,

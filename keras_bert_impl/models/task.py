@@ -99,6 +99,14 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
     # by that sum.
     default_loss_averages_sample_weights = False
 
+    hugging_face_attributes = {
+        "config": "get_config() (the settings it was built with), or backbone.get_config() (the encoder's)",
+        "bert": "backbone (the encoder)",
+        "save_pretrained": "save_huggingface(directory) (a transformers directory), or save_to_preset(directory)",
+        "push_to_hub": "save_huggingface(directory), then huggingface_hub.upload_folder(folder_path=directory, "
+                       "repo_id=...)",
+    }
+
     def hugging_face_head_dense(self):
         """The `Dense` layer that holds a transformers checkpoint's task head (`hugging_face_head_prefix`)."""
         return None
@@ -502,3 +510,12 @@ def _label_errors_as_one_line(call):
             if line:
                 raise ValueError(line) from None
         raise
+
+
+# transformers' names of a labelled head's attributes (the classifier's and the tagger's).
+LABEL_ATTRIBUTES = {
+    "num_labels": "num_classes",
+    "id2label": "label_names (the names in id order; transformers' dict: dict(enumerate(model.label_names)))",
+    "label2id": "label_names (the names in id order; transformers' dict: {name: i for i, name in "
+                "enumerate(model.label_names)})",
+}

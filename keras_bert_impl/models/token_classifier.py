@@ -8,7 +8,7 @@ from keras_bert_impl.models.entity_f1 import EntityF1
 from keras_bert_impl.models.head_building import backbone_inputs, check_dropout, class_count, freeze_unused_pooler
 from keras_bert_impl.models.prediction_dicts import EntityDict
 from keras_bert_impl.models.probabilities import softmax
-from keras_bert_impl.models.task import Task
+from keras_bert_impl.models.task import LABEL_ATTRIBUTES, Task
 
 IGNORE_LABEL = -1
 
@@ -68,6 +68,8 @@ class BertTokenClassifier(Task):
     >>> all(set(e) == {"text", "type", "start", "end", "score"} for e in entities)
     True
     """
+
+    hugging_face_attributes = {**Task.hugging_face_attributes, **LABEL_ATTRIBUTES}
 
     def __init__(
         self,
