@@ -1928,3 +1928,14 @@ def test_transformers_attribute_names_are_one_line_naming_ours():
 
     with pytest.raises(AttributeError, match="'Broken' object has no attribute 'missing_part'"):
         Broken().size
+
+
+def test_predict_entities_refuses_an_item_that_is_not_text_in_the_preprocessors_words():
+    # The tagger kept its own copy of the line, without the hints (a dict row: pass its texts); now raw_text.py's.
+    tagger = BertTokenClassifier(_tiny_backbone(), label_names=CONLL_TAGS, preprocessor=(
+        keras_bert_impl.BertTokenClassifierPreprocessor.from_preset(PRESET, sequence_length=16)))
+    with pytest.raises(ValueError) as error:
+        tagger.predict_entities(["John lives here.", {"text": "Mary too."}])
+    assert str(error.value) == (
+        "Raw text: item 1 is dict {'text': 'Mary too.'}, expected a string (rows as dicts: pass their texts, "
+        "[row['text'] for row in rows], or a table's column, df['text']).")

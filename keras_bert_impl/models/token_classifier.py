@@ -9,6 +9,7 @@ from keras_bert_impl.models.head_building import backbone_inputs, check_dropout,
 from keras_bert_impl.models.prediction_dicts import EntityDict
 from keras_bert_impl.models.probabilities import softmax
 from keras_bert_impl.models.task import LABEL_ATTRIBUTES, Task
+from keras_bert_impl.raw_text import not_text_error
 
 IGNORE_LABEL = -1
 
@@ -311,8 +312,7 @@ class BertTokenClassifier(Task):
                                  "is a list of words: give the sentence as one string, e.g. ' '.join(words), or "
                                  "call predict_tags(word_lists) for a tag per word.")
             if not isinstance(text, str):  # the raw-text message of the preprocessors
-                shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
-                raise ValueError(f"Raw text: item {index} is {type(text).__name__} {shown}, expected a string.")
+                raise not_text_error(index, text)
         spans = [self.preprocessor.split_words(text) for text in texts]
         results = []
         word_lists = [[word for word, _, _ in words] for words in spans]

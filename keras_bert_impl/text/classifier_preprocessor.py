@@ -16,7 +16,8 @@ from keras_bert_impl.batching.boundaries import (
 from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.table_columns import table_as_labels
 from keras_bert_impl.text.packer import SegmentPacker
-from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer, not_text_error
+from keras_bert_impl.raw_text import not_text_error
+from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_impl.text.tokenizer import BertTokenizer
 
 # Tokenize this many strings per TensorFlow call (one string at a time is much slower).

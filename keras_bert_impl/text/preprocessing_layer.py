@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.presets import PresetsAttribute
+from keras_bert_impl.raw_text import not_text_error
 from keras_bert_impl.table_columns import table_as_texts
 
 
@@ -122,31 +123,6 @@ def _split_index(count, validation_split):
             f"{'no training' if at == 0 else 'no validation'} example: give more examples or another fraction."
         )
     return at
-
-
-def not_text_error(index, item):
-    """The one error of every preprocessor for an item of raw text that is not a string (`None`, a number, a dict).
-
-    >>> str(not_text_error(3, None))
-    'Raw text: item 3 is NoneType None, expected a string.'
-    >>> str(not_text_error(0, {"text": "a fine film", "label": 1}))  # doctest: +NORMALIZE_WHITESPACE
-    "Raw text: item 0 is dict {'text': 'a fine film', 'label': 1}, expected a string (rows as dicts: pass their
-    texts, [row['text'] for row in rows], or a table's column, df['text'])."
-    >>> str(not_text_error(0, {"text": "a man", "text_pair": "a woman"}))  # doctest: +NORMALIZE_WHITESPACE
-    "Raw text: item 0 is dict {'text': 'a man', 'text_pair': 'a woman'}, expected a string (pairs as dicts: pass
-    the two lists, ([row['text'] for row in rows], [row['text_pair'] for row in rows]))."
-    """
-    shown = repr(item) if len(repr(item)) <= 60 else repr(item)[:57] + "..."
-    hint = ""
-    if isinstance(item, dict) and "text_pair" in item:  # (Hugging Face's pipeline's pair)
-        hint = (" (pairs as dicts: pass the two lists, ([row['text'] for row in rows], [row['text_pair'] for row "
-                "in rows]))")
-    elif isinstance(item, dict):
-        hint = (" (rows as dicts: pass their texts, [row['text'] for row in rows], or a table's column, "
-                "df['text'])")
-    elif isinstance(item, (list, tuple, np.ndarray)) and len(item) == 1 and isinstance(item[0], (str, bytes)):
-        hint = " (a column of shape (n, 1), such as df[['text']].values: pass its texts, x[:, 0] or df['text'])"
-    return ValueError(f"Raw text: item {index} is {type(item).__name__} {shown}, expected a string{hint}.")
 
 
 def as_string_tensor(texts, name="texts", first_index=0):

@@ -11,7 +11,8 @@ from keras_bert_impl.batching.boundaries import (
 )
 from keras_bert_impl.batching.tf_batches import batches_by_length
 from keras_bert_impl.text.masking import mask_batch
-from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer, as_list, as_string_tensor, not_text_error
+from keras_bert_impl.raw_text import not_text_error
+from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer, as_list, as_string_tensor
 from keras_bert_impl.text.tokenizer import MASK_TOKEN, BertTokenizer
 
 # Tokenize this many strings per TensorFlow call.
