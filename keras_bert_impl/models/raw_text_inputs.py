@@ -187,7 +187,7 @@ class RawTextInputs:
         columns = {key: value for key, value in inputs.items()}
         text_columns = [key for key, value in columns.items() if _holds_strings(value)]
         texts = self._text_columns_of(columns, text_columns).split(" or x=")[-1]  # (the pair, where there is one)
-        if isinstance(spec, tuple):
+        if isinstance(spec, tuple) and len(spec) > 1:
             rest = ", ".join(["y", "w"][: len(spec) - 1])
             mapped = f"ds.map(lambda d, {rest}: ({texts}, {rest}))"
         else:
