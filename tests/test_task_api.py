@@ -1939,3 +1939,67 @@ def test_predict_entities_refuses_an_item_that_is_not_text_in_the_preprocessors_
     assert str(error.value) == (
         "Raw text: item 1 is dict {'text': 'Mary too.'}, expected a string (rows as dicts: pass their texts, "
         "[row['text'] for row in rows], or a table's column, df['text']).")
+
+
+def test_pytorch_and_transformers_habits_work_or_are_one_line(shared_data, minilm_dir):
+    # From the PyTorch user's audit. Before: a DataLoader of raw strings stopped in torch's pytree
+    # ("'str' object has no attribute 'shape'") or in a message that changed with batch_size; labels of a
+    # torch-format `datasets` column ("label tensor(0) is not a class id"); `model(**batch)` ("missing a required
+    # argument: 'inputs'"); `labels=` beside the features dropped without a word; a BatchEncoding refused by Keras
+    # with every tensor printed; `preprocessor(texts, return_tensors="pt")` and a torch optimizer in compile with
+    # Python's and Keras's bare messages.
+    import torch
+    import transformers
+    from torch.utils.data import DataLoader
+
+    texts, labels = _sst2(shared_data, "dev", 4)
+    classifier = BertClassifier(_tiny_backbone(), num_classes=2, preprocessor=_preprocessor(16))
+    for batch_size in (2, 8):
+        for method, loader, arguments in (
+                ("fit", DataLoader(list(zip(texts, labels.tolist())), batch_size=batch_size), "texts, labels"),
+                ("evaluate", DataLoader([{"text": t, "label": int(y)} for t, y in zip(texts, labels)],
+                                        batch_size=batch_size), "texts, labels"),
+                ("predict", DataLoader(texts, batch_size=batch_size), "texts")):
+            with pytest.raises(ValueError) as error:
+                getattr(classifier, method)(loader, verbose=0)
+            assert str(error.value) == (
+                f"BertClassifier.{method} got a torch DataLoader whose batches hold raw text, which Keras passes to "
+                f"the model untokenized: give the texts themselves ({method}({arguments}), as lists, arrays or "
+                "tables), a tf.data.Dataset of strings, or batches of model.preprocessor(texts).")
+    # 0-d tensors as labels (a torch-format datasets column's items) are their class ids.
+    np.testing.assert_array_equal(classifier.label_ids([torch.tensor(int(y)) for y in labels]), labels)
+    assert np.isfinite(classifier.fit(texts, [torch.tensor(int(y)) for y in labels], verbose=0).history["loss"][0])
+    # transformers' tokenizer output: the keywords, and the BatchEncoding (a Mapping, not a dict).
+    encoding = transformers.AutoTokenizer.from_pretrained(str(minilm_dir))(texts, padding=True, return_tensors="np")
+    features = {"token_ids": encoding["input_ids"], "segment_ids": encoding["token_type_ids"],
+                "padding_mask": encoding["attention_mask"]}
+    for model, call in ((classifier, lambda: classifier(**encoding)),
+                        (classifier, lambda: classifier(features, labels=labels)),
+                        (classifier.backbone, lambda: classifier.backbone(**encoding))):
+        with pytest.raises(TypeError) as error:
+            call()
+        assert str(error.value).startswith(
+            f"{type(model).__name__} is called on one dict of the features {{token_ids, segment_ids, padding_mask}} "
+            "(and training=True for dropout), not on transformers' keywords ")
+        assert str(error.value).endswith(
+            ": call it as model({'token_ids': input_ids, 'segment_ids': token_type_ids, 'padding_mask': "
+            "attention_mask}); it gives the outputs, not a loss (fit computes that).")
+    renamed = "(Hugging Face's input_ids is token_ids, token_type_ids is segment_ids, attention_mask is padding_mask)."
+    for call in (lambda: classifier(encoding), lambda: classifier.predict(encoding, verbose=0)):
+        with pytest.raises(ValueError) as error:
+            call()
+        assert str(error.value).endswith(renamed)
+    np.testing.assert_allclose(np.asarray(keras.ops.convert_to_numpy(classifier(features))),
+                               classifier.predict(features, verbose=0), atol=1e-5)
+    with pytest.raises(TypeError) as error:
+        classifier.preprocessor(texts, return_tensors="pt")
+    assert str(error.value) == (
+        "BertClassifierPreprocessor(texts) takes no return_tensors= (transformers' tokenizer's): it gives the features "
+        "padded to its sequence_length (set preprocessor.sequence_length for another), as TensorFlow tensors on "
+        "every backend, which the model takes as they are (PyTorch's: torch.as_tensor(features['token_ids'].numpy())).")
+    with pytest.raises(ValueError) as error:
+        classifier.compile(optimizer=torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=2e-5))
+    assert str(error.value) == (
+        "compile(optimizer=...) takes a Keras optimizer, and got torch's AdamW: pass keras.optimizers.AdamW("
+        "learning_rate=...) (or leave the task's default), or train in your own loop, calling the model with "
+        "training=True for dropout.")

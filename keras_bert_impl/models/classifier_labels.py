@@ -22,6 +22,8 @@ def label_ids(labels, num_classes, label_names=None, multi_label=False):
     """
     if hasattr(labels, "tolist") and not isinstance(labels, np.ndarray):  # a pandas Series, a tensor
         labels = labels.tolist()
+    if isinstance(labels, (list, tuple)):  # 0-d tensors (a `datasets` column in torch format): their numbers
+        labels = [_number_of_scalar_tensor(value) for value in labels]
     if multi_label:
         return _multi_hot(labels, num_classes, label_names)
     values = labels if isinstance(labels, np.ndarray) else np.asarray(labels, dtype=object)
@@ -164,3 +166,18 @@ def _is_finite_score(value, finite=True):
     except (TypeError, ValueError, OverflowError):
         return False
     return bool(np.isfinite(score)) or not finite
+
+
+def _number_of_scalar_tensor(value):
+    """A 0-d tensor of any backend (PyTorch's `tensor(1)`, TensorFlow's, JAX's) as its Python number; else `value`.
+
+    >>> import numpy as np
+    >>> _number_of_scalar_tensor(np.array(1)), _number_of_scalar_tensor("pos")
+    (1, 'pos')
+    """
+    if getattr(value, "ndim", None) == 0 and not isinstance(value, (str, bytes)):
+        if hasattr(value, "item"):
+            return value.item()
+        if hasattr(value, "numpy"):  # (TensorFlow's)
+            return value.numpy().item()
+    return value

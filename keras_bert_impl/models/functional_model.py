@@ -3,6 +3,13 @@
 import keras
 
 
+# transformers' forward keywords: `model(**tokenizer(texts, return_tensors="pt"))`, `model(input_ids, labels=...)`.
+TRANSFORMERS_CALL_KEYWORDS = frozenset({
+    "input_ids", "attention_mask", "token_type_ids", "position_ids", "labels", "head_mask", "inputs_embeds",
+    "output_attentions", "output_hidden_states", "return_dict", "start_positions", "end_positions",
+})
+
+
 class FunctionalModel(keras.Model):
     """A `keras.Model` built functionally inside `__init__` of a subclass.
 
@@ -57,6 +64,18 @@ class FunctionalModel(keras.Model):
         if parent is None:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
         return parent(name)
+
+    def __call__(self, *args, **kwargs):
+        # transformers' forward keywords (`model(**batch)`): Keras said "missing a required argument: 'inputs'",
+        # and `labels=` or `attention_mask=` given beside the features were dropped without a word.
+        given = sorted(set(kwargs) & TRANSFORMERS_CALL_KEYWORDS)
+        if given:
+            raise TypeError(
+                f"{type(self).__name__} is called on one dict of the features {{token_ids, segment_ids, padding_mask}} "
+                f"(and training=True for dropout), not on transformers' keywords {', '.join(given)}: call it as "
+                "model({'token_ids': input_ids, 'segment_ids': token_type_ids, 'padding_mask': attention_mask}); it "
+                "gives the outputs, not a loss (fit computes that).")
+        return super().__call__(*args, **kwargs)
 
     def __setattr__(self, name, value):
         is_property = isinstance(getattr(type(self), name, None), property)

@@ -27,7 +27,7 @@ import keras
 import numpy as np
 
 from keras_bert_impl.models.user_inputs import (
-    chained, is_dataset, joined_processes, looks_like_text, numpy_text_as_lists,
+    as_plain_dict, chained, is_dataset, is_torch_data_loader, joined_processes, looks_like_text, numpy_text_as_lists,
 )
 from keras_bert_impl.table_columns import table_as_labels, table_as_texts
 
@@ -130,7 +130,7 @@ class RawTextInputs:
     def _read_tables(self, x, y=None, sample_weight=None):
         """pandas DataFrames and Series, and Hugging Face dataset columns, given as `x`, `y` or `sample_weight` ->
         the lists the preprocessor reads: `x=df[["sentence1", "sentence2"]]` is the pair `(texts_a, texts_b)`."""
-        x = table_as_texts(numpy_text_as_lists(x), self.raw_text_columns, type(self).__name__, y=y)
+        x = table_as_texts(numpy_text_as_lists(as_plain_dict(x)), self.raw_text_columns, type(self).__name__, y=y)
         return x, table_as_labels(y), table_as_labels(sample_weight)
 
     def _check_raw_labels(self, x, y, method):
@@ -209,6 +209,10 @@ class RawTextInputs:
             x = chained(first, x)
         elif isinstance(x, keras.utils.PyDataset) and x.num_batches:
             first = x[0]
+        elif is_torch_data_loader(x):
+            first = next(iter(x), None)  # (a DataLoader is iterated afresh each epoch: nothing is lost)
+            if first is None:
+                return x
         elif is_dataset(x) and self._reads_string_datasets() and _dict_of_strings(x.element_spec):
             raise ValueError(self._dataset_of_dicts_error(x.element_spec, f"{type(self).__name__}.{method}"))
         elif (is_dataset(x) and self.preprocessor is not None and _holds_strings(x.element_spec)
@@ -224,9 +228,12 @@ class RawTextInputs:
                              "tables), or a dataset of model.preprocessor.make_dataset(...) batches.")
         else:
             return x
-        inputs = first[0] if isinstance(first, tuple) and first else first
+        inputs = first[0] if isinstance(first, (tuple, list)) and first and not looks_like_text(first) else first
+        if isinstance(inputs, dict) and any(looks_like_text(value) for value in inputs.values()):
+            inputs = next(value for value in inputs.values() if looks_like_text(value))
         if looks_like_text(inputs):
-            kind = "generator" if isinstance(x, types.GeneratorType) else "PyDataset"
+            kind = ("generator" if isinstance(x, types.GeneratorType) else "PyDataset"
+                    if isinstance(x, keras.utils.PyDataset) else "torch DataLoader")
             name = type(self).__name__
             arguments = "texts" if method == "predict" else "texts, labels"
             raise ValueError(f"{name}.{method} got a {kind} whose batches hold raw text, which Keras passes to the "

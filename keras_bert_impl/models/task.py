@@ -18,7 +18,9 @@ from keras_bert_impl.models.loss_tracker import LossTracker
 from keras_bert_impl.models.raw_text_inputs import HUGGING_FACE_FEATURE_NAMES, RawTextInputs
 from keras_bert_impl.models.task_saving import PREPROCESSOR_ARGUMENTS, TaskSaving
 from keras_bert_impl.models.unknown_arguments import check_arguments, check_method_arguments
-from keras_bert_impl.models.user_inputs import is_dataset, lists_as_arrays, looks_like_text, progress_verbosity
+from keras_bert_impl.models.user_inputs import (
+    as_plain_dict, is_dataset, is_torch_data_loader, lists_as_arrays, looks_like_text, progress_verbosity,
+)
 from keras_bert_impl.optimizers import GlobalClipAdamW
 from keras_bert_impl.presets import PresetsAttribute
 
@@ -180,6 +182,12 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         """
         check_method_arguments(self, "compile", kwargs, keras.Model.compile)  # (learning_rate=: where it goes)
         arguments = dict(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
+        library = type(optimizer).__module__.split(".")[0]
+        if library in ("torch", "optax"):  # (Keras: "Could not interpret optimizer identifier", and its repr)
+            raise ValueError(
+                f"compile(optimizer=...) takes a Keras optimizer, and got {library}'s {type(optimizer).__name__}: "
+                "pass keras.optimizers.AdamW(learning_rate=...) (or leave the task's default), or train in your own "
+                "loop, calling the model with training=True for dropout.")
         if optimizer == "auto":
             optimizer = self.default_optimizer()
         if loss == "auto":
@@ -327,6 +335,8 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
                 f"{type(self).__name__} is called on packed features {{{', '.join(BACKBONE_INPUTS)}}}, not raw text: "
                 f"use {type(self).__name__}.predict(texts), or call it on model.preprocessor(texts)."
             )
+        if args:  # (transformers' BatchEncoding is a Mapping, not a dict)
+            args = (as_plain_dict(args[0]),) + args[1:]
         renamed = [f"{theirs} is {ours}" for theirs, ours in HUGGING_FACE_FEATURE_NAMES.items()
                    if args and isinstance(args[0], dict) and theirs in args[0] and ours not in args[0]]
         if renamed:  # (Keras: "Missing data for input "padding_mask". You passed a data dictionary with keys ...")
@@ -372,8 +382,8 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed)
             y = sample_weight = batch_size = None
-        if is_dataset(x):
-            shuffle = False  # a dataset shuffles itself; Keras would only warn
+        if is_dataset(x) or is_torch_data_loader(x):
+            shuffle = False  # a dataset (a DataLoader) shuffles itself; Keras would only warn
         return _label_errors_as_one_line(lambda: self._keras_call(
             super(Task, self).fit, "train_function", x=x, y=y, batch_size=batch_size, epochs=epochs,
             validation_data=validation_data, sample_weight=sample_weight, shuffle=shuffle,
@@ -519,3 +529,4 @@ LABEL_ATTRIBUTES = {
     "label2id": "label_names (the names in id order; transformers' dict: {name: i for i, name in "
                 "enumerate(model.label_names)})",
 }
+

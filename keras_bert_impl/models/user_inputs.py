@@ -10,6 +10,8 @@ back whole (`chained`); and `joined_processes` says whether this process is
 one of several, where `fit` on raw strings would train each alone.
 """
 
+import collections.abc
+
 import keras
 import numpy as np
 
@@ -146,3 +148,27 @@ def looks_like_text(x):
         if isinstance(first, (list, tuple)) and first and isinstance(first[0], (str, bytes)):
             return True
     return False
+
+
+def as_plain_dict(value):
+    """A mapping that is not a dict (transformers' `BatchEncoding`, a `UserDict`) as a dict; anything else as it is,
+    so that the features' checks, which look for a dict, see it.
+
+    Example:
+    >>> import collections
+    >>> type(as_plain_dict(collections.UserDict(token_ids=[[1]]))).__name__, as_plain_dict([1])
+    ('dict', [1])
+    """
+    if isinstance(value, collections.abc.Mapping) and not isinstance(value, dict):
+        return dict(value)
+    return value
+
+
+def is_torch_data_loader(x):
+    """Whether `x` is a `torch.utils.data.DataLoader` (recognised without importing PyTorch).
+
+    >>> is_torch_data_loader([1, 2])
+    False
+    """
+    return any(cls.__module__.startswith("torch.utils.data") and cls.__name__ == "DataLoader"
+               for cls in type(x).__mro__)

@@ -9,6 +9,13 @@ from keras_bert_impl.raw_text import not_text_error
 from keras_bert_impl.table_columns import table_as_texts
 
 
+# transformers' tokenizer's call arguments, which no preprocessor takes: each is one line naming what to do instead.
+HUGGING_FACE_TOKENIZER_ARGUMENTS = frozenset({
+    "padding", "truncation", "max_length", "return_tensors", "add_special_tokens", "return_attention_mask",
+    "return_token_type_ids", "return_offsets_mapping", "text_pair", "is_split_into_words",
+})
+
+
 class PreprocessingLayer(keras.layers.Layer):
     """Base of the tokenizer and the preprocessors: a Keras layer whose `call` runs TensorFlow ops on the CPU.
 
@@ -48,10 +55,21 @@ class PreprocessingLayer(keras.layers.Layer):
     def __call__(self, *args, **kwargs):
         # Straight to `call`: no weights to build, no autocasting, and a user's input error reaches them as
         # the one line `call` raised, not wrapped in Keras's "Exception encountered when calling" report.
+        given = [name for name in kwargs if name in HUGGING_FACE_TOKENIZER_ARGUMENTS]
+        if given:  # (was "call() got an unexpected keyword argument 'return_tensors'")
+            raise self.hugging_face_arguments_error(given)
         if args:  # a DataFrame or Series as `x`: the lists it holds, as `Task.fit` reads it
             args = (self.read_table(args[0], args[1] if len(args) > 1 else kwargs.get("y")),) + args[1:]
         with tf.device("cpu"):
             return self.call(*args, **kwargs)
+
+    def hugging_face_arguments_error(self, given):
+        """The `TypeError` for a preprocessor called as transformers' tokenizer is (`padding=`, `return_tensors=`)."""
+        return TypeError(
+            f"{type(self).__name__}(texts) takes no {', '.join(f'{name}=' for name in given)} (transformers' "
+            "tokenizer's): it gives the features padded to its sequence_length (set preprocessor.sequence_length "
+            "for another), as TensorFlow tensors on every backend, which the model takes as they are (PyTorch's: "
+            "torch.as_tensor(features['token_ids'].numpy())).")
 
     def read_table(self, x, y=None):
         """A pandas DataFrame or Series, or a Hugging Face dataset column, as `x` -> the list (or pair of lists) it

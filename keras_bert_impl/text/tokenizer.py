@@ -361,6 +361,9 @@ class BertTokenizer(PreprocessingLayer):
             raise call_arguments_error(type(self).__name__, pairs, hugging_face_arguments)
         return self.tokenize(strings)
 
+    def hugging_face_arguments_error(self, given):
+        return call_arguments_error(type(self).__name__, (), dict.fromkeys(given))
+
     def __getattr__(self, name):
         # (Only for names not found: Hugging Face's are one line naming ours. PyTorch's Module has its own.)
         if name in HUGGING_FACE_TOKENIZER_NAMES:
