@@ -641,3 +641,52 @@ def test_a_glue_recipe_killed_on_two_processes_resumes_to_the_uninterrupted_scor
     for key in ("accuracy", "loss"):
         np.testing.assert_allclose(results["history"][key], expected["history"][key], rtol=1e-4, err_msg=key)
     assert not checkpoints.exists()
+
+
+DATA_PARALLEL_PREDICTIONS = r'''
+import json, sys
+import keras, numpy as np
+import keras_bert_impl as k
+keras.distribution.set_distribution(keras.distribution.DataParallel())
+keras.utils.set_random_seed(0)
+backbone = k.BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                          max_sequence_length=64)
+preprocessor = k.BertClassifierPreprocessor.from_preset(sys.argv[1], sequence_length=16)
+classifier = k.BertClassifier(backbone, num_classes=2, preprocessor=preprocessor)
+texts = ["I loved it", "dull", "a fine film"]
+result = {"one": np.asarray(classifier.predict(texts[:1], verbose=0)).tolist(),
+          "three": np.asarray(classifier.predict(texts, verbose=0)).tolist(),
+          "features": np.asarray(classifier.predict({n: np.asarray(v) for n, v in preprocessor(texts).items()},
+                                                    verbose=0)).tolist(),
+          "label": classifier.predict_labels("I loved it")}
+errors = []
+for call in (lambda: classifier.fit(texts, [1, 0, 1], batch_size=3, verbose=0),
+             lambda: classifier.predict(texts, batch_size=1, verbose=0)):
+    try:
+        call()
+    except ValueError as error:
+        errors.append(str(error))
+result["errors"] = errors
+print("RESULT " + json.dumps(result))
+'''
+
+
+def test_jax_data_parallel_predicts_fewer_texts_than_devices_and_names_an_unsplittable_batch(tmp_path, minilm_dir):
+    # From the JAX user's audit. Before: predicting on one text over two devices stopped in JAX's IndivisibleError
+    # ("implies that array axis 0 is partitioned 2 times, but the dimension size is 1"), in predict_labels, encode,
+    # predict_entities and answer alike; batch_size=3 over two devices, the same.
+    pytest.importorskip("jax")
+    script = tmp_path / "predict.py"
+    script.write_text(DATA_PARALLEL_PREDICTIONS)
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    proc = subprocess.run([sys.executable, str(script), str(minilm_dir)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    np.testing.assert_allclose(result["one"], result["three"][:1], atol=1e-5)
+    np.testing.assert_allclose(result["features"], result["three"], atol=1e-5)
+    assert result["label"] in (0, 1)
+    assert result["errors"] == [
+        f"BertClassifier.{method}: batch_size={size} does not split among the 2 devices of the distribution in effect "
+        "(DataParallel): give a multiple of 2." for method, size in (("fit", 3), ("predict", 1))]

@@ -2003,3 +2003,34 @@ def test_pytorch_and_transformers_habits_work_or_are_one_line(shared_data, minil
         "compile(optimizer=...) takes a Keras optimizer, and got torch's AdamW: pass keras.optimizers.AdamW("
         "learning_rate=...) (or leave the task's default), or train in your own loop, calling the model with "
         "training=True for dropout.")
+
+
+def test_features_with_ids_outside_the_vocabulary_or_the_classes_are_one_line():
+    # From the JAX user's audit: on the features path JAX trained on labels outside the classes with a loss of 0,
+    # and gave NaN logits for token ids outside the vocabulary, silently (PyTorch and TensorFlow stopped inside
+    # the loss or the embedding lookup). Raw text's labels were checked; these now are too.
+    classifier = BertClassifier(_tiny_backbone(vocabulary_size=100), num_classes=2)
+    features = {"token_ids": np.array([[101 % 100, 5, 6, 0], [1, 2, 3, 4]], "int32"),
+                "segment_ids": np.zeros((2, 4), "int32"), "padding_mask": np.ones((2, 4), "int32")}
+    with pytest.raises(ValueError) as error:
+        classifier.fit(features, np.array([1, 5]), verbose=0)
+    assert str(error.value) == ("Example 1: label 5 is not a class of this 2-class classifier (ids 0..1); 1 label(s) "
+                                "in all are outside.")
+    with pytest.raises(ValueError) as error:
+        classifier.evaluate(features, np.array([-1, 0]), verbose=0)
+    assert str(error.value).startswith("Example 0: label -1 is not a class of this 2-class classifier")
+    beyond = {**features, "token_ids": np.array([[1, 2, 3, 0], [1, 120, 3, 130]], "int32")}
+    for method, call in (("predict", lambda: classifier.predict(beyond, verbose=0)),
+                         ("fit", lambda: classifier.fit(beyond, np.array([0, 1]), verbose=0))):
+        with pytest.raises(ValueError) as error:
+            call()
+        assert str(error.value) == (
+            f"BertClassifier.{method}: token_ids of row 1 hold 120, outside the backbone's vocabulary of 100 (ids "
+            "0..99); 2 id(s) in all: tokenize with the model's own preprocessor (model.preprocessor(texts)).")
+    tagger = BertTokenClassifier(_tiny_backbone(vocabulary_size=100), num_classes=3)
+    with pytest.raises(ValueError) as error:
+        tagger.fit(features, np.array([[-1, 0, 2, -1], [-1, 1, 3, -1]]), verbose=0)
+    assert str(error.value) == ("Row 1: tag id 3 is not a tag of this 3-tag tagger (ids 0..2, or -1 where nothing is "
+                                "labelled); 1 id(s) in all are outside.")
+    assert np.isfinite(classifier.fit(features, np.array([1, 0]), verbose=0).history["loss"][0])
+    assert np.isfinite(tagger.fit(features, np.array([[-1, 0, 2, -1], [-1, 1, 1, -1]]), verbose=0).history["loss"][0])

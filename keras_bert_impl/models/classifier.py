@@ -378,6 +378,15 @@ class BertClassifier(Task):
         weights = table[self.label_ids(y)]
         return weights if sample_weight is None else weights * np.asarray(sample_weight, "float32")
 
+    def _check_feature_labels(self, y, method):
+        """Class ids given with features are checked as raw text's labels are (`label_ids`): one line naming the
+        first example outside the classes (JAX trained on them silently, with a loss of 0)."""
+        if self.is_regression or self.multi_label or not hasattr(y, "__len__"):
+            return
+        ids = np.asarray(y)
+        if ids.dtype.kind in "iu":
+            self.label_ids(ids)
+
     def label_ids(self, labels):
         """Labels as the loss takes them: class ids (names from `label_names` become their index; ids are checked
         against `num_classes`), float32 scores (regression), or multi-hot float32 rows (multi-label).

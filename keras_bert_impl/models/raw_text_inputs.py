@@ -158,12 +158,33 @@ class RawTextInputs:
                 renamed = [f"{key} is {ours}" for key, ours in HUGGING_FACE_FEATURE_NAMES.items() if key in x]
                 hint = f" (Hugging Face's {', '.join(renamed)})" if renamed else ""
                 raise ValueError(f"{takes}; the dict given has {sorted(x)}, without {missing}{hint}.")
+            self._check_token_ids(x.get("token_ids"), method)
         elif hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (list, tuple)):
             if "string" in str(x.dtype):
                 raise ValueError(f"{takes}; got a string tensor of shape {tuple(x.shape)}: pass the texts as a list "
                                  "of strings (or a tf.data.Dataset of them).")
             raise ValueError(f"{takes}; got an array of shape {tuple(x.shape)}: put it in the dict as "
                              f"{expected[0]}, with its {', '.join(expected[1:])}.")
+
+    def _check_feature_labels(self, y, method):
+        """Labels given with features (not raw text) that the loss cannot take: one line. The classifier and the
+        tagger check their class ids (JAX trained on ids outside the classes silently, with a loss of 0)."""
+
+    def _check_token_ids(self, token_ids, method):
+        """Refuses, in one line, in-memory token ids outside the backbone's vocabulary: JAX gathers them silently
+        (NaN outputs, a loss of NaN), PyTorch and TensorFlow stop inside the embedding lookup."""
+        size = getattr(self.backbone, "vocabulary_size", None)
+        if size is None or token_ids is None or is_dataset(token_ids) or not hasattr(token_ids, "__len__"):
+            return
+        ids = np.asarray(token_ids)
+        if ids.size == 0 or ids.dtype.kind not in "iu":
+            return
+        outside = (ids < 0) | (ids >= size)
+        if outside.any():
+            row = int(np.argwhere(outside)[0][0])
+            raise ValueError(f"{type(self).__name__}.{method}: token_ids of row {row} hold {int(ids[outside][0])}, "
+                             f"outside the backbone's vocabulary of {size} (ids 0..{size - 1}); {int(outside.sum())} "
+                             "id(s) in all: tokenize with the model's own preprocessor (model.preprocessor(texts)).")
 
     def _text_columns_of(self, table, text_columns):
         """How to pass `table`'s text columns, for an error: `(d['question'], d['context'])` where the task's own

@@ -7,6 +7,7 @@ rest: `raw_text_inputs.RawTextInputs` (how raw text, tables and feature dicts ar
 """
 
 import keras
+import numpy as np
 
 from keras_bert_impl.models.failed_calls import run_recoverably
 from keras_bert_impl.models.interrupts import noting_interrupts, with_interrupt_check
@@ -19,7 +20,8 @@ from keras_bert_impl.models.raw_text_inputs import HUGGING_FACE_FEATURE_NAMES, R
 from keras_bert_impl.models.task_saving import PREPROCESSOR_ARGUMENTS, TaskSaving
 from keras_bert_impl.models.unknown_arguments import check_arguments, check_method_arguments
 from keras_bert_impl.models.user_inputs import (
-    as_plain_dict, is_dataset, is_torch_data_loader, lists_as_arrays, looks_like_text, progress_verbosity,
+    as_plain_dict, batch_shards, check_batch_shards, is_dataset, is_torch_data_loader, lists_as_arrays, looks_like_text,
+    progress_verbosity,
 )
 from keras_bert_impl.optimizers import GlobalClipAdamW
 from keras_bert_impl.presets import PresetsAttribute
@@ -36,7 +38,9 @@ def prediction_rows(count, batch_size=None):
     batch_size = 32 if batch_size is None else batch_size
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1 or count < 1:
         return batch_size  # (the preprocessor's checks say what is wrong)
-    return min(batch_size, 1 << (count - 1).bit_length())
+    rows = min(batch_size, 1 << (count - 1).bit_length())
+    shards = batch_shards()  # (a DataParallel distribution gives each device a part of every batch: equal ones)
+    return -(-rows // shards) * shards
 
 
 class Task(RawTextInputs, TaskSaving, FunctionalModel):
@@ -361,12 +365,15 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         self._compile_if_needed()
         self._retrace_if_trainable_changed()
         self._check_monitors(kwargs.get("callbacks"))
+        check_batch_shards(batch_size, f"{type(self).__name__}.fit")
         x, y, sample_weight = self._read_tables(x, y, sample_weight)
         x = self._refuse_raw_text_batches(x, "fit")
         if isinstance(validation_data, tuple):
             validation_data = self._read_tables(*validation_data)[:len(validation_data)]
         self._check_raw_labels(x, y, "fit")
         self._check_feature_inputs(x, "fit")
+        if not self._is_raw(x) and y is not None and not is_dataset(x):
+            self._check_feature_labels(y, "fit")
         x, y, sample_weight = lists_as_arrays(x, y, sample_weight)
         if isinstance(validation_data, tuple) and isinstance(validation_data[0], dict):
             validation_data = lists_as_arrays(*validation_data)[:len(validation_data)]
@@ -412,10 +419,13 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         check_method_arguments(self, "evaluate", kwargs, keras.Model.evaluate)
         kwargs["verbose"] = progress_verbosity(kwargs.get("verbose", "auto"))
         self._compile_if_needed()
+        check_batch_shards(batch_size, f"{type(self).__name__}.evaluate")
         x, y, sample_weight = self._read_tables(x, y, sample_weight)
         x = self._refuse_raw_text_batches(x, "evaluate")
         self._check_raw_labels(x, y, "evaluate")
         self._check_feature_inputs(x, "evaluate")
+        if not self._is_raw(x) and y is not None and not is_dataset(x):
+            self._check_feature_labels(y, "evaluate")
         x, y, sample_weight = lists_as_arrays(x, y, sample_weight)
         if self._is_raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size=batch_size)
@@ -430,6 +440,7 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         if x is None:  # (Keras's own error is "KeyError: 'pop from an empty set'")
             raise ValueError(f"{type(self).__name__}.predict: `x` is None; give the examples (raw strings in any form "
                              "`fit` takes, or the preprocessed features).")
+        check_batch_shards(batch_size, f"{type(self).__name__}.predict")
         x = self._refuse_raw_text_batches(self._read_tables(x)[0], "predict")
         self._check_feature_inputs(x, "predict")
         x = lists_as_arrays(x)[0]
@@ -444,8 +455,10 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         if self._is_raw(x):
             x = self._raw_dataset(x, batch_size=batch_size)
             batch_size = None
-        return self._keras_call(super(Task, self).predict, "predict_function", x=x, batch_size=batch_size,
-                                verbose=verbose, steps=steps, callbacks=callbacks)
+        count, x = _rows_for_every_device(x, batch_size)
+        outputs = self._keras_call(super(Task, self).predict, "predict_function", x=x, batch_size=batch_size,
+                                   verbose=verbose, steps=steps, callbacks=callbacks)
+        return outputs if count is None else keras.tree.map_structure(lambda a: a[:count], outputs)
 
     def _keras_call(self, method, function_name, **arguments):
         """Runs Keras's `fit`, `evaluate` or `predict` (`method`, on `arguments`): undone if it fails
@@ -530,3 +543,21 @@ LABEL_ATTRIBUTES = {
                 "enumerate(model.label_names)})",
 }
 
+
+def _rows_for_every_device(x, batch_size):
+    """Features (a dict of arrays) to predict on under a distribution that splits each batch among its devices:
+    `(count, x)`, `x` with its first row repeated up to a whole number of batches, so that every batch splits
+    equally (JAX stopped on a last batch of fewer rows than devices: `IndivisibleError`), and the real row count to
+    keep of the outputs; `(None, x)` otherwise."""
+    shards = batch_shards()
+    if shards == 1 or not isinstance(x, dict) or not x:
+        return None, x
+    arrays = {key: np.asarray(value) for key, value in x.items()}
+    count = len(next(iter(arrays.values())))
+    size = 32 if batch_size is None else batch_size
+    # Fewer rows than a batch: one batch, of a multiple of the devices; else whole batches (size splits: checked).
+    padded = -(-count // shards) * shards if count < size else -(-count // size) * size
+    if padded == count:
+        return None, x
+    return count, {key: np.concatenate([value, np.repeat(value[:1], padded - count, axis=0)])
+                   for key, value in arrays.items()}

@@ -253,6 +253,21 @@ class BertTokenClassifier(Task):
                 ) from None
         return ids
 
+    def _check_feature_labels(self, y, method):
+        """Per-token tag ids given with features: each a tag (0..num_classes - 1) or -1 (no label there); one line
+        naming the first row outside (JAX trained on them silently)."""
+        if not hasattr(y, "__len__"):
+            return
+        ids = np.asarray(y)
+        if ids.size == 0 or ids.dtype.kind not in "iu":
+            return
+        outside = (ids < IGNORE_LABEL) | (ids >= self.num_classes)
+        if outside.any():
+            row = int(np.argwhere(outside)[0][0])
+            raise ValueError(f"Row {row}: tag id {int(ids[outside][0])} is not a tag of this {self.num_classes}-tag "
+                             f"tagger (ids 0..{self.num_classes - 1}, or {IGNORE_LABEL} where nothing is labelled); "
+                             f"{int(outside.sum())} id(s) in all are outside.")
+
     def predict_tags(self, x, batch_size=32, aggregation_strategy="first"):
         """A tag per word: for each sentence, the list of its words' tags (`label_names`), in word order.
 

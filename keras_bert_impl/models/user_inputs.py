@@ -172,3 +172,28 @@ def is_torch_data_loader(x):
     """
     return any(cls.__module__.startswith("torch.utils.data") and cls.__name__ == "DataLoader"
                for cls in type(x).__mro__)
+
+
+def batch_shards():
+    """Into how many parts the Keras distribution in effect splits each batch (`keras.distribution.DataParallel` or
+    `ModelParallel` on JAX: the size of its batch axis); 1 without one.
+
+    >>> batch_shards()
+    1
+    """
+    distribution = keras.distribution.distribution() if hasattr(keras, "distribution") else None
+    mesh = getattr(distribution, "device_mesh", None)
+    axis = getattr(distribution, "batch_dim_name", None)
+    if mesh is None or axis not in list(mesh.axis_names):
+        return 1
+    return int(mesh.shape[list(mesh.axis_names).index(axis)])
+
+
+def check_batch_shards(batch_size, where):
+    """Refuses, in one line, a `batch_size` that the distribution's devices cannot share equally (JAX said
+    "IndivisibleError: Sharding ... implies that array axis 0 is partitioned 2 times, but the dimension size is 3")."""
+    shards = batch_shards()
+    if shards > 1 and isinstance(batch_size, int) and not isinstance(batch_size, bool) and batch_size % shards:
+        raise ValueError(f"{where}: batch_size={batch_size} does not split among the {shards} devices of the "
+                         f"distribution in effect ({type(keras.distribution.distribution()).__name__}): give a "
+                         f"multiple of {shards}.")
