@@ -690,3 +690,56 @@ def test_jax_data_parallel_predicts_fewer_texts_than_devices_and_names_an_unspli
     assert result["errors"] == [
         f"BertClassifier.{method}: batch_size={size} does not split among the 2 devices of the distribution in effect "
         "(DataParallel): give a multiple of 2." for method, size in (("fit", 3), ("predict", 1))]
+
+
+MODEL_PARALLEL = r'''
+import json, sys
+import keras, numpy as np
+import keras_bert_impl as k
+texts = ["I loved it", "dull", "a fine film", "bad"]
+def build():
+    keras.utils.set_random_seed(0)
+    backbone = k.BertBackbone(vocabulary_size=30522, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                              max_sequence_length=64)
+    return k.BertClassifier(backbone, num_classes=2,
+                            preprocessor=k.BertClassifierPreprocessor.from_preset(sys.argv[1], sequence_length=16))
+single = build()
+expected = single.predict(texts, verbose=0)
+mesh = keras.distribution.DeviceMesh((1, 2), ["batch", "model"])
+errors = []
+try:
+    k.BertBackbone.get_layout_map(keras.distribution.DeviceMesh((2,), ["data"]))
+except ValueError as error:
+    errors.append(str(error))
+keras.distribution.set_distribution(
+    keras.distribution.ModelParallel(layout_map=k.BertBackbone.get_layout_map(mesh), batch_dim_name="batch"))
+model = build()
+model.set_weights(single.get_weights())
+split = sorted(v.path for v in model.weights if not v.value.sharding.is_fully_replicated)
+difference = float(np.abs(model.predict(texts, verbose=0) - expected).max())
+history = model.fit(texts, [1, 0, 1, 0], batch_size=4, verbose=0).history
+print("RESULT " + json.dumps({"difference": difference, "split": split, "loss": history["loss"][0],
+                              "errors": errors}))
+'''
+
+
+def test_jax_model_parallel_with_the_backbones_layout_map_predicts_as_one_device(tmp_path, minilm_dir):
+    # BertBackbone.get_layout_map (keras-hub's name): the encoder's matrices split over a mesh's model axis, as
+    # Megatron-LM splits them. Before, the JAX audit found no layout map to give ModelParallel.
+    pytest.importorskip("jax")
+    script = tmp_path / "model_parallel.py"
+    script.write_text(MODEL_PARALLEL)
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    proc = subprocess.run([sys.executable, str(script), str(minilm_dir)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert result["difference"] < 1e-5 and np.isfinite(result["loss"])
+    layers = [f"transformer_layer_{i}/{name}" for i in range(2) for name in (
+        "attention_output/kernel", "intermediate/bias", "intermediate/kernel", "output/kernel", "qkv/bias",
+        "qkv/kernel")]
+    assert result["split"] == sorted(["token_embedding/embeddings"] + layers)
+    assert result["errors"] == [
+        "get_layout_map: model_parallel_dim_name='model' is not an axis of the device mesh, whose axes are ['data']: "
+        "name the mesh's axes, e.g. DeviceMesh((1, 2), ['batch', 'model'])."]

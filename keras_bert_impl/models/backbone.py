@@ -323,6 +323,36 @@ class BertBackbone(FunctionalModel):
     # === Presets ===
     presets = PresetsAttribute()
 
+    @staticmethod
+    def get_layout_map(device_mesh, model_parallel_dim_name="model", data_parallel_dim_name="batch"):
+        """A `keras.distribution.LayoutMap` for `keras.distribution.ModelParallel` (JAX), as keras-hub's backbones
+        give one: the encoder's large matrices split over the mesh's model axis as Megatron-LM splits them (the
+        query/key/value and intermediate kernels by columns, the attention output and output kernels by rows), the
+        token embeddings by their hidden columns; the rest (LayerNorms, position and segment embeddings, a task's
+        head) is copied to every device. `data_parallel_dim_name` is the mesh's batch axis, which `ModelParallel`
+        is given too.
+
+        Example (two devices: `XLA_FLAGS=--xla_force_host_platform_device_count=2` on a CPU):
+        >>> mesh = keras.distribution.DeviceMesh((1, 2), ["batch", "model"])  # doctest: +SKIP
+        >>> layout_map = BertBackbone.get_layout_map(mesh)  # doctest: +SKIP
+        >>> keras.distribution.set_distribution(  # doctest: +SKIP
+        ...     keras.distribution.ModelParallel(layout_map=layout_map, batch_dim_name="batch"))
+        >>> classifier = BertClassifier.from_preset("bert_base_en_uncased", num_classes=2)  # doctest: +SKIP
+        """
+        names = list(device_mesh.axis_names)
+        for role, name in (("model_parallel_dim_name", model_parallel_dim_name),
+                           ("data_parallel_dim_name", data_parallel_dim_name)):
+            if name not in names:
+                raise ValueError(f"get_layout_map: {role}={name!r} is not an axis of the device mesh, whose axes are "
+                                 f"{names}: name the mesh's axes, e.g. DeviceMesh((1, 2), ['batch', 'model']).")
+        model = model_parallel_dim_name
+        layout_map = keras.distribution.LayoutMap(device_mesh)
+        layout_map["token_embedding/embeddings"] = (None, model)
+        layout_map[r"transformer_layer_\d+/(qkv|intermediate)/kernel"] = (None, model)
+        layout_map[r"transformer_layer_\d+/(qkv|intermediate)/bias"] = (model,)
+        layout_map[r"transformer_layer_\d+/(attention_output|output)/kernel"] = (model, None)
+        return layout_map
+
     @classmethod
     def from_preset(cls, preset, load_weights=True, dtype=None, **kwargs):
         """Builds a backbone from a preset name or a local directory.
