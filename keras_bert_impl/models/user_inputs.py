@@ -6,8 +6,12 @@ arrays of strings become the lists the preprocessors read
 `BertSpanExtractor`); feature dicts given as Python lists become arrays
 (`lists_as_arrays`); `verbose="auto"` becomes what suits where the output
 goes (`progress_verbosity`); a generator whose first batch was read is given
-back whole (`chained`); and `joined_processes` says whether this process is
-one of several, where `fit` on raw strings would train each alone.
+back whole (`chained`); `joined_processes` says whether this process is
+one of several, where `fit` on raw strings would train each alone; a
+transformers `BatchEncoding` is read as the dict it holds (`as_plain_dict`)
+and a torch `DataLoader` is recognised (`is_torch_data_loader`); and
+`batch_shards` says among how many devices a JAX distribution splits each
+batch (`check_batch_shards`: a batch size they cannot share is one line).
 """
 
 import collections.abc
