@@ -658,7 +658,9 @@ result = {"one": np.asarray(classifier.predict(texts[:1], verbose=0)).tolist(),
           "three": np.asarray(classifier.predict(texts, verbose=0)).tolist(),
           "features": np.asarray(classifier.predict({n: np.asarray(v) for n, v in preprocessor(texts).items()},
                                                     verbose=0)).tolist(),
-          "label": classifier.predict_labels("I loved it")}
+          "label": classifier.predict_labels("I loved it"),
+          "on_batch": np.asarray(classifier.predict_on_batch(texts[:1])).tolist(),
+          "trained": classifier.train_on_batch(texts[:1], [1], return_dict=True)["loss"]}
 errors = []
 for call in (lambda: classifier.fit(texts, [1, 0, 1], batch_size=3, verbose=0),
              lambda: classifier.predict(texts, batch_size=1, verbose=0)):
@@ -687,6 +689,8 @@ def test_jax_data_parallel_predicts_fewer_texts_than_devices_and_names_an_unspli
     np.testing.assert_allclose(result["one"], result["three"][:1], atol=1e-5)
     np.testing.assert_allclose(result["features"], result["three"], atol=1e-5)
     assert result["label"] in (0, 1)
+    np.testing.assert_allclose(result["on_batch"], result["three"][:1], atol=1e-5)  # (train_on_batch: after it)
+    assert np.isfinite(result["trained"])
     assert result["errors"] == [
         f"BertClassifier.{method}: batch_size={size} does not split among the 2 devices of the distribution in effect "
         "(DataParallel): give a multiple of 2." for method, size in (("fit", 3), ("predict", 1))]

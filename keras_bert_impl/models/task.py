@@ -20,8 +20,8 @@ from keras_bert_impl.models.raw_text_inputs import HUGGING_FACE_FEATURE_NAMES, R
 from keras_bert_impl.models.task_saving import PREPROCESSOR_ARGUMENTS, TaskSaving
 from keras_bert_impl.models.unknown_arguments import check_arguments, check_method_arguments
 from keras_bert_impl.models.user_inputs import (
-    as_plain_dict, batch_shards, check_batch_shards, is_dataset, is_torch_data_loader, lists_as_arrays, looks_like_text,
-    progress_verbosity,
+    as_plain_dict, batch_shards, check_batch_shards, filled_for_every_device, is_dataset, is_torch_data_loader,
+    lists_as_arrays, looks_like_text, progress_verbosity,
 )
 from keras_bert_impl.optimizers import GlobalClipAdamW
 from keras_bert_impl.presets import PresetsAttribute
@@ -400,6 +400,8 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         """`keras.Model.train_on_batch`; `x` may also be raw strings (`y` the labels), one batch of them."""
         self._compile_if_needed()
         x, y, sample_weight = self._raw_batch(x, y, sample_weight, "train_on_batch")
+        if batch_shards() > 1 and y is not None and sample_weight is not None:  # (a row a device, weighing 0)
+            x, y, sample_weight = filled_for_every_device((x, y, sample_weight))[1]
         return super().train_on_batch(x, y, sample_weight=sample_weight, class_weight=class_weight,
                                       return_dict=return_dict)
 
@@ -407,12 +409,16 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         """`keras.Model.test_on_batch`; `x` may also be raw strings (`y` the labels), one batch of them."""
         self._compile_if_needed()
         x, y, sample_weight = self._raw_batch(x, y, sample_weight, "test_on_batch")
+        if batch_shards() > 1 and y is not None and sample_weight is not None:  # (a row a device, weighing 0)
+            x, y, sample_weight = filled_for_every_device((x, y, sample_weight))[1]
         return super().test_on_batch(x, y, sample_weight=sample_weight, return_dict=return_dict)
 
     def predict_on_batch(self, x):
         """`keras.Model.predict_on_batch`; `x` may also be raw strings, one batch of them (a span extractor's: one
         row per window)."""
-        return super().predict_on_batch(self._raw_batch(x)[0])
+        rows, features = filled_for_every_device(self._raw_batch(x)[0])
+        outputs = super().predict_on_batch(features)
+        return outputs if batch_shards() == 1 else keras.tree.map_structure(lambda a: a[:rows], outputs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; `x` may also be raw strings (`y` the labels)."""

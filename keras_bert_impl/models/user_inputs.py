@@ -201,3 +201,32 @@ def check_batch_shards(batch_size, where):
         raise ValueError(f"{where}: batch_size={batch_size} does not split among the {shards} devices of the "
                          f"distribution in effect ({type(keras.distribution.distribution()).__name__}): give a "
                          f"multiple of {shards}.")
+
+
+def filled_for_every_device(batch):
+    """One batch (features, or `(features, labels, weights)`) with its first row repeated up to a multiple of the
+    devices a JAX distribution splits it among (`batch_shards`), the repeats weighing 0: `(rows, batch)`, `rows`
+    the real rows; `(rows, batch)` as it is otherwise. Before, one text in `train_on_batch` over two devices
+    stopped in JAX's `IndivisibleError`.
+
+    >>> filled_for_every_device({"token_ids": np.ones((1, 4))})[0]
+    1
+    """
+    shards = batch_shards()
+    leaves = [leaf for leaf in keras.tree.flatten(batch) if leaf is not None]
+    rows = len(leaves[0]) if leaves else 0
+    missing = -rows % shards if rows else 0
+    if not missing:
+        return rows, batch
+    filled = keras.tree.map_structure(
+        lambda a: None if a is None else np.concatenate([np.asarray(a), np.repeat(np.asarray(a)[:1], missing, axis=0)]),
+        batch)
+    if isinstance(filled, tuple) and len(filled) == 3:  # the repeats weigh nothing
+
+        def unweighted(weights):
+            weights = np.array(weights)
+            weights[rows:] = 0
+            return weights
+
+        filled = (filled[0], filled[1], keras.tree.map_structure(unweighted, filled[2]))
+    return rows, filled
