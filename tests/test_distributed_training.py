@@ -643,6 +643,20 @@ def test_a_glue_recipe_killed_on_two_processes_resumes_to_the_uninterrupted_scor
     assert not checkpoints.exists()
 
 
+def _on_two_jax_host_devices(source, tmp_path, minilm_dir):
+    """Runs the script `source` (argument: the MiniLM directory) under JAX on two CPU host devices; returns the
+    JSON it prints after "RESULT "."""
+    pytest.importorskip("jax")
+    script = tmp_path / "two_devices.py"
+    script.write_text(source)
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    proc = subprocess.run([sys.executable, str(script), str(minilm_dir)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.split("RESULT ", 1)[1])
+
+
 DATA_PARALLEL_PREDICTIONS = r'''
 import json, sys
 import keras, numpy as np
@@ -677,15 +691,7 @@ def test_jax_data_parallel_predicts_fewer_texts_than_devices_and_names_an_unspli
     # From the JAX user's audit. Before: predicting on one text over two devices stopped in JAX's IndivisibleError
     # ("implies that array axis 0 is partitioned 2 times, but the dimension size is 1"), in predict_labels, encode,
     # predict_entities and answer alike; batch_size=3 over two devices, the same.
-    pytest.importorskip("jax")
-    script = tmp_path / "predict.py"
-    script.write_text(DATA_PARALLEL_PREDICTIONS)
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
-               XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    proc = subprocess.run([sys.executable, str(script), str(minilm_dir)], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    result = _on_two_jax_host_devices(DATA_PARALLEL_PREDICTIONS, tmp_path, minilm_dir)
     np.testing.assert_allclose(result["one"], result["three"][:1], atol=1e-5)
     np.testing.assert_allclose(result["features"], result["three"], atol=1e-5)
     assert result["label"] in (0, 1)
@@ -730,15 +736,7 @@ print("RESULT " + json.dumps({"difference": difference, "split": split, "loss": 
 def test_jax_model_parallel_with_the_backbones_layout_map_predicts_as_one_device(tmp_path, minilm_dir):
     # BertBackbone.get_layout_map (keras-hub's name): the encoder's matrices split over a mesh's model axis, as
     # Megatron-LM splits them. Before, the JAX audit found no layout map to give ModelParallel.
-    pytest.importorskip("jax")
-    script = tmp_path / "model_parallel.py"
-    script.write_text(MODEL_PARALLEL)
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
-               XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    proc = subprocess.run([sys.executable, str(script), str(minilm_dir)], env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    result = _on_two_jax_host_devices(MODEL_PARALLEL, tmp_path, minilm_dir)
     assert result["difference"] < 1e-5 and np.isfinite(result["loss"])
     layers = [f"transformer_layer_{i}/{name}" for i in range(2) for name in (
         "attention_output/kernel", "intermediate/bias", "intermediate/kernel", "output/kernel", "qkv/bias",
