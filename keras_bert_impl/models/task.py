@@ -7,7 +7,6 @@ rest: `raw_text_inputs.RawTextInputs` (how raw text, tables and feature dicts ar
 """
 
 import keras
-import numpy as np
 
 from keras_bert_impl.models.failed_calls import run_recoverably
 from keras_bert_impl.models.interrupts import noting_interrupts, with_interrupt_check
@@ -461,10 +460,14 @@ class Task(RawTextInputs, TaskSaving, FunctionalModel):
         if self._is_raw(x):
             x = self._raw_dataset(x, batch_size=batch_size)
             batch_size = None
-        count, x = _rows_for_every_device(x, batch_size)
+        if batch_shards() == 1 or not isinstance(x, dict):
+            return self._keras_call(super(Task, self).predict, "predict_function", x=x, batch_size=batch_size,
+                                    verbose=verbose, steps=steps, callbacks=callbacks)
+        # A batch of fewer rows than devices (one text, or the last batch) cannot be split: filled, then dropped.
+        rows, x = filled_for_every_device(x, 32 if batch_size is None else batch_size)
         outputs = self._keras_call(super(Task, self).predict, "predict_function", x=x, batch_size=batch_size,
                                    verbose=verbose, steps=steps, callbacks=callbacks)
-        return outputs if count is None else keras.tree.map_structure(lambda a: a[:count], outputs)
+        return keras.tree.map_structure(lambda a: a[:rows], outputs)
 
     def _keras_call(self, method, function_name, **arguments):
         """Runs Keras's `fit`, `evaluate` or `predict` (`method`, on `arguments`): undone if it fails
@@ -549,21 +552,3 @@ LABEL_ATTRIBUTES = {
                 "enumerate(model.label_names)})",
 }
 
-
-def _rows_for_every_device(x, batch_size):
-    """Features (a dict of arrays) to predict on under a distribution that splits each batch among its devices:
-    `(count, x)`, `x` with its first row repeated up to a whole number of batches, so that every batch splits
-    equally (JAX stopped on a last batch of fewer rows than devices: `IndivisibleError`), and the real row count to
-    keep of the outputs; `(None, x)` otherwise."""
-    shards = batch_shards()
-    if shards == 1 or not isinstance(x, dict) or not x:
-        return None, x
-    arrays = {key: np.asarray(value) for key, value in x.items()}
-    count = len(next(iter(arrays.values())))
-    size = 32 if batch_size is None else batch_size
-    # Fewer rows than a batch: one batch, of a multiple of the devices; else whole batches (size splits: checked).
-    padded = -(-count // shards) * shards if count < size else -(-count // size) * size
-    if padded == count:
-        return None, x
-    return count, {key: np.concatenate([value, np.repeat(value[:1], padded - count, axis=0)])
-                   for key, value in arrays.items()}

@@ -203,11 +203,12 @@ def check_batch_shards(batch_size, where):
                          f"multiple of {shards}.")
 
 
-def filled_for_every_device(batch):
-    """One batch (features, or `(features, labels, weights)`) with its first row repeated up to a multiple of the
-    devices a JAX distribution splits it among (`batch_shards`), the repeats weighing 0: `(rows, batch)`, `rows`
-    the real rows; `(rows, batch)` as it is otherwise. Before, one text in `train_on_batch` over two devices
-    stopped in JAX's `IndivisibleError`.
+def filled_for_every_device(batch, batch_size=None):
+    """Rows (features, or `(features, labels, weights)`) with the first row repeated up to a multiple of the devices
+    a JAX distribution splits each batch among (`batch_shards`), the repeats weighing 0: `(rows, batch)`, `rows` the
+    real rows; `(rows, batch)` as it is without such a distribution. With `batch_size`, rows of several batches are
+    filled to whole batches (the size is a multiple of the devices: `check_batch_shards`). Before, one text in
+    `train_on_batch` or `predict` over two devices stopped in JAX's `IndivisibleError`.
 
     >>> filled_for_every_device({"token_ids": np.ones((1, 4))})[0]
     1
@@ -215,7 +216,8 @@ def filled_for_every_device(batch):
     shards = batch_shards()
     leaves = [leaf for leaf in keras.tree.flatten(batch) if leaf is not None]
     rows = len(leaves[0]) if leaves else 0
-    missing = -rows % shards if rows else 0
+    multiple = batch_size if batch_size is not None and rows >= batch_size else shards
+    missing = -rows % multiple if rows and shards > 1 else 0
     if not missing:
         return rows, batch
     filled = keras.tree.map_structure(
