@@ -28,8 +28,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / PACKAGE
 
 # Lower rooms first; a module may import its own room and the rooms before it, never a later one.
 LAYER_ORDER = (
-    ("layers", "metrics", "batching", "optimizers", "file_errors", "file_patterns", "raw_text", "table_columns",
-     "tensorflow_devices"),  # the bottom: nothing else from the package
+    ("layers", "metrics", "batching", "optimizers", "file_errors", "file_patterns", "hugging_face_names", "raw_text",
+     "table_columns", "tensorflow_devices"),  # the bottom: nothing else from the package
     ("presets", "version", "checkpoints"),
     ("text",),
     ("models",),

@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert_impl.hugging_face_names import HuggingFaceNames
+
 
 # transformers' forward keywords: `model(**tokenizer(texts, return_tensors="pt"))`, `model(input_ids, labels=...)`.
 TRANSFORMERS_CALL_KEYWORDS = frozenset({
@@ -10,7 +12,7 @@ TRANSFORMERS_CALL_KEYWORDS = frozenset({
 })
 
 
-class FunctionalModel(keras.Model):
+class FunctionalModel(HuggingFaceNames, keras.Model):
     """A `keras.Model` built functionally inside `__init__` of a subclass.
 
     Subclasses create their layers and store them as attributes *before*
@@ -41,8 +43,8 @@ class FunctionalModel(keras.Model):
             # torch optimizer had nothing to train, and torch.onnx / torch.jit tracing took the weights for constants).
             self._torch_params = self.__dict__.pop("_torch_params")
 
-    # transformers' attribute names -> what to use here (`__getattr__` names it: `model.config.id2label`, a habit,
-    # was Python's bare "object has no attribute 'config'"). Subclasses add theirs.
+    # transformers' attribute names -> what to use here (`HuggingFaceNames.__getattr__` names it:
+    # `model.config.id2label`, a habit, was Python's bare "object has no attribute 'config'"). Subclasses add theirs.
     hugging_face_attributes = {"config": "get_config() (the settings it was built with)"}
 
     @classmethod
@@ -50,20 +52,6 @@ class FunctionalModel(keras.Model):
         """transformers' name: one line naming `from_preset`, which takes the same Hub ids and directories."""
         raise TypeError(f"{cls.__name__}.from_pretrained is transformers' name: use {cls.__name__}.from_preset(...), "
                         "which takes the same Hub id (\"owner/name\" or \"hf://owner/name\") or transformers directory.")
-
-    def __getattr__(self, name):
-        # (Called only for a name not found.) transformers' names: one line naming ours.
-        ours = type(self).hugging_face_attributes.get(name)
-        if ours is not None:
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}' (transformers' name): "
-                                 f"use {ours}.")
-        attribute = getattr(type(self), name, None)
-        if isinstance(attribute, property):  # a property that raised AttributeError itself: its own error again
-            return attribute.fget(self)
-        parent = getattr(super(), "__getattr__", None)  # (PyTorch's Module has one: its parameters and modules)
-        if parent is None:
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-        return parent(name)
 
     def __call__(self, *args, **kwargs):
         # transformers' forward keywords (`model(**batch)`): Keras said "missing a required argument: 'inputs'",

@@ -28,10 +28,11 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_impl.hugging_face_names import HuggingFaceNames
 from keras_bert_impl.tensorflow_devices import keep_tensorflow_off_the_gpus
 from keras_bert_impl.text.normalization import bert_normalize
 from keras_bert_impl.text.preprocessing_layer import PreprocessingLayer
-from keras_bert_impl.text.tokenizer_habits import HUGGING_FACE_TOKENIZER_NAMES, call_arguments_error, missing_name_error
+from keras_bert_impl.text.tokenizer_habits import HUGGING_FACE_TOKENIZER_NAMES, call_arguments_error
 
 keep_tensorflow_off_the_gpus()  # (JAX, PyTorch: TensorFlow only tokenizes and batches, on the CPU)
 
@@ -115,7 +116,7 @@ def validate_vocabulary(tokens, source="vocabulary"):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertTokenizer(PreprocessingLayer):
+class BertTokenizer(HuggingFaceNames, PreprocessingLayer):
     """WordPiece tokenizer for BERT, in-graph, identical to the original BERT tokenisation.
 
     Produces the same ids as Hugging Face `tokenizers`' BERT tokenizer (and the
@@ -361,17 +362,13 @@ class BertTokenizer(PreprocessingLayer):
             raise call_arguments_error(type(self).__name__, pairs, hugging_face_arguments)
         return self.tokenize(strings)
 
+    # transformers' tokenizer names (`decode`, `vocab_size`, ...) -> ours: one line each (`HuggingFaceNames`).
+    hugging_face_attributes = HUGGING_FACE_TOKENIZER_NAMES
+    hugging_face_origin = "Hugging Face's name"
+
     def hugging_face_arguments_error(self, given):
         return call_arguments_error(type(self).__name__, (), dict.fromkeys(given))
 
-    def __getattr__(self, name):
-        # (Only for names not found: Hugging Face's are one line naming ours. PyTorch's Module has its own.)
-        if name in HUGGING_FACE_TOKENIZER_NAMES:
-            raise missing_name_error(type(self).__name__, name)
-        parent = getattr(super(), "__getattr__", None)
-        if parent is None:
-            raise missing_name_error(type(self).__name__, name)
-        return parent(name)
 
     def tokenize_with_offsets(self, strings):
         """Token ids and byte offsets of each token in the ORIGINAL string.

@@ -5,7 +5,8 @@ WordPiece ids (no [CLS], [SEP] or padding), `detokenize` joins ids back into
 text, `id_to_token` / `token_to_id` / `vocabulary_size()` read the vocabulary.
 A `transformers` user reaches for `decode`, `convert_ids_to_tokens`,
 `vocab_size` or `tokenizer(texts, padding=True, return_tensors="np")`; each
-gets the one line that names ours (before: Python's bare `AttributeError`, or
+gets the one line that names ours (the names through `HuggingFaceNames`, the
+call's arguments through `call_arguments_error`) (before: Python's bare `AttributeError`, or
 `call() got an unexpected keyword argument 'padding'`).
 """
 
@@ -30,19 +31,6 @@ HUGGING_FACE_TOKENIZER_NAMES = {
 _PACKED = ("the model's padded features (token_ids, segment_ids, padding_mask) are its preprocessor's: "
            "model.preprocessor(texts), or BertClassifierPreprocessor(tokenizer, sequence_length=128)(texts) "
            "(a pair: (texts_a, texts_b))")
-
-
-def missing_name_error(class_name, name):
-    """The `AttributeError` for `name`, which `class_name` lacks: with ours where `name` is Hugging Face's.
-
-    Example:
-    >>> str(missing_name_error("BertTokenizer", "vocab_size"))  # doctest: +NORMALIZE_WHITESPACE
-    "'BertTokenizer' object has no attribute 'vocab_size' (Hugging Face's name): use vocabulary_size()."
-    """
-    if name in HUGGING_FACE_TOKENIZER_NAMES:
-        return AttributeError(f"'{class_name}' object has no attribute '{name}' (Hugging Face's name): use "
-                              f"{HUGGING_FACE_TOKENIZER_NAMES[name]}.")
-    return AttributeError(f"'{class_name}' object has no attribute '{name}'")
 
 
 def call_arguments_error(class_name, pairs, arguments):
