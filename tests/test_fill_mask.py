@@ -103,7 +103,8 @@ def test_fill_mask_targets_equal_the_hugging_face_pipelines(masked_lm_dir, maske
         ["the", "a"], ["a", "the"])
     assert [p["token_str"] for p in model.fill_mask(masked_texts[0], targets="the")] == ["the"]
     for targets, message in (([], "`targets` must be a string or a non-empty list of strings, got []."),
-                             (["the", 3], "`targets`: item 1 is int 3, expected a string.")):
+                             (["the", 3], "`targets`: item 1 is int 3, expected a string."),
+                             (["\u200b"], "`targets` ['\\u200b']: none has a piece in the vocabulary.")):
         with pytest.raises(ValueError) as error:
             model.fill_mask(masked_texts[0], targets=targets)
         assert str(error.value) == message
